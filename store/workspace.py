@@ -1,0 +1,75 @@
+"""Finding and creating the workspace folder (``.tether/``) that holds ``tether.db``.
+
+Resolution order: an explicit ``--workspace DIR``, then ``TETHER_WORKSPACE``, then the first
+``.tether/`` found walking up from the current directory (like git finds ``.git``), and finally
+``./.tether`` when none exists. The folder is only created on the first write, owner-only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+WORKSPACE_DIRNAME = ".tether"
+DATABASE_FILENAME = "tether.db"
+ARTIFACTS_DIRNAME = "artifacts"
+CONFIG_FILENAME = "config.toml"
+ENV_VAR = "TETHER_WORKSPACE"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A workspace folder and the paths inside it."""
+
+    root: Path
+
+    @property
+    def database_path(self) -> Path:
+        return self.root / DATABASE_FILENAME
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.root / ARTIFACTS_DIRNAME
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / CONFIG_FILENAME
+
+    def exists(self) -> bool:
+        """True when the workspace database has been created."""
+        return self.database_path.exists()
+
+    def ensure(self) -> None:
+        """Create the folder and artifacts folder with owner-only permissions (0700)."""
+        for folder in (self.root, self.artifacts_dir):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)
+
+
+def find_workspace_root(start: Path) -> Path | None:
+    """Return the nearest ``.tether`` folder at or above ``start``, or None."""
+    current = start.resolve()
+    for folder in (current, *current.parents):
+        candidate = folder / WORKSPACE_DIRNAME
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def resolve_workspace(
+    explicit: str | os.PathLike[str] | None = None,
+    *,
+    cwd: Path | None = None,
+    environ: dict[str, str] | None = None,
+) -> Workspace:
+    """Pick the workspace folder following the documented resolution order."""
+    env = os.environ if environ is None else environ
+    if explicit:
+        return Workspace(Path(explicit).expanduser().resolve())
+    from_env = env.get(ENV_VAR)
+    if from_env:
+        return Workspace(Path(from_env).expanduser().resolve())
+    here = (cwd or Path.cwd()).resolve()
+    found = find_workspace_root(here)
+    return Workspace(found if found is not None else here / WORKSPACE_DIRNAME)
