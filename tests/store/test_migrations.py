@@ -1,0 +1,93 @@
+"""Opening, migrating and refusing workspace database files."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from store.database import Database, _split_statements
+from store.errors import NotFoundError, WorkspaceError
+from store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from store.workspace import Workspace
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_every_migration_splits_into_complete_statements() -> None:
+    for script in MIGRATIONS:
+        statements = _split_statements(script)
+        assert statements
+        assert all(sqlite3.complete_statement(s) for s in statements)
+
+
+async def test_new_workspace_records_version_and_identity(workspace: Workspace) -> None:
+    db = await Database.open(workspace)
+    try:
+        assert await db.fetch_value("PRAGMA user_version") == SCHEMA_VERSION
+        assert await db.fetch_value("PRAGMA application_id") == APPLICATION_ID
+        assert str(await db.fetch_value("PRAGMA journal_mode")).lower() == "wal"
+        assert await db.fetch_value("PRAGMA foreign_keys") == 1
+    finally:
+        await db.close()
+
+
+async def test_reopening_is_idempotent(workspace: Workspace) -> None:
+    for _ in range(2):
+        db = await Database.open(workspace)
+        await db.close()
+    db = await Database.open(workspace)
+    try:
+        assert await db.fetch_value("PRAGMA user_version") == SCHEMA_VERSION
+    finally:
+        await db.close()
+
+
+async def test_missing_workspace_is_not_created_when_reading(workspace: Workspace) -> None:
+    with pytest.raises(NotFoundError):
+        await Database.open(workspace, create=False)
+    assert not workspace.root.exists()
+
+
+async def test_newer_schema_is_refused_and_left_untouched(workspace: Workspace) -> None:
+    db = await Database.open(workspace)
+    await db.close()
+    conn = sqlite3.connect(workspace.database_path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    conn.close()
+    before = _digest(workspace.database_path)
+    with pytest.raises(WorkspaceError, match="newer Tether"):
+        await Database.open(workspace)
+    assert _digest(workspace.database_path) == before
+
+
+async def test_foreign_sqlite_file_is_refused_and_left_untouched(workspace: Workspace) -> None:
+    workspace.root.mkdir(parents=True)
+    conn = sqlite3.connect(workspace.database_path)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.execute("INSERT INTO invoices (total) VALUES (12.5)")
+    conn.commit()
+    conn.close()
+    before = _digest(workspace.database_path)
+    with pytest.raises(WorkspaceError, match="does not belong to Tether"):
+        await Database.open(workspace)
+    assert _digest(workspace.database_path) == before
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"this is a text file, not a database\n" * 100, b"SQLite format 3\x00" + b"\xff" * 4000],
+    ids=["not-sqlite", "corrupt-header"],
+)
+async def test_unusable_file_is_refused_and_left_untouched(
+    workspace: Workspace, content: bytes
+) -> None:
+    workspace.root.mkdir(parents=True)
+    workspace.database_path.write_bytes(content)
+    with pytest.raises(WorkspaceError, match="untouched"):
+        await Database.open(workspace)
+    assert workspace.database_path.read_bytes() == content
