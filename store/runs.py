@@ -1,0 +1,1471 @@
+"""Run records: the one API every process uses to write and read runs, nodes, attempts, calls,
+token usage, memory blocks, handoffs and the event log.
+
+Every write is one short transaction that also appends the events describing it, so the event
+log (``events.seq``, monotonic) never disagrees with the rows it reports. Typical use::
+
+    store = RunStore(db)
+    run = await store.create_run("code-review", input={"repo": "x"}, nodes_total=3)
+    await store.upsert_node(run.run_id, "plan", 0, "running")
+    await store.start_attempt(run.run_id, "plan", 0, 1, agent="simulated")
+    await store.record_call(CallUsage(run.run_id, "plan", 0, 1, agent="simulated",
+                                      usage=TokenUsage(input=1200, cache_read=300)))
+    await store.finish_attempt(run.run_id, "plan", 0, 1, "finished", usage=...,
+                               node_state="finished", node_output={...})
+
+Names follow BRIEF section 2. Statuses: ``RUN_STATUSES``, ``NODE_STATES`` and
+``ATTEMPT_STATES`` in :mod:`store.schema`. A running run whose heartbeat is older than
+``STALE_AFTER_MS`` is *stale*: :meth:`RunRecord.display_status` reports it so.
+
+Event types written here (``EventRecord.type``):
+``run.created``, ``run.status``, ``run.cancel-requested``, ``run.clear-requested``,
+``run.resumed``, ``run.deleted``, ``node.state``, ``attempt.started``, ``attempt.finished``,
+``attempt.abandoned``, ``call``, ``memory.block``, ``handoff``, plus whatever callers append
+with :meth:`RunStore.append_events` (the engine adds ``cache.hit``, ``log`` ...).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from store.buckets import bucket_for, context_window
+from store.database import Database
+from store.errors import InvalidInputError, NotFoundError
+from store.schema import ATTEMPT_STATES, NODE_STATES, RUN_STATUSES
+from store.sql import runs as sql
+
+STALE_AFTER_MS = 30_000
+"""A running run whose heartbeat is older than this is shown as stale (resumable)."""
+
+TERMINAL_RUN_STATUSES = ("finished", "failed", "cancelled", "handed-off")
+TERMINAL_NODE_STATES = ("finished", "failed", "cancelled", "skipped")
+WORKSPACE_ROLLUP = ""
+"""The ``usage_rollups.run_id`` that holds workspace-wide totals."""
+
+MAX_READ_LIMIT = 100_000
+
+
+# -- value types ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Token counts of one call or one attempt: fresh input, both cache lanes, output, reasoning."""
+
+    input: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+    reasoning: int = 0
+
+    @property
+    def context_tokens(self) -> int:
+        """Context window: input + cache read + cache write (BRIEF section 2)."""
+        return context_window(self.input, self.cache_read, self.cache_write)
+
+    @property
+    def total(self) -> int:
+        """Every token counted once: the context window plus output and reasoning."""
+        return self.context_tokens + self.output + self.reasoning
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input + other.input,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+            self.output + other.output,
+            self.reasoning + other.reasoning,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        """Plain dict with the column-style names used in JSON output."""
+        return {
+            "input_tokens": self.input,
+            "cache_read_tokens": self.cache_read,
+            "cache_write_tokens": self.cache_write,
+            "output_tokens": self.output,
+            "reasoning_tokens": self.reasoning,
+        }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any] | sqlite3.Row) -> TokenUsage:
+        """Read the five token columns of a runs/attempts/calls/usage_rollups row."""
+        return cls(
+            int(row["input_tokens"]),
+            int(row["cache_read_tokens"]),
+            int(row["cache_write_tokens"]),
+            int(row["output_tokens"]),
+            int(row["reasoning_tokens"]),
+        )
+
+
+@dataclass(frozen=True)
+class CallUsage:
+    """One model call to record: where it happened, which agent/model, and its token usage."""
+
+    run_id: str
+    node_id: str
+    iteration: int
+    attempt: int
+    agent: str
+    usage: TokenUsage
+    model: str | None = None
+    simulated: bool = False
+    started_at_ms: int | None = None
+    finished_at_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to append. ``payload`` must be JSON-serialisable."""
+
+    type: str
+    run_id: str | None = None
+    node_id: str | None = None
+    iteration: int | None = None
+    attempt: int | None = None
+    payload: Mapping[str, Any] | None = None
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of ``runs``, decoded."""
+
+    run_id: str
+    workflow: str
+    workflow_path: str | None
+    status: str
+    input: Any
+    output: Any
+    error: str | None
+    parent_run_id: str | None
+    generation: int
+    owner_id: str | None
+    created_at_ms: int
+    started_at_ms: int | None
+    finished_at_ms: int | None
+    heartbeat_at_ms: int | None
+    updated_at_ms: int
+    cancel_requested_at_ms: int | None
+    clear_requested_at_ms: int | None
+    clear_reason: str | None
+    nodes_total: int
+    nodes_done: int
+    tokens: TokenUsage
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> RunRecord:
+        return cls(
+            run_id=row["run_id"],
+            workflow=row["workflow"],
+            workflow_path=row["workflow_path"],
+            status=row["status"],
+            input=_loads(row["input_json"]),
+            output=_loads(row["output_json"]),
+            error=row["error"],
+            parent_run_id=row["parent_run_id"],
+            generation=int(row["generation"]),
+            owner_id=row["owner_id"],
+            created_at_ms=int(row["created_at_ms"]),
+            started_at_ms=row["started_at_ms"],
+            finished_at_ms=row["finished_at_ms"],
+            heartbeat_at_ms=row["heartbeat_at_ms"],
+            updated_at_ms=int(row["updated_at_ms"]),
+            cancel_requested_at_ms=row["cancel_requested_at_ms"],
+            clear_requested_at_ms=row["clear_requested_at_ms"],
+            clear_reason=row["clear_reason"],
+            nodes_total=int(row["nodes_total"]),
+            nodes_done=int(row["nodes_done"]),
+            tokens=TokenUsage.from_row(row),
+        )
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once the run can no longer change on its own (finished, failed, ...)."""
+        return self.status in TERMINAL_RUN_STATUSES
+
+    def is_stale(self, now_ms: int) -> bool:
+        """True when the run claims to be running but its heartbeat is older than 30 s."""
+        if self.status != "running":
+            return False
+        beat = self.heartbeat_at_ms if self.heartbeat_at_ms is not None else self.created_at_ms
+        return now_ms - beat > STALE_AFTER_MS
+
+    def display_status(self, now_ms: int) -> str:
+        """The status to show a person: ``stale`` replaces ``running`` when the heartbeat is old."""
+        return "stale" if self.is_stale(now_ms) else self.status
+
+    def as_dict(self, now_ms: int | None = None) -> dict[str, Any]:
+        """JSON-ready form (``display_status`` included when ``now_ms`` is given)."""
+        data: dict[str, Any] = {
+            "run_id": self.run_id,
+            "workflow": self.workflow,
+            "workflow_path": self.workflow_path,
+            "status": self.status,
+            "input": self.input,
+            "output": self.output,
+            "error": self.error,
+            "parent_run_id": self.parent_run_id,
+            "generation": self.generation,
+            "created_at_ms": self.created_at_ms,
+            "started_at_ms": self.started_at_ms,
+            "finished_at_ms": self.finished_at_ms,
+            "heartbeat_at_ms": self.heartbeat_at_ms,
+            "cancel_requested_at_ms": self.cancel_requested_at_ms,
+            "clear_requested_at_ms": self.clear_requested_at_ms,
+            "clear_reason": self.clear_reason,
+            "nodes_total": self.nodes_total,
+            "nodes_done": self.nodes_done,
+            "tokens": self.tokens.as_dict(),
+        }
+        if now_ms is not None:
+            data["display_status"] = self.display_status(now_ms)
+            data["stale"] = self.is_stale(now_ms)
+        return data
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """One row of ``nodes``: a task in a run at one loop iteration."""
+
+    run_id: str
+    node_id: str
+    iteration: int
+    state: str
+    attempts: int
+    cached: bool
+    depends_on: list[str]
+    output: Any
+    error: str | None
+    started_at_ms: int | None
+    finished_at_ms: int | None
+    updated_at_ms: int
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> NodeRecord:
+        return cls(
+            run_id=row["run_id"],
+            node_id=row["node_id"],
+            iteration=int(row["iteration"]),
+            state=row["state"],
+            attempts=int(row["attempts"]),
+            cached=bool(row["cached"]),
+            depends_on=_loads(row["depends_on_json"]) or [],
+            output=_loads(row["output_json"]),
+            error=row["error"],
+            started_at_ms=row["started_at_ms"],
+            finished_at_ms=row["finished_at_ms"],
+            updated_at_ms=int(row["updated_at_ms"]),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "node_id": self.node_id,
+            "iteration": self.iteration,
+            "state": self.state,
+            "attempts": self.attempts,
+            "cached": self.cached,
+            "depends_on": self.depends_on,
+            "output": self.output,
+            "error": self.error,
+            "started_at_ms": self.started_at_ms,
+            "finished_at_ms": self.finished_at_ms,
+        }
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One row of ``attempts``; ``tokens`` are the authoritative per-attempt totals."""
+
+    run_id: str
+    node_id: str
+    iteration: int
+    attempt: int
+    state: str
+    agent: str | None
+    model: str | None
+    prompt: str | None
+    response_text: str | None
+    error: str | None
+    cached: bool
+    owner_id: str | None
+    started_at_ms: int
+    finished_at_ms: int | None
+    tokens: TokenUsage
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> AttemptRecord:
+        return cls(
+            run_id=row["run_id"],
+            node_id=row["node_id"],
+            iteration=int(row["iteration"]),
+            attempt=int(row["attempt"]),
+            state=row["state"],
+            agent=row["agent"],
+            model=row["model"],
+            prompt=row["prompt"],
+            response_text=row["response_text"],
+            error=row["error"],
+            cached=bool(row["cached"]),
+            owner_id=row["owner_id"],
+            started_at_ms=int(row["started_at_ms"]),
+            finished_at_ms=row["finished_at_ms"],
+            tokens=TokenUsage.from_row(row),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "attempt": self.attempt,
+            "state": self.state,
+            "agent": self.agent,
+            "model": self.model,
+            "error": self.error,
+            "cached": self.cached,
+            "started_at_ms": self.started_at_ms,
+            "finished_at_ms": self.finished_at_ms,
+            "tokens": self.tokens.as_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One row of ``calls``."""
+
+    call_id: int
+    run_id: str
+    node_id: str
+    iteration: int
+    attempt: int
+    agent: str
+    model: str | None
+    simulated: bool
+    tokens: TokenUsage
+    context_tokens: int
+    bucket: str
+    started_at_ms: int
+    finished_at_ms: int
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> CallRecord:
+        return cls(
+            call_id=int(row["call_id"]),
+            run_id=row["run_id"],
+            node_id=row["node_id"],
+            iteration=int(row["iteration"]),
+            attempt=int(row["attempt"]),
+            agent=row["agent"],
+            model=row["model"],
+            simulated=bool(row["simulated"]),
+            tokens=TokenUsage.from_row(row),
+            context_tokens=int(row["context_tokens"]),
+            bucket=row["bucket"],
+            started_at_ms=int(row["started_at_ms"]),
+            finished_at_ms=int(row["finished_at_ms"]),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "call_id": self.call_id,
+            "iteration": self.iteration,
+            "attempt": self.attempt,
+            "agent": self.agent,
+            "model": self.model,
+            "simulated": self.simulated,
+            "tokens": self.tokens.as_dict(),
+            "context_tokens": self.context_tokens,
+            "bucket": self.bucket,
+            "started_at_ms": self.started_at_ms,
+            "finished_at_ms": self.finished_at_ms,
+        }
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """One row of ``events``."""
+
+    seq: int
+    at_ms: int
+    type: str
+    run_id: str | None
+    node_id: str | None
+    iteration: int | None
+    attempt: int | None
+    payload: Any
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> EventRecord:
+        return cls(
+            seq=int(row["seq"]),
+            at_ms=int(row["at_ms"]),
+            type=row["type"],
+            run_id=row["run_id"],
+            node_id=row["node_id"],
+            iteration=row["iteration"],
+            attempt=row["attempt"],
+            payload=_loads(row["payload_json"]),
+        )
+
+
+@dataclass(frozen=True)
+class MemoryBlockRecord:
+    """One row of ``memory_blocks``: what recall injected (or why nothing was)."""
+
+    block_id: int
+    run_id: str
+    node_id: str
+    iteration: int
+    attempt: int
+    query: str | None
+    banks: list[str]
+    text: str | None
+    items: list[Any]
+    bytes_used: int
+    budget_bytes: int
+    truncated: bool
+    warning: str | None
+    degraded: bool
+    duration_ms: int | None
+    created_at_ms: int
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> MemoryBlockRecord:
+        return cls(
+            block_id=int(row["block_id"]),
+            run_id=row["run_id"],
+            node_id=row["node_id"],
+            iteration=int(row["iteration"]),
+            attempt=int(row["attempt"]),
+            query=row["query"],
+            banks=_loads(row["banks_json"]) or [],
+            text=row["text"],
+            items=_loads(row["items_json"]) or [],
+            bytes_used=int(row["bytes_used"]),
+            budget_bytes=int(row["budget_bytes"]),
+            truncated=bool(row["truncated"]),
+            warning=row["warning"],
+            degraded=bool(row["degraded"]),
+            duration_ms=row["duration_ms"],
+            created_at_ms=int(row["created_at_ms"]),
+        )
+
+
+@dataclass(frozen=True)
+class HandoffRecord:
+    """One row of ``handoffs``."""
+
+    handoff_id: int
+    from_run_id: str
+    to_run_id: str | None
+    trigger: str
+    reason: str
+    generation: int
+    tokens_at_handoff: int | None
+    carried_state: Any
+    carried_bytes: int
+    created_at_ms: int
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> HandoffRecord:
+        return cls(
+            handoff_id=int(row["handoff_id"]),
+            from_run_id=row["from_run_id"],
+            to_run_id=row["to_run_id"],
+            trigger=row["trigger"],
+            reason=row["reason"],
+            generation=int(row["generation"]),
+            tokens_at_handoff=row["tokens_at_handoff"],
+            carried_state=_loads(row["carried_state_json"]),
+            carried_bytes=int(row["carried_bytes"]),
+            created_at_ms=int(row["created_at_ms"]),
+        )
+
+
+def new_run_id() -> str:
+    """A fresh run id: short, unique, sortable enough to read in a terminal."""
+    return "r-" + uuid.uuid4().hex[:12]
+
+
+def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
+    if value not in allowed:
+        raise InvalidInputError(f"{value!r} is not a {what}; use one of: {', '.join(allowed)}.")
+
+
+# -- the store --------------------------------------------------------------------------------
+
+
+class RunStore:
+    """Reads and writes run records on an open :class:`~store.database.Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @property
+    def now_ms(self) -> int:
+        return self.db.clock.now_ms()
+
+    # -- events -----------------------------------------------------------------------------
+
+    @staticmethod
+    async def _insert_events(
+        conn: aiosqlite.Connection, now: int, events: Iterable[NewEvent]
+    ) -> None:
+        rows = [
+            (
+                now,
+                e.type,
+                e.run_id,
+                e.node_id,
+                e.iteration,
+                e.attempt,
+                None if e.payload is None else _dumps(dict(e.payload)),
+            )
+            for e in events
+        ]
+        if rows:
+            await conn.executemany(sql.INSERT_EVENT, rows)
+
+    async def append_events(self, events: Sequence[NewEvent]) -> None:
+        """Append many events in one transaction (each gets the next ``seq``)."""
+        if not events:
+            return
+        async with self.db.transaction() as conn:
+            await self._insert_events(conn, self.now_ms, events)
+
+    async def append_event(
+        self,
+        type: str,
+        *,
+        run_id: str | None = None,
+        node_id: str | None = None,
+        iteration: int | None = None,
+        attempt: int | None = None,
+        payload: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Append one event."""
+        await self.append_events([NewEvent(type, run_id, node_id, iteration, attempt, payload)])
+
+    async def last_event_seq(self) -> int:
+        """The highest event sequence number so far (0 when there is none)."""
+        return int(await self.db.fetch_value(sql.LAST_EVENT_SEQ) or 0)
+
+    async def events_since(
+        self, seq: int, *, run_id: str | None = None, limit: int = 1000
+    ) -> list[EventRecord]:
+        """Events with ``seq`` greater than the given one, oldest first (uses the seq key)."""
+        limit = max(1, min(limit, MAX_READ_LIMIT))
+        if run_id is None:
+            rows = await self.db.fetch_all(sql.EVENTS_SINCE, (seq, limit))
+        else:
+            rows = await self.db.fetch_all(sql.EVENTS_SINCE_RUN, (run_id, seq, limit))
+        return [EventRecord.from_row(r) for r in rows]
+
+    async def recent_events(self, k: int, *, run_id: str | None = None) -> list[EventRecord]:
+        """The most recent ``k`` events, oldest first."""
+        k = max(1, min(k, MAX_READ_LIMIT))
+        if run_id is None:
+            rows = await self.db.fetch_all(sql.RECENT_EVENTS, (k,))
+        else:
+            rows = await self.db.fetch_all(sql.RECENT_EVENTS_RUN, (run_id, k))
+        return [EventRecord.from_row(r) for r in reversed(rows)]
+
+    # -- runs -------------------------------------------------------------------------------
+
+    async def create_run(
+        self,
+        workflow: str,
+        *,
+        input: Any = None,
+        workflow_path: str | None = None,
+        parent_run_id: str | None = None,
+        generation: int = 0,
+        owner_id: str | None = None,
+        run_id: str | None = None,
+        status: str = "running",
+        nodes_total: int = 0,
+    ) -> RunRecord:
+        """Insert a run (``running`` by default, heartbeat now) and its ``run.created`` event.
+
+        ``parent_run_id``/``generation`` link a continuation (handoff) to the run it continues.
+        """
+        _check(status, RUN_STATUSES, "run status")
+        run_id = run_id or new_run_id()
+        async with self.db.transaction() as conn:
+            now = self.now_ms
+            await self._insert_run(
+                conn,
+                now,
+                run_id=run_id,
+                workflow=workflow,
+                workflow_path=workflow_path,
+                status=status,
+                input=input,
+                parent_run_id=parent_run_id,
+                generation=generation,
+                owner_id=owner_id,
+                nodes_total=nodes_total,
+            )
+        return await self.get_run(run_id)
+
+    async def _insert_run(
+        self,
+        conn: aiosqlite.Connection,
+        now: int,
+        *,
+        run_id: str,
+        workflow: str,
+        workflow_path: str | None,
+        status: str,
+        input: Any,
+        parent_run_id: str | None,
+        generation: int,
+        owner_id: str | None,
+        nodes_total: int,
+    ) -> None:
+        running = status == "running"
+        await conn.execute(
+            sql.INSERT_RUN,
+            {
+                "run_id": run_id,
+                "workflow": workflow,
+                "workflow_path": workflow_path,
+                "status": status,
+                "input_json": None if input is None else _dumps(input),
+                "parent_run_id": parent_run_id,
+                "generation": generation,
+                "owner_id": owner_id,
+                "now": now,
+                "started_at_ms": now if running else None,
+                "heartbeat_at_ms": now if running else None,
+                "nodes_total": nodes_total,
+            },
+        )
+        await self._insert_events(
+            conn,
+            now,
+            [
+                NewEvent(
+                    "run.created",
+                    run_id,
+                    payload={
+                        "workflow": workflow,
+                        "status": status,
+                        "parent_run_id": parent_run_id,
+                        "generation": generation,
+                    },
+                )
+            ],
+        )
+
+    async def get_run(self, run_id: str) -> RunRecord:
+        """The run with this id. Raises NotFoundError."""
+        row = await self.db.fetch_one(sql.SELECT_RUN, (run_id,))
+        if row is None:
+            raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
+        return RunRecord.from_row(row)
+
+    async def find_run(self, run_id: str) -> RunRecord | None:
+        """The run with this id, or None."""
+        row = await self.db.fetch_one(sql.SELECT_RUN, (run_id,))
+        return None if row is None else RunRecord.from_row(row)
+
+    async def list_runs(self, *, status: str | None = None, limit: int = 200) -> list[RunRecord]:
+        """Runs, newest first. ``status`` may be any run status or ``stale``."""
+        limit = max(1, min(limit, MAX_READ_LIMIT))
+        if status is None:
+            rows = await self.db.fetch_all(sql.LIST_RUNS, (limit,))
+        elif status == "stale":
+            rows = await self.db.fetch_all(
+                sql.LIST_STALE_RUNS, (self.now_ms - STALE_AFTER_MS, limit)
+            )
+        else:
+            _check(status, (*RUN_STATUSES, "stale"), "run status")
+            rows = await self.db.fetch_all(sql.LIST_RUNS_BY_STATUS, (status, limit))
+        return [RunRecord.from_row(r) for r in rows]
+
+    async def child_runs(self, run_id: str) -> list[RunRecord]:
+        """Runs that continue ``run_id`` (handoff successors), oldest first."""
+        rows = await self.db.fetch_all(sql.LIST_CHILD_RUNS, (run_id,))
+        return [RunRecord.from_row(r) for r in rows]
+
+    async def set_run_status(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        error: str | None = None,
+        output: Any = None,
+        set_output: bool = False,
+    ) -> None:
+        """Change a run's status with a ``run.status`` event (terminal: sets ``finished_at_ms``).
+
+        ``error`` is stored when given; ``output`` only when ``set_output`` is true.
+        """
+        _check(status, RUN_STATUSES, "run status")
+        async with self.db.transaction() as conn:
+            now = self.now_ms
+            cursor = await conn.execute(
+                sql.UPDATE_RUN_STATUS,
+                {
+                    "run_id": run_id,
+                    "status": status,
+                    "now": now,
+                    "set_error": error is not None,
+                    "error": error,
+                    "set_output": set_output,
+                    "output_json": _dumps(output) if set_output else None,
+                },
+            )
+            if cursor.rowcount == 0:
+                raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
+            payload: dict[str, Any] = {"status": status}
+            if error is not None:
+                payload["error"] = error
+            await self._insert_events(conn, now, [NewEvent("run.status", run_id, payload=payload)])
+
+    async def claim_run(self, run_id: str, owner_id: str) -> RunRecord:
+        """Take over a run for (re)execution: status running, new owner, fresh heartbeat.
+
+        Any attempt still marked running belongs to a dead process; it is marked abandoned and
+        its node set back to pending so the scheduler retries it. Emits ``run.resumed``.
+        """
+        async with self.db.transaction() as conn:
+            now = self.now_ms
+            cursor = await conn.execute(
+                sql.CLAIM_RUN, {"run_id": run_id, "owner_id": owner_id, "now": now}
+            )
+            if cursor.rowcount == 0:
+                raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
+            abandoned = await self._abandon(conn, run_id, now)
+            await self._insert_events(
+                conn,
+                now,
+                [
+                    NewEvent(
+                        "run.resumed",
+                        run_id,
+                        payload={"owner_id": owner_id, "abandoned": abandoned},
+                    )
+                ],
+            )
+        return await self.get_run(run_id)
+
+    async def heartbeat(self, run_id: str, owner_id: str | None = None) -> bool:
+        """Refresh the run's heartbeat. With ``owner_id`` only if that owner still holds the run.
+
+        Returns False when the run is gone or (fenced) owned by someone else. No event: a
+        heartbeat is not a state change.
+        """
+        async with self.db.transaction() as conn:
+            params = {"run_id": run_id, "now": self.now_ms, "owner_id": owner_id}
+            statement = sql.UPDATE_HEARTBEAT if owner_id is None else sql.UPDATE_HEARTBEAT_FENCED
+            cursor = await conn.execute(statement, params)
+            return cursor.rowcount > 0
+
+    async def request_cancel(self, run_id: str) -> RunRecord:
+        """Ask the process running ``run_id`` to cancel it (it polls the run row).
+
+        A run that is not running (or is stale, so nobody is polling) is cancelled directly.
+        Raises NotFoundError; a terminal run raises InvalidInputError.
+        """
+        run = await self.get_run(run_id)
+        if run.is_terminal:
+            raise InvalidInputError(f"Run {run_id} is already {run.status}; nothing to cancel.")
+        async with self.db.transaction() as conn:
+            now = self.now_ms
+            await conn.execute(sql.REQUEST_CANCEL, {"run_id": run_id, "now": now})
+            events = [NewEvent("run.cancel-requested", run_id)]
+            if run.status != "running" or run.is_stale(now):
+                await conn.execute(
+                    sql.UPDATE_RUN_STATUS,
+                    {
+                        "run_id": run_id,
+                        "status": "cancelled",
+                        "now": now,
+                        "set_error": True,
+                        "error": "Cancelled by request.",
+                        "set_output": False,
+                        "output_json": None,
+                    },
+                )
+                await self._abandon(conn, run_id, now)
+                events.append(NewEvent("run.status", run_id, payload={"status": "cancelled"}))
+            await self._insert_events(conn, now, events)
+        return await self.get_run(run_id)
+
+    async def request_clear(self, run_id: str, reason: str) -> RunRecord:
+        """Ask for a durable /clear of ``run_id``: the scheduler hands off at its next dispatch.
+
+        Raises NotFoundError; a terminal run raises InvalidInputError.
+        """
+        if not reason.strip():
+            raise InvalidInputError("A clear needs a reason; pass some text.")
+        run = await self.get_run(run_id)
+        if run.is_terminal:
+            raise InvalidInputError(f"Run {run_id} is already {run.status}; nothing to clear.")
+        async with self.db.transaction() as conn:
+            now = self.now_ms
+            await conn.execute(sql.REQUEST_CLEAR, {"run_id": run_id, "now": now, "reason": reason})
+            await self._insert_events(
+                conn, now, [NewEvent("run.clear-requested", run_id, payload={"reason": reason})]
+            )
+        return await self.get_run(run_id)
+
+    async def set_progress(
+        self, run_id: str, *, nodes_done: int | None = None, nodes_total: int | None = None
+    ) -> None:
+        """Update the run's done/total node counters shown in run lists."""
+        await self.db.execute(
+            sql.UPDATE_PROGRESS,
+            {
+                "run_id": run_id,
+                "nodes_done": nodes_done,
+                "nodes_total": nodes_total,
+                "now": self.now_ms,
+            },
+        )
+
+    async def delete_run(self, run_id: str) -> None:
+        """Delete a run that is not running, with every row that belongs to it.
+
+        Its token usage leaves the workspace rollup. Raises NotFoundError, or InvalidInputError
+        for a run that is running and not stale.
+        """
+        run = await self.get_run(run_id)
+        if run.status == "running" and not run.is_stale(self.now_ms):
+            raise InvalidInputError(f"Run {run_id} is running; cancel it before deleting it.")
+        async with self.db.transaction() as conn:
+            now = self.now_ms
+            await conn.execute(sql.SUBTRACT_WORKSPACE_ROLLUP, {"run_id": run_id})
+            for statement in sql.DELETE_RUN_ROWS:
+                await conn.execute(statement, (run_id,))
+            await self._insert_events(
+                conn, now, [NewEvent("run.deleted", payload={"run_id": run_id})]
+            )
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _node_params(
+        now: int,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        state: str,
+        *,
+        attempts: int | None = None,
+        cached: bool | None = None,
+        depends_on: Sequence[str] | None = None,
+        output: Any = None,
+        set_output: bool = False,
+        error: str | None = None,
+        set_error: bool = False,
+    ) -> dict[str, Any]:
+        _check(state, NODE_STATES, "node state")
+        return {
+            "run_id": run_id,
+            "node_id": node_id,
+            "iteration": iteration,
+            "state": state,
+            "attempts": attempts,
+            "cached": None if cached is None else int(cached),
+            "depends_on_json": None if depends_on is None else _dumps(list(depends_on)),
+            "output_json": _dumps(output) if set_output else None,
+            "set_output": set_output,
+            "error": error,
+            "set_error": set_error or error is not None,
+            "now": now,
+        }
+
+    @staticmethod
+    def _node_event(params: Mapping[str, Any]) -> NewEvent:
+        payload: dict[str, Any] = {"state": params["state"]}
+        if params["cached"]:
+            payload["cached"] = True
+        if params["error"] is not None:
+            payload["error"] = params["error"]
+        return NewEvent(
+            "node.state", params["run_id"], params["node_id"], params["iteration"], payload=payload
+        )
+
+    async def upsert_node(
+        self,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        state: str,
+        *,
+        attempts: int | None = None,
+        cached: bool | None = None,
+        depends_on: Sequence[str] | None = None,
+        output: Any = None,
+        set_output: bool = False,
+        error: str | None = None,
+        nodes_done: int | None = None,
+    ) -> None:
+        """Create or update a node's state (with a ``node.state`` event).
+
+        ``output`` is stored only when ``set_output`` is true (None is a valid output).
+        ``nodes_done`` also updates the run's progress counter in the same transaction.
+        """
+        params = self._node_params(
+            self.now_ms,
+            run_id,
+            node_id,
+            iteration,
+            state,
+            attempts=attempts,
+            cached=cached,
+            depends_on=depends_on,
+            output=output,
+            set_output=set_output,
+            error=error,
+        )
+        async with self.db.transaction() as conn:
+            await conn.execute(sql.UPSERT_NODE, params)
+            if nodes_done is not None:
+                await conn.execute(
+                    sql.UPDATE_PROGRESS,
+                    {
+                        "run_id": run_id,
+                        "nodes_done": nodes_done,
+                        "nodes_total": None,
+                        "now": params["now"],
+                    },
+                )
+            await self._insert_events(conn, params["now"], [self._node_event(params)])
+
+    async def upsert_nodes(
+        self, run_id: str, nodes: Sequence[tuple[str, int, str, Sequence[str]]]
+    ) -> None:
+        """Create many nodes as ``(node_id, iteration, state, depends_on)``, one event each."""
+        now = self.now_ms
+        params = [self._node_params(now, run_id, n, i, s, depends_on=d) for n, i, s, d in nodes]
+        async with self.db.transaction() as conn:
+            await conn.executemany(sql.UPSERT_NODE, params)
+            await self._insert_events(conn, now, [self._node_event(p) for p in params])
+
+    async def list_nodes(self, run_id: str) -> list[NodeRecord]:
+        """Every node (every iteration) of a run, in start order."""
+        rows = await self.db.fetch_all(sql.SELECT_NODES, (run_id,))
+        return [NodeRecord.from_row(r) for r in rows]
+
+    async def get_node(self, run_id: str, node_id: str, iteration: int | None = None) -> NodeRecord:
+        """A node at ``iteration`` (default: its latest iteration). Raises NotFoundError."""
+        if iteration is None:
+            rows = await self.db.fetch_all(sql.SELECT_NODE_ITERATIONS, (run_id, node_id))
+            row = rows[-1] if rows else None
+        else:
+            row = await self.db.fetch_one(sql.SELECT_NODE, (run_id, node_id, iteration))
+        if row is None:
+            raise NotFoundError(f"Run {run_id} has no node {node_id!r}.")
+        return NodeRecord.from_row(row)
+
+    async def node_iterations(self, run_id: str, node_id: str) -> list[NodeRecord]:
+        """Every iteration of one node, oldest first."""
+        rows = await self.db.fetch_all(sql.SELECT_NODE_ITERATIONS, (run_id, node_id))
+        return [NodeRecord.from_row(r) for r in rows]
+
+    # -- attempts ---------------------------------------------------------------------------
+
+    async def start_attempt(
+        self,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        attempt: int,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        prompt: str | None = None,
+        owner_id: str | None = None,
+        cached: bool = False,
+        node_state: str = "running",
+    ) -> None:
+        """Insert a running attempt and set its node to ``node_state`` with the attempt count.
+
+        Emits ``node.state`` and ``attempt.started`` in the same transaction.
+        """
+        now = self.now_ms
+        node = self._node_params(now, run_id, node_id, iteration, node_state, attempts=attempt)
+        async with self.db.transaction() as conn:
+            await conn.execute(sql.UPSERT_NODE, node)
+            await conn.execute(
+                sql.INSERT_ATTEMPT,
+                {
+                    "run_id": run_id,
+                    "node_id": node_id,
+                    "iteration": iteration,
+                    "attempt": attempt,
+                    "agent": agent,
+                    "model": model,
+                    "prompt": prompt,
+                    "cached": int(cached),
+                    "owner_id": owner_id,
+                    "now": now,
+                },
+            )
+            await self._insert_events(
+                conn,
+                now,
+                [
+                    self._node_event(node),
+                    NewEvent(
+                        "attempt.started",
+                        run_id,
+                        node_id,
+                        iteration,
+                        attempt,
+                        {"agent": agent, "model": model},
+                    ),
+                ],
+            )
+
+    async def finish_attempt(
+        self,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        attempt: int,
+        state: str,
+        *,
+        usage: TokenUsage = TokenUsage(),
+        response_text: str | None = None,
+        error: str | None = None,
+        model: str | None = None,
+        cached: bool = False,
+        node_state: str | None = None,
+        node_output: Any = None,
+        set_node_output: bool = False,
+        nodes_done: int | None = None,
+        extra_events: Sequence[NewEvent] = (),
+    ) -> None:
+        """End an attempt, writing its authoritative token totals once.
+
+        When ``node_state`` is given the node moves to it in the same transaction (with its
+        output when ``set_node_output``), and ``nodes_done`` updates the run's progress.
+        """
+        _check(state, ATTEMPT_STATES, "attempt state")
+        now = self.now_ms
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                sql.FINISH_ATTEMPT,
+                {
+                    "run_id": run_id,
+                    "node_id": node_id,
+                    "iteration": iteration,
+                    "attempt": attempt,
+                    "state": state,
+                    "response_text": response_text,
+                    "error": error,
+                    "model": model,
+                    "cached": int(cached),
+                    "now": now,
+                    "input_tokens": usage.input,
+                    "cache_read_tokens": usage.cache_read,
+                    "cache_write_tokens": usage.cache_write,
+                    "output_tokens": usage.output,
+                    "reasoning_tokens": usage.reasoning,
+                },
+            )
+            payload: dict[str, Any] = {"state": state, "tokens": usage.as_dict()}
+            if error is not None:
+                payload["error"] = error
+            if cached:
+                payload["cached"] = True
+            events = [NewEvent("attempt.finished", run_id, node_id, iteration, attempt, payload)]
+            if node_state is not None:
+                node = self._node_params(
+                    now,
+                    run_id,
+                    node_id,
+                    iteration,
+                    node_state,
+                    attempts=attempt,
+                    cached=cached,
+                    output=node_output,
+                    set_output=set_node_output,
+                    error=error if node_state == "failed" else None,
+                    set_error=True,
+                )
+                await conn.execute(sql.UPSERT_NODE, node)
+                events.append(self._node_event(node))
+            if nodes_done is not None:
+                await conn.execute(
+                    sql.UPDATE_PROGRESS,
+                    {"run_id": run_id, "nodes_done": nodes_done, "nodes_total": None, "now": now},
+                )
+            events.extend(extra_events)
+            await self._insert_events(conn, now, events)
+
+    async def _abandon(self, conn: aiosqlite.Connection, run_id: str, now: int) -> int:
+        async with conn.execute(sql.SELECT_RUNNING_ATTEMPTS, (run_id,)) as cursor:
+            running = list(await cursor.fetchall())
+        if not running:
+            await conn.execute(sql.RESET_RUNNING_NODES, {"run_id": run_id, "now": now})
+            return 0
+        await conn.execute(sql.ABANDON_ATTEMPTS, {"run_id": run_id, "now": now})
+        await conn.execute(sql.RESET_RUNNING_NODES, {"run_id": run_id, "now": now})
+        await self._insert_events(
+            conn,
+            now,
+            [NewEvent("attempt.abandoned", r[0], r[1], r[2], r[3]) for r in running],
+        )
+        return len(running)
+
+    async def mark_abandoned_attempts(self, run_id: str) -> int:
+        """Mark every attempt of ``run_id`` still ``running`` as abandoned (its process died) and
+        set their nodes back to pending. Returns how many attempts were abandoned."""
+        async with self.db.transaction() as conn:
+            return await self._abandon(conn, run_id, self.now_ms)
+
+    async def list_attempts(
+        self, run_id: str, node_id: str, iteration: int | None = None
+    ) -> list[AttemptRecord]:
+        """Attempts of a node (all iterations, or one), in order."""
+        if iteration is None:
+            rows = await self.db.fetch_all(sql.SELECT_ATTEMPTS, (run_id, node_id))
+        else:
+            rows = await self.db.fetch_all(
+                sql.SELECT_ATTEMPTS_ITERATION, (run_id, node_id, iteration)
+            )
+        return [AttemptRecord.from_row(r) for r in rows]
+
+    # -- calls and usage --------------------------------------------------------------------
+
+    async def record_call(self, call: CallUsage) -> None:
+        """Record one model call (see :meth:`record_calls`)."""
+        await self.record_calls([call])
+
+    async def record_calls(self, calls: Sequence[CallUsage]) -> None:
+        """Record model calls: one ``calls`` row each, plus the run and workspace rollups by
+        bucket and the run's token columns, all in one transaction, with a ``call`` event each.
+        """
+        if not calls:
+            return
+        async with self.db.transaction() as conn:
+            now = self.now_ms
+            events: list[NewEvent] = []
+            for call in calls:
+                usage = call.usage
+                context = usage.context_tokens
+                bucket = bucket_for(context)
+                tokens = usage.as_dict()
+                await conn.execute(
+                    sql.INSERT_CALL,
+                    {
+                        "run_id": call.run_id,
+                        "node_id": call.node_id,
+                        "iteration": call.iteration,
+                        "attempt": call.attempt,
+                        "agent": call.agent,
+                        "model": call.model,
+                        "simulated": int(call.simulated),
+                        **tokens,
+                        "context_tokens": context,
+                        "bucket": bucket,
+                        "started_at_ms": call.started_at_ms
+                        if call.started_at_ms is not None
+                        else now,
+                        "finished_at_ms": call.finished_at_ms
+                        if call.finished_at_ms is not None
+                        else now,
+                    },
+                )
+                for rollup_run_id in (call.run_id, WORKSPACE_ROLLUP):
+                    await conn.execute(
+                        sql.UPSERT_ROLLUP,
+                        {"rollup_run_id": rollup_run_id, "bucket": bucket, **tokens},
+                    )
+                await conn.execute(
+                    sql.ADD_RUN_TOKENS, {"run_id": call.run_id, "now": now, **tokens}
+                )
+                events.append(
+                    NewEvent(
+                        "call",
+                        call.run_id,
+                        call.node_id,
+                        call.iteration,
+                        call.attempt,
+                        {
+                            "agent": call.agent,
+                            "model": call.model,
+                            "simulated": call.simulated,
+                            "context_tokens": context,
+                            "bucket": bucket,
+                            "tokens": tokens,
+                        },
+                    )
+                )
+            await self._insert_events(conn, now, events)
+
+    async def list_calls(self, run_id: str, node_id: str | None = None) -> list[CallRecord]:
+        """Calls of a run (or of one node of it), in the order they were recorded."""
+        if node_id is None:
+            rows = await self.db.fetch_all(sql.SELECT_CALLS_RUN, (run_id,))
+        else:
+            rows = await self.db.fetch_all(sql.SELECT_CALLS_NODE, (run_id, node_id))
+        return [CallRecord.from_row(r) for r in rows]
+
+    async def usage_by_bucket(
+        self, run_id: str = WORKSPACE_ROLLUP
+    ) -> dict[str, tuple[int, TokenUsage]]:
+        """``{bucket: (calls, usage)}`` for a run, or for the workspace with ``run_id=''``."""
+        rows = await self.db.fetch_all(sql.SELECT_ROLLUPS, (run_id,))
+        return {r["bucket"]: (int(r["calls"]), TokenUsage.from_row(r)) for r in rows}
+
+    # -- memory blocks ----------------------------------------------------------------------
+
+    async def save_memory_block(
+        self,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        *,
+        attempt: int = 1,
+        text: str | None,
+        budget_bytes: int,
+        bytes_used: int = 0,
+        items: Sequence[Any] = (),
+        query: str | None = None,
+        banks: Sequence[str] = (),
+        truncated: bool = False,
+        warning: str | None = None,
+        degraded: bool = False,
+        duration_ms: int | None = None,
+    ) -> int:
+        """Persist the memory block injected for a node iteration (one per node iteration; a later
+        save replaces it). Emits ``memory.block``. Returns the block id."""
+        async with self.db.transaction() as conn:
+            now = self.now_ms
+            async with conn.execute(
+                sql.UPSERT_MEMORY_BLOCK,
+                {
+                    "run_id": run_id,
+                    "node_id": node_id,
+                    "iteration": iteration,
+                    "attempt": attempt,
+                    "query": query,
+                    "banks_json": _dumps(list(banks)),
+                    "text": text,
+                    "items_json": _dumps(list(items)),
+                    "bytes_used": bytes_used,
+                    "budget_bytes": budget_bytes,
+                    "truncated": int(truncated),
+                    "warning": warning,
+                    "degraded": int(degraded),
+                    "duration_ms": duration_ms,
+                    "now": now,
+                },
+            ) as cursor:
+                row = await cursor.fetchone()
+            block_id = int(row[0]) if row else 0
+            await self._insert_events(
+                conn,
+                now,
+                [
+                    NewEvent(
+                        "memory.block",
+                        run_id,
+                        node_id,
+                        iteration,
+                        attempt,
+                        {
+                            "block_id": block_id,
+                            "bytes_used": bytes_used,
+                            "budget_bytes": budget_bytes,
+                            "items": len(items),
+                            "truncated": truncated,
+                            "warning": warning,
+                            "degraded": degraded,
+                        },
+                    )
+                ],
+            )
+        return block_id
+
+    async def get_memory_block(
+        self, run_id: str, node_id: str, iteration: int
+    ) -> MemoryBlockRecord | None:
+        """The stored memory block for a node iteration, or None."""
+        row = await self.db.fetch_one(sql.SELECT_MEMORY_BLOCK, (run_id, node_id, iteration))
+        return None if row is None else MemoryBlockRecord.from_row(row)
+
+    async def list_memory_blocks(self, run_id: str) -> list[MemoryBlockRecord]:
+        """Every memory block of a run."""
+        rows = await self.db.fetch_all(sql.SELECT_MEMORY_BLOCKS_RUN, (run_id,))
+        return [MemoryBlockRecord.from_row(r) for r in rows]
+
+    # -- handoffs ---------------------------------------------------------------------------
+
+    async def record_handoff(
+        self,
+        from_run_id: str,
+        *,
+        trigger: str,
+        reason: str,
+        carried_state: Any,
+        to_run_id: str | None = None,
+        generation: int | None = None,
+        tokens_at_handoff: int | None = None,
+    ) -> int:
+        """Record a handoff row (no run changes). Prefer :meth:`continue_as_new`."""
+        async with self.db.transaction() as conn:
+            return await self._insert_handoff(
+                conn,
+                self.now_ms,
+                from_run_id,
+                to_run_id,
+                trigger,
+                reason,
+                carried_state,
+                generation if generation is not None else 0,
+                tokens_at_handoff,
+            )
+
+    async def _insert_handoff(
+        self,
+        conn: aiosqlite.Connection,
+        now: int,
+        from_run_id: str,
+        to_run_id: str | None,
+        trigger: str,
+        reason: str,
+        carried_state: Any,
+        generation: int,
+        tokens_at_handoff: int | None,
+    ) -> int:
+        _check(trigger, ("ceiling", "person"), "handoff trigger")
+        carried = _dumps(carried_state)
+        carried_bytes = len(carried.encode("utf-8"))
+        cursor = await conn.execute(
+            sql.INSERT_HANDOFF,
+            {
+                "from_run_id": from_run_id,
+                "to_run_id": to_run_id,
+                "trigger": trigger,
+                "reason": reason,
+                "generation": generation,
+                "tokens_at_handoff": tokens_at_handoff,
+                "carried_state_json": carried,
+                "carried_bytes": carried_bytes,
+                "now": now,
+            },
+        )
+        handoff_id = int(cursor.lastrowid or 0)
+        await self._insert_events(
+            conn,
+            now,
+            [
+                NewEvent(
+                    "handoff",
+                    from_run_id,
+                    payload={
+                        "handoff_id": handoff_id,
+                        "to_run_id": to_run_id,
+                        "trigger": trigger,
+                        "reason": reason,
+                        "generation": generation,
+                        "carried_bytes": carried_bytes,
+                    },
+                )
+            ],
+        )
+        return handoff_id
+
+    async def continue_as_new(
+        self,
+        from_run_id: str,
+        *,
+        trigger: str,
+        reason: str,
+        carried_state: Any,
+        input: Any,
+        tokens_at_handoff: int | None = None,
+        owner_id: str | None = None,
+    ) -> tuple[RunRecord, int]:
+        """Durable /clear in one transaction: create the successor run (generation + 1, linked by
+        ``parent_run_id``), record the handoff, and mark ``from_run_id`` ``handed-off``.
+
+        Returns ``(new_run, handoff_id)``. The new run is ``pending`` until a scheduler claims it.
+        """
+        old = await self.get_run(from_run_id)
+        new_id = new_run_id()
+        generation = old.generation + 1
+        async with self.db.transaction() as conn:
+            now = self.now_ms
+            await self._insert_run(
+                conn,
+                now,
+                run_id=new_id,
+                workflow=old.workflow,
+                workflow_path=old.workflow_path,
+                status="pending",
+                input=input,
+                parent_run_id=from_run_id,
+                generation=generation,
+                owner_id=owner_id,
+                nodes_total=0,
+            )
+            handoff_id = await self._insert_handoff(
+                conn,
+                now,
+                from_run_id,
+                new_id,
+                trigger,
+                reason,
+                carried_state,
+                generation,
+                tokens_at_handoff,
+            )
+            await conn.execute(
+                sql.UPDATE_RUN_STATUS,
+                {
+                    "run_id": from_run_id,
+                    "status": "handed-off",
+                    "now": now,
+                    "set_error": False,
+                    "error": None,
+                    "set_output": False,
+                    "output_json": None,
+                },
+            )
+            await self._insert_events(
+                conn,
+                now,
+                [
+                    NewEvent(
+                        "run.status",
+                        from_run_id,
+                        payload={"status": "handed-off", "to_run_id": new_id},
+                    )
+                ],
+            )
+        return await self.get_run(new_id), handoff_id
+
+    async def list_handoffs(
+        self, *, from_run_id: str | None = None, to_run_id: str | None = None, limit: int = 500
+    ) -> list[HandoffRecord]:
+        """Handoffs from a run, into a run, or the most recent ``limit`` of all."""
+        if from_run_id is not None:
+            rows = await self.db.fetch_all(sql.SELECT_HANDOFFS_FROM, (from_run_id,))
+        elif to_run_id is not None:
+            rows = await self.db.fetch_all(sql.SELECT_HANDOFFS_TO, (to_run_id,))
+        else:
+            rows = await self.db.fetch_all(sql.SELECT_HANDOFFS_ALL, (limit,))
+        return [HandoffRecord.from_row(r) for r in rows]

@@ -1,0 +1,1 @@
+"""SQL text for each store area, kept beside the schema."""

@@ -1,0 +1,271 @@
+"""SQL text for run records: runs, nodes, attempts, calls, usage rollups, memory blocks,
+handoffs and events. Executed by :mod:`store.runs`; kept here so all run SQL sits in one place
+beside the schema.
+"""
+
+from __future__ import annotations
+
+# -- runs -----------------------------------------------------------------------------------
+
+INSERT_RUN = """
+INSERT INTO runs (run_id, workflow, workflow_path, status, input_json, parent_run_id, generation,
+                  owner_id, created_at_ms, started_at_ms, heartbeat_at_ms, updated_at_ms,
+                  nodes_total)
+VALUES (:run_id, :workflow, :workflow_path, :status, :input_json, :parent_run_id, :generation,
+        :owner_id, :now, :started_at_ms, :heartbeat_at_ms, :now, :nodes_total)
+"""
+
+SELECT_RUN = "SELECT * FROM runs WHERE run_id = ?"
+
+SELECT_RUN_STATUS = "SELECT status FROM runs WHERE run_id = ?"
+
+# Finished runs keep their finish time; a run that goes back to running (resume) clears it.
+UPDATE_RUN_STATUS = """
+UPDATE runs SET status = :status,
+    error = CASE WHEN :set_error THEN :error ELSE error END,
+    output_json = CASE WHEN :set_output THEN :output_json ELSE output_json END,
+    finished_at_ms = CASE WHEN :status IN ('running', 'pending') THEN NULL ELSE :now END,
+    updated_at_ms = :now
+WHERE run_id = :run_id
+"""
+
+CLAIM_RUN = """
+UPDATE runs SET status = 'running', owner_id = :owner_id, heartbeat_at_ms = :now,
+    started_at_ms = coalesce(started_at_ms, :now), finished_at_ms = NULL, error = NULL,
+    cancel_requested_at_ms = NULL, updated_at_ms = :now
+WHERE run_id = :run_id
+"""
+
+UPDATE_HEARTBEAT = "UPDATE runs SET heartbeat_at_ms = :now WHERE run_id = :run_id"
+
+UPDATE_HEARTBEAT_FENCED = """
+UPDATE runs SET heartbeat_at_ms = :now WHERE run_id = :run_id AND owner_id IS :owner_id
+"""
+
+REQUEST_CANCEL = """
+UPDATE runs SET cancel_requested_at_ms = coalesce(cancel_requested_at_ms, :now),
+    updated_at_ms = :now
+WHERE run_id = :run_id
+"""
+
+REQUEST_CLEAR = """
+UPDATE runs SET clear_requested_at_ms = coalesce(clear_requested_at_ms, :now),
+    clear_reason = :reason, updated_at_ms = :now
+WHERE run_id = :run_id
+"""
+
+UPDATE_PROGRESS = """
+UPDATE runs SET nodes_done = coalesce(:nodes_done, nodes_done),
+    nodes_total = coalesce(:nodes_total, nodes_total), updated_at_ms = :now
+WHERE run_id = :run_id
+"""
+
+ADD_RUN_TOKENS = """
+UPDATE runs SET input_tokens = input_tokens + :input_tokens,
+    cache_read_tokens = cache_read_tokens + :cache_read_tokens,
+    cache_write_tokens = cache_write_tokens + :cache_write_tokens,
+    output_tokens = output_tokens + :output_tokens,
+    reasoning_tokens = reasoning_tokens + :reasoning_tokens,
+    updated_at_ms = :now
+WHERE run_id = :run_id
+"""
+
+LIST_RUNS = "SELECT * FROM runs ORDER BY created_at_ms DESC, run_id DESC LIMIT ?"
+
+LIST_RUNS_BY_STATUS = """
+SELECT * FROM runs WHERE status = ? ORDER BY created_at_ms DESC, run_id DESC LIMIT ?
+"""
+
+LIST_STALE_RUNS = """
+SELECT * FROM runs WHERE status = 'running' AND (heartbeat_at_ms IS NULL OR heartbeat_at_ms < ?)
+ORDER BY created_at_ms DESC, run_id DESC LIMIT ?
+"""
+
+LIST_CHILD_RUNS = "SELECT * FROM runs WHERE parent_run_id = ? ORDER BY created_at_ms"
+
+DELETE_RUN_ROWS = (
+    "DELETE FROM events WHERE run_id = ?",
+    "DELETE FROM calls WHERE run_id = ?",
+    "DELETE FROM attempts WHERE run_id = ?",
+    "DELETE FROM nodes WHERE run_id = ?",
+    "DELETE FROM memory_blocks WHERE run_id = ?",
+    "DELETE FROM usage_rollups WHERE run_id = ?",
+    "DELETE FROM task_cache WHERE scope = 'run' AND run_id = ?",
+    "DELETE FROM handoffs WHERE from_run_id = ?",
+    "DELETE FROM runs WHERE run_id = ?",
+)
+
+# The workspace rollup ('' row) loses what the deleted run contributed.
+SUBTRACT_WORKSPACE_ROLLUP = """
+UPDATE usage_rollups SET
+    calls = usage_rollups.calls - r.calls,
+    input_tokens = usage_rollups.input_tokens - r.input_tokens,
+    cache_read_tokens = usage_rollups.cache_read_tokens - r.cache_read_tokens,
+    cache_write_tokens = usage_rollups.cache_write_tokens - r.cache_write_tokens,
+    output_tokens = usage_rollups.output_tokens - r.output_tokens,
+    reasoning_tokens = usage_rollups.reasoning_tokens - r.reasoning_tokens
+FROM (SELECT * FROM usage_rollups WHERE run_id = :run_id) AS r
+WHERE usage_rollups.run_id = '' AND usage_rollups.bucket = r.bucket
+"""
+
+# -- nodes ----------------------------------------------------------------------------------
+
+UPSERT_NODE = """
+INSERT INTO nodes (run_id, node_id, iteration, state, attempts, cached, depends_on_json,
+                   output_json, error, started_at_ms, finished_at_ms, updated_at_ms)
+VALUES (:run_id, :node_id, :iteration, :state, coalesce(:attempts, 0), coalesce(:cached, 0),
+        :depends_on_json, :output_json, :error,
+        CASE WHEN :state = 'running' THEN :now END,
+        CASE WHEN :state IN ('finished', 'failed', 'cancelled', 'skipped') THEN :now END, :now)
+ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET
+    state = excluded.state,
+    attempts = coalesce(:attempts, nodes.attempts),
+    cached = coalesce(:cached, nodes.cached),
+    depends_on_json = coalesce(excluded.depends_on_json, nodes.depends_on_json),
+    output_json = CASE WHEN :set_output THEN excluded.output_json ELSE nodes.output_json END,
+    error = CASE WHEN :set_error THEN excluded.error ELSE nodes.error END,
+    started_at_ms = coalesce(nodes.started_at_ms, excluded.started_at_ms),
+    finished_at_ms = excluded.finished_at_ms,
+    updated_at_ms = excluded.updated_at_ms
+"""
+
+SELECT_NODES = """
+SELECT * FROM nodes WHERE run_id = ?
+ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
+"""
+
+SELECT_NODE_ITERATIONS = "SELECT * FROM nodes WHERE run_id = ? AND node_id = ? ORDER BY iteration"
+
+SELECT_NODE = "SELECT * FROM nodes WHERE run_id = ? AND node_id = ? AND iteration = ?"
+
+# -- attempts -------------------------------------------------------------------------------
+
+INSERT_ATTEMPT = """
+INSERT INTO attempts (run_id, node_id, iteration, attempt, state, agent, model, prompt,
+                      cached, owner_id, started_at_ms)
+VALUES (:run_id, :node_id, :iteration, :attempt, 'running', :agent, :model, :prompt,
+        :cached, :owner_id, :now)
+ON CONFLICT (run_id, node_id, iteration, attempt) DO UPDATE SET
+    state = 'running', agent = excluded.agent, model = excluded.model, prompt = excluded.prompt,
+    owner_id = excluded.owner_id, started_at_ms = excluded.started_at_ms, finished_at_ms = NULL
+"""
+
+# Token totals are written exactly once, here, when the attempt ends.
+FINISH_ATTEMPT = """
+UPDATE attempts SET state = :state, response_text = :response_text, error = :error,
+    model = coalesce(:model, model), cached = :cached, finished_at_ms = :now,
+    input_tokens = :input_tokens, cache_read_tokens = :cache_read_tokens,
+    cache_write_tokens = :cache_write_tokens, output_tokens = :output_tokens,
+    reasoning_tokens = :reasoning_tokens
+WHERE run_id = :run_id AND node_id = :node_id AND iteration = :iteration AND attempt = :attempt
+"""
+
+SELECT_RUNNING_ATTEMPTS = """
+SELECT run_id, node_id, iteration, attempt FROM attempts WHERE run_id = ? AND state = 'running'
+"""
+
+ABANDON_ATTEMPTS = """
+UPDATE attempts SET state = 'abandoned', finished_at_ms = :now,
+    error = coalesce(error, 'The process running this attempt stopped before it finished.')
+WHERE run_id = :run_id AND state = 'running'
+"""
+
+# Nodes whose attempt was abandoned go back to pending so a resume retries them.
+RESET_RUNNING_NODES = """
+UPDATE nodes SET state = 'pending', updated_at_ms = :now
+WHERE run_id = :run_id AND state IN ('running', 'retrying')
+"""
+
+SELECT_ATTEMPTS = """
+SELECT * FROM attempts WHERE run_id = ? AND node_id = ? ORDER BY iteration, attempt
+"""
+
+SELECT_ATTEMPTS_ITERATION = """
+SELECT * FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ? ORDER BY attempt
+"""
+
+# -- calls and usage ------------------------------------------------------------------------
+
+INSERT_CALL = """
+INSERT INTO calls (run_id, node_id, iteration, attempt, agent, model, simulated, input_tokens,
+                   cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
+                   context_tokens, bucket, started_at_ms, finished_at_ms)
+VALUES (:run_id, :node_id, :iteration, :attempt, :agent, :model, :simulated, :input_tokens,
+        :cache_read_tokens, :cache_write_tokens, :output_tokens, :reasoning_tokens,
+        :context_tokens, :bucket, :started_at_ms, :finished_at_ms)
+"""
+
+UPSERT_ROLLUP = """
+INSERT INTO usage_rollups (run_id, bucket, calls, input_tokens, cache_read_tokens,
+                           cache_write_tokens, output_tokens, reasoning_tokens)
+VALUES (:rollup_run_id, :bucket, 1, :input_tokens, :cache_read_tokens, :cache_write_tokens,
+        :output_tokens, :reasoning_tokens)
+ON CONFLICT (run_id, bucket) DO UPDATE SET
+    calls = calls + 1,
+    input_tokens = usage_rollups.input_tokens + excluded.input_tokens,
+    cache_read_tokens = usage_rollups.cache_read_tokens + excluded.cache_read_tokens,
+    cache_write_tokens = usage_rollups.cache_write_tokens + excluded.cache_write_tokens,
+    output_tokens = usage_rollups.output_tokens + excluded.output_tokens,
+    reasoning_tokens = usage_rollups.reasoning_tokens + excluded.reasoning_tokens
+"""
+
+SELECT_CALLS_NODE = """
+SELECT * FROM calls WHERE run_id = ? AND node_id = ? ORDER BY call_id
+"""
+
+SELECT_CALLS_RUN = "SELECT * FROM calls WHERE run_id = ? ORDER BY call_id"
+
+SELECT_ROLLUPS = "SELECT * FROM usage_rollups WHERE run_id = ?"
+
+# -- memory blocks and handoffs -------------------------------------------------------------
+
+UPSERT_MEMORY_BLOCK = """
+INSERT INTO memory_blocks (run_id, node_id, iteration, attempt, query, banks_json, text,
+                           items_json, bytes_used, budget_bytes, truncated, warning, degraded,
+                           duration_ms, created_at_ms)
+VALUES (:run_id, :node_id, :iteration, :attempt, :query, :banks_json, :text, :items_json,
+        :bytes_used, :budget_bytes, :truncated, :warning, :degraded, :duration_ms, :now)
+ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET
+    attempt = excluded.attempt, query = excluded.query, banks_json = excluded.banks_json,
+    text = excluded.text, items_json = excluded.items_json, bytes_used = excluded.bytes_used,
+    budget_bytes = excluded.budget_bytes, truncated = excluded.truncated,
+    warning = excluded.warning, degraded = excluded.degraded,
+    duration_ms = excluded.duration_ms, created_at_ms = excluded.created_at_ms
+RETURNING block_id
+"""
+
+SELECT_MEMORY_BLOCK = """
+SELECT * FROM memory_blocks WHERE run_id = ? AND node_id = ? AND iteration = ?
+"""
+
+SELECT_MEMORY_BLOCKS_RUN = "SELECT * FROM memory_blocks WHERE run_id = ? ORDER BY block_id"
+
+INSERT_HANDOFF = """
+INSERT INTO handoffs (from_run_id, to_run_id, trigger, reason, generation, tokens_at_handoff,
+                      carried_state_json, carried_bytes, created_at_ms)
+VALUES (:from_run_id, :to_run_id, :trigger, :reason, :generation, :tokens_at_handoff,
+        :carried_state_json, :carried_bytes, :now)
+"""
+
+SELECT_HANDOFFS_FROM = "SELECT * FROM handoffs WHERE from_run_id = ? ORDER BY handoff_id"
+
+SELECT_HANDOFFS_TO = "SELECT * FROM handoffs WHERE to_run_id = ? ORDER BY handoff_id"
+
+SELECT_HANDOFFS_ALL = "SELECT * FROM handoffs ORDER BY handoff_id DESC LIMIT ?"
+
+# -- events ---------------------------------------------------------------------------------
+
+INSERT_EVENT = """
+INSERT INTO events (at_ms, type, run_id, node_id, iteration, attempt, payload_json)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+"""
+
+EVENTS_SINCE = "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?"
+
+EVENTS_SINCE_RUN = "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+
+RECENT_EVENTS = "SELECT * FROM events ORDER BY seq DESC LIMIT ?"
+
+RECENT_EVENTS_RUN = "SELECT * FROM events WHERE run_id = ? ORDER BY seq DESC LIMIT ?"
+
+LAST_EVENT_SEQ = "SELECT coalesce(max(seq), 0) FROM events"

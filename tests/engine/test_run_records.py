@@ -1,0 +1,121 @@
+"""Run records: the store API every process uses (store/runs.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from store.clock import ManualClock
+from store.database import Database
+from store.errors import InvalidInputError, NotFoundError
+from store.runs import CallUsage, RunStore, TokenUsage
+
+
+async def test_run_lifecycle_writes_rows_and_events(db: Database, clock: ManualClock) -> None:
+    store = RunStore(db)
+    run = await store.create_run("wf", input={"x": 1}, nodes_total=2, owner_id="me")
+    assert run.status == "running" and run.input == {"x": 1}
+    await store.upsert_nodes(run.run_id, [("a", 0, "pending", []), ("b", 0, "pending", ["a"])])
+    await store.start_attempt(run.run_id, "a", 0, 1, agent="simulated", prompt="p")
+    usage = TokenUsage(input=1000, cache_read=49_000, output=10)
+    await store.record_call(CallUsage(run.run_id, "a", 0, 1, "simulated", usage, simulated=True))
+    await store.finish_attempt(
+        run.run_id,
+        "a",
+        0,
+        1,
+        "finished",
+        usage=usage,
+        node_state="finished",
+        node_output={"ok": True},
+        set_node_output=True,
+        nodes_done=1,
+    )
+    node = await store.get_node(run.run_id, "a")
+    assert node.state == "finished" and node.output == {"ok": True} and node.attempts == 1
+    (attempt,) = await store.list_attempts(run.run_id, "a")
+    assert attempt.tokens == usage
+    (call,) = await store.list_calls(run.run_id, "a")
+    # 1000 + 49 000 = 50 000: the lower edge is inclusive.
+    assert call.context_tokens == 50_000 and call.bucket == "50k–100k" and call.simulated
+    run = await store.get_run(run.run_id)
+    assert run.tokens == usage and run.nodes_done == 1
+    for scope in (run.run_id, ""):
+        assert (await store.usage_by_bucket(scope)) == {"50k–100k": (1, usage)}
+    events = await store.events_since(0)
+    seqs = [e.seq for e in events]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    types = [e.type for e in events]
+    assert types[0] == "run.created" and "call" in types and "attempt.finished" in types
+    recent = await store.recent_events(2)
+    assert [e.seq for e in recent] == seqs[-2:]
+    assert await store.last_event_seq() == seqs[-1]
+
+
+async def test_stale_heartbeat_and_cancel(db: Database, clock: ManualClock) -> None:
+    store = RunStore(db)
+    run = await store.create_run("wf", owner_id="o1")
+    assert not (await store.get_run(run.run_id)).is_stale(clock.now_ms())
+    clock.advance(30_001)
+    run = await store.get_run(run.run_id)
+    assert run.display_status(clock.now_ms()) == "stale"
+    assert [r.run_id for r in await store.list_runs(status="stale")] == [run.run_id]
+    assert await store.heartbeat(run.run_id, "o1")
+    assert not await store.heartbeat(run.run_id, "someone-else")
+    assert (await store.list_runs(status="stale")) == []
+    # A live run gets a request; the owner acts on it.
+    live = await store.request_cancel(run.run_id)
+    assert live.status == "running" and live.cancel_requested_at_ms is not None
+    # A stale run is cancelled directly: nobody is polling it.
+    other = await store.create_run("wf")
+    clock.advance(40_000)
+    cancelled = await store.request_cancel(other.run_id)
+    assert cancelled.status == "cancelled"
+    with pytest.raises(InvalidInputError):
+        await store.request_cancel(other.run_id)
+    with pytest.raises(NotFoundError):
+        await store.request_cancel("nope")
+    with pytest.raises(InvalidInputError):
+        await store.list_runs(status="bogus")
+
+
+async def test_abandoned_attempts_and_resume_claim(db: Database) -> None:
+    store = RunStore(db)
+    run = await store.create_run("wf", owner_id="dead")
+    await store.start_attempt(run.run_id, "a", 0, 1, agent="x")
+    claimed = await store.claim_run(run.run_id, "alive")
+    assert claimed.owner_id == "alive"
+    (attempt,) = await store.list_attempts(run.run_id, "a")
+    assert attempt.state == "abandoned"
+    assert (await store.get_node(run.run_id, "a")).state == "pending"
+
+
+async def test_clear_handoff_and_delete(db: Database) -> None:
+    store = RunStore(db)
+    run = await store.create_run("wf", input={"goal": "g"})
+    with pytest.raises(InvalidInputError):
+        await store.request_clear(run.run_id, "  ")
+    cleared = await store.request_clear(run.run_id, "context too big")
+    assert cleared.clear_reason == "context too big"
+    new, handoff_id = await store.continue_as_new(
+        run.run_id,
+        trigger="person",
+        reason="context too big",
+        carried_state={"goal": "g", "learnings": []},
+        input={"goal": "g"},
+    )
+    assert new.parent_run_id == run.run_id and new.generation == 1 and new.status == "pending"
+    assert (await store.get_run(run.run_id)).status == "handed-off"
+    (handoff,) = await store.list_handoffs(from_run_id=run.run_id)
+    assert handoff.handoff_id == handoff_id and handoff.to_run_id == new.run_id
+    assert handoff.carried_bytes == len('{"goal":"g","learnings":[]}')
+    block_id = await store.save_memory_block(
+        new.run_id, "a", 0, text="advisory", budget_bytes=2048, bytes_used=8, items=["n1"]
+    )
+    block = await store.get_memory_block(new.run_id, "a", 0)
+    assert block is not None and block.block_id == block_id and block.items == ["n1"]
+    await store.record_call(CallUsage(new.run_id, "a", 0, 1, "sim", TokenUsage(input=5)))
+    await store.set_run_status(new.run_id, "finished", output={"done": True}, set_output=True)
+    await store.delete_run(new.run_id)
+    with pytest.raises(NotFoundError):
+        await store.get_run(new.run_id)
+    assert (await store.usage_by_bucket(""))["<50k"][1] == TokenUsage()
