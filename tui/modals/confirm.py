@@ -1,0 +1,74 @@
+"""A yes/no confirmation that names the exact target of a destructive action."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static
+
+CSS_FILE = Path(__file__).with_name("modals.tcss")
+
+
+def as_text(value: Text | str) -> Text:
+    """Data becomes a plain Text (never parsed as markup); Text passes through."""
+    return value if isinstance(value, Text) else Text(value)
+
+
+def target_header(title: str, target: Text, detail: Text) -> ComposeResult:
+    """The heading every confirmation starts with: what is asked, the exact target, context."""
+    yield Label(Text(title), id="dialog-title")
+    yield Static(target, id="confirm-target")
+    if detail.plain:
+        yield Static(detail, id="confirm-detail")
+
+
+class ConfirmDialog(ModalScreen[bool]):
+    """Ask before doing something that cannot be undone; dismisses with True only on "yes".
+
+    The target (a run id, ``namespace`` + ``key``...) is shown literally on its own line so a
+    person sees exactly what will be affected. Cancel has the focus, so a stray ``enter`` is safe.
+    """
+
+    CSS_PATH = CSS_FILE
+    BINDINGS = [
+        Binding("y", "confirm", "Yes"),
+        Binding("n,escape", "cancel", "No"),
+    ]
+
+    def __init__(
+        self,
+        title: str,
+        target: Text | str,
+        *,
+        detail: Text | str = "",
+        confirm_label: str = "Delete",
+    ) -> None:
+        super().__init__(classes="dialog")
+        self._header = (title, as_text(target), as_text(detail))
+        self._confirm_label = confirm_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog-box", classes="-danger"):
+            yield from target_header(*self._header)
+            with Horizontal(id="dialog-buttons"):
+                yield Button(f"{self._confirm_label} (y)", variant="error", id="confirm-yes")
+                yield Button("Cancel (n)", variant="default", id="confirm-no")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-no", Button).focus()
+
+    @on(Button.Pressed, "#confirm-yes")
+    def action_confirm(self) -> None:
+        """Confirm: dismiss with True."""
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#confirm-no")
+    def action_cancel(self) -> None:
+        """Cancel: dismiss with False; nothing is changed."""
+        self.dismiss(False)

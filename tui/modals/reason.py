@@ -1,0 +1,109 @@
+"""A prompt for an optional reason: rejecting a proposed note, clearing a run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input
+
+from tui.modals.confirm import CSS_FILE, as_text, target_header
+
+REASON_MAX_CHARS = 500
+
+
+@dataclass(frozen=True)
+class ReasonResult:
+    """The person confirmed; ``reason`` is None when they left it blank."""
+
+    reason: str | None
+
+
+class ReasonDialog(ModalScreen[ReasonResult | None]):
+    """Confirm an action on a named target, with an optional one-line reason.
+
+    Dismisses with a :class:`ReasonResult` on confirm and ``None`` on cancel.
+    """
+
+    CSS_PATH = CSS_FILE
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(
+        self,
+        title: str,
+        target: Text | str,
+        *,
+        detail: Text | str = "",
+        confirm_label: str = "Confirm",
+        placeholder: str = "Reason (optional)",
+        danger: bool = False,
+    ) -> None:
+        super().__init__(classes="dialog")
+        self._header = (title, as_text(target), as_text(detail))
+        self._confirm_label = confirm_label
+        self._placeholder = placeholder
+        self._danger = danger
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog-box", classes="-danger" if self._danger else ""):
+            yield from target_header(*self._header)
+            yield Input(
+                placeholder=self._placeholder, max_length=REASON_MAX_CHARS, id="reason-input"
+            )
+            with Horizontal(id="dialog-buttons"):
+                yield Button(
+                    f"{self._confirm_label} (enter)",
+                    variant="error" if self._danger else "primary",
+                    id="reason-ok",
+                )
+                yield Button("Cancel (esc)", id="reason-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#reason-input", Input).focus()
+
+    @on(Input.Submitted, "#reason-input")
+    @on(Button.Pressed, "#reason-ok")
+    def action_confirm(self) -> None:
+        """Confirm with the reason typed so far (blank -> None)."""
+        reason = self.query_one("#reason-input", Input).value.strip()
+        self.dismiss(ReasonResult(reason or None))
+
+    @on(Button.Pressed, "#reason-cancel")
+    def action_cancel(self) -> None:
+        """Cancel: nothing happens."""
+        self.dismiss(None)
+
+
+def reject_note_dialog(note_id: str, namespace: str, body: str) -> ReasonDialog:
+    """The dialog shown before rejecting a note: names the note; the reason is recorded."""
+    target = Text.assemble(("note ", "dim"), (note_id, "bold"), ("  in  ", "dim"), namespace)
+    preview = body if len(body) <= 200 else body[:199] + "…"
+    return ReasonDialog(
+        "Reject this note?",
+        target,
+        detail=Text(preview),
+        confirm_label="Reject",
+        placeholder="Why? (optional, recorded with the note)",
+        danger=True,
+    )
+
+
+def clear_run_dialog(run_id: str, workflow: str) -> ReasonDialog:
+    """The dialog shown before a durable /clear of a run: names the run; the reason is kept."""
+    target = Text.assemble(("run ", "dim"), (run_id, "bold"), ("  of  ", "dim"), workflow)
+    return ReasonDialog(
+        "Clear this run into a fresh generation?",
+        target,
+        detail=Text(
+            "The run stops dispatching, hands its distilled state to a new run and is marked "
+            "handed-off."
+        ),
+        confirm_label="Clear",
+        placeholder="Reason (optional, recorded with the handoff)",
+        danger=True,
+    )
