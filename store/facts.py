@@ -1,0 +1,258 @@
+"""Facts: namespaced JSON values, last write wins, optional TTL counted from the last write.
+
+Policy (validation, expiry arithmetic) is in pure functions; :class:`FactOps` runs the SQL in
+``store/sql/memory.py`` and is mixed into :class:`store.memory.MemoryStore`.
+
+Expiry: a fact written at ``updated_at_ms`` with ``ttl_ms`` is live while
+``now < updated_at_ms + ttl_ms`` and expired from that instant on. Expired facts are hidden from
+every read (get, list, delete reports "not found") and removed by the TTL collector. Writing a
+fact again renews its TTL; writing it without a TTL makes it permanent.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from store.errors import InvalidInputError
+from store.namespaces import Namespace, canonical_namespace, ensure_clean_text
+from store.sql import memory as sql
+
+if TYPE_CHECKING:
+    from store.database import Database, Row
+
+MAX_KEY_CHARS = 512
+MAX_VALUE_BYTES = 1024 * 1024
+MAX_TTL_MS = 100 * 365 * 24 * 3600 * 1000
+_GC_CHUNK = 256
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact as stored. ``value_json`` is the exact JSON text written."""
+
+    namespace: str
+    key: str
+    value_json: str
+    created_at_ms: int
+    updated_at_ms: int
+    ttl_ms: int | None
+    run_id: str | None
+    node_id: str | None
+    iteration: int | None
+
+    @property
+    def value(self) -> Any:
+        """The value decoded from JSON."""
+        return json.loads(self.value_json)
+
+    @property
+    def expires_at_ms(self) -> int | None:
+        """When the fact expires, or None when it is permanent."""
+        return None if self.ttl_ms is None else self.updated_at_ms + self.ttl_ms
+
+    def ttl_remaining_ms(self, now_ms: int) -> int | None:
+        """Milliseconds until expiry (0 once expired), or None when permanent."""
+        expires = self.expires_at_ms
+        return None if expires is None else max(0, expires - now_ms)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (the value decoded) for ``--format json`` and the dashboard."""
+        return {
+            "namespace": self.namespace,
+            "key": self.key,
+            "value": self.value,
+            "created_at_ms": self.created_at_ms,
+            "updated_at_ms": self.updated_at_ms,
+            "ttl_ms": self.ttl_ms,
+            "expires_at_ms": self.expires_at_ms,
+            "run_id": self.run_id,
+            "node_id": self.node_id,
+            "iteration": self.iteration,
+        }
+
+
+def is_expired(updated_at_ms: int, ttl_ms: int | None, now_ms: int) -> bool:
+    """True when a fact written at ``updated_at_ms`` with ``ttl_ms`` is expired at ``now_ms``."""
+    return ttl_ms is not None and now_ms >= updated_at_ms + ttl_ms
+
+
+def validate_key(key: str) -> str:
+    """Return ``key`` if it is a usable fact key, else raise InvalidInputError."""
+    ensure_clean_text(key, "the fact key")
+    if not key:
+        raise InvalidInputError("The fact key is empty.")
+    if len(key) > MAX_KEY_CHARS:
+        raise InvalidInputError(
+            f"The fact key is {len(key)} characters long; the limit is {MAX_KEY_CHARS}."
+        )
+    return key
+
+
+def validate_ttl(ttl_ms: int | None) -> int | None:
+    """Return ``ttl_ms`` if it is None or a whole number of ms in range, else raise."""
+    if ttl_ms is None:
+        return None
+    if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or not 0 <= ttl_ms <= MAX_TTL_MS:
+        raise InvalidInputError(
+            f"The TTL must be a whole number of milliseconds from 0 to {MAX_TTL_MS}."
+        )
+    return ttl_ms
+
+
+def _reject_constant(name: str) -> Any:
+    raise InvalidInputError(f"The value is not valid JSON: {name} is not allowed in JSON.")
+
+
+def parse_value_json(text: str) -> str:
+    """Check that ``text`` is one JSON document within the size limit; return it unchanged.
+
+    The text is stored verbatim, so ``memory get`` prints exactly what ``memory set`` was given.
+
+    Raises:
+        InvalidInputError: not UTF-8, too large, or not JSON (the message gives the position).
+    """
+    ensure_clean_text(text, "the value", allow="\t\n\r")
+    size = len(text.encode("utf-8"))
+    if size > MAX_VALUE_BYTES:
+        raise InvalidInputError(
+            f"The value is {_mib(size)}; a fact holds at most {_mib(MAX_VALUE_BYTES)}."
+        )
+    try:
+        json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        raise InvalidInputError(
+            f"The value is not valid JSON: {error.msg} at line {error.lineno} column "
+            f"{error.colno} (write strings in double quotes, e.g. '\"text\"')."
+        ) from None
+    return text
+
+
+def encode_value(value: Any) -> str:
+    """Encode a Python value as compact JSON text, refusing what JSON cannot hold."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(f"The value cannot be stored as JSON: {error}.") from None
+    return parse_value_json(text)
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MiB"
+
+
+def fact_from_row(row: Row) -> Fact:
+    """Build a :class:`Fact` from a row selected with ``FACT_COLUMNS``."""
+    return Fact(*tuple(row))
+
+
+class FactOps:
+    """Fact operations of :class:`store.memory.MemoryStore` (needs ``self.db``)."""
+
+    db: Database
+
+    async def get_fact(self, namespace: str | Namespace, key: str) -> Fact | None:
+        """The live fact at (namespace, key), or None when absent or expired."""
+        row = await self.db.fetch_one(
+            sql.GET_FACT,
+            {"namespace": canonical_namespace(namespace), "key": validate_key(key),
+             "now": self.db.clock.now_ms()},
+        )
+        return None if row is None else fact_from_row(row)
+
+    async def list_facts(
+        self, namespace: str | Namespace | None = None, *, limit: int | None = None
+    ) -> list[Fact]:
+        """Live facts of one namespace (by key), or of every namespace (by namespace, key)."""
+        params: dict[str, Any] = {"now": self.db.clock.now_ms(), "limit": sql.limit_param(limit)}
+        if namespace is None:
+            rows = await self.db.fetch_all(sql.LIST_ALL_FACTS, params)
+        else:
+            params["namespace"] = canonical_namespace(namespace)
+            rows = await self.db.fetch_all(sql.LIST_FACTS_IN_NAMESPACE, params)
+        return [fact_from_row(row) for row in rows]
+
+    async def count_facts_by_namespace(self) -> dict[str, int]:
+        """How many live facts each namespace holds (for the dashboard's namespace list)."""
+        rows = await self.db.fetch_all(
+            sql.COUNT_FACTS_BY_NAMESPACE, {"now": self.db.clock.now_ms()}
+        )
+        return {row["namespace"]: row["facts"] for row in rows}
+
+    async def set_fact(
+        self,
+        namespace: str | Namespace,
+        key: str,
+        value: Any,
+        *,
+        ttl_ms: int | None = None,
+        run_id: str | None = None,
+        node_id: str | None = None,
+        iteration: int | None = None,
+    ) -> Fact:
+        """Store a Python value (encoded as JSON); last write wins. See :meth:`set_fact_json`."""
+        return await self.set_fact_json(
+            namespace, key, encode_value(value),
+            ttl_ms=ttl_ms, run_id=run_id, node_id=node_id, iteration=iteration,
+        )
+
+    async def set_fact_json(
+        self,
+        namespace: str | Namespace,
+        key: str,
+        value_json: str,
+        *,
+        ttl_ms: int | None = None,
+        run_id: str | None = None,
+        node_id: str | None = None,
+        iteration: int | None = None,
+    ) -> Fact:
+        """Store JSON text verbatim at (namespace, key); last write wins.
+
+        ``ttl_ms`` counts from this write (None: permanent). ``run_id``/``node_id``/
+        ``iteration`` record the writer; they replace the previous writer's provenance.
+
+        Raises:
+            InvalidInputError: bad key, TTL or JSON; nothing is written.
+        """
+        params = {
+            "namespace": canonical_namespace(namespace),
+            "key": validate_key(key),
+            "value_json": parse_value_json(value_json),
+            "ttl_ms": validate_ttl(ttl_ms),
+            "run_id": run_id,
+            "node_id": node_id,
+            "iteration": iteration,
+        }
+        async with self.db.transaction() as conn:
+            params["now"] = self.db.clock.now_ms()
+            async with conn.execute(sql.UPSERT_FACT, params) as cursor:
+                row = await cursor.fetchone()
+        assert row is not None
+        return fact_from_row(row)
+
+    async def delete_fact(self, namespace: str | Namespace, key: str) -> bool:
+        """Delete a fact; True when a live fact was deleted (an expired one counts as absent)."""
+        params: dict[str, Any] = {
+            "namespace": canonical_namespace(namespace), "key": validate_key(key)
+        }
+        async with self.db.transaction() as conn:
+            params["now"] = self.db.clock.now_ms()
+            async with conn.execute(sql.DELETE_FACT, params) as cursor:
+                row = await cursor.fetchone()
+        return bool(row and row[0])
+
+    async def delete_expired_facts(self) -> int:
+        """Remove every expired fact, in short chunked transactions; returns how many."""
+        removed = 0
+        while True:
+            async with self.db.transaction() as conn:
+                params = {"now": self.db.clock.now_ms(), "chunk": _GC_CHUNK}
+                cursor = await conn.execute(sql.DELETE_EXPIRED_FACTS_CHUNK, params)
+                count = cursor.rowcount
+                await cursor.close()
+            removed += count
+            if count < _GC_CHUNK:
+                return removed
+

@@ -1,0 +1,417 @@
+"""Notes: append-only knowledge with a status a person decides, and supersession edges.
+
+Rules (BRIEF section 2, reference notes section 1.4, with the reference's pitfalls fixed):
+
+* A note row never changes after insert except its status (plus when and why it changed).
+  Saving is ``INSERT ... ON CONFLICT DO NOTHING``; supersession edges are written only when
+  that insert won, in the same transaction, so a losing id collision cannot hide anything.
+  Re-saving an existing id with the same content is a no-op returning the stored note; with
+  different content it is a :class:`ConflictError`.
+* A note may supersede notes of its own namespace only, never itself; targets must exist.
+* The default read contract: status ``accepted`` and not superseded by an *accepted* note.
+  A pending or rejected superseder hides nothing; accepting it retires all its targets with
+  that single status write; rejecting it afterwards revives them.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from store.errors import ConflictError, InvalidInputError, NotFoundError
+from store.namespaces import (
+    NAMESPACE_KINDS,
+    Namespace,
+    canonical_namespace,
+    ensure_clean_text,
+)
+from store.note_search import COMMON_POOL, plan_search, query_terms
+from store.schema import NOTE_STATUSES
+from store.sql import memory as sql
+
+if TYPE_CHECKING:
+    from store.database import Database, Row
+
+NoteStatus = Literal["pending", "accepted", "rejected"]
+StatusFilter = str | Sequence[str]
+
+MAX_BODY_BYTES = 64 * 1024
+MAX_TAGS = 16
+MAX_LABEL_CHARS = 128
+MAX_REASON_CHARS = 2_000
+DEFAULT_SEARCH_LIMIT = 20
+MAX_SEARCH_LIMIT = 1_000
+
+
+@dataclass(frozen=True)
+class Note:
+    """One note as stored. ``tags`` is a tuple; provenance is (run_id, node_id, iteration)."""
+
+    id: str
+    namespace: str
+    body: str
+    kind: str | None
+    tags: tuple[str, ...]
+    author: str | None
+    status: str
+    status_changed_at_ms: int | None
+    status_reason: str | None
+    created_at_ms: int
+    run_id: str | None
+    node_id: str | None
+    iteration: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict for ``--format json`` and the dashboard."""
+        document = dict(self.__dict__)
+        document["tags"] = list(self.tags)
+        return document
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A search result: the note and its BM25 relevance (higher is more relevant)."""
+
+    note: Note
+    score: float
+
+
+def note_from_row(row: Row) -> Note:
+    """Build a :class:`Note` from a row selected with ``NOTE_COLUMNS`` (in that order)."""
+    values = list(tuple(row))[:13]
+    tags_json = values[4]
+    values[4] = tuple(json.loads(tags_json)) if tags_json else ()
+    return Note(*values)
+
+
+# -- pure validation -------------------------------------------------------------------------
+
+
+def validate_status(status: str) -> NoteStatus:
+    """Return ``status`` if it is pending, accepted or rejected; else raise InvalidInputError."""
+    if status not in NOTE_STATUSES:
+        raise InvalidInputError(
+            f"Unknown note status {status!r}; use pending, accepted or rejected."
+        )
+    return status  # type: ignore[return-value]
+
+
+def status_list(status: StatusFilter) -> list[str] | None:
+    """The statuses a filter admits, or None for ``"any"``."""
+    if status == "any":
+        return None
+    statuses = [status] if isinstance(status, str) else list(status)
+    return [validate_status(value) for value in statuses]
+
+
+def validate_body(body: str) -> str:
+    """Return ``body`` if it is non-empty, clean text within the size limit."""
+    ensure_clean_text(body, "the note body", allow="\t\n\r")
+    if not body.strip():
+        raise InvalidInputError("The note body is empty.")
+    size = len(body.encode("utf-8"))
+    if size > MAX_BODY_BYTES:
+        raise InvalidInputError(
+            f"The note body is {size} bytes; a note holds at most {MAX_BODY_BYTES} bytes."
+        )
+    return body
+
+
+def validate_label(value: str, what: str) -> str:
+    """A short one-line label (note id, kind, author, tag)."""
+    ensure_clean_text(value, what)
+    if not value.strip():
+        raise InvalidInputError(f"{what[:1].upper()}{what[1:]} is empty.")
+    if len(value) > MAX_LABEL_CHARS:
+        raise InvalidInputError(
+            f"{what[:1].upper()}{what[1:]} is longer than {MAX_LABEL_CHARS} characters."
+        )
+    return value
+
+
+def validate_tags(tags: Iterable[str]) -> tuple[str, ...]:
+    """Distinct tags in the order given, at most :data:`MAX_TAGS`."""
+    distinct: list[str] = []
+    for tag in tags:
+        if validate_label(tag, "a tag") not in distinct:
+            distinct.append(tag)
+    if len(distinct) > MAX_TAGS:
+        raise InvalidInputError(f"A note has {len(distinct)} tags; the limit is {MAX_TAGS}.")
+    return tuple(distinct)
+
+
+def validate_supersedes(note_id: str, supersedes: Iterable[str]) -> tuple[str, ...]:
+    """Distinct target ids, refusing a note that supersedes itself."""
+    targets: list[str] = []
+    for target in supersedes:
+        validate_label(target, "a superseded note id")
+        if target == note_id:
+            raise InvalidInputError(f"Note {note_id!r} cannot supersede itself.")
+        if target not in targets:
+            targets.append(target)
+    return tuple(sorted(targets))
+
+
+def check_targets(
+    namespace: str, targets: Sequence[str], found: dict[str, str]
+) -> None:
+    """Refuse targets that do not exist or live in another namespace (``found``: id -> ns)."""
+    for target in targets:
+        if target not in found:
+            raise NotFoundError(f"There is no note with id {target!r} to supersede.")
+        if found[target] != namespace:
+            raise InvalidInputError(
+                f"Note {target!r} is in namespace {found[target]!r}; a note can only "
+                f"supersede notes of its own namespace ({namespace!r})."
+            )
+
+
+def namespace_kind_range(kind: str) -> tuple[str, str]:
+    """The ``[low, high)`` text range of namespaces of one kind (``kind:`` .. ``kind;``)."""
+    if kind not in NAMESPACE_KINDS:
+        raise InvalidInputError(
+            f"Unknown namespace kind {kind!r}; use workflow, agent, user or global."
+        )
+    return f"{kind}:", f"{kind};"
+
+
+# -- operations ------------------------------------------------------------------------------
+
+
+class NoteOps:
+    """Note operations of :class:`store.memory.MemoryStore` (needs ``self.db``)."""
+
+    db: Database
+
+    async def save_note(
+        self,
+        namespace: str | Namespace,
+        body: str,
+        *,
+        note_id: str | None = None,
+        kind: str | None = None,
+        tags: Iterable[str] = (),
+        author: str | None = None,
+        status: str = "accepted",
+        supersedes: Iterable[str] = (),
+        run_id: str | None = None,
+        node_id: str | None = None,
+        iteration: int | None = None,
+    ) -> Note:
+        """Append a note (and its supersession edges) in one transaction; returns the stored note.
+
+        Raises:
+            InvalidInputError: bad body/labels/status, self or cross-namespace supersession.
+            NotFoundError: a superseded id does not exist.
+            ConflictError: ``note_id`` exists with different content.
+        """
+        note_id = validate_label(note_id, "the note id") if note_id else uuid.uuid4().hex[:16]
+        tags_tuple = validate_tags(tags)
+        params: dict[str, Any] = {
+            "id": note_id,
+            "namespace": canonical_namespace(namespace),
+            "body": validate_body(body),
+            "kind": None if kind is None else validate_label(kind, "the note kind"),
+            "tags_json": json.dumps(list(tags_tuple), ensure_ascii=False) if tags_tuple else None,
+            "author": None if author is None else validate_label(author, "the note author"),
+            "status": validate_status(status),
+            "run_id": run_id,
+            "node_id": node_id,
+            "iteration": iteration,
+        }
+        targets = validate_supersedes(note_id, supersedes)
+        async with self.db.transaction() as conn:
+            params["now"] = self.db.clock.now_ms()
+            cursor = await conn.execute(sql.INSERT_NOTE, params)
+            won = cursor.rowcount == 1
+            await cursor.close()
+            if won and targets:
+                async with conn.execute(
+                    sql.NOTE_NAMESPACES, {"ids": json.dumps(targets)}
+                ) as cursor:
+                    found = {row[0]: row[1] for row in await cursor.fetchall()}
+                check_targets(params["namespace"], targets, found)
+                await conn.executemany(
+                    sql.INSERT_SUPERSESSION,
+                    [{"note_id": note_id, "supersedes_id": target, "now": params["now"]}
+                     for target in targets],
+                )
+            async with conn.execute(sql.GET_NOTE, {"id": note_id}) as cursor:
+                row = await cursor.fetchone()
+            assert row is not None
+            stored = note_from_row(row)
+            if not won:
+                async with conn.execute(sql.SUPERSEDED_IDS, {"id": note_id}) as cursor:
+                    stored_targets = tuple(r[0] for r in await cursor.fetchall())
+                _check_same_note(stored, stored_targets, params, tags_tuple, targets)
+        return stored
+
+    async def get_note(self, note_id: str) -> Note | None:
+        """The note with this id (any status), or None."""
+        row = await self.db.fetch_one(sql.GET_NOTE, {"id": note_id})
+        return None if row is None else note_from_row(row)
+
+    async def require_note(self, note_id: str) -> Note:
+        """The note with this id; raises NotFoundError when there is none."""
+        note = await self.get_note(note_id)
+        if note is None:
+            raise NotFoundError(f"There is no note with id {note_id!r}.")
+        return note
+
+    async def list_notes(
+        self,
+        namespace: str | Namespace | None = None,
+        *,
+        status: StatusFilter = "accepted",
+        include_superseded: bool = False,
+        kind: str | None = None,
+        limit: int | None = None,
+    ) -> list[Note]:
+        """Notes oldest first. By default the read contract: accepted and not superseded by an
+        accepted note. ``status`` widens it (a status, a list of statuses, or ``"any"``),
+        ``include_superseded`` keeps superseded notes, ``kind`` keeps one label.
+        """
+        where, params = _filter(namespace, None, status, include_superseded, kind)
+        params["limit"] = sql.limit_param(limit)
+        rows = await self.db.fetch_all(sql.list_notes_sql(where), params)
+        return [note_from_row(row) for row in rows]
+
+    async def set_note_status(
+        self, note_id: str, status: str, *, reason: str | None = None
+    ) -> Note:
+        """Record a person's decision on a note: the one write that changes a stored note.
+
+        Accepting a note that supersedes others retires them in this same single write;
+        rejecting it later revives them.
+
+        Raises:
+            NotFoundError: no note has this id.
+        """
+        params = {
+            "id": note_id,
+            "status": validate_status(status),
+            "reason": None if reason is None else _validate_reason(reason),
+        }
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                sql.SET_NOTE_STATUS, {**params, "now": self.db.clock.now_ms()}
+            )
+            changed = cursor.rowcount
+            await cursor.close()
+            if changed == 0:
+                raise NotFoundError(f"There is no note with id {note_id!r}.")
+            async with conn.execute(sql.GET_NOTE, {"id": note_id}) as cursor:
+                row = await cursor.fetchone()
+        assert row is not None
+        return note_from_row(row)
+
+    async def accept_note(self, note_id: str, *, reason: str | None = None) -> Note:
+        """Set a note's status to accepted (see :meth:`set_note_status`)."""
+        return await self.set_note_status(note_id, "accepted", reason=reason)
+
+    async def reject_note(self, note_id: str, *, reason: str | None = None) -> Note:
+        """Set a note's status to rejected (see :meth:`set_note_status`)."""
+        return await self.set_note_status(note_id, "rejected", reason=reason)
+
+    async def superseded_by(self, note_id: str) -> list[Note]:
+        """Notes (any status) that supersede ``note_id``: what retires it, or would."""
+        rows = await self.db.fetch_all(sql.NOTES_SUPERSEDING, {"id": note_id})
+        return [note_from_row(row) for row in rows]
+
+    async def supersedes(self, note_id: str) -> list[Note]:
+        """Notes that ``note_id`` supersedes: what accepting it retires."""
+        rows = await self.db.fetch_all(sql.NOTES_SUPERSEDED_BY, {"id": note_id})
+        return [note_from_row(row) for row in rows]
+
+    async def search_notes(
+        self,
+        query: str,
+        *,
+        namespace: str | Namespace | None = None,
+        namespace_kind: str | None = None,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        status: StatusFilter = "accepted",
+        include_superseded: bool = False,
+        kind: str | None = None,
+    ) -> list[SearchHit]:
+        """BM25 search over note bodies, most relevant first, under the default read contract.
+
+        Every word of ``query`` must occur (words are matched literally; see
+        :mod:`store.note_search`). ``namespace`` or ``namespace_kind`` (workflow, agent, user,
+        global) narrows the scope; ``status``/``include_superseded``/``kind`` widen or narrow
+        the contract as in :meth:`list_notes`. Scope and contract are applied before the limit,
+        so fewer than ``limit`` hits means fewer live matches (or, for queries made only of very
+        common words, fewer in the newest pool of matches).
+        """
+        if not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise InvalidInputError(f"The search limit must be from 1 to {MAX_SEARCH_LIMIT}.")
+        ensure_clean_text(query, "the search query", allow="\t\n\r")
+        terms = query_terms(query)
+        counts = {}
+        for term in terms:
+            counts[term] = int(
+                await self.db.fetch_value(sql.TERM_DOCUMENT_COUNT, {"term": term}) or 0
+            )
+        plan = plan_search(terms, counts)
+        where, params = _filter(namespace, namespace_kind, status, include_superseded, kind)
+        params.update(query=plan.match_query, limit=limit, pool=max(COMMON_POOL, limit))
+        rows = await self.db.fetch_all(
+            sql.search_notes_sql(where, newest_pool=plan.newest_pool), params
+        )
+        return [SearchHit(note_from_row(row), -float(row["bm25"])) for row in rows]
+
+
+def _filter(
+    namespace: str | Namespace | None,
+    namespace_kind: str | None,
+    status: StatusFilter,
+    include_superseded: bool,
+    kind: str | None,
+) -> tuple[str, dict[str, Any]]:
+    statuses = status_list(status)
+    params: dict[str, Any] = {}
+    if namespace is not None:
+        params["namespace"] = canonical_namespace(namespace)
+    if namespace_kind is not None:
+        params["namespace_low"], params["namespace_high"] = namespace_kind_range(namespace_kind)
+    if statuses is not None:
+        params["statuses"] = json.dumps(statuses)
+    if kind is not None:
+        params["kind"] = kind
+    where = sql.note_filter(
+        namespace=namespace is not None,
+        namespace_kind=namespace_kind is not None,
+        statuses=statuses is not None,
+        include_superseded=include_superseded,
+        kind=kind is not None,
+    )
+    return where, params
+
+
+def _validate_reason(reason: str) -> str:
+    ensure_clean_text(reason, "the reason", allow="\t\n\r")
+    if len(reason) > MAX_REASON_CHARS:
+        raise InvalidInputError(f"The reason is longer than {MAX_REASON_CHARS} characters.")
+    return reason
+
+
+def _check_same_note(
+    stored: Note,
+    stored_targets: tuple[str, ...],
+    params: dict[str, Any],
+    tags: tuple[str, ...],
+    targets: tuple[str, ...],
+) -> None:
+    """Refuse re-saving an existing id with different content (notes never change)."""
+    wanted = (params["namespace"], params["body"], params["kind"], tags, params["author"],
+              params["run_id"], params["node_id"], params["iteration"], targets)
+    have = (stored.namespace, stored.body, stored.kind, stored.tags, stored.author,
+            stored.run_id, stored.node_id, stored.iteration, stored_targets)
+    if wanted != have:
+        raise ConflictError(
+            f"Note {stored.id!r} already exists with different content; notes never change, "
+            "so save the new version under a new id that supersedes it."
+        )

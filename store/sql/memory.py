@@ -1,0 +1,273 @@
+"""SQL text for the memory store: facts, threads, messages, notes, supersessions and search.
+
+Everything the memory store sends to SQLite is written here, beside the schema
+(``store/schema.py``); ``store/facts.py``, ``store/threads.py``, ``store/notes.py`` and
+``store/memory.py`` only execute it. Statements use named parameters. The few statements that
+vary (note filters, search scope) are assembled by the small functions at the end from fixed
+fragments, never from user text.
+"""
+
+from __future__ import annotations
+
+from store.errors import InvalidInputError
+
+
+def limit_param(limit: int | None) -> int:
+    """A LIMIT parameter: None means no limit (SQLite reads a negative LIMIT that way)."""
+    if limit is None:
+        return -1
+    if limit < 0:
+        raise InvalidInputError("The limit must be zero or more.")
+    return limit
+
+
+# -- facts ----------------------------------------------------------------------------------
+
+FACT_COLUMNS = (
+    "namespace, key, value_json, created_at_ms, updated_at_ms, ttl_ms, run_id, node_id, iteration"
+)
+
+# A fact is live until ``updated_at_ms + ttl_ms``; at that instant it is expired (hidden on read
+# and removable by the collector). One definition shared by reads, deletes and the collector.
+_FACT_LIVE = "(ttl_ms IS NULL OR updated_at_ms + ttl_ms > :now)"
+
+GET_FACT = f"""
+SELECT {FACT_COLUMNS} FROM facts
+WHERE namespace = :namespace AND key = :key AND {_FACT_LIVE}
+"""
+
+LIST_FACTS_IN_NAMESPACE = f"""
+SELECT {FACT_COLUMNS} FROM facts
+WHERE namespace = :namespace AND {_FACT_LIVE}
+ORDER BY key
+LIMIT :limit
+"""
+
+LIST_ALL_FACTS = f"""
+SELECT {FACT_COLUMNS} FROM facts
+WHERE {_FACT_LIVE}
+ORDER BY namespace, key
+LIMIT :limit
+"""
+
+COUNT_FACTS_BY_NAMESPACE = f"""
+SELECT namespace, count(*) AS facts FROM facts
+WHERE {_FACT_LIVE}
+GROUP BY namespace
+ORDER BY namespace
+"""
+
+# Last write wins. created_at_ms survives an overwrite unless the old value had already expired
+# (then the write starts a new fact). Provenance and TTL always come from the latest writer.
+UPSERT_FACT = f"""
+INSERT INTO facts ({FACT_COLUMNS})
+VALUES (:namespace, :key, :value_json, :now, :now, :ttl_ms, :run_id, :node_id, :iteration)
+ON CONFLICT (namespace, key) DO UPDATE SET
+    value_json    = excluded.value_json,
+    created_at_ms = CASE
+        WHEN facts.ttl_ms IS NOT NULL
+             AND facts.updated_at_ms + facts.ttl_ms <= excluded.updated_at_ms
+        THEN excluded.created_at_ms ELSE facts.created_at_ms END,
+    updated_at_ms = excluded.updated_at_ms,
+    ttl_ms        = excluded.ttl_ms,
+    run_id        = excluded.run_id,
+    node_id       = excluded.node_id,
+    iteration     = excluded.iteration
+RETURNING {FACT_COLUMNS}
+"""
+
+# Returns whether the deleted row was still live, so an expired fact reads as "not found".
+DELETE_FACT = f"""
+DELETE FROM facts WHERE namespace = :namespace AND key = :key
+RETURNING {_FACT_LIVE} AS live
+"""
+
+# Chunked so the collector never holds the write lock for long on a big backlog.
+DELETE_EXPIRED_FACTS_CHUNK = """
+DELETE FROM facts WHERE rowid IN (
+    SELECT rowid FROM facts
+    WHERE ttl_ms IS NOT NULL AND updated_at_ms + ttl_ms <= :now
+    LIMIT :chunk
+)
+"""
+
+# -- threads and messages -------------------------------------------------------------------
+
+THREAD_COLUMNS = "thread_id, namespace, title, metadata_json, created_at_ms, updated_at_ms"
+MESSAGE_COLUMNS = (
+    "id, thread_id, role, content_json, run_id, node_id, iteration, created_at_ms"
+)
+
+INSERT_THREAD = f"""
+INSERT INTO threads ({THREAD_COLUMNS})
+VALUES (:thread_id, :namespace, :title, :metadata_json, :now, :now)
+ON CONFLICT (thread_id) DO NOTHING
+"""
+
+GET_THREAD = f"SELECT {THREAD_COLUMNS} FROM threads WHERE thread_id = :thread_id"
+
+LIST_THREADS = f"SELECT {THREAD_COLUMNS} FROM threads ORDER BY created_at_ms, thread_id"
+
+LIST_THREADS_IN_NAMESPACE = f"""
+SELECT {THREAD_COLUMNS} FROM threads WHERE namespace = :namespace
+ORDER BY created_at_ms, thread_id
+"""
+
+# Messages go first explicitly (the foreign key cascades too, but only with foreign_keys on).
+DELETE_THREAD_MESSAGES = "DELETE FROM messages WHERE thread_id = :thread_id"
+DELETE_THREAD = "DELETE FROM threads WHERE thread_id = :thread_id"
+
+INSERT_MESSAGE = f"""
+INSERT INTO messages ({MESSAGE_COLUMNS})
+VALUES (:id, :thread_id, :role, :content_json, :run_id, :node_id, :iteration, :created_at_ms)
+ON CONFLICT (id) DO NOTHING
+"""
+
+GET_MESSAGE = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = :id"
+
+# A message can carry an older timestamp (a summary sorts first), so never move updated_at back.
+TOUCH_THREAD = """
+UPDATE threads SET updated_at_ms = max(updated_at_ms, :at) WHERE thread_id = :thread_id
+"""
+
+# All messages of a thread in chronological order.
+LIST_MESSAGES = f"""
+SELECT {MESSAGE_COLUMNS} FROM messages WHERE thread_id = :thread_id
+ORDER BY created_at_ms, id
+"""
+
+# The newest :limit messages, returned in chronological order.
+LIST_NEWEST_MESSAGES = f"""
+SELECT * FROM (
+    SELECT {MESSAGE_COLUMNS} FROM messages WHERE thread_id = :thread_id
+    ORDER BY created_at_ms DESC, id DESC
+    LIMIT :limit
+) ORDER BY created_at_ms, id
+"""
+
+COUNT_MESSAGES = "SELECT count(*) FROM messages WHERE thread_id = :thread_id"
+
+DELETE_MESSAGE = "DELETE FROM messages WHERE thread_id = :thread_id AND id = :id"
+
+# -- notes ----------------------------------------------------------------------------------
+
+NOTE_COLUMNS = (
+    "id, namespace, body, kind, tags_json, author, status, status_changed_at_ms, status_reason, "
+    "created_at_ms, run_id, node_id, iteration"
+)
+_NOTE_COLUMNS_N = ", ".join(f"n.{column.strip()}" for column in NOTE_COLUMNS.split(","))
+
+# Append-only: an existing id is never overwritten ("history cannot be destroyed").
+INSERT_NOTE = f"""
+INSERT INTO notes ({NOTE_COLUMNS})
+VALUES (:id, :namespace, :body, :kind, :tags_json, :author, :status, NULL, NULL, :now,
+        :run_id, :node_id, :iteration)
+ON CONFLICT (id) DO NOTHING
+"""
+
+INSERT_SUPERSESSION = """
+INSERT INTO note_supersessions (note_id, supersedes_id, created_at_ms)
+VALUES (:note_id, :supersedes_id, :now)
+ON CONFLICT (note_id, supersedes_id) DO NOTHING
+"""
+
+GET_NOTE = f"SELECT {NOTE_COLUMNS} FROM notes WHERE id = :id"
+
+# Ids and namespaces of the notes a new note wants to supersede (checked before edges go in).
+# :ids is a JSON array so any number of ids binds as one parameter.
+NOTE_NAMESPACES = "SELECT id, namespace FROM notes WHERE id IN (SELECT value FROM json_each(:ids))"
+
+SUPERSEDED_IDS = """
+SELECT supersedes_id FROM note_supersessions WHERE note_id = :id ORDER BY supersedes_id
+"""
+
+# Notes that supersede :id (any status): what would retire it, or has.
+NOTES_SUPERSEDING = f"""
+SELECT {_NOTE_COLUMNS_N} FROM note_supersessions s JOIN notes n ON n.id = s.note_id
+WHERE s.supersedes_id = :id
+ORDER BY n.created_at_ms, n.id
+"""
+
+# Notes that :id supersedes: what accepting it would retire.
+NOTES_SUPERSEDED_BY = f"""
+SELECT {_NOTE_COLUMNS_N} FROM note_supersessions s JOIN notes n ON n.id = s.supersedes_id
+WHERE s.note_id = :id
+ORDER BY n.created_at_ms, n.id
+"""
+
+# The one write a person's decision makes; body, tags and edges never change.
+SET_NOTE_STATUS = """
+UPDATE notes SET status = :status, status_changed_at_ms = :now, status_reason = :reason
+WHERE id = :id
+"""
+
+# The default read contract, part (b): no *accepted* note supersedes this one. A pending or
+# rejected superseder hides nothing, so accepting one retires its targets with a single write.
+NOT_SUPERSEDED_BY_ACCEPTED = """NOT EXISTS (
+    SELECT 1 FROM note_supersessions s JOIN notes sup ON sup.id = s.note_id
+    WHERE s.supersedes_id = n.id AND sup.status = 'accepted')"""
+
+
+def note_filter(
+    *,
+    namespace: bool,
+    namespace_kind: bool,
+    statuses: bool,
+    include_superseded: bool,
+    kind: bool,
+) -> str:
+    """The WHERE clause (over alias ``n``) for a note read; each flag adds one fixed condition.
+
+    Parameters bound by the caller: ``:namespace``; ``:namespace_low`` / ``:namespace_high``
+    (``kind:`` and ``kind;``, a range the namespace index can serve, for a namespace-kind
+    scope); ``:statuses`` (a JSON array); ``:kind``.
+    """
+    conditions = ["1"]
+    if namespace:
+        conditions.append("n.namespace = :namespace")
+    if namespace_kind:
+        conditions.append("n.namespace >= :namespace_low AND n.namespace < :namespace_high")
+    if statuses:
+        conditions.append("n.status IN (SELECT value FROM json_each(:statuses))")
+    if not include_superseded:
+        conditions.append(NOT_SUPERSEDED_BY_ACCEPTED)
+    if kind:
+        conditions.append("n.kind = :kind")
+    return " AND ".join(conditions)
+
+
+def list_notes_sql(where: str) -> str:
+    """Notes matching ``where`` (from :func:`note_filter`), oldest first."""
+    return f"""
+SELECT {_NOTE_COLUMNS_N} FROM notes n
+WHERE {where}
+ORDER BY n.created_at_ms, n.rowid
+LIMIT :limit
+"""
+
+
+# -- search ---------------------------------------------------------------------------------
+
+# How many notes contain a term (the FTS index keeps this; no scan of the notes).
+TERM_DOCUMENT_COUNT = "SELECT doc FROM notes_fts_vocab WHERE term = :term"
+
+
+def search_notes_sql(where: str, *, newest_pool: bool) -> str:
+    """BM25 search over notes_fts joined to the notes passing ``where``.
+
+    With ``newest_pool`` false every match is ranked (used when the rarest term is rare enough
+    that the match count is small). With ``newest_pool`` true only the newest ``:pool`` matching
+    notes (by rowid, which FTS5 walks in order and stops early) are ranked, so a query made only
+    of very common words costs the same as a small one. ``bm25()`` is lower-is-better.
+    """
+    base = f"""
+SELECT {_NOTE_COLUMNS_N}, bm25(notes_fts) AS bm25
+FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid
+WHERE notes_fts MATCH :query AND {where}"""
+    if newest_pool:
+        return f"""
+SELECT * FROM ({base}
+    ORDER BY notes_fts.rowid DESC LIMIT :pool)
+ORDER BY bm25 LIMIT :limit
+"""
+    return f"{base}\nORDER BY bm25 LIMIT :limit\n"
