@@ -234,14 +234,12 @@ class FactOps:
 
     async def delete_fact(self, namespace: str | Namespace, key: str) -> bool:
         """Delete a fact; True when a live fact was deleted (an expired one counts as absent)."""
-        params: dict[str, Any] = {
-            "namespace": canonical_namespace(namespace), "key": validate_key(key)
-        }
+        params = {"namespace": canonical_namespace(namespace), "key": validate_key(key)}
         async with self.db.transaction() as conn:
-            params["now"] = self.db.clock.now_ms()
+            now = self.db.clock.now_ms()
             async with conn.execute(sql.DELETE_FACT, params) as cursor:
                 row = await cursor.fetchone()
-        return bool(row and row[0])
+        return row is not None and not is_expired(row[0], row[1], now)
 
     async def delete_expired_facts(self) -> int:
         """Remove every expired fact, in short chunked transactions; returns how many."""

@@ -79,6 +79,16 @@ class SearchHit:
     score: float
 
 
+@dataclass(frozen=True)
+class SupersessionEdge:
+    """``note_id`` supersedes ``supersedes_id``; the statuses of both notes right now."""
+
+    note_id: str
+    supersedes_id: str
+    note_status: str
+    target_status: str
+
+
 def note_from_row(row: Row) -> Note:
     """Build a :class:`Note` from a row selected with ``NOTE_COLUMNS`` (in that order)."""
     values = list(tuple(row))[:13]
@@ -325,6 +335,19 @@ class NoteOps:
         """Notes that ``note_id`` supersedes: what accepting it retires."""
         rows = await self.db.fetch_all(sql.NOTES_SUPERSEDED_BY, {"id": note_id})
         return [note_from_row(row) for row in rows]
+
+    async def supersession_edges(self, note_ids: Sequence[str]) -> list[SupersessionEdge]:
+        """Every edge from or to any of ``note_ids``, with the status of both ends.
+
+        One query for a whole list of notes: enough to tell which accepted notes are retired
+        (an edge from an accepted note points at them) and what each proposal supersedes.
+        """
+        if not note_ids:
+            return []
+        rows = await self.db.fetch_all(
+            sql.SUPERSESSION_EDGES, {"ids": json.dumps(list(note_ids))}
+        )
+        return [SupersessionEdge(*tuple(row)) for row in rows]
 
     async def search_notes(
         self,

@@ -76,10 +76,11 @@ ON CONFLICT (namespace, key) DO UPDATE SET
 RETURNING {FACT_COLUMNS}
 """
 
-# Returns whether the deleted row was still live, so an expired fact reads as "not found".
-DELETE_FACT = f"""
+# Returns the deleted row's expiry inputs, so an expired fact can read as "not found".
+# (An expression in RETURNING came back NULL with the FTS delete trigger on SQLite 3.40.)
+DELETE_FACT = """
 DELETE FROM facts WHERE namespace = :namespace AND key = :key
-RETURNING {_FACT_LIVE} AS live
+RETURNING updated_at_ms, ttl_ms
 """
 
 # Chunked so the collector never holds the write lock for long on a big backlog.
@@ -193,6 +194,18 @@ NOTES_SUPERSEDED_BY = f"""
 SELECT {_NOTE_COLUMNS_N} FROM note_supersessions s JOIN notes n ON n.id = s.supersedes_id
 WHERE s.note_id = :id
 ORDER BY n.created_at_ms, n.id
+"""
+
+# Every supersession edge touching any of :ids (a JSON array), with both ends' statuses: lets
+# a list of notes show which are retired and what each would supersede in one query.
+SUPERSESSION_EDGES = """
+SELECT s.note_id, s.supersedes_id, sup.status AS note_status, tgt.status AS target_status
+FROM note_supersessions s
+JOIN notes sup ON sup.id = s.note_id
+JOIN notes tgt ON tgt.id = s.supersedes_id
+WHERE s.note_id IN (SELECT value FROM json_each(:ids))
+   OR s.supersedes_id IN (SELECT value FROM json_each(:ids))
+ORDER BY s.note_id, s.supersedes_id
 """
 
 # The one write a person's decision makes; body, tags and edges never change.
