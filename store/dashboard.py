@@ -231,6 +231,19 @@ class MemoryBlockRow:
 
 
 @dataclass(frozen=True)
+class MemorySummary:
+    """The headline numbers of a node's memory block (for the node table)."""
+
+    node_id: str
+    iteration: int
+    bytes_used: int = 0
+    budget_bytes: int = 0
+    truncated: int = 0
+    warning: str | None = None
+    degraded: int = 0
+
+
+@dataclass(frozen=True)
 class HandoffRow:
     """One handoff: a run stopped and continued in a fresh run with distilled state."""
 
@@ -434,6 +447,11 @@ class DashboardReader:
             await self._rows(sql.MEMORY_BLOCK_OF_NODE, (run_id, node_id, iteration)),
         )
         return rows[0] if rows else None
+
+    async def memory_summaries(self, run_id: str) -> dict[str, MemorySummary]:
+        """Per node iteration of a run: bytes used/budget, truncation and warning of its block."""
+        rows = _build(MemorySummary, await self._rows(sql.MEMORY_BLOCKS_OF_RUN, (run_id,)))
+        return {f"{row.node_id}#{row.iteration}": row for row in rows}
 
     # -- tokens --------------------------------------------------------------------------------
 

@@ -128,3 +128,9 @@ HANDOFF_FROM_RUN = (
     f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE from_run_id = ? "
     "ORDER BY handoff_id DESC LIMIT 1"
 )
+
+# Memory block summary per node of one run (the UNIQUE (run_id, node_id, iteration) index).
+MEMORY_BLOCKS_OF_RUN = """
+SELECT node_id, iteration, bytes_used, budget_bytes, truncated, warning, degraded
+FROM memory_blocks WHERE run_id = ?
+"""

@@ -1,0 +1,315 @@
+"""The Tether dashboard: a Textual app that tails the workspace database and artifacts.
+
+Views (modes): ``1`` Runs, ``2`` Tokens, ``3`` Memory, ``4`` Handoffs. One async worker polls
+(:class:`tui.tailing.WorkspaceTailer`) whenever the workspace folder reports a write, and on a
+slow timer in case it does not; each poll that finds a commit refreshes the view on screen with
+bounded queries. ``p`` pauses the screen, not the collection: polls continue and count what
+they hold back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.screen import Screen
+
+from store.clock import SYSTEM_CLOCK, Clock
+from store.dashboard import DashboardReader, RunRow
+from store.workspace import Workspace
+from tui.commands import RunsProvider
+from tui.format import ago, literal
+from tui.screens.base import LiveScreen
+from tui.screens.handoffs import HandoffsScreen
+from tui.screens.memory import MemoryScreen
+from tui.screens.run_detail import RunDetailScreen
+from tui.screens.runs import RunsScreen
+from tui.screens.tokens import TokensScreen
+from tui.tailing import Batch, WorkspaceTailer, wake_ups
+
+TICK_S = 1.0
+"""How often the status line and time-dependent cells (elapsed, stale) are redrawn."""
+
+
+class TetherApp(App[None]):
+    """The dashboard. ``engine`` is the embedded engine when the app runs one (``tether demo``)."""
+
+    TITLE = "Tether"
+    CSS_PATH = "app.tcss"
+    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
+        "runs": RunsScreen,
+        "tokens": TokensScreen,
+        "memory": MemoryScreen,
+        "handoffs": HandoffsScreen,
+    }
+    DEFAULT_MODE = "runs"
+    COMMANDS = App.COMMANDS | {RunsProvider}
+    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("1", "show_view('runs')", "Runs"),
+        Binding("2", "show_view('tokens')", "Tokens"),
+        Binding("3", "show_view('memory')", "Memory"),
+        Binding("4", "show_view('handoffs')", "Handoffs"),
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("q", "request_quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        poll_interval: float = 0.5,
+        watch: bool = True,
+        engine: Any = None,
+        after_apply: Callable[[Batch], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.workspace = workspace
+        self.clock = clock
+        self.poll_interval = poll_interval
+        self.watch_files = watch
+        self.engine = engine
+        """The embedded engine (``tether demo``), or None when only watching."""
+        self.after_apply = after_apply
+        """Called after the screen has been repainted with a batch (benchmarks use it)."""
+        self.tailer = WorkspaceTailer(workspace)
+        self.filters: dict[str, str] = {}
+        self.paused = False
+        self.held_events = 0
+        self.checked_at_ms: int | None = None
+        self.changed_at_ms: int | None = None
+        self.known_runs: dict[str, RunRow] = {}
+        self.selected_run_id: str | None = None
+        self.selected_node_id: str | None = None
+        self.selected_iteration: int | None = None
+        self.token_scope = "workspace"
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._stop = asyncio.Event()
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @property
+    def reader(self) -> DashboardReader | None:
+        """The read-only connection, or None while the workspace does not exist yet."""
+        return self.tailer.reader
+
+    def now_ms(self) -> int:
+        """The app's clock (a manual clock in tests and snapshots)."""
+        return self.clock.now_ms()
+
+    async def on_mount(self) -> None:
+        self.run_worker(self._tail_loop(), group="tail", exclusive=True, exit_on_error=False)
+        if self.watch_files:
+            self.run_worker(self._watch_loop(), group="watch", exclusive=True, exit_on_error=False)
+        self.set_interval(TICK_S, self._tick)
+
+    async def on_unmount(self) -> None:
+        self._stop.set()
+        async with self._lock:
+            await self.tailer.close()
+
+    async def _watch_loop(self) -> None:
+        async for _ in wake_ups(self.workspace, self._stop):
+            self._wake.set()
+
+    async def _tail_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self.poll_interval)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            await self.poll_once()
+
+    def wake(self) -> None:
+        """Ask for a poll now (after a write the dashboard made itself, for instance)."""
+        self._wake.set()
+
+    async def poll_once(self) -> Batch | None:
+        """Check for commits and, unless paused, refresh the view on screen with them."""
+        async with self._lock:
+            try:
+                batch = await self.tailer.poll()
+            except sqlite3.Error as error:
+                self.tailer.problem = f"reading the workspace failed: {error}; retrying"
+                return None
+            self.checked_at_ms = self.now_ms()
+            if batch is None:
+                return None
+            self.changed_at_ms = self.checked_at_ms
+            if self.paused:
+                self.held_events += len(batch.events)
+                self._update_chrome()
+                return batch
+            screen = self.live_screen()
+            if screen is not None:
+                await self._apply(screen, batch)
+        return batch
+
+    async def _apply(self, screen: LiveScreen, batch: Batch) -> None:
+        if not screen.is_mounted:
+            return  # it reads everything when it is shown (on_screen_resume)
+        try:
+            await screen.refresh_data(batch)
+        except NoMatches:
+            return  # the screen was closed while it was reading
+        except sqlite3.Error as error:
+            self.tailer.problem = f"reading the workspace failed: {error}; retrying"
+            return
+        if self.after_apply is not None:
+            callback = self.after_apply
+            self.call_after_refresh(callback, batch)
+
+    async def refresh_screen(self, screen: LiveScreen) -> None:
+        """Re-read everything ``screen`` shows (on entering a view, changing filter/scope)."""
+        async with self._lock:
+            if self.reader is None:
+                await self.tailer.open()
+            if self.reader is not None and not self.paused:
+                await self._apply(screen, Batch(first_read=True))
+        screen.update_chrome()
+
+    def live_screen(self) -> LiveScreen | None:
+        """The topmost live view of the current mode (a dialog may sit above it)."""
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, LiveScreen):
+                return screen
+        return None
+
+    def _update_chrome(self) -> None:
+        screen = self.live_screen()
+        if screen is not None and screen.is_mounted:
+            screen.update_chrome()
+
+    async def _tick(self) -> None:
+        screen = self.live_screen()
+        if screen is None or not screen.is_mounted:
+            return
+        if not self.paused and self.reader is not None and not self._lock.locked():
+            # Elapsed times and stale badges change with time alone, not only with commits.
+            async with self._lock:
+                await self._apply(screen, Batch())
+        screen.update_chrome()
+
+    def status_text(self) -> Text:
+        """The status line: live/paused, freshness of the data, newest event, problems."""
+        now = self.now_ms()
+        line = Text()
+        if self.paused:
+            line.append("❚❚ paused", style="bold yellow")
+        elif self.reader is None:
+            line.append("○ waiting", style="yellow")
+        else:
+            line.append("● live", style="bold green")
+        line.append(f"  checked {ago(now, self.checked_at_ms)}")
+        line.append(f" · last change {ago(now, self.changed_at_ms)}")
+        line.append(f" · event #{self.tailer.last_seq}")
+        line.append(" · workspace ")
+        line.append_text(literal(self.workspace.root.name or str(self.workspace.root)))
+        if self.engine is not None:
+            line.append(" · embedded engine", style="cyan")
+        if self.tailer.problem:
+            line.append("  ⚠ ", style="bold red")
+            line.append_text(literal(self.tailer.problem, "red"))
+        return line
+
+    # -- selection and navigation ---------------------------------------------------------------
+
+    def remember_runs(self, runs: Iterable[RunRow]) -> None:
+        """Keep the runs last listed (for the command palette)."""
+        self.known_runs = {run.run_id: run for run in runs}
+
+    def select(
+        self, *, run_id: str, node_id: str | None = None, iteration: int | None = None
+    ) -> None:
+        """Record the run (and node) the user is looking at; the Tokens view follows it."""
+        if run_id != self.selected_run_id or node_id is not None:
+            self.selected_node_id = node_id
+            self.selected_iteration = iteration
+        self.selected_run_id = run_id
+
+    def open_run(self, run_id: str) -> None:
+        """Show a run's detail screen in the Runs view."""
+        self.run_worker(self._open_run(run_id), group="navigate", exclusive=True)
+
+    async def _open_run(self, run_id: str) -> None:
+        self.select(run_id=run_id)
+        if self.current_mode != "runs":
+            await self.switch_mode("runs")
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, RunsScreen):
+            await self.pop_screen()
+        await self.push_screen(RunDetailScreen(run_id))
+
+    def show_tokens(self, scope: str) -> None:
+        """Switch to the Tokens view with ``scope`` (workspace, run or node)."""
+        self.token_scope = scope
+        self.run_worker(self.action_show_view("tokens"), group="navigate", exclusive=True)
+
+    async def action_show_view(self, mode: str) -> None:
+        """Switch to a top-level view."""
+        if mode != self.current_mode:
+            await self.switch_mode(mode)
+
+    async def action_toggle_pause(self) -> None:
+        """Pause or resume live updates (polling and collecting continue while paused)."""
+        self.paused = not self.paused
+        if not self.paused:
+            self.held_events = 0
+            screen = self.live_screen()
+            if screen is not None:
+                await self.refresh_screen(screen)
+        self._update_chrome()
+
+    async def confirm_quit(self) -> bool:
+        """Whether to quit now. (Issue 6 asks first when embedded runs are active.)"""
+        return True
+
+    async def action_request_quit(self) -> None:
+        """Quit (after :meth:`confirm_quit`)."""
+        if await self.confirm_quit():
+            self.exit()
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for key, mode, label in (
+            ("1", "runs", "Runs"),
+            ("2", "tokens", "Tokens"),
+            ("3", "memory", "Memory"),
+            ("4", "handoffs", "Handoffs"),
+        ):
+            yield SystemCommand(
+                f"{label} view",
+                f"Switch to the {label} view (key {key})",
+                lambda mode=mode: self.run_worker(self.action_show_view(mode)),
+            )
+        yield SystemCommand(
+            "Pause / resume live updates",
+            "Hold the screen still; data keeps being collected (key p)",
+            lambda: self.run_worker(self.action_toggle_pause()),
+        )
+        yield SystemCommand(
+            "Tokens of the selected run",
+            "Token histogram and usage for the run last selected",
+            lambda: self.show_tokens("run"),
+        )
+
+
+def run_dashboard(workspace: Workspace, *, engine: Any = None) -> None:
+    """Open the dashboard on ``workspace`` in the terminal (blocks until the user quits)."""
+    app = TetherApp(workspace, engine=engine)
+    app.run()
+
+
+def css_files() -> list[Path]:
+    """The stylesheets the app loads (for packaging checks)."""
+    return [Path(__file__).with_name("app.tcss")]
+
+

@@ -1,0 +1,1 @@
+"""The dashboard's screens: one per view, plus the run detail and the help overlay."""

@@ -1,0 +1,128 @@
+"""What every live view shares: the view tabs, filter, pause banner, status line and help.
+
+A view subclasses :class:`LiveScreen`, composes its body in :meth:`compose_view` and reads its
+(bounded) data in :meth:`refresh_data`. The app calls ``refresh_data`` when the view becomes
+active and after every poll that found a commit, unless updates are paused.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from tui.tailing import Batch
+from tui.widgets.filter_bar import FilterBar
+from tui.widgets.status import PauseBanner, StatusLine
+
+if TYPE_CHECKING:
+    from tui.app import TetherApp
+
+VIEWS: tuple[tuple[str, str, str], ...] = (
+    ("1", "runs", "Runs"),
+    ("2", "tokens", "Tokens"),
+    ("3", "memory", "Memory"),
+    ("4", "handoffs", "Handoffs"),
+)
+
+
+class ViewTabs(Static):
+    """The top line: the four views with the active one highlighted, then where you are."""
+
+    DEFAULT_CSS = """
+    ViewTabs { height: 1; background: $panel; padding: 0 1; }
+    """
+
+    def show(self, mode: str, crumb: Text) -> None:
+        """Render the tabs for ``mode`` followed by the breadcrumb."""
+        line = Text("tether ", style="bold")
+        for key, name, label in VIEWS:
+            style = "bold reverse" if name == mode else "dim"
+            line.append(f" {key} {label} ", style=style)
+            line.append(" ")
+        if crumb.plain:
+            line.append(" │ ", style="dim")
+            line.append_text(crumb)
+        self.update(line)
+
+
+class LiveScreen(Screen[None]):
+    """Base class of the dashboard's views (the issue-6 Memory view subclasses it too)."""
+
+    MODE: ClassVar[str] = "runs"
+    """Which top-level view (mode) the screen belongs to; highlights the tab."""
+    FILTER_KEY: ClassVar[str] = "runs"
+    """Key under which the app remembers this view's last filter."""
+    HELP_TEXT: ClassVar[str] = ""
+    """Plain-text help shown by ``?`` above the list of keys."""
+
+    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("slash", "open_filter", "Filter"),
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    @property
+    def tether(self) -> TetherApp:
+        """The app, typed."""
+        from tui.app import TetherApp
+
+        app = self.app
+        assert isinstance(app, TetherApp)
+        return app
+
+    @property
+    def filter_text(self) -> str:
+        """The filter in effect for this view (remembered by the app across visits)."""
+        return self.tether.filters.get(self.FILTER_KEY, "")
+
+    def compose(self) -> ComposeResult:
+        yield ViewTabs(id="view-tabs")
+        yield PauseBanner(id="pause-banner")
+        yield from self.compose_view()
+        yield FilterBar()
+        yield StatusLine(id="status-line")
+        yield Footer()
+
+    def compose_view(self) -> ComposeResult:
+        """The view's own widgets."""
+        yield from ()
+
+    def crumb(self) -> Text:
+        """Where the user is inside the view (shown after the tabs)."""
+        return Text("")
+
+    async def refresh_data(self, batch: Batch) -> None:
+        """Re-read what the view shows; ``batch`` says what changed (first_read = everything)."""
+
+    def on_mount(self) -> None:
+        self.update_chrome()
+
+    def update_chrome(self) -> None:
+        """Refresh the tabs, banner and status line from the app's state."""
+        self.query_one(ViewTabs).show(self.MODE, self.crumb())
+        app = self.tether
+        self.query_one(PauseBanner).set_paused(app.paused, app.held_events)
+        self.query_one(StatusLine).show(app.status_text())
+
+    async def on_screen_resume(self) -> None:
+        self.update_chrome()
+        await self.tether.refresh_screen(self)
+
+    def action_open_filter(self) -> None:
+        """Open the filter bar with the last filter used in this view."""
+        self.query_one(FilterBar).open(self.filter_text)
+
+    async def on_filter_bar_applied(self, message: FilterBar.Applied) -> None:
+        self.tether.filters[self.FILTER_KEY] = message.value
+        self.update_chrome()
+        await self.tether.refresh_screen(self)
+
+    def action_help(self) -> None:
+        """Show the keys of this view (and the global ones) with their descriptions."""
+        from tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen.for_screen(self))

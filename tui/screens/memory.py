@@ -1,0 +1,687 @@
+"""The Memory view (``3``): facts by namespace and notes, with editing and review.
+
+Facts are grouped under one heading row per namespace; ``e`` edits the selected fact's value
+(JSON, validated live) and TTL, ``n`` adds a fact, ``d`` deletes one after a confirmation that
+names its namespace and key. Notes list pending proposals first; ``a`` accepts and ``r`` rejects
+(with an optional recorded reason); ``enter`` opens the review screen, which shows a proposal
+side by side with the notes it would supersede. The inspector on the right says why something is
+remembered: who wrote it (run, node, time, author), what it replaces and what replaced it.
+
+Every read and write goes through :class:`store.memory.MemoryStore` on the dashboard's writable
+connection (:mod:`tui.run_control`): the same methods as ``tether memory`` / ``tether notes``.
+Keys that do not apply to the selected row are hidden from the footer and do nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, TypeVar
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from store.errors import NotFoundError, TetherError
+from store.facts import Fact
+from store.memory import MemoryStore
+from store.notes import Note
+from tui.format import literal
+from tui.modals import ConfirmDialog, FactEditor, NewFactForm, reject_note_dialog
+from tui.run_control import host_for
+from tui.screens.base import LiveScreen
+from tui.screens.memory_render import (
+    NoteBook,
+    NoteLinks,
+    fact_detail,
+    fact_row_key,
+    fact_rows,
+    namespace_detail,
+    note_detail,
+    note_row_key,
+    note_rows,
+    parse_row_key,
+    provenance_table,
+    shown_status,
+    status_cell,
+    verdict_text,
+    why_remembered,
+)
+from tui.tailing import Batch
+from tui.widgets.keyed_table import KeyedTable
+
+T = TypeVar("T")
+
+FACTS_LIMIT = 2_000
+"""Facts read per refresh (the view is a window; ``tether memory list`` shows everything)."""
+PENDING_LIMIT = 500
+DECIDED_LIMIT = 1_000
+SEARCH_LIMIT = 100
+
+FACT_COLUMNS = (("key", "Key"), ("value", "Value"), ("ttl", "TTL"),
+                ("updated", "Updated"), ("writer", "Written by"))
+NOTE_COLUMNS = (("status", "Status"), ("namespace", "Namespace"), ("body", "Note"),
+                ("edges", "⇢"), ("author", "Author"), ("age", "Age"))
+
+
+class NoteSearchBar(Input):
+    """The ``s`` search over note bodies (full-text, all statuses); ``escape`` closes it."""
+
+    DEFAULT_CSS = """
+    NoteSearchBar { dock: bottom; display: none; height: 3; }
+    NoteSearchBar.-open { display: block; }
+    """
+    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("escape", "close", "Close search", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(
+            placeholder="search notes (enter to search, empty to show all, esc to close)",
+            id="note-search",
+        )
+
+    def open(self, value: str) -> None:
+        """Show the bar with the current query and focus it."""
+        self.value = value
+        self.add_class("-open")
+        self.focus()
+
+    def action_close(self) -> None:
+        """Hide the bar without changing the search in effect."""
+        self.remove_class("-open")
+        self.screen.focus_next()
+
+
+async def write_safely(
+    screen: Screen[Any], action: Callable[[], Awaitable[T]]
+) -> T | None:
+    """Run one write; a refusal or database error becomes a toast (one sentence), not a crash.
+
+    Writes are short ``BEGIN IMMEDIATE`` transactions that wait on the busy timeout, so a busy
+    engine in another process delays them briefly instead of failing them.
+    """
+    try:
+        return await action()
+    except TetherError as error:
+        screen.app.notify(str(error), severity="error", markup=False)
+    except sqlite3.Error as error:
+        screen.app.notify(f"The database refused the change: {error}.", severity="error",
+                          markup=False)
+    return None
+
+
+async def accept_note(screen: Screen[Any], memory: MemoryStore, note: Note) -> Note | None:
+    """Accept a proposal (retiring what it supersedes in the same write) and say so."""
+    targets = await memory.supersedes(note.id)
+    accepted = await write_safely(screen, lambda: memory.accept_note(note.id))
+    if accepted is not None:
+        retired = f"; {len(targets)} superseded note(s) retired" if targets else ""
+        screen.app.notify(f"Accepted note {note.id}{retired}.", markup=False)
+    return accepted
+
+
+async def reject_note(screen: Screen[Any], memory: MemoryStore, note: Note) -> Note | None:
+    """Ask for an optional reason, then reject the note; None when the person cancelled."""
+    answer = await screen.app.push_screen_wait(
+        reject_note_dialog(note.id, note.namespace, note.body)
+    )
+    if answer is None:
+        return None
+    rejected = await write_safely(
+        screen, lambda: memory.reject_note(note.id, reason=answer.reason)
+    )
+    if rejected is not None:
+        screen.app.notify(f"Rejected note {note.id}.", markup=False)
+    return rejected
+
+
+async def load_links(memory: MemoryStore, note: Note) -> NoteLinks:
+    """What the note supersedes and what supersedes it (two short reads)."""
+    return NoteLinks(
+        supersedes=tuple(await memory.supersedes(note.id)),
+        superseded_by=tuple(await memory.superseded_by(note.id)),
+    )
+
+
+class MemoryScreen(LiveScreen):
+    """The Memory view: facts and notes lists on the left, an inspector on the right."""
+
+    MODE: ClassVar[str] = "memory"
+    FILTER_KEY: ClassVar[str] = "memory"
+    HELP_TEXT: ClassVar[str] = (
+        "Facts (top) are grouped by namespace; notes (bottom) list pending proposals first. "
+        "tab moves between the lists. Edits go through the same memory store as "
+        "`tether memory` and `tether notes`."
+    )
+    DEFAULT_CSS = """
+    MemoryScreen #memory-body { height: 1fr; }
+    MemoryScreen #memory-lists { width: 3fr; }
+    MemoryScreen #memory-lists KeyedTable { height: 1fr; border: round $panel-lighten-2; }
+    MemoryScreen #memory-lists KeyedTable:focus-within { border: round $accent; }
+    MemoryScreen #memory-detail {
+        width: 2fr; border: round $panel-lighten-2; padding: 0 1;
+    }
+    MemoryScreen #memory-search-banner { display: none; height: 1; padding: 0 1;
+        background: $boost; }
+    MemoryScreen #memory-search-banner.-visible { display: block; }
+    """
+
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("e", "edit_fact", "Edit value"),
+        Binding("n", "new_fact", "New fact"),
+        Binding("d", "delete_fact", "Delete fact"),
+        Binding("a", "accept_note", "Accept"),
+        Binding("r", "reject_note", "Reject"),
+        Binding("v", "review_note", "Review"),
+        Binding("s", "search_notes", "Search notes"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._facts: dict[str, Fact] = {}
+        self._namespace_facts: dict[str, list[Fact]] = {}
+        self._book = NoteBook()
+        self._search = ""
+        self._active = "facts"
+        self._memory: MemoryStore | None = None
+        self._problem: str | None = None
+        self._detail_generation = 0
+        self._read_version: int | None = None
+        self._fact_list: list[Fact] = []
+        self._refreshing = asyncio.Lock()
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def compose_view(self) -> ComposeResult:
+        with Horizontal(id="memory-body"):
+            with Vertical(id="memory-lists"):
+                facts = KeyedTable(FACT_COLUMNS, id="facts-table")
+                facts.border_title = "Facts"
+                yield facts
+                yield Static("", id="memory-search-banner")
+                notes = KeyedTable(NOTE_COLUMNS, id="notes-table")
+                notes.border_title = "Notes"
+                yield notes
+            with VerticalScroll(id="memory-detail"):
+                yield Static("", id="memory-detail-body")
+        yield NoteSearchBar()
+
+    def crumb(self) -> Text:
+        pending = sum(1 for note in self._book.notes if note.status == "pending")
+        crumb = Text(f"{len(self._facts)} facts")
+        crumb.append(" · ")
+        crumb.append(f"{pending} pending", style="bold yellow" if pending else "")
+        if self._search:
+            crumb.append(" · search: ")
+            crumb.append(self._search)
+        return crumb
+
+    @property
+    def facts_table(self) -> KeyedTable:
+        """The facts list."""
+        return self.query_one("#facts-table", KeyedTable)
+
+    @property
+    def notes_table(self) -> KeyedTable:
+        """The notes list."""
+        return self.query_one("#notes-table", KeyedTable)
+
+    # -- data -----------------------------------------------------------------------------
+
+    async def memory(self) -> MemoryStore:
+        """The memory store on the dashboard's writable connection (opened on first use)."""
+        if self._memory is None:
+            self._memory = await host_for(self.app).memory()
+        return self._memory
+
+    async def refresh_data(self, batch: Batch | None = None) -> None:
+        """Re-read facts and notes (bounded) and redraw, keeping the cursor on the same item.
+
+        The app also calls this once a second so ages and TTLs move; then nothing is re-read
+        unless another connection committed (``PRAGMA data_version``) or a shown fact expired.
+        """
+        async with self._refreshing:
+            now = self.tether.now_ms()
+            if batch is not None and not batch.first_read and not await self._stale(now):
+                self._redraw(self._fact_list, self._book, now)
+                return
+            try:
+                memory = await self.memory()
+                self._read_version = await memory.db.data_version()
+                facts = await memory.list_facts(limit=FACTS_LIMIT)
+                book = await self._read_notes(memory)
+            except NotFoundError as error:
+                self._problem = str(error)
+                facts, book = [], NoteBook()
+            else:
+                self._problem = None
+            self._redraw(facts, book, now)
+            await self._show_detail()
+            self.refresh_bindings()
+
+    async def _stale(self, now: int) -> bool:
+        """True when what is shown may be out of date: a commit elsewhere, or an expiry."""
+        if self._memory is None or self._problem:
+            return True
+        version = await self._memory.db.data_version()
+        if version != self._read_version:
+            return True
+        return any(
+            fact.expires_at_ms is not None and fact.expires_at_ms <= now
+            for fact in self._fact_list
+        )
+
+    def _redraw(self, facts: list[Fact], book: NoteBook, now: int) -> None:
+        needle = self.filter_text
+        self._fact_list = facts
+        self._facts = {}
+        self._namespace_facts = {}
+        for fact in facts:
+            self._facts[fact_row_key(fact.namespace, fact.key)] = fact
+            self._namespace_facts.setdefault(fact.namespace, []).append(fact)
+        self._book = book
+        self.facts_table.sync(fact_rows(facts, needle, now))
+        self.notes_table.sync(note_rows(book, needle, now))
+        self.facts_table.border_title = f"Facts ({len(facts)} in {len(self._namespace_facts)} " \
+            "namespaces)"
+        pending = sum(1 for note in book.notes if note.status == "pending")
+        title = "Search results" if self._search else "Notes"
+        self.notes_table.border_title = f"{title} ({pending} pending, {len(book.notes)} shown)"
+        banner = self.query_one("#memory-search-banner", Static)
+        banner.set_class(bool(self._search), "-visible")
+        banner.update(Text.assemble("search: ", (self._search, "bold"),
+                                    f" — {len(book.notes)} notes; s to change, empty to clear"))
+        self.update_chrome()
+
+    async def _read_notes(self, memory: MemoryStore) -> NoteBook:
+        if self._search:
+            hits = await memory.search_notes(
+                self._search, status="any", include_superseded=True, limit=SEARCH_LIMIT
+            )
+            notes = [hit.note for hit in hits]
+        else:
+            notes = await memory.list_notes(
+                status="pending", include_superseded=True, limit=PENDING_LIMIT
+            )
+            notes += await memory.list_notes(
+                status=["accepted", "rejected"], include_superseded=True, limit=DECIDED_LIMIT
+            )
+        edges = await memory.supersession_edges([note.id for note in notes])
+        shown = {note.id: note for note in notes}
+        retired = {
+            edge.supersedes_id for edge in edges
+            if edge.note_status == "accepted" and edge.target_status == "accepted"
+        }
+        links: dict[str, NoteLinks] = {}
+        for edge in edges:
+            if edge.note_id in shown and edge.supersedes_id in shown:
+                current = links.get(edge.note_id, NoteLinks())
+                links[edge.note_id] = NoteLinks(
+                    current.supersedes + (shown[edge.supersedes_id],), current.superseded_by
+                )
+            elif edge.note_id in shown:
+                # The target is outside the window of shown notes: read it on its own.
+                target = await memory.get_note(edge.supersedes_id)
+                if target is not None:
+                    current = links.get(edge.note_id, NoteLinks())
+                    links[edge.note_id] = NoteLinks(
+                        current.supersedes + (target,), current.superseded_by
+                    )
+        return NoteBook(notes=notes, retired=retired, links=links)
+
+    # -- selection ------------------------------------------------------------------------
+
+    def selected_fact(self) -> Fact | None:
+        """The fact under the cursor of the facts list (None on a namespace heading)."""
+        return self._facts.get(self.facts_table.cursor_key or "")
+
+    def selected_namespace(self) -> str | None:
+        """The namespace of the facts-list row under the cursor."""
+        parts = parse_row_key(self.facts_table.cursor_key)
+        return parts[1] if len(parts) >= 2 else None
+
+    def selected_note(self) -> Note | None:
+        """The note under the cursor of the notes list."""
+        parts = parse_row_key(self.notes_table.cursor_key)
+        return self._book.by_id(parts[1]) if len(parts) == 2 else None
+
+    def on_descendant_focus(self) -> None:
+        focused = self.focused
+        if focused is self.query_one("#facts-table"):
+            self._active = "facts"
+        elif focused is self.query_one("#notes-table"):
+            self._active = "notes"
+        else:
+            return
+        self.refresh_bindings()
+        self.run_worker(self._show_detail(), group="memory-detail", exclusive=True)
+
+    @on(DataTable.RowHighlighted)
+    async def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == ("facts-table" if self._active == "facts" else "notes-table"):
+            self.refresh_bindings()
+            await self._show_detail()
+
+    @on(DataTable.RowSelected, "#notes-table")
+    def _note_chosen(self) -> None:
+        self.action_review_note()
+
+    async def _show_detail(self) -> None:
+        """Fill the inspector for the selected row of the active list."""
+        self._detail_generation += 1
+        generation = self._detail_generation
+        now = self.tether.now_ms()
+        body: RenderableType
+        if self._problem:
+            body = Text(self._problem)
+        elif self._active == "facts":
+            fact = self.selected_fact()
+            namespace = self.selected_namespace()
+            if fact is not None:
+                body = fact_detail(fact, now)
+            elif namespace is not None:
+                body = namespace_detail(namespace, self._namespace_facts.get(namespace, []))
+            else:
+                body = Text("No facts yet. n adds one.", style="dim")
+        else:
+            note = self.selected_note()
+            if note is None:
+                body = Text("No notes.", style="dim")
+            else:
+                links = await load_links(await self.memory(), note)
+                if generation != self._detail_generation:
+                    return  # a newer selection is already being shown
+                body = note_detail(note, links, self._book.retired, now)
+        self.query_one("#memory-detail-body", Static).update(body)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide keys that do not apply to the selected row (they also do nothing)."""
+        if action in ("edit_fact", "delete_fact"):
+            return self._active == "facts" and self.selected_fact() is not None
+        if action in ("accept_note", "reject_note"):
+            note = self.selected_note() if self._active == "notes" else None
+            return note is not None and note.status == "pending"
+        if action == "review_note":
+            return self._active == "notes" and self.selected_note() is not None
+        return True
+
+    # -- fact actions ---------------------------------------------------------------------
+
+    @work(group="memory-action", exclusive=True)
+    async def action_edit_fact(self) -> None:
+        """Edit the selected fact's JSON value and TTL."""
+        fact = self.selected_fact()
+        if fact is None or not self.check_action("edit_fact", ()):
+            return
+        edit = await self.app.push_screen_wait(
+            FactEditor(fact.namespace, fact.key, fact.value_json, fact.ttl_ms)
+        )
+        if edit is None:
+            return
+        memory = await self.memory()
+        saved = await write_safely(
+            self, lambda: memory.set_fact(edit.namespace, edit.key, edit.value, ttl_ms=edit.ttl_ms)
+        )
+        if saved is not None:
+            self.app.notify(f"Saved {saved.namespace} / {saved.key}.", markup=False)
+        await self.refresh_data()
+
+    @work(group="memory-action", exclusive=True)
+    async def action_new_fact(self) -> None:
+        """Add a fact (namespace and key validated like ``tether memory set``)."""
+        edit = await self.app.push_screen_wait(NewFactForm(self.selected_namespace() or ""))
+        if edit is None:
+            return
+        memory = await host_for(self.app).memory(create=True)
+        self._memory = memory
+        saved = await write_safely(
+            self, lambda: memory.set_fact(edit.namespace, edit.key, edit.value, ttl_ms=edit.ttl_ms)
+        )
+        if saved is None:
+            return
+        self.app.notify(f"Saved {saved.namespace} / {saved.key}.", markup=False)
+        self._active = "facts"
+        await self.refresh_data()
+        self.facts_table.select_key(fact_row_key(saved.namespace, saved.key))
+
+    @work(group="memory-action", exclusive=True)
+    async def action_delete_fact(self) -> None:
+        """Delete the selected fact after a confirmation naming its namespace and key."""
+        fact = self.selected_fact()
+        if fact is None or not self.check_action("delete_fact", ()):
+            return
+        target = Text.assemble(("namespace ", "dim"), fact.namespace, ("   key ", "dim"), fact.key)
+        confirmed = await self.app.push_screen_wait(
+            ConfirmDialog("Delete this fact?", target,
+                          detail="Recall stops seeing it at once; this cannot be undone.")
+        )
+        if not confirmed:
+            return
+        memory = await self.memory()
+        deleted = await write_safely(self, lambda: memory.delete_fact(fact.namespace, fact.key))
+        if deleted is not None:
+            message = "Deleted" if deleted else "Already gone:"
+            self.app.notify(f"{message} {fact.namespace} / {fact.key}.", markup=False)
+        await self.refresh_data()
+
+    # -- note actions ---------------------------------------------------------------------
+
+    @work(group="memory-action", exclusive=True)
+    async def action_accept_note(self) -> None:
+        """Accept the selected pending note (retiring what it supersedes)."""
+        note = self.selected_note()
+        if note is None or not self.check_action("accept_note", ()):
+            return
+        await accept_note(self, await self.memory(), note)
+        await self.refresh_data()
+
+    @work(group="memory-action", exclusive=True)
+    async def action_reject_note(self) -> None:
+        """Reject the selected pending note, with an optional reason."""
+        note = self.selected_note()
+        if note is None or not self.check_action("reject_note", ()):
+            return
+        await reject_note(self, await self.memory(), note)
+        await self.refresh_data()
+
+    def action_review_note(self) -> None:
+        """Open the review screen on the selected note."""
+        note = self.selected_note()
+        if note is None:
+            return
+        pending = [n.id for n in self._book.notes if n.status == "pending"]
+        self.app.push_screen(NoteReviewScreen(self, note.id, pending))
+
+    def action_search_notes(self) -> None:
+        """Full-text search over notes of every status."""
+        self.query_one(NoteSearchBar).open(self._search)
+
+    @on(Input.Submitted, "#note-search")
+    async def _search_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one(NoteSearchBar).remove_class("-open")
+        self._search = event.value.strip()
+        try:
+            await self.refresh_data()
+        except TetherError as error:
+            self.app.notify(str(error), severity="error", markup=False)
+            self._search = ""
+            await self.refresh_data()
+        self.notes_table.focus()
+
+
+class NoteReviewScreen(Screen[None]):
+    """A proposal beside the notes it would supersede, with its provenance; ``a``/``r`` decide.
+
+    ``]`` and ``[`` step through the pending queue; after a decision the next pending note is
+    shown, so a person can work through the queue from the keyboard.
+    """
+
+    DEFAULT_CSS = """
+    NoteReviewScreen #review-title { height: 1; background: $panel; padding: 0 1; }
+    NoteReviewScreen #review-columns { height: 1fr; }
+    NoteReviewScreen .review-column {
+        width: 1fr; border: round $panel-lighten-2; padding: 0 1;
+    }
+    NoteReviewScreen #review-proposal { border: round $warning; }
+    NoteReviewScreen #review-verdict {
+        height: auto; padding: 0 1; background: $boost; margin: 0 1;
+    }
+    """
+
+    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("a", "accept", "Accept"),
+        Binding("r", "reject", "Reject"),
+        Binding("right_square_bracket", "step(1)", "Next pending"),
+        Binding("left_square_bracket", "step(-1)", "Previous pending"),
+        Binding("escape", "close", "Back"),
+    ]
+
+    def __init__(self, memory_screen: MemoryScreen, note_id: str, queue: list[str]) -> None:
+        super().__init__()
+        self._memory_screen = memory_screen
+        self.note_id = note_id
+        self._queue = list(queue)
+        self.note: Note | None = None
+        self.links = NoteLinks()
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="review-title")
+        with Horizontal(id="review-columns"):
+            with VerticalScroll(id="review-proposal", classes="review-column"):
+                yield Static("", id="review-proposal-body")
+            with VerticalScroll(id="review-targets", classes="review-column"):
+                yield Static("", id="review-targets-body")
+        yield Static("", id="review-verdict")
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        await self.reload()
+
+    async def reload(self) -> None:
+        """Re-read the note and its neighbours and redraw both columns."""
+        memory = await self._memory_screen.memory()
+        self.note = await memory.get_note(self.note_id)
+        if self.note is None:
+            self.query_one("#review-title", Static).update(
+                Text(f"Note {self.note_id} no longer exists.")
+            )
+            self.refresh_bindings()
+            return
+        self.links = await load_links(memory, self.note)
+        # This note is retired when an accepted note supersedes it; its targets are retired
+        # when it is itself accepted.
+        superseded = any(n.status == "accepted" for n in self.links.superseded_by)
+        retired = {self.note.id} if superseded else set()
+        target_retired = (
+            {t.id for t in self.links.supersedes} if self.note.status == "accepted" else set()
+        )
+        now = self._memory_screen.tether.now_ms()
+        position = ""
+        if self.note_id in self._queue:
+            position = f"  ({self._queue.index(self.note_id) + 1} of {len(self._queue)} pending)"
+        title = Text("Review note ", style="bold")
+        title.append(self.note.id)
+        title.append(position, style="dim")
+        self.query_one("#review-title", Static).update(title)
+        proposal = self.query_one("#review-proposal", VerticalScroll)
+        proposal.border_title = "Proposal"
+        self.query_one("#review-proposal-body", Static).update(
+            _proposal_panel(self.note, self.links, retired, now)
+        )
+        targets = self.query_one("#review-targets", VerticalScroll)
+        count = len(self.links.supersedes)
+        targets.border_title = (
+            f"Would supersede ({count})" if self.note.status != "accepted"
+            else f"Supersedes ({count})"
+        )
+        self.query_one("#review-targets-body", Static).update(
+            _targets_panel(self.links.supersedes, target_retired, now)
+        )
+        self.query_one("#review-verdict", Static).update(verdict_text(self.note, self.links))
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Accept/reject only on a pending note; stepping only when there is a queue."""
+        if action in ("accept", "reject"):
+            return self.note is not None and self.note.status == "pending"
+        if action == "step":
+            return len(self._queue) > 1 or (
+                bool(self._queue) and self.note_id not in self._queue
+            )
+        return True
+
+    @work(group="review-action", exclusive=True)
+    async def action_accept(self) -> None:
+        """Accept the proposal; its targets are retired in the same write."""
+        if self.note is None or not self.check_action("accept", ()):
+            return
+        if await accept_note(self, await self._memory_screen.memory(), self.note):
+            await self._after_decision()
+
+    @work(group="review-action", exclusive=True)
+    async def action_reject(self) -> None:
+        """Reject the proposal (optional reason); its targets stay live."""
+        if self.note is None or not self.check_action("reject", ()):
+            return
+        if await reject_note(self, await self._memory_screen.memory(), self.note):
+            await self._after_decision()
+
+    async def _after_decision(self) -> None:
+        decided = self.note_id
+        if decided in self._queue:
+            index = self._queue.index(decided)
+            self._queue.remove(decided)
+            if self._queue:
+                self.note_id = self._queue[min(index, len(self._queue) - 1)]
+        await self.reload()
+
+    async def action_step(self, delta: int) -> None:
+        """Show the next (or previous) pending note."""
+        if not self._queue:
+            return
+        if self.note_id in self._queue:
+            index = (self._queue.index(self.note_id) + delta) % len(self._queue)
+        else:
+            index = 0
+        self.note_id = self._queue[index]
+        await self.reload()
+
+    async def action_close(self) -> None:
+        """Back to the Memory view (which re-reads what changed)."""
+        self.dismiss(None)
+        await self._memory_screen.refresh_data()
+        self._memory_screen.notes_table.select_key(note_row_key(self.note_id))
+
+
+def _proposal_panel(note: Note, links: NoteLinks, retired: set[str], now: int) -> RenderableType:
+    return Group(
+        status_cell(shown_status(note, retired)),
+        Text(""),
+        literal(note.body),
+        Text(""),
+        Text("Why is this remembered", style="bold"),
+        provenance_table(note, now),
+        *why_remembered(note, NoteLinks((), links.superseded_by), retired),
+    )
+
+
+def _targets_panel(targets: tuple[Note, ...], retired: set[str], now: int) -> RenderableType:
+    if not targets:
+        return Text("Supersedes nothing: accepting it only adds knowledge.", style="dim")
+    parts: list[RenderableType] = []
+    for target in targets:
+        parts.extend([
+            status_cell(shown_status(target, retired)),
+            literal(target.body),
+            provenance_table(target, now),
+            Text("─" * 20, style="dim"),
+        ])
+    return Group(*parts)

@@ -1,0 +1,483 @@
+"""A run opened from the list: its node table and an inspector for the selected node.
+
+Inspector tabs: the prompt as sent, the memory block (each recalled item with its source,
+namespace, score and why it was picked; bytes used of budget; truncation; warnings), the output,
+a live tail of the node's artifact log, the attempts with their errors, and the model calls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
+
+from store.dashboard import (
+    AttemptRow,
+    CallRow,
+    MemoryBlockRow,
+    MemorySummary,
+    NodeRow,
+    NodeUsage,
+    RunRow,
+)
+from store.workspace import Workspace
+from tui.format import (
+    duration,
+    literal,
+    one_line,
+    percent,
+    pretty_json,
+    status_text,
+    tokens,
+)
+from tui.screens.base import LiveScreen
+from tui.tailing import Batch, FileTail
+from tui.widgets.filter_bar import matches
+from tui.widgets.keyed_table import KeyedTable
+from tui.widgets.log_view import FollowLog
+
+NODE_COLUMNS = (
+    ("state", "State"),
+    ("node", "Node"),
+    ("iter", "Iter"),
+    ("attempt", "Attempt"),
+    ("elapsed", "Elapsed"),
+    ("calls", "Calls"),
+    ("tokens", "Tokens"),
+    ("cached", "Cached"),
+    ("hit", "Cache"),
+    ("memory", "Memory"),
+)
+
+ATTEMPT_COLUMNS = (
+    ("attempt", "#"),
+    ("state", "State"),
+    ("agent", "Agent"),
+    ("model", "Model"),
+    ("elapsed", "Elapsed"),
+    ("tokens", "Tokens"),
+    ("error", "Error"),
+)
+
+CALL_COLUMNS = (
+    ("call", "Call"),
+    ("attempt", "Att"),
+    ("agent", "Agent / model"),
+    ("context", "Context"),
+    ("bucket", "Bucket"),
+    ("fresh", "Fresh in"),
+    ("cache_read", "Cache read"),
+    ("cache_write", "Cache write"),
+    ("output", "Output"),
+    ("reasoning", "Reasoning"),
+    ("took", "Took"),
+)
+
+
+def node_cells(
+    node: NodeRow, usage: NodeUsage | None, memory: MemorySummary | None, now_ms: int
+) -> list[Text]:
+    """The cells of one node-table row."""
+    mem = Text("–", style="dim")
+    if memory is not None:
+        mem = Text(f"{tokens(memory.bytes_used)}B/{tokens(memory.budget_bytes)}B")
+        if memory.truncated:
+            mem.append(" cut", style="yellow")
+        if memory.warning or memory.degraded:
+            mem.append(" ⚠", style="bold yellow")
+    return [
+        status_text(node.state),
+        one_line(node.node_id, width=32),
+        Text(str(node.iteration), justify="right"),
+        Text(str(node.attempts), justify="right"),
+        Text(duration(node.elapsed_ms(now_ms)), justify="right"),
+        Text(str(usage.calls if usage else 0), justify="right"),
+        Text(tokens(usage.total_tokens if usage else 0), justify="right"),
+        Text(percent(usage.cached_share) if usage and usage.context_tokens else "–",
+             justify="right"),
+        Text("HIT", style="bold green") if node.cached else Text(""),
+        mem,
+    ]
+
+
+def attempt_cells(attempt: AttemptRow) -> list[Text]:
+    """The cells of one attempts-table row."""
+    elapsed = (
+        duration(attempt.finished_at_ms - attempt.started_at_ms)
+        if attempt.finished_at_ms is not None
+        else "…"
+    )
+    return [
+        Text(str(attempt.attempt), justify="right"),
+        status_text(attempt.state),
+        one_line(attempt.agent or "–"),
+        one_line(attempt.model or "–"),
+        Text(elapsed, justify="right"),
+        Text(tokens(attempt.total_tokens), justify="right"),
+        one_line(attempt.error or "", "red", width=60),
+    ]
+
+
+def call_cells(call: CallRow) -> list[Text]:
+    """The cells of one calls-table row."""
+    agent = one_line(call.agent)
+    if call.model:
+        agent.append(" / ")
+        agent.append_text(one_line(call.model))
+    if call.simulated:
+        agent.append(" (simulated)", style="dim")
+    return [
+        Text(str(call.call_id), justify="right"),
+        Text(str(call.attempt), justify="right"),
+        agent,
+        Text(tokens(call.context_tokens), justify="right"),
+        literal(call.bucket),
+        Text(tokens(call.input_tokens), justify="right"),
+        Text(tokens(call.cache_read_tokens), justify="right"),
+        Text(tokens(call.cache_write_tokens), justify="right"),
+        Text(tokens(call.output_tokens), justify="right"),
+        Text(tokens(call.reasoning_tokens), justify="right"),
+        Text(duration(call.finished_at_ms - call.started_at_ms), justify="right"),
+    ]
+
+
+def memory_block_text(block: MemoryBlockRow | None) -> Text:
+    """Everything the dashboard knows about a node's memory block, as literal text."""
+    if block is None:
+        return Text("No memory block: recall was off for this node or has not run yet.",
+                    style="dim")
+    out = Text()
+    if block.warning or block.degraded:
+        out.append("⚠ ", style="bold yellow")
+        out.append_text(literal(block.warning or "recall degraded", "bold yellow"))
+        out.append("\n")
+    used = Text(f"{block.bytes_used} of {block.budget_bytes} bytes used")
+    if block.truncated:
+        used.append(" — truncated to fit the budget", style="yellow")
+    out.append_text(used)
+    if block.duration_ms is not None:
+        out.append(f" · recall took {block.duration_ms} ms", style="dim")
+    out.append("\n")
+    if block.banks:
+        out.append("banks: ", style="dim")
+        out.append_text(literal(", ".join(block.banks)))
+        out.append("\n")
+    if block.query:
+        out.append("query: ", style="dim")
+        out.append_text(one_line(block.query, width=400))
+        out.append("\n")
+    items = block.items
+    out.append(f"\n{len(items)} recalled item(s)\n", style="bold")
+    for index, item in enumerate(items, start=1):
+        out.append_text(recalled_item_text(index, item))
+    out.append("\nBlock as injected before the prompt\n", style="bold")
+    if block.text:
+        out.append_text(literal(block.text))
+    else:
+        out.append("(nothing injected)", style="dim")
+    return out
+
+
+def recalled_item_text(index: int, item: dict[str, Any]) -> Text:
+    """One recalled item: id, source, namespace, score, why it was picked, then its text."""
+    line = Text(f"{index:>2}. ", style="bold")
+    line.append_text(one_line(item.get("id", item.get("value", "?"))))
+    source = item.get("source")
+    if source:
+        line.append(" · ", style="dim")
+        line.append_text(one_line(source, "cyan"))
+    if item.get("namespace"):
+        line.append(" · ", style="dim")
+        line.append_text(one_line(item["namespace"]))
+    if item.get("key"):
+        line.append(" · key ", style="dim")
+        line.append_text(one_line(item["key"]))
+    score = item.get("score")
+    if isinstance(score, int | float):
+        line.append(f" · score {score:.3f}", style="green")
+    line.append("\n")
+    why = item.get("why") or item.get("reason")
+    terms = item.get("matched_terms")
+    if not why and isinstance(terms, list) and terms:
+        why = "matched " + ", ".join(str(t) for t in terms)
+    tags = item.get("tags")
+    if why or tags:
+        line.append("    why: ", style="dim")
+        line.append_text(one_line(why or "tag match", width=200))
+        if isinstance(tags, list) and tags:
+            line.append("  tags: ", style="dim")
+            line.append_text(one_line(", ".join(str(t) for t in tags)))
+        line.append("\n")
+    body = item.get("text") or item.get("body")
+    if body:
+        line.append("    ")
+        line.append_text(one_line(body, width=300))
+        line.append("\n")
+    return line
+
+
+def find_node_log(workspace: Workspace, run_id: str, node_id: str, iteration: int) -> Path | None:
+    """The newest ``*.log`` artifact of a node iteration (the highest attempt), if any.
+
+    Looks under ``artifacts/<run_id>/`` for logs whose path names the node; when there are
+    several (one per attempt), the most recently written one wins.
+    """
+    root = workspace.artifacts_dir / run_id
+    if not root.is_dir():
+        return None
+    candidates: list[Path] = []
+    for path in root.rglob("*.log"):
+        parts = path.relative_to(root).parts
+        names = {p for p in parts} | {path.stem}
+        tagged = f"{node_id}#{iteration}"
+        if node_id in names or tagged in names or any(p.startswith(node_id) for p in parts):
+            candidates.append(path)
+        if len(candidates) > 200:
+            break
+    if not candidates:
+        return None
+    return max(candidates, key=lambda p: (p.stat().st_mtime_ns, str(p)))
+
+
+class RunDetailScreen(LiveScreen):
+    """Nodes of one run and the inspector for the node under the cursor."""
+
+    MODE = "runs"
+    FILTER_KEY = "run-detail"
+    HELP_TITLE = "Run"
+    HELP_TEXT = (
+        "The run's nodes (one row per loop iteration) and the inspector for the selected node. "
+        "Tabs: prompt as sent, memory block (what recall injected and why), output, live log "
+        "(follows the end; scroll up to stop following), attempts, calls. "
+        "escape goes back to the runs list."
+    )
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("escape", "back", "Back"),
+        Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
+        Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
+        Binding("t", "tokens", "Tokens of node"),
+        Binding("end", "follow_log", "Follow log", show=False),
+    ]
+    AUTO_FOCUS = "#nodes-table"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.run: RunRow | None = None
+        self.nodes: dict[str, NodeRow] = {}
+        self._shown_node: str | None = None
+        self._log_tail: FileTail | None = None
+        self._log_key: str | None = None
+
+    def compose_view(self) -> ComposeResult:
+        with Vertical(id="detail-body"):
+            yield Static(id="run-summary")
+            yield KeyedTable(NODE_COLUMNS, id="nodes-table")
+            with TabbedContent(id="inspector"):
+                with TabPane("Prompt", id="tab-prompt"), VerticalScroll():
+                    yield Static(id="prompt-text")
+                with TabPane("Memory", id="tab-memory"), VerticalScroll():
+                    yield Static(id="memory-text")
+                with TabPane("Output", id="tab-output"), VerticalScroll():
+                    yield Static(id="output-text")
+                with TabPane("Log", id="tab-log"):
+                    yield Static(id="log-status")
+                    yield FollowLog(id="node-log")
+                with TabPane("Attempts", id="tab-attempts"), Vertical():
+                    yield KeyedTable(ATTEMPT_COLUMNS, id="attempts-table")
+                    yield VerticalScroll(Static(id="attempt-errors"), id="attempt-errors-box")
+                with TabPane("Calls", id="tab-calls"):
+                    yield KeyedTable(CALL_COLUMNS, id="calls-table")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.set_interval(0.25, self._poll_log)
+
+    def crumb(self) -> Text:
+        text = Text("run ")
+        text.append_text(one_line(self.run_id, "bold"))
+        node = self.selected_node
+        if node is not None:
+            text.append(" › node ")
+            text.append_text(one_line(node.key, "bold"))
+        return text
+
+    @property
+    def selected_node(self) -> NodeRow | None:
+        """The node iteration under the cursor."""
+        if not self.is_mounted:
+            return None
+        key = self.query_one("#nodes-table", KeyedTable).cursor_key
+        return self.nodes.get(key) if key else None
+
+    async def refresh_data(self, batch: Batch) -> None:
+        if not (batch.first_read or batch.touches(self.run_id) or not batch.events):
+            return
+        reader = self.tether.reader
+        if reader is None:
+            return
+        now = self.tether.now_ms()
+        self.run = await reader.run(self.run_id)
+        nodes = await reader.nodes(self.run_id)
+        usage = await reader.node_usage(self.run_id)
+        memory = await reader.memory_summaries(self.run_id)
+        self.nodes = {node.key: node for node in nodes}
+        needle = self.filter_text
+        rows = [
+            (n.key, node_cells(n, usage.get(n.key), memory.get(n.key), now))
+            for n in nodes
+            if matches(needle, n.node_id, n.state)
+        ]
+        self.query_one("#nodes-table", KeyedTable).sync(rows)
+        self._show_summary(now)
+        node = self.selected_node
+        if node is not None and (
+            batch.first_read
+            or node.key != self._shown_node
+            or batch.touches(self.run_id, node.node_id)
+        ):
+            await self._show_node(node)
+        self.update_chrome()
+
+    def _show_summary(self, now_ms: int) -> None:
+        run = self.run
+        summary = self.query_one("#run-summary", Static)
+        if run is None:
+            summary.update(Text("This run no longer exists (deleted).", style="bold red"))
+            return
+        line = status_text(run.status)
+        if run.is_stale(now_ms):
+            line.append("  STALE (heartbeat older than 30 s; resumable)", style="bold yellow")
+        line.append("  ")
+        line.append_text(one_line(run.workflow, "bold"))
+        line.append(f"  gen {run.generation}  elapsed {duration(run.elapsed_ms(now_ms))}")
+        line.append(f"  nodes {run.nodes_done}/{run.nodes_total}")
+        line.append(
+            f"  tokens {tokens(run.total_tokens)} (fresh {tokens(run.input_tokens)}, cached "
+            f"{tokens(run.cache_read_tokens)}, out {tokens(run.output_tokens)})"
+        )
+        if run.error:
+            line.append("\nerror: ", style="bold red")
+            line.append_text(one_line(run.error, "red", width=300))
+        summary.update(line)
+
+    async def _show_node(self, node: NodeRow) -> None:
+        reader = self.tether.reader
+        if reader is None:
+            return
+        self._shown_node = node.key
+        attempts = await reader.attempts(self.run_id, node.node_id, node.iteration)
+        block = await reader.memory_block(self.run_id, node.node_id, node.iteration)
+        calls = await reader.calls(self.run_id, node.node_id, node.iteration)
+        latest = attempts[-1] if attempts else None
+
+        prompt = Text()
+        if latest is None:
+            prompt.append("No attempt yet.", style="dim")
+        else:
+            prompt.append(
+                f"attempt {latest.attempt} of {len(attempts)} · agent {latest.agent or '–'}\n\n",
+                style="dim",
+            )
+            prompt.append_text(literal(latest.prompt or "(prompt not recorded)"))
+        self.query_one("#prompt-text", Static).update(prompt)
+        self.query_one("#memory-text", Static).update(memory_block_text(block))
+
+        output = Text()
+        if node.error:
+            output.append("error: ", style="bold red")
+            output.append_text(literal(node.error, "red"))
+            output.append("\n\n")
+        if node.output_json is not None:
+            output.append_text(literal(pretty_json(node.output_json)))
+        elif latest is not None and latest.response_text:
+            output.append("raw response of the latest attempt:\n", style="dim")
+            output.append_text(literal(latest.response_text))
+        elif not node.error:
+            output.append("No output yet.", style="dim")
+        self.query_one("#output-text", Static).update(output)
+
+        self.query_one("#attempts-table", KeyedTable).sync(
+            [(str(a.attempt), attempt_cells(a)) for a in attempts]
+        )
+        errors = Text()
+        for attempt in attempts:
+            if attempt.error:
+                errors.append(f"attempt {attempt.attempt}: ", style="bold red")
+                errors.append_text(literal(attempt.error))
+                errors.append("\n")
+        self.query_one("#attempt-errors", Static).update(errors)
+        self.query_one("#calls-table", KeyedTable).sync(
+            [(str(c.call_id), call_cells(c)) for c in calls]
+        )
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id != "nodes-table":
+            return
+        node = self.selected_node
+        if node is None:
+            return
+        self.tether.select(run_id=self.run_id, node_id=node.node_id, iteration=node.iteration)
+        if node.key != self._shown_node:
+            self.update_chrome()
+            self.run_worker(self._show_node(node), group="inspector", exclusive=True)
+
+    def _poll_log(self) -> None:
+        if self.tether.paused or not self.is_current:
+            return
+        node = self.selected_node
+        log = self.query_one("#node-log", FollowLog)
+        if node is None:
+            return
+        if node.key != self._log_key:
+            self._log_key = node.key
+            log.clear()
+            log.pending = 0
+            path = find_node_log(self.tether.workspace, self.run_id, node.node_id, node.iteration)
+            self._log_tail = FileTail(path) if path else None
+        elif self._log_tail is None:
+            path = find_node_log(self.tether.workspace, self.run_id, node.node_id, node.iteration)
+            self._log_tail = FileTail(path) if path else None
+        if self._log_tail is not None:
+            log.append(self._log_tail.read_new_lines())
+        self._show_log_status(log)
+
+    def _show_log_status(self, log: FollowLog) -> None:
+        status = self.query_one("#log-status", Static)
+        if self._log_tail is None:
+            text = Text("No log artifact for this node yet.", style="dim")
+        elif log.pending:
+            text = Text(f"▼ {log.pending} new lines — press end to follow", style="bold yellow")
+        else:
+            text = Text("following ", style="green")
+            text.append_text(one_line(self._log_tail.path.name, "dim"))
+        status.update(text)
+
+    def action_follow_log(self) -> None:
+        """Jump to the end of the log and follow it again."""
+        log = self.query_one("#node-log", FollowLog)
+        log.scroll_end(animate=False)
+        log.pending = 0
+
+    def action_tab(self, step: int) -> None:
+        """Switch the inspector tab."""
+        tabs = self.query_one(TabbedContent)
+        panes = [pane.id for pane in tabs.query(TabPane) if pane.id]
+        if tabs.active in panes:
+            tabs.active = panes[(panes.index(tabs.active) + step) % len(panes)]
+
+    def action_back(self) -> None:
+        """Back to the runs list."""
+        self.dismiss(None)
+
+    def action_tokens(self) -> None:
+        """Open the Tokens view scoped to the selected node."""
+        node = self.selected_node
+        if node is not None:
+            self.tether.select(run_id=self.run_id, node_id=node.node_id, iteration=node.iteration)
+        self.tether.show_tokens(scope="node" if node is not None else "run")

@@ -1,0 +1,261 @@
+"""View ``2``: token usage for the workspace, a run or a node.
+
+A histogram of calls per context-window bucket (BRIEF section 2 buckets, drawn with plotext and
+redrawn at most once a second, since a plotext plot is rebuilt on every render), the split into
+fresh input, cache read, cache write, output and reasoning, a per-node (or per-run) usage table
+and the largest calls. Every number comes from the usage rollups or an indexed query.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.timer import Timer
+from textual.widgets import Static
+from textual.widgets.data_table import ColumnKey
+from textual_plotext import PlotextPlot
+
+from store.buckets import BUCKET_LABELS
+from store.dashboard import BucketUsage, CallRow, TokenCounts, sum_usage
+from tui.format import one_line, percent, tokens
+from tui.screens.base import LiveScreen
+from tui.tailing import Batch
+from tui.widgets.filter_bar import matches
+from tui.widgets.keyed_table import KeyedTable
+
+PLOT_MIN_INTERVAL_S = 1.0
+
+USAGE_COLUMNS = (
+    ("name", "Node"),
+    ("calls", "Calls"),
+    ("fresh", "Fresh in"),
+    ("cache_read", "Cache read"),
+    ("cache_write", "Cache write"),
+    ("output", "Output"),
+    ("reasoning", "Reasoning"),
+    ("cached", "Cached"),
+    ("total", "Total"),
+)
+
+TOP_COLUMNS = (
+    ("context", "Context"),
+    ("bucket", "Bucket"),
+    ("where", "Run / node"),
+    ("agent", "Agent"),
+    ("cached", "Cached"),
+)
+
+SCOPES = ("workspace", "run", "node")
+
+
+def usage_cells(name: Text, calls: int | None, usage: TokenCounts) -> list[Text]:
+    """The cells of one usage-table row."""
+    return [
+        name,
+        Text("–" if calls is None else str(calls), justify="right"),
+        Text(tokens(usage.input_tokens), justify="right"),
+        Text(tokens(usage.cache_read_tokens), justify="right"),
+        Text(tokens(usage.cache_write_tokens), justify="right"),
+        Text(tokens(usage.output_tokens), justify="right"),
+        Text(tokens(usage.reasoning_tokens), justify="right"),
+        Text(percent(usage.cached_share) if usage.context_tokens else "–", justify="right"),
+        Text(tokens(usage.total_tokens), justify="right"),
+    ]
+
+
+def top_call_cells(call: CallRow) -> list[Text]:
+    """The cells of one largest-calls row."""
+    where = one_line(call.run_id)
+    where.append(" › ")
+    where.append_text(one_line(f"{call.node_id}#{call.iteration}"))
+    agent = one_line(call.agent)
+    if call.simulated:
+        agent.append(" (sim)", style="dim")
+    return [
+        Text(tokens(call.context_tokens), justify="right"),
+        one_line(call.bucket),
+        where,
+        agent,
+        Text(percent(call.cached_share) if call.context_tokens else "–", justify="right"),
+    ]
+
+
+def totals_text(buckets: list[BucketUsage]) -> Text:
+    """The lanes split: fresh vs cached input, output, reasoning, with shares."""
+    usage = sum_usage(buckets)
+    calls = sum(b.calls for b in buckets)
+    total = usage.total_tokens or 1
+    out = Text(f"{calls} calls · {tokens(usage.total_tokens)} tokens\n\n", style="bold")
+    lanes = (
+        ("fresh input", usage.input_tokens, "cyan"),
+        ("cache read", usage.cache_read_tokens, "green"),
+        ("cache write", usage.cache_write_tokens, "yellow"),
+        ("output", usage.output_tokens, "magenta"),
+        ("reasoning", usage.reasoning_tokens, "blue"),
+    )
+    for label, value, style in lanes:
+        share = value / total
+        bar = "█" * round(share * 20)
+        out.append(f"{label:<12}{tokens(value):>9} {percent(share):>4} ")
+        out.append(f"{bar}\n", style=style)
+    out.append(
+        f"\ncontext window {tokens(usage.context_tokens)}; "
+        f"{percent(usage.cached_share)} read from cache\n",
+        style="dim",
+    )
+    return out
+
+
+class TokensScreen(LiveScreen):
+    """Token usage by context-window bucket, lane, node and largest call."""
+
+    MODE = "tokens"
+    FILTER_KEY = "tokens"
+    HELP_TITLE = "Tokens"
+    HELP_TEXT = (
+        "Calls per context-window bucket (input + cache read + cache write): <50k, 50k–100k, "
+        "100k–200k, 200k–500k, 500k–1M, ≥1M. s cycles the scope: the whole workspace, the "
+        "selected run, the selected node. The histogram is redrawn at most once a second."
+    )
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("s", "cycle_scope", "Scope"),
+    ]
+    AUTO_FOCUS = "#usage-table"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._buckets: list[BucketUsage] = []
+        self._plotted: list[int] | None = None
+        self._plotted_at = 0.0
+        self._plot_timer: Timer | None = None
+
+    def compose_view(self) -> ComposeResult:
+        with Vertical(id="tokens-body"):
+            yield Static(id="scope-line")
+            with Horizontal(id="tokens-top"):
+                yield PlotextPlot(id="bucket-plot")
+                yield Static(id="lanes", classes="panel")
+            with Horizontal(id="tokens-bottom"):
+                yield KeyedTable(USAGE_COLUMNS, id="usage-table")
+                yield KeyedTable(TOP_COLUMNS, id="top-calls")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#usage-table", KeyedTable).border_title = "Usage"
+        self.query_one("#top-calls", KeyedTable).border_title = "Largest calls"
+
+    def scope(self) -> tuple[str, str | None, str | None]:
+        """(scope name, run id, node id) actually in effect (falls back when nothing selected)."""
+        app = self.tether
+        scope = app.token_scope
+        if scope == "node" and app.selected_node_id and app.selected_run_id:
+            return "node", app.selected_run_id, app.selected_node_id
+        if scope in ("run", "node") and app.selected_run_id:
+            return "run", app.selected_run_id, None
+        return "workspace", None, None
+
+    def crumb(self) -> Text:
+        scope, run_id, node_id = self.scope()
+        text = Text(f"scope: {scope}")
+        if run_id:
+            text.append(" ")
+            text.append_text(one_line(run_id, "bold"))
+        if node_id:
+            text.append(" › ")
+            text.append_text(one_line(node_id, "bold"))
+        return text
+
+    async def refresh_data(self, batch: Batch) -> None:
+        reader = self.tether.reader
+        if reader is None:
+            return
+        scope, run_id, node_id = self.scope()
+        if (
+            scope != "workspace"
+            and batch.events
+            and not batch.first_read
+            and run_id is not None
+            and not batch.touches(run_id)
+        ):
+            return
+        self._buckets = await reader.usage_by_bucket(run_id, node_id)
+        self.query_one("#lanes", Static).update(totals_text(self._buckets))
+        needle = self.filter_text
+        usage_table = self.query_one("#usage-table", KeyedTable)
+        rows: list[tuple[str, list[Text]]] = []
+        if run_id is None:
+            usage_table.columns[ColumnKey("name")].label = Text("Run (newest)")
+            for run in await reader.recent_runs(200):
+                if matches(needle, run.run_id, run.workflow):
+                    name = one_line(run.workflow, width=20)
+                    name.append(" ")
+                    name.append_text(one_line(run.run_id, "dim"))
+                    rows.append((run.run_id, usage_cells(name, None, run)))
+        else:
+            usage_table.columns[ColumnKey("name")].label = Text("Node")
+            for key, usage in sorted((await reader.node_usage(run_id)).items()):
+                if matches(needle, usage.node_id):
+                    style = "bold" if node_id == usage.node_id else ""
+                    rows.append((key, usage_cells(one_line(key, style), usage.calls, usage)))
+        usage_table.sync(rows)
+        top = await reader.top_calls(run_id, node_id, limit=10)
+        self.query_one("#top-calls", KeyedTable).sync(
+            [(str(c.call_id), top_call_cells(c)) for c in top]
+        )
+        self.query_one("#scope-line", Static).update(self._scope_line())
+        self._schedule_plot()
+        self.update_chrome()
+
+    def _scope_line(self) -> Text:
+        scope, run_id, node_id = self.scope()
+        line = Text("Histogram of calls by context window — ", style="bold")
+        if scope == "workspace":
+            line.append("whole workspace")
+        else:
+            line.append("run ")
+            line.append_text(one_line(run_id))
+            if node_id:
+                line.append(" › node ")
+                line.append_text(one_line(node_id))
+        line.append("   (s: change scope)", style="dim")
+        return line
+
+    def _schedule_plot(self) -> None:
+        # A plotext plot is rebuilt on every render: redraw at most once per interval.
+        wait = PLOT_MIN_INTERVAL_S - (time.monotonic() - self._plotted_at)
+        if wait <= 0:
+            self._draw_plot()
+        elif self._plot_timer is None:
+            self._plot_timer = self.set_timer(wait, self._draw_plot)
+
+    def _draw_plot(self) -> None:
+        self._plot_timer = None
+        counts = [b.calls for b in self._buckets] or [0] * len(BUCKET_LABELS)
+        if counts == self._plotted:
+            return
+        self._plotted = counts
+        self._plotted_at = time.monotonic()
+        plot = self.query_one(PlotextPlot)
+        plt = plot.plt
+        plt.clear_data()
+        plt.bar(list(BUCKET_LABELS), counts, color="cyan", width=0.6)
+        plt.title("calls per context-window bucket")
+        plt.xlabel("context window (input + cache read + cache write)")
+        plot.refresh()
+
+    def action_cycle_scope(self) -> None:
+        """workspace → run → node → workspace (run/node: the ones last selected)."""
+        app = self.tether
+        current = self.scope()[0]
+        order = [s for s in SCOPES if s == "workspace" or app.selected_run_id]
+        if "node" in order and not app.selected_node_id:
+            order.remove("node")
+        app.token_scope = order[(order.index(current) + 1) % len(order)]
+        self._plotted = None
+        self.update_chrome()
+        self.run_worker(app.refresh_screen(self), group="tokens", exclusive=True)

@@ -1,0 +1,180 @@
+"""Keeping the dashboard up to date: change detection on the database, and log-file tails.
+
+Design (``reference/textual-and-tailing.md`` §3.4):
+
+- one read-only connection (:class:`store.dashboard.DashboardReader`); a poll first asks
+  ``PRAGMA data_version`` (tens of microseconds) and only reads when another connection
+  committed; then it reads the events after the last sequence number it has seen, in pages;
+- :func:`wake_ups` watches the workspace *folder* (non-recursive, the database and its WAL only,
+  debounced) and wakes the poller as soon as a commit lands; a slow timer keeps polling in case
+  the file system does not report WAL writes (macOS);
+- :class:`FileTail` follows an artifact log by byte offset, reading only what was appended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from store.dashboard import DashboardReader, EventRow
+from store.errors import NotFoundError, TetherError
+from store.workspace import DATABASE_FILENAME, Workspace
+
+EVENT_PAGE = 1000
+"""Events read per query; a poll reads at most :data:`EVENT_PAGES_PER_POLL` pages."""
+EVENT_PAGES_PER_POLL = 5
+
+
+@dataclass
+class Batch:
+    """What one poll found: the new events (possibly none: facts and notes write no events)."""
+
+    events: list[EventRow] = field(default_factory=list)
+    first_read: bool = False
+
+    @property
+    def run_ids(self) -> set[str]:
+        """Runs the new events touch."""
+        return {e.run_id for e in self.events if e.run_id}
+
+    def touches(self, run_id: str, node_id: str | None = None) -> bool:
+        """True when an event concerns this run (and node, when given)."""
+        return any(
+            e.run_id == run_id and (node_id is None or e.node_id in (None, node_id))
+            for e in self.events
+        )
+
+
+class WorkspaceTailer:
+    """Owns the read-only connection and turns commits by anyone into :class:`Batch` es."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.reader: DashboardReader | None = None
+        self.last_seq = 0
+        self.problem: str | None = None
+
+    async def open(self) -> bool:
+        """Open the reader if the database exists; False while it does not (yet)."""
+        if self.reader is not None:
+            return True
+        try:
+            self.reader = await DashboardReader.open(self.workspace)
+        except NotFoundError:
+            self.problem = f"waiting for a workspace at {self.workspace.root}"
+            return False
+        except TetherError as error:
+            self.problem = str(error)
+            return False
+        self.problem = None
+        if self.reader.journal_mode != "wal":
+            self.problem = (
+                f"the workspace database is in {self.reader.journal_mode} mode, not WAL; "
+                "writers may see 'database is locked'"
+            )
+        # Start at the end of the log: the views read current state, events only say what moved.
+        self.last_seq = await self.reader.max_event_seq()
+        return True
+
+    async def close(self) -> None:
+        """Close the reader (safe to call twice)."""
+        if self.reader is not None:
+            reader, self.reader = self.reader, None
+            await reader.close()
+
+    async def poll(self) -> Batch | None:
+        """Return what changed since the last poll, or None when nothing was committed."""
+        first = self.reader is None
+        if not await self.open():
+            return None
+        assert self.reader is not None
+        if not await self.reader.changed() and not first:
+            return None
+        batch = Batch(first_read=first)
+        for _ in range(EVENT_PAGES_PER_POLL):
+            page = await self.reader.events_since(self.last_seq, EVENT_PAGE)
+            if not page:
+                break
+            batch.events.extend(page)
+            self.last_seq = page[-1].seq
+            if len(page) < EVENT_PAGE:
+                break
+        return batch
+
+
+def _database_files(workspace: Workspace) -> tuple[str, str]:
+    return (DATABASE_FILENAME, f"{DATABASE_FILENAME}-wal")
+
+
+async def wake_ups(
+    workspace: Workspace, stop: asyncio.Event, *, debounce_ms: int = 30, step_ms: int = 5
+) -> AsyncIterator[None]:
+    """Yield once per burst of writes to the workspace database (a hint, not a guarantee).
+
+    Watches the workspace folder non-recursively (watching the ``-wal`` file itself stops after
+    it is deleted and recreated) and ignores ``-shm``, which readers touch too.
+    """
+    from watchfiles import awatch
+
+    names = _database_files(workspace)
+
+    def only_database(_change: object, path: str) -> bool:
+        return Path(path).name in names
+
+    root = workspace.root
+    while not stop.is_set() and not root.is_dir():
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=1.0)
+        except TimeoutError:
+            continue
+    if stop.is_set():
+        return
+    async for _changes in awatch(
+        root,
+        recursive=False,
+        debounce=debounce_ms,
+        step=step_ms,
+        watch_filter=only_database,
+        stop_event=stop,
+        yield_on_timeout=False,
+    ):
+        yield None
+
+
+class FileTail:
+    """Follow a growing text file by byte offset (artifact logs), keeping the last lines.
+
+    Only whole lines are returned; a partial last line waits for its newline. A file that
+    shrinks (rewritten) is read again from the start.
+    """
+
+    def __init__(self, path: Path, *, max_initial_bytes: int = 256 * 1024) -> None:
+        self.path = path
+        self._offset = 0
+        self._partial = b""
+        self._max_initial = max_initial_bytes
+        self._started = False
+
+    def read_new_lines(self, max_bytes: int = 1024 * 1024) -> list[str]:
+        """Lines appended since the last call (the tail of the file on the first call)."""
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return []
+        if size < self._offset:
+            self._offset, self._partial = 0, b""
+        if not self._started:
+            self._started = True
+            self._offset = max(0, size - self._max_initial)
+        if size == self._offset:
+            return []
+        with self.path.open("rb") as handle:
+            handle.seek(self._offset)
+            data = handle.read(min(max_bytes, size - self._offset))
+        self._offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        return [line.decode("utf-8", errors="replace").rstrip("\r") for line in lines]

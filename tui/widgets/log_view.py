@@ -1,0 +1,46 @@
+"""A log viewer that follows the end until the user scrolls up, then counts new lines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual.reactive import reactive
+from textual.widgets import Log
+
+from tui.format import visible
+
+
+class FollowLog(Log):
+    """Shows lines literally (control characters made visible) and follows the end.
+
+    When the user scrolls away from the bottom, following stops and :attr:`pending` counts the
+    lines that arrived since; scrolling back to the bottom (or ``end``) resumes following.
+    """
+
+    pending: reactive[int] = reactive(0)
+
+    def __init__(self, *, max_lines: int = 5000, **kwargs: object) -> None:
+        super().__init__(max_lines=max_lines, auto_scroll=False, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def following(self) -> bool:
+        """True while the view is at (or within one line of) the bottom."""
+        return self.scroll_y >= self.max_scroll_y - 1
+
+    def append(self, lines: Iterable[str]) -> None:
+        """Add lines; scroll to them only when following."""
+        clean = [visible(line, keep_newlines=False) for line in lines]
+        if not clean:
+            return
+        follow = self.following
+        self.write_lines(clean, scroll_end=False)
+        if follow:
+            self.scroll_end(animate=False, immediate=True)
+            self.pending = 0
+        else:
+            self.pending += len(clean)
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if self.following:
+            self.pending = 0
