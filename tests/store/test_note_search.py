@@ -1,0 +1,141 @@
+"""Note search: literal FTS5 quoting, the common-word plan, scope and the read contract."""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from store import notes as notes_module
+from store.clock import ManualClock
+from store.database import Database
+from store.errors import InvalidInputError
+from store.memory import MemoryStore
+from store.note_search import (
+    fold,
+    fts_literal,
+    match_query,
+    plan_search,
+    query_terms,
+)
+
+NS = "workflow:code-review"
+
+
+@pytest.fixture
+def memory(db: Database) -> MemoryStore:
+    return MemoryStore(db)
+
+
+def test_terms_are_folded_deduplicated_and_literal() -> None:
+    assert query_terms('Ruff AND ruff OR "mypy" body:* NEAR(x) Ünïcode') == (
+        "ruff", "and", "or", "mypy", "body", "near", "x", "unicode",
+    )
+    assert fts_literal('say "hi"') == '"say ""hi"""'
+    assert match_query(["a", "b"]) == '"a" "b"'
+    assert fold("Crème") == "creme"
+
+
+def test_a_query_without_words_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="no words"):
+        query_terms(' *:"() - \x00 ')
+
+
+def test_plan_ranks_everything_unless_every_term_is_common() -> None:
+    counts = {"rare": 3, "common": 900_000}
+    assert not plan_search(["rare", "common"], counts, full_rank_max=1000).newest_pool
+    assert plan_search(["common"], counts, full_rank_max=1000).newest_pool
+    # An unknown count never hides results: it is treated as rare.
+    assert not plan_search(["unseen", "common"], counts, full_rank_max=1000).newest_pool
+
+
+_fts = sqlite3.connect(":memory:")
+_fts.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')")
+_fts.execute("INSERT INTO t (body) VALUES ('and or not near body x y')")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=60))
+def test_any_user_text_is_never_fts_syntax(text: str) -> None:
+    try:
+        terms = query_terms(text)
+    except InvalidInputError:
+        return
+    # Must never raise "fts5: syntax error" (or any other error).
+    _fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (match_query(terms),)).fetchall()
+
+
+async def test_operators_in_the_query_are_plain_words(memory: MemoryStore) -> None:
+    await memory.save_note(NS, "use ruff OR black", note_id="literal")
+    await memory.save_note(NS, "use ruff", note_id="ruff-only")
+    hits = await memory.search_notes("ruff OR")
+    assert [hit.note.id for hit in hits] == ["literal"]
+    assert await memory.search_notes("body:ruff*") == []  # 'body' is a word here, not a column
+    assert [h.note.id for h in await memory.search_notes('"ruff"')] == ["ruff-only", "literal"]
+
+
+async def test_ranking_and_limit(memory: MemoryStore, clock: ManualClock) -> None:
+    await memory.save_note(NS, "pytest pytest pytest fixtures", note_id="dense")
+    clock.advance(1)
+    await memory.save_note(NS, "a long note that mentions pytest once among many other words "
+                           "about linters formatters and type checkers", note_id="sparse")
+    for index in range(5):
+        await memory.save_note(NS, f"unrelated note {index}")
+    hits = await memory.search_notes("pytest")
+    assert [hit.note.id for hit in hits] == ["dense", "sparse"]
+    assert hits[0].score > hits[1].score
+    assert len(await memory.search_notes("pytest", limit=1)) == 1
+    with pytest.raises(InvalidInputError, match="limit"):
+        await memory.search_notes("pytest", limit=0)
+
+
+async def test_default_contract_and_widening(memory: MemoryStore) -> None:
+    await memory.save_note(NS, "deploy with blue green", note_id="old")
+    await memory.save_note(NS, "deploy with canary", note_id="new", status="pending",
+                           supersedes=["old"])
+    await memory.save_note(NS, "deploy on fridays", note_id="rejected", status="rejected")
+    assert [h.note.id for h in await memory.search_notes("deploy")] == ["old"]
+    await memory.accept_note("new")
+    assert [h.note.id for h in await memory.search_notes("deploy")] == ["new"]
+    widened = await memory.search_notes("deploy", status="any", include_superseded=True)
+    assert sorted(h.note.id for h in widened) == ["new", "old", "rejected"]
+
+
+async def test_scope_by_namespace_and_kind(memory: MemoryStore) -> None:
+    await memory.save_note("workflow:a", "shared word", note_id="wa")
+    await memory.save_note("workflow:b", "shared word", note_id="wb")
+    await memory.save_note("user:a", "shared word", note_id="ua")
+    await memory.save_note("workflowx", "shared word", note_id="gx")  # global:workflowx
+    assert [h.note.id for h in await memory.search_notes("shared", namespace="workflow:a")] == [
+        "wa"
+    ]
+    by_kind = await memory.search_notes("shared", namespace_kind="workflow")
+    assert sorted(h.note.id for h in by_kind) == ["wa", "wb"]
+    by_global = await memory.search_notes("shared", namespace_kind="global")
+    assert [h.note.id for h in by_global] == ["gx"]
+    with pytest.raises(InvalidInputError, match="Unknown namespace kind"):
+        await memory.search_notes("shared", namespace_kind="team")
+
+
+async def test_common_word_queries_rank_the_newest_pool(
+    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pretend every word is common so the newest-pool query shape runs.
+    monkeypatch.setattr(
+        notes_module, "plan_search", functools.partial(plan_search, full_rank_max=0)
+    )
+    monkeypatch.setattr(notes_module, "COMMON_POOL", 3)
+    for index in range(6):
+        await memory.save_note(NS, f"the common word {index}", note_id=f"n{index}")
+    await memory.save_note(NS, "the common word the common word", note_id="dense-old",
+                           status="pending")
+    hits = await memory.search_notes("the common", limit=2)
+    # Only the newest 3 live matches (n5, n4, n3) are ranked: the pending note is filtered
+    # before the pool is taken, older matches are outside it.
+    assert len(hits) == 2
+    assert {h.note.id for h in hits} <= {"n3", "n4", "n5"}
+    everything = await memory.search_notes("the common", limit=3)
+    assert sorted(h.note.id for h in everything) == ["n3", "n4", "n5"]

@@ -1,0 +1,261 @@
+"""``tether memory``: read and edit facts, and run the maintenance processors.
+
+Commands validate every argument before opening the workspace, so bad input changes nothing
+(and never creates a workspace). Reading commands never create a workspace either: ``list``
+on a missing one prints an empty listing, ``get`` exits 1. Values are shown literally: control
+characters are made visible, and colour is used only when stdout is a terminal.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import click
+
+from store.errors import InvalidInputError, NotFoundError
+from store.facts import MAX_TTL_MS, Fact, parse_value_json, validate_key
+from store.memory import MemoryStore
+from store.namespaces import canonical_namespace, ensure_utf8, validate_namespace
+from store.processors import TokenLimiter, TtlCollector
+from store.workspace import Workspace
+from tui.cli.common import format_option, print_json, run_async, workspace_from, workspace_option
+from tui.format import ago, duration, visible
+
+VALUE_WIDTH = 60
+
+
+# -- helpers shared with notes_commands ---------------------------------------------------------
+
+
+def chosen_workspace(workspace_dir: str | None) -> Workspace:
+    """The workspace named on this command, else on ``tether --workspace``, else discovered."""
+    if workspace_dir is None:
+        context = click.get_current_context(silent=True)
+        root = context.find_root().obj if context is not None else None
+        if isinstance(root, dict):
+            workspace_dir = root.get("workspace_dir")
+    return workspace_from(workspace_dir)
+
+
+@asynccontextmanager
+async def open_store(workspace: Workspace, *, create: bool) -> AsyncIterator[MemoryStore]:
+    """Open the memory store; with ``create`` false a missing workspace raises NotFoundError."""
+    store = await MemoryStore.open(workspace, create=create)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def read_text_argument(value: str, what: str) -> str:
+    """An argument's text: ``-`` reads stdin, ``@path`` reads a file, anything else is itself.
+
+    Large values cannot go through the command line (the OS caps one argument at 128 KiB),
+    hence stdin and files. Input must be UTF-8.
+    """
+    if value == "-":
+        return _decode(sys.stdin.buffer.read(), what)
+    if value.startswith("@"):
+        path = Path(value[1:])
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise InvalidInputError(
+                f"Cannot read {what} from {path}: {error.strerror or error}."
+            ) from None
+        return _decode(data, what)
+    ensure_utf8(value, what)
+    return value
+
+
+def _decode(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidInputError(
+            f"{what[:1].upper()}{what[1:]} is not valid UTF-8 (bad byte at offset {error.start})."
+        ) from None
+
+
+def one_line(text: str, width: int) -> str:
+    """``text`` on one visible line, cut to ``width`` characters with an ellipsis."""
+    flat = visible(text, keep_newlines=False).replace("\n", " ")
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def styled(text: str, **style: object) -> str:
+    """Colour ``text`` only when stdout is a terminal (``click.echo`` strips it otherwise)."""
+    return click.style(text, **style)  # type: ignore[arg-type]
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+@click.group("memory")
+def memory() -> None:
+    """Facts (namespaced JSON values) and the memory maintenance processors."""
+
+
+@memory.command("list")
+@click.argument("namespace", required=False)
+@workspace_option
+@format_option
+@run_async
+async def list_command(
+    namespace: str | None, workspace_dir: str | None, output_format: str
+) -> None:
+    """Every fact, grouped by namespace, or the facts of one NAMESPACE."""
+    wanted = None if namespace is None else canonical_namespace(validate_namespace(namespace))
+    workspace = chosen_workspace(workspace_dir)
+    facts: list[Fact] = []
+    now = 0
+    if workspace.exists():
+        async with open_store(workspace, create=False) as store:
+            facts = await store.list_facts(wanted)
+            now = store.now_ms()
+    if output_format == "json":
+        print_json([fact.to_json() for fact in facts])
+        return
+    if not facts:
+        where = f" in namespace {one_line(wanted, 80)}" if wanted else ""
+        click.echo(f"No facts{where}.")
+        return
+    _print_facts(facts, now)
+
+
+def _print_facts(facts: list[Fact], now: int) -> None:
+    key_width = min(24, max(len(one_line(fact.key, 24)) for fact in facts))
+    current = None
+    for fact in facts:
+        if fact.namespace != current:
+            if current is not None:
+                click.echo()
+            current = fact.namespace
+            click.echo(styled(one_line(fact.namespace, 100), bold=True))
+        parts = [
+            "  " + styled(one_line(fact.key, 24).ljust(key_width), fg="cyan"),
+            one_line(fact.value_json, VALUE_WIDTH),
+            styled(ago(now, fact.updated_at_ms), dim=True),
+        ]
+        remaining = fact.ttl_remaining_ms(now)
+        if remaining is not None:
+            parts.append(styled(f"expires in {duration(remaining)}", fg="yellow"))
+        if fact.run_id:
+            where = fact.run_id if fact.node_id is None else f"{fact.run_id}/{fact.node_id}"
+            parts.append(styled(f"by {one_line(where, 40)}", dim=True))
+        click.echo("  ".join(parts))
+
+
+@memory.command("get")
+@click.argument("namespace")
+@click.argument("key")
+@workspace_option
+@format_option
+@run_async
+async def get_command(
+    namespace: str, key: str, workspace_dir: str | None, output_format: str
+) -> None:
+    """Print the JSON value stored at NAMESPACE KEY exactly as it was set."""
+    ns = validate_namespace(namespace)
+    validate_key(key)
+    workspace = chosen_workspace(workspace_dir)
+    fact = None
+    if workspace.exists():
+        async with open_store(workspace, create=False) as store:
+            fact = await store.get_fact(ns, key)
+    if fact is None:
+        raise NotFoundError(f"There is no fact {key!r} in namespace {str(ns)!r}.")
+    if output_format == "json":
+        print_json(fact.to_json())
+    else:
+        click.echo(fact.value_json)
+
+
+@memory.command("set")
+@click.argument("namespace")
+@click.argument("key")
+@click.argument("value")
+@click.option(
+    "--ttl",
+    "ttl_ms",
+    type=click.IntRange(0, MAX_TTL_MS),
+    default=None,
+    metavar="MS",
+    help="Expire the fact MS milliseconds after this write.",
+)
+@workspace_option
+@run_async
+async def set_command(
+    namespace: str, key: str, value: str, ttl_ms: int | None, workspace_dir: str | None
+) -> None:
+    """Store VALUE (JSON text; '-' reads stdin, '@FILE' a file) at NAMESPACE KEY."""
+    ns = validate_namespace(namespace)
+    validate_key(key)
+    value_json = parse_value_json(read_text_argument(value, "the value"))
+    async with open_store(chosen_workspace(workspace_dir), create=True) as store:
+        fact = await store.set_fact_json(ns, key, value_json, ttl_ms=ttl_ms)
+    expiry = "" if ttl_ms is None else f" (expires in {duration(ttl_ms)})"
+    click.echo(f"Set {one_line(fact.key, 60)} in {one_line(fact.namespace, 80)}{expiry}.")
+
+
+@memory.command("rm")
+@click.argument("namespace")
+@click.argument("key")
+@workspace_option
+@run_async
+async def rm_command(namespace: str, key: str, workspace_dir: str | None) -> None:
+    """Delete the fact at NAMESPACE KEY."""
+    ns = validate_namespace(namespace)
+    validate_key(key)
+    workspace = chosen_workspace(workspace_dir)
+    removed = False
+    if workspace.exists():
+        async with open_store(workspace, create=False) as store:
+            removed = await store.delete_fact(ns, key)
+    if not removed:
+        raise NotFoundError(f"There is no fact {key!r} in namespace {str(ns)!r}.")
+    click.echo(f"Removed {one_line(key, 60)} from {one_line(str(ns), 80)}.")
+
+
+@memory.command("gc")
+@workspace_option
+@run_async
+async def gc_command(workspace_dir: str | None) -> None:
+    """Remove expired facts (the TTL collector)."""
+    workspace = chosen_workspace(workspace_dir)
+    removed = 0
+    if workspace.exists():
+        async with open_store(workspace, create=False) as store:
+            removed = (await TtlCollector().process(store)).facts_removed
+    click.echo(f"Removed {removed} expired fact{'s' if removed != 1 else ''}.")
+
+
+@memory.command("limit")
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(0, None),
+    required=True,
+    metavar="N",
+    help="Token budget per thread (about 4 characters per token).",
+)
+@workspace_option
+@run_async
+async def limit_command(max_tokens: int, workspace_dir: str | None) -> None:
+    """Trim every thread to N tokens by removing its oldest messages (the token limiter)."""
+    limiter = TokenLimiter(max_tokens)
+    workspace = chosen_workspace(workspace_dir)
+    removed = threads = 0
+    if workspace.exists():
+        async with open_store(workspace, create=False) as store:
+            result = await limiter.process(store)
+            removed, threads = result.messages_removed, result.threads_changed
+    click.echo(
+        f"Removed {removed} message{'s' if removed != 1 else ''} from {threads} "
+        f"thread{'s' if threads != 1 else ''} to keep each within {max_tokens} tokens."
+    )
+
+
+COMMANDS = [memory]

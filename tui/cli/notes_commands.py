@@ -1,0 +1,229 @@
+"""``tether notes``: list, add, accept, reject and search notes.
+
+``list`` and ``search`` follow the store's default read contract (accepted notes that no
+accepted note supersedes) unless widened with ``--status`` / ``--include-superseded``.
+Statuses are coloured on a terminal (pending yellow, accepted green, rejected red).
+"""
+
+from __future__ import annotations
+
+import click
+
+from store.errors import NotFoundError
+from store.namespaces import canonical_namespace, validate_namespace
+from store.notes import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_SEARCH_LIMIT,
+    Note,
+    validate_body,
+    validate_label,
+    validate_tags,
+)
+from store.schema import NOTE_STATUSES
+from tui.cli.common import format_option, print_json, run_async, workspace_option
+from tui.cli.memory_commands import (
+    chosen_workspace,
+    one_line,
+    open_store,
+    read_text_argument,
+    styled,
+)
+from tui.format import ago
+
+STATUS_COLOURS = {"pending": "yellow", "accepted": "green", "rejected": "red"}
+BODY_WIDTH = 72
+
+
+@click.group("notes")
+def notes() -> None:
+    """Notes: append-only knowledge that people accept or reject."""
+
+
+@notes.command("list")
+@click.argument("namespace", required=False)
+@click.option(
+    "--status",
+    type=click.Choice([*NOTE_STATUSES, "any"]),
+    default="accepted",
+    show_default=True,
+    help="Which statuses to show.",
+)
+@click.option(
+    "--include-superseded", is_flag=True, help="Also show notes an accepted note supersedes."
+)
+@workspace_option
+@format_option
+@run_async
+async def list_command(
+    namespace: str | None,
+    status: str,
+    include_superseded: bool,
+    workspace_dir: str | None,
+    output_format: str,
+) -> None:
+    """Notes of every namespace, or of NAMESPACE, oldest first."""
+    wanted = None if namespace is None else canonical_namespace(validate_namespace(namespace))
+    workspace = chosen_workspace(workspace_dir)
+    listed: list[tuple[Note, list[str], list[str]]] = []
+    now = 0
+    if workspace.exists():
+        async with open_store(workspace, create=False) as store:
+            now = store.now_ms()
+            found = await store.list_notes(
+                wanted, status=status, include_superseded=include_superseded
+            )
+            edges = await store.supersession_edges([note.id for note in found])
+        for note in found:
+            targets = [e.supersedes_id for e in edges if e.note_id == note.id]
+            superseders = [f"{e.note_id} ({e.note_status})" for e in edges
+                           if e.supersedes_id == note.id]
+            listed.append((note, targets, superseders))
+    if output_format == "json":
+        print_json([
+            {**note.to_json(), "supersedes": targets, "superseded_by": superseders}
+            for note, targets, superseders in listed
+        ])
+        return
+    if not listed:
+        click.echo("No notes.")
+        return
+    for note, targets, superseders in listed:
+        _print_note(note, now)
+        if targets:
+            click.echo(f"    supersedes {', '.join(one_line(t, 40) for t in targets)}")
+        if superseders:
+            click.echo(f"    superseded by {', '.join(one_line(s, 60) for s in superseders)}")
+
+
+def _status(status: str) -> str:
+    return styled(status.ljust(8), fg=STATUS_COLOURS.get(status))
+
+
+def _print_note(note: Note, now: int, prefix: str = "") -> None:
+    tags = f"  [{', '.join(one_line(tag, 30) for tag in note.tags)}]" if note.tags else ""
+    click.echo(
+        f"{prefix}{styled(one_line(note.id, 40), fg='cyan')}  {_status(note.status)}  "
+        f"{styled(one_line(note.namespace, 40), bold=True)}  "
+        f"{styled(ago(now, note.created_at_ms), dim=True)}{tags}"
+    )
+    click.echo(f"    {one_line(note.body, BODY_WIDTH)}")
+
+
+@notes.command("add")
+@click.argument("namespace")
+@click.argument("body")
+@click.option(
+    "--status",
+    type=click.Choice(["pending", "accepted"]),
+    default="accepted",
+    show_default=True,
+    help="pending proposes the note for review; accepted makes it live at once.",
+)
+@click.option(
+    "--supersedes", "supersedes", multiple=True, metavar="ID",
+    help="A note of the same namespace this one replaces (repeatable).",
+)
+@click.option("--tag", "tags", multiple=True, metavar="T", help="A label (repeatable).")
+@click.option("--kind", default=None, metavar="K", help="A free-form label for the note.")
+@workspace_option
+@run_async
+async def add_command(
+    namespace: str,
+    body: str,
+    status: str,
+    supersedes: tuple[str, ...],
+    tags: tuple[str, ...],
+    kind: str | None,
+    workspace_dir: str | None,
+) -> None:
+    """Append a note to NAMESPACE and print its id ('-' reads BODY from stdin, '@FILE' a file)."""
+    ns = validate_namespace(namespace)
+    text = validate_body(read_text_argument(body, "the note body"))
+    validate_tags(tags)
+    for target in supersedes:
+        validate_label(target, "a superseded note id")
+    if kind is not None:
+        validate_label(kind, "the note kind")
+    async with open_store(chosen_workspace(workspace_dir), create=True) as store:
+        note = await store.save_note(
+            ns, text, status=status, supersedes=supersedes, tags=tags, kind=kind,
+            author="cli",
+        )
+    click.echo(note.id)
+
+
+async def _decide(note_id: str, status: str, reason: str | None, workspace_dir: str | None) -> None:
+    validate_label(note_id, "the note id")
+    workspace = chosen_workspace(workspace_dir)
+    if not workspace.exists():
+        raise NotFoundError(f"There is no note with id {note_id!r}.")
+    async with open_store(workspace, create=False) as store:
+        note = await store.set_note_status(note_id, status, reason=reason)
+        targets = await store.supersedes(note.id)
+    verb = "Accepted" if status == "accepted" else "Rejected"
+    count = f"{len(targets)} note{'s' if len(targets) != 1 else ''}"
+    effect = ""
+    if targets:
+        effect = f"; it retires {count}" if status == "accepted" else "; it retires nothing"
+    click.echo(f"{verb} note {one_line(note.id, 40)}{effect}.")
+
+
+@notes.command("accept")
+@click.argument("note_id", metavar="ID")
+@click.option("--reason", default=None, metavar="TEXT", help="Why (kept with the note).")
+@workspace_option
+@run_async
+async def accept_command(note_id: str, reason: str | None, workspace_dir: str | None) -> None:
+    """Accept note ID: it becomes live and retires the notes it supersedes."""
+    await _decide(note_id, "accepted", reason, workspace_dir)
+
+
+@notes.command("reject")
+@click.argument("note_id", metavar="ID")
+@click.option("--reason", default=None, metavar="TEXT", help="Why (kept with the note).")
+@workspace_option
+@run_async
+async def reject_command(note_id: str, reason: str | None, workspace_dir: str | None) -> None:
+    """Reject note ID: it is hidden, and the notes it supersedes stay (or become) live."""
+    await _decide(note_id, "rejected", reason, workspace_dir)
+
+
+@notes.command("search")
+@click.argument("query")
+@click.option("--namespace", default=None, metavar="NS", help="Only this namespace.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, MAX_SEARCH_LIMIT),
+    default=DEFAULT_SEARCH_LIMIT,
+    show_default=True,
+    help="At most this many results.",
+)
+@workspace_option
+@format_option
+@run_async
+async def search_command(
+    query: str, namespace: str | None, limit: int, workspace_dir: str | None, output_format: str
+) -> None:
+    """Full-text search (BM25) over live notes; every word of QUERY must occur."""
+    from store.note_search import query_terms
+
+    query_terms(query)
+    ns = None if namespace is None else validate_namespace(namespace)
+    workspace = chosen_workspace(workspace_dir)
+    hits = []
+    now = 0
+    if workspace.exists():
+        async with open_store(workspace, create=False) as store:
+            hits = await store.search_notes(query, namespace=ns, limit=limit)
+            now = store.now_ms()
+    if output_format == "json":
+        print_json([{"score": hit.score, **hit.note.to_json()} for hit in hits])
+        return
+    if not hits:
+        click.echo("No matching notes.")
+        return
+    for hit in hits:
+        _print_note(hit.note, now)
+
+
+COMMANDS = [notes]
