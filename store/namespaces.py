@@ -73,11 +73,12 @@ def canonical_namespace(namespace: str | Namespace) -> str:
     """The stored form of a namespace given as text or as a :class:`Namespace`.
 
     Raises:
-        InvalidInputError: the text is not valid UTF-8 (it could not be stored).
+        InvalidInputError: the text is not valid UTF-8 or holds control characters (such a
+            namespace could not be stored, or would be unsafe to show).
     """
     parsed = namespace if isinstance(namespace, Namespace) else parse_namespace(namespace)
     text = format_namespace(parsed)
-    ensure_utf8(text, "the namespace")
+    ensure_clean_text(text, "the namespace")
     return text
 
 
