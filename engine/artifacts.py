@@ -1,0 +1,107 @@
+"""Artifact files on disk: per-attempt stream logs and raw outputs, and run-level files that
+tasks write and read through ``ctx.artifacts``.
+
+Layout under the workspace's ``artifacts/`` folder::
+
+    <run>/<node>/<attempt>/stream.log                 iteration 0
+    <run>/<node>/iteration-<n>/<attempt>/stream.log   loop iteration n > 0
+    <run>/<node>/<attempt>/raw-output.txt             agent text that failed validation
+    <run>/files/<name>                                written with ctx.artifacts.write_text
+
+Big blobs go here, not into prompts or database rows. Folders are created owner-only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from store.errors import InvalidInputError
+
+STREAM_LOG = "stream.log"
+RAW_OUTPUT = "raw-output.txt"
+_SAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
+
+
+def safe_part(text: str) -> str:
+    """A path component made from an id: unsafe characters become '_' (never '..' or '/')."""
+    cleaned = _SAFE.sub("_", text) or "_"
+    return "_" + cleaned if cleaned.startswith(".") else cleaned
+
+
+def attempt_dir(
+    artifacts_root: Path, run_id: str, node_id: str, iteration: int, attempt: int
+) -> Path:
+    """The folder holding one attempt's files (see the module docstring for the layout)."""
+    base = artifacts_root / safe_part(run_id) / safe_part(node_id)
+    if iteration:
+        base = base / f"iteration-{iteration}"
+    return base / str(attempt)
+
+
+def stream_log_path(
+    artifacts_root: Path, run_id: str, node_id: str, iteration: int, attempt: int
+) -> Path:
+    """Path of an attempt's live stream log."""
+    return attempt_dir(artifacts_root, run_id, node_id, iteration, attempt) / STREAM_LOG
+
+
+def create_attempt_dir(
+    artifacts_root: Path, run_id: str, node_id: str, iteration: int, attempt: int
+) -> Path:
+    """Create an attempt's folder and an empty stream log before the agent starts, so every
+    attempt has a log (raises OSError loudly when that is impossible)."""
+    folder = attempt_dir(artifacts_root, run_id, node_id, iteration, attempt)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log = folder / STREAM_LOG
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.close(fd)
+    return folder
+
+
+class RunArtifacts:
+    """Run-level artifact files tasks share: ``ctx.artifacts.write_text("plan.md", text)``."""
+
+    def __init__(self, artifacts_root: Path, run_id: str) -> None:
+        self.folder = artifacts_root / safe_part(run_id) / "files"
+
+    def path(self, name: str) -> Path:
+        """Where artifact ``name`` lives. Names are plain file names (no folders, no '..')."""
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            raise InvalidInputError(
+                f"Artifact name {name!r} must be a plain file name "
+                "(letters, digits, '_', '.', '-')."
+            )
+        return self.folder / name
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Write (replace) a text artifact atomically and return its path."""
+        return self.write_bytes(name, text.encode("utf-8"))
+
+    def write_bytes(self, name: str, data: bytes) -> Path:
+        """Write (replace) a binary artifact atomically and return its path."""
+        target = self.path(name)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        with open(temp, "wb") as handle:
+            handle.write(data)
+        os.chmod(temp, 0o600)
+        os.replace(temp, target)
+        return target
+
+    def read_text(self, name: str) -> str:
+        """Read a text artifact (NotFound-style InvalidInputError when missing)."""
+        return self.read_bytes(name).decode("utf-8")
+
+    def read_bytes(self, name: str) -> bytes:
+        """Read a binary artifact."""
+        target = self.path(name)
+        if not target.exists():
+            raise InvalidInputError(f"There is no artifact {name!r} in this run.")
+        return target.read_bytes()
+
+    def exists(self, name: str) -> bool:
+        """True when artifact ``name`` has been written."""
+        return self.path(name).exists()

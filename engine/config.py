@@ -1,0 +1,85 @@
+"""Engine settings from ``.tether/config.toml`` (read with tomllib).
+
+```toml
+[engine]
+concurrency = 8             # tasks running at once (a workflow may set its own)
+heartbeat_interval_s = 5    # how often a running run refreshes its heartbeat
+poll_interval_s = 0.25      # how often it checks for cancel/clear requests
+
+[agents.sim]
+type = "simulated"          # simulated | command | openai | anthropic
+latency_ms = 300
+
+[agents.claude]
+type = "command"
+preset = "claude-code"      # claude-code | codex | json | text
+
+[agents.local]
+type = "openai"
+base_url = "http://127.0.0.1:8000/v1"
+model = "qwen2.5-coder"
+api_key_env = "OPENAI_API_KEY"
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from store.errors import InvalidInputError
+
+_ENGINE_KEYS = {"concurrency", "heartbeat_interval_s", "poll_interval_s"}
+
+
+@dataclass
+class EngineConfig:
+    """Scheduler settings and agent definitions."""
+
+    concurrency: int | None = None
+    heartbeat_interval_s: float = 5.0
+    poll_interval_s: float = 0.25
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
+    """Build an :class:`EngineConfig` from parsed TOML; InvalidInputError names the bad key."""
+    config = EngineConfig()
+    engine = data.get("engine", {})
+    if not isinstance(engine, dict):
+        raise InvalidInputError(f"{source}: [engine] must be a table.")
+    unknown = sorted(set(engine) - _ENGINE_KEYS)
+    if unknown:
+        raise InvalidInputError(f"{source}: unknown [engine] setting {unknown[0]!r}.")
+    if "concurrency" in engine:
+        value = engine["concurrency"]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InvalidInputError(f"{source}: engine.concurrency must be a whole number >= 1.")
+        config.concurrency = value
+    for key in ("heartbeat_interval_s", "poll_interval_s"):
+        if key in engine:
+            value = engine[key]
+            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                raise InvalidInputError(f"{source}: engine.{key} must be a positive number.")
+            setattr(config, key, float(value))
+    agents = data.get("agents", {})
+    if not isinstance(agents, dict):
+        raise InvalidInputError(f"{source}: [agents] must be a table of agent tables.")
+    for name, spec in agents.items():
+        if not isinstance(spec, dict) or "type" not in spec:
+            raise InvalidInputError(f"{source}: agents.{name} must be a table with a type.")
+        config.agents[name] = dict(spec)
+    return config
+
+
+def load_config(path: Path) -> EngineConfig:
+    """Read ``path`` (a missing file gives the defaults)."""
+    if not path.exists():
+        return EngineConfig()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise InvalidInputError(f"{path} is not valid TOML ({error}).") from error
+    return parse_config(data, str(path))

@@ -1,0 +1,31 @@
+"""Wiring an :class:`~engine.scheduler.Engine` for a workspace: its config file and the hooks
+(memory runtime, dispatch guards) every front end (CLI, dashboard, demo) should share.
+"""
+
+from __future__ import annotations
+
+from engine.config import EngineConfig, load_config
+from engine.hooks import EngineHooks, ProgressCallback
+from engine.scheduler import Engine
+from store.database import Database
+
+
+def build_hooks(db: Database, on_progress: ProgressCallback | None = None) -> EngineHooks:
+    """The hooks installed for every engine on ``db``.
+
+    INTEGRATION POINT: the memory runtime (``hooks.memory``) and the ceiling/handoff feature
+    (``hooks.guards`` and ``hooks.handoff``) are added here.
+    """
+    return EngineHooks(on_progress=on_progress)
+
+
+def open_engine(
+    db: Database,
+    *,
+    on_progress: ProgressCallback | None = None,
+    config: EngineConfig | None = None,
+    owner_id: str | None = None,
+) -> Engine:
+    """An engine on ``db`` with the workspace's ``config.toml`` and the standard hooks."""
+    config = config or load_config(db.workspace.config_path)
+    return Engine(db, config=config, hooks=build_hooks(db, on_progress), owner_id=owner_id)
