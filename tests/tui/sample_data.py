@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.artifacts import stream_log_path
 from store.clock import ManualClock
 from store.database import Database
 from store.runs import CallUsage, RunStore, TokenUsage
@@ -89,9 +90,9 @@ async def populate(db: Database, clock: ManualClock) -> None:
     await store.upsert_node(run, "summarize", 0, "finished", cached=True)
     await store.set_run_status(run, "finished")
 
-    log_dir = db.workspace.artifacts_dir / run / "review-b"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    (log_dir / "attempt-2.log").write_text(
+    log_path = stream_log_path(db.workspace.artifacts_dir, run, "review-b", 0, 2)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text(
         "starting review-b\n" + ANSI + "\n" + MARKUP + "\ndone\n", encoding="utf-8"
     )
 

@@ -39,7 +39,8 @@ class ViewTabs(Static):
 
     def show(self, mode: str, crumb: Text) -> None:
         """Render the tabs for ``mode`` followed by the breadcrumb."""
-        line = Text("tether ", style="bold")
+        line = Text()
+        line.append("tether ", style="bold")
         for key, name, label in VIEWS:
             style = "bold reverse" if name == mode else "dim"
             line.append(f" {key} {label} ", style=style)

@@ -36,9 +36,11 @@ def reason_text(handoff: HandoffRow) -> Text:
     """"ceiling breached at N tokens" or "cleared by a person", then the recorded reason."""
     if handoff.trigger == "ceiling":
         at = f" at {tokens(handoff.tokens_at_handoff)} tokens" if handoff.tokens_at_handoff else ""
-        text = Text(f"ceiling breached{at}", style="yellow")
+        text = Text()
+        text.append(f"ceiling breached{at}", style="yellow")
     else:
-        text = Text("cleared by a person", style="cyan")
+        text = Text()
+        text.append("cleared by a person", style="cyan")
     if handoff.reason:
         text.append(": ")
         text.append_text(one_line(handoff.reason, width=80))
@@ -74,8 +76,12 @@ def chain_rows(chains: list[HandoffChain], needle: str) -> list[tuple[str, list[
 
 def handoff_detail(handoff: HandoffRow) -> Text:
     """The selected handoff: generation, reason, bytes and the carried state, literally."""
-    out = Text(f"Handoff {handoff.handoff_id} · generation {handoff.generation} → "
-               f"{handoff.generation + 1}\n", style="bold")
+    out = Text()
+    out.append(
+        f"Handoff {handoff.handoff_id} · generation {handoff.generation} → "
+        f"{handoff.generation + 1}\n",
+        style="bold",
+    )
     out.append_text(reason_text(handoff))
     out.append(f"\ncarried {handoff.carried_bytes} bytes of distilled state\n\n", style="dim")
     state = handoff.carried_state

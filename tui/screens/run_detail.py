@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
+from engine.artifacts import stream_log_path
 from store.dashboard import (
     AttemptRow,
     CallRow,
@@ -185,7 +186,8 @@ def memory_block_text(block: MemoryBlockRow | None) -> Text:
 
 def recalled_item_text(index: int, item: dict[str, Any]) -> Text:
     """One recalled item: id, source, namespace, score, why it was picked, then its text."""
-    line = Text(f"{index:>2}. ", style="bold")
+    line = Text()
+    line.append(f"{index:>2}. ", style="bold")
     line.append_text(one_line(item.get("id", item.get("value", "?"))))
     source = item.get("source")
     if source:
@@ -221,27 +223,15 @@ def recalled_item_text(index: int, item: dict[str, Any]) -> Text:
     return line
 
 
-def find_node_log(workspace: Workspace, run_id: str, node_id: str, iteration: int) -> Path | None:
-    """The newest ``*.log`` artifact of a node iteration (the highest attempt), if any.
-
-    Looks under ``artifacts/<run_id>/`` for logs whose path names the node; when there are
-    several (one per attempt), the most recently written one wins.
-    """
-    root = workspace.artifacts_dir / run_id
-    if not root.is_dir():
-        return None
-    candidates: list[Path] = []
-    for path in root.rglob("*.log"):
-        parts = path.relative_to(root).parts
-        names = {p for p in parts} | {path.stem}
-        tagged = f"{node_id}#{iteration}"
-        if node_id in names or tagged in names or any(p.startswith(node_id) for p in parts):
-            candidates.append(path)
-        if len(candidates) > 200:
-            break
-    if not candidates:
-        return None
-    return max(candidates, key=lambda p: (p.stat().st_mtime_ns, str(p)))
+def find_node_log(workspace: Workspace, node: NodeRow) -> Path | None:
+    """The stream log of the node iteration's latest attempt that has one (engine layout)."""
+    for attempt in range(max(node.attempts, 1), 0, -1):
+        path = stream_log_path(
+            workspace.artifacts_dir, node.run_id, node.node_id, node.iteration, attempt
+        )
+        if path.exists():
+            return path
+    return None
 
 
 class RunDetailScreen(LiveScreen):
@@ -261,7 +251,7 @@ class RunDetailScreen(LiveScreen):
         Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
         Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
         Binding("t", "tokens", "Tokens of node"),
-        Binding("end", "follow_log", "Follow log", show=False),
+        Binding("f", "follow_log", "Follow log"),
     ]
     AUTO_FOCUS = "#nodes-table"
 
@@ -438,11 +428,14 @@ class RunDetailScreen(LiveScreen):
             self._log_key = node.key
             log.clear()
             log.pending = 0
-            path = find_node_log(self.tether.workspace, self.run_id, node.node_id, node.iteration)
+            path = find_node_log(self.tether.workspace, node)
             self._log_tail = FileTail(path) if path else None
-        elif self._log_tail is None:
-            path = find_node_log(self.tether.workspace, self.run_id, node.node_id, node.iteration)
-            self._log_tail = FileTail(path) if path else None
+        else:
+            # A retry starts a new attempt with its own log: switch to it when it appears.
+            path = find_node_log(self.tether.workspace, node)
+            if path is not None and (self._log_tail is None or path != self._log_tail.path):
+                self._log_tail = FileTail(path)
+                log.append([f"── {path.parent.name and 'attempt ' + path.parent.name} ──"])
         if self._log_tail is not None:
             log.append(self._log_tail.read_new_lines())
         self._show_log_status(log)
@@ -452,7 +445,7 @@ class RunDetailScreen(LiveScreen):
         if self._log_tail is None:
             text = Text("No log artifact for this node yet.", style="dim")
         elif log.pending:
-            text = Text(f"▼ {log.pending} new lines — press end to follow", style="bold yellow")
+            text = Text(f"▼ {log.pending} new lines — press f to follow", style="bold yellow")
         else:
             text = Text("following ", style="green")
             text.append_text(one_line(self._log_tail.path.name, "dim"))

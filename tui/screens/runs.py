@@ -123,7 +123,7 @@ class RunsScreen(LiveScreen):
         merged = {run.run_id: run for run in recent}
         for run in active:
             merged.setdefault(run.run_id, run)
-        runs = sorted(merged.values(), key=lambda r: r.created_at_ms, reverse=True)
+        runs = sorted(merged.values(), key=lambda r: (r.created_at_ms, r.run_id), reverse=True)
         self.runs = merged
         self.tether.remember_runs(runs)
         needle = self.filter_text

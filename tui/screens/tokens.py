@@ -85,12 +85,19 @@ def top_call_cells(call: CallRow) -> list[Text]:
     ]
 
 
+def whole_ticks(highest: int, count: int = 5) -> list[int]:
+    """Integer y-axis ticks from 0 to at least ``highest`` (calls are counted, not measured)."""
+    step = max(1, -(-highest // count))
+    return list(range(0, max(highest, 1) + step, step))
+
+
 def totals_text(buckets: list[BucketUsage]) -> Text:
     """The lanes split: fresh vs cached input, output, reasoning, with shares."""
     usage = sum_usage(buckets)
     calls = sum(b.calls for b in buckets)
     total = usage.total_tokens or 1
-    out = Text(f"{calls} calls · {tokens(usage.total_tokens)} tokens\n\n", style="bold")
+    out = Text()
+    out.append(f"{calls} calls · {tokens(usage.total_tokens)} tokens\n\n", style="bold")
     lanes = (
         ("fresh input", usage.input_tokens, "cyan"),
         ("cache read", usage.cache_read_tokens, "green"),
@@ -213,7 +220,8 @@ class TokensScreen(LiveScreen):
 
     def _scope_line(self) -> Text:
         scope, run_id, node_id = self.scope()
-        line = Text("Histogram of calls by context window — ", style="bold")
+        line = Text()
+        line.append("Histogram of calls by context window — ", style="bold")
         if scope == "workspace":
             line.append("whole workspace")
         else:
@@ -244,6 +252,7 @@ class TokensScreen(LiveScreen):
         plt = plot.plt
         plt.clear_data()
         plt.bar(list(BUCKET_LABELS), counts, color="cyan", width=0.6)
+        plt.yticks([float(t) for t in whole_ticks(max(counts))])
         plt.title("calls per context-window bucket")
         plt.xlabel("context window (input + cache read + cache write)")
         plot.refresh()
