@@ -12,6 +12,7 @@ fact again renews its TTL; writing it without a TTL makes it permanent.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -231,6 +232,38 @@ class FactOps:
                 row = await cursor.fetchone()
         assert row is not None
         return fact_from_row(row)
+
+    async def set_facts(
+        self,
+        namespace: str | Namespace,
+        values: Mapping[str, Any],
+        *,
+        ttl_ms: int | None = None,
+        run_id: str | None = None,
+        node_id: str | None = None,
+        iteration: int | None = None,
+    ) -> int:
+        """Store many key -> value pairs of one namespace in ONE transaction (all or none).
+
+        Same rules as :meth:`set_fact`; every fact gets the same TTL and provenance. Returns
+        how many facts were written.
+        """
+        base = {
+            "namespace": canonical_namespace(namespace),
+            "ttl_ms": validate_ttl(ttl_ms),
+            "run_id": run_id,
+            "node_id": node_id,
+            "iteration": iteration,
+        }
+        rows = [
+            {**base, "key": validate_key(key), "value_json": encode_value(value)}
+            for key, value in values.items()
+        ]
+        if rows:
+            async with self.db.transaction() as conn:
+                now = self.db.clock.now_ms()
+                await conn.executemany(sql.UPSERT_FACT_QUIET, [{**row, "now": now} for row in rows])
+        return len(rows)
 
     async def delete_fact(self, namespace: str | Namespace, key: str) -> bool:
         """Delete a fact; True when a live fact was deleted (an expired one counts as absent)."""

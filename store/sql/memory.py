@@ -59,7 +59,7 @@ ORDER BY namespace
 
 # Last write wins. created_at_ms survives an overwrite unless the old value had already expired
 # (then the write starts a new fact). Provenance and TTL always come from the latest writer.
-UPSERT_FACT = f"""
+UPSERT_FACT_QUIET = f"""
 INSERT INTO facts ({FACT_COLUMNS})
 VALUES (:namespace, :key, :value_json, :now, :now, :ttl_ms, :run_id, :node_id, :iteration)
 ON CONFLICT (namespace, key) DO UPDATE SET
@@ -73,8 +73,11 @@ ON CONFLICT (namespace, key) DO UPDATE SET
     run_id        = excluded.run_id,
     node_id       = excluded.node_id,
     iteration     = excluded.iteration
-RETURNING {FACT_COLUMNS}
 """
+
+# The same upsert returning the stored row (batches use the quiet form: executemany cannot
+# return rows).
+UPSERT_FACT = UPSERT_FACT_QUIET + f"RETURNING {FACT_COLUMNS}\n"
 
 # Returns the deleted row's expiry inputs, so an expired fact can read as "not found".
 # (An expression in RETURNING came back NULL with the FTS delete trigger on SQLite 3.40.)

@@ -152,3 +152,18 @@ def test_is_expired_boundary() -> None:
     assert not is_expired(1_000, None, 10**12)
     assert not is_expired(1_000, 10, 1_009)
     assert is_expired(1_000, 10, 1_010)
+
+
+async def test_set_facts_writes_a_batch_all_or_nothing(
+    memory: MemoryStore, db: Database, clock: ManualClock
+) -> None:
+    assert await memory.set_facts(NS, {"a": 1, "b": [2]}, ttl_ms=50, run_id="run-9") == 2
+    facts = await memory.list_facts(NS)
+    assert [(f.key, f.value, f.ttl_ms, f.run_id) for f in facts] == [
+        ("a", 1, 50, "run-9"), ("b", [2], 50, "run-9"),
+    ]
+    with pytest.raises(InvalidInputError):
+        await memory.set_facts(NS, {"c": 3, "": 4})
+    assert await db.fetch_value("SELECT count(*) FROM facts") == 2
+    clock.advance(50)
+    assert await memory.list_facts(NS) == []
