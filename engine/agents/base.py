@@ -81,9 +81,14 @@ class AgentResult:
 class Agent(Protocol):
     """The agent interface (simulated, command, openai-compatible, anthropic, or your own)."""
 
-    name: str
-    native_structured_output: bool
-    simulated: bool
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def native_structured_output(self) -> bool: ...
+
+    @property
+    def simulated(self) -> bool: ...
 
     async def run(self, request: AgentRequest) -> AgentResult: ...
 
