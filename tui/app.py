@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -69,6 +69,7 @@ class TetherApp(App[None]):
         watch: bool = True,
         engine: Any = None,
         after_apply: Callable[[Batch], None] | None = None,
+        background: Sequence[Callable[[TetherApp], Awaitable[Any]]] = (),
     ) -> None:
         super().__init__()
         self.workspace = workspace
@@ -79,6 +80,8 @@ class TetherApp(App[None]):
         """The embedded engine (``tether demo``), or None when only watching."""
         self.after_apply = after_apply
         """Called after the screen has been repainted with a batch (benchmarks use it)."""
+        self._background = list(background)
+        """Coroutines started as workers once the app runs (the demo's embedded engine)."""
         self.tailer = WorkspaceTailer(workspace)
         self.filters: dict[str, str] = {}
         self.paused = False
@@ -110,6 +113,8 @@ class TetherApp(App[None]):
         if self.watch_files:
             self.run_worker(self._watch_loop(), group="watch", exclusive=True, exit_on_error=False)
         self.set_interval(TICK_S, self._tick)
+        for start in self._background:
+            self.run_worker(start(self), group="engine", exit_on_error=False)
 
     async def on_unmount(self) -> None:
         self._stop.set()
@@ -302,9 +307,11 @@ class TetherApp(App[None]):
         )
 
 
-def run_dashboard(workspace: Workspace, *, engine: Any = None) -> None:
+def run_dashboard(
+    workspace: Workspace, *, background: Sequence[Callable[[TetherApp], Awaitable[Any]]] = ()
+) -> None:
     """Open the dashboard on ``workspace`` in the terminal (blocks until the user quits)."""
-    app = TetherApp(workspace, engine=engine)
+    app = TetherApp(workspace, background=background)
     app.run()
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import click
 
 from store.database import inspect_database_file
 from store.errors import TetherError
-from tui.cli.common import fail, workspace_from, workspace_option
+from store.workspace import Workspace
+from tui.cli.common import fail, run_async, workspace_from, workspace_option
 
 
 def _workspace_dir(ctx: click.Context, workspace_dir: str | None) -> str | None:
@@ -18,20 +21,71 @@ def _workspace_dir(ctx: click.Context, workspace_dir: str | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _check_database(workspace: Workspace) -> None:
+    if workspace.database_path.exists():
+        try:
+            inspect_database_file(workspace.database_path)
+        except TetherError as error:
+            fail(str(error), error.exit_code)
+
+
 @click.command("tui")
 @workspace_option
 @click.pass_context
 def tui_command(ctx: click.Context, workspace_dir: str | None) -> None:
     """Open the dashboard on the workspace (live: runs, tokens, memory, handoffs)."""
     workspace = workspace_from(_workspace_dir(ctx, workspace_dir))
-    if workspace.database_path.exists():
-        try:
-            inspect_database_file(workspace.database_path)
-        except TetherError as error:
-            fail(str(error), error.exit_code)
+    _check_database(workspace)
     from tui.app import run_dashboard
 
     run_dashboard(workspace)
 
 
-COMMANDS = [tui_command]
+@click.command("demo")
+@workspace_option
+@click.option(
+    "--headless",
+    is_flag=True,
+    help="Run the demo workflows to the end without the dashboard and print a summary.",
+)
+@click.pass_context
+def demo_command(ctx: click.Context, workspace_dir: str | None, headless: bool) -> None:
+    """Create a demo workspace (./tether-demo), run the example workflows live, open the dashboard.
+
+    Offline: the simulated agent answers every call. Runs are slowed down so the dashboard moves
+    for about a minute (parallel nodes, retries, a cache hit, recalled memory, a handoff, notes
+    waiting for review).
+    """
+    from tui import demo
+
+    chosen = _workspace_dir(ctx, workspace_dir) or demo.DEFAULT_DEMO_DIR
+    workspace = Workspace(workspace_from(chosen).root)
+    _check_database(workspace)
+    if not demo.demo_steps():
+        fail(f"No example workflows found in {demo.EXAMPLES_DIR}; run from a Tether checkout.", 1)
+    demo.tune_agents(live=not headless)
+    if headless:
+        _headless(workspace)
+        return
+    try:
+        db = asyncio.run(demo.prepare_workspace(workspace))
+    except TetherError as error:
+        fail(str(error), error.exit_code)
+    asyncio.run(db.close())
+    from tui.app import run_dashboard
+
+    run_dashboard(workspace, background=[demo.live_demo])
+
+
+@run_async
+async def _headless(workspace: Workspace) -> None:
+    from tui import demo
+
+    result = await demo.headless_demo(workspace)
+    for line in await demo.summary_lines(workspace, result):
+        click.echo(line)
+    if result.problems:
+        raise SystemExit(1)
+
+
+COMMANDS = [tui_command, demo_command]
