@@ -1,0 +1,91 @@
+"""Small agents and helpers shared by the engine tests (real engine, real database)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.agents.base import AgentError, AgentRequest, AgentResult, ModelCall
+from engine.agents.fake_data import example_for
+from engine.config import EngineConfig
+from engine.hooks import EngineHooks
+from engine.scheduler import Engine, RunOutcome
+from engine.workflow import Workflow
+from store.database import Database
+from store.runs import TokenUsage
+
+Behaviour = Callable[[AgentRequest, int], Awaitable[str | None] | str | None]
+
+
+@dataclass
+class ScriptedAgent:
+    """Answers with schema-valid JSON (or ``behaviour``'s text), records every invocation, and
+    reports one call of ``usage`` per invocation. ``behaviour(request, n)`` may raise."""
+
+    name: str = "scripted"
+    behaviour: Behaviour | None = None
+    usage: TokenUsage = field(
+        default_factory=lambda: TokenUsage(input=100, cache_read=1000, output=20)
+    )
+    delay_s: float = 0.0
+    native_structured_output: bool = False
+    simulated: bool = False
+    invocations: list[tuple[str, int, int]] = field(default_factory=list)
+    running: int = 0
+    max_running: int = 0
+
+    async def run(self, request: AgentRequest) -> AgentResult:
+        self.invocations.append((request.node_id, request.iteration, request.attempt))
+        self.running += 1
+        self.max_running = max(self.max_running, self.running)
+        try:
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
+            text: str | None = None
+            if self.behaviour is not None:
+                produced = self.behaviour(request, len(self.invocations))
+                text = await produced if isinstance(produced, Awaitable) else produced
+            await request.on_call(ModelCall(self.usage, "test-model"))
+            if text is None:
+                schema = request.output_schema or {"type": "string"}
+                import random
+
+                value = example_for(schema, random.Random(len(self.invocations)))
+                text = json.dumps(value) if request.output_schema else str(value)
+            request.stream(text)
+            return AgentResult(text=text, model="test-model")
+        finally:
+            self.running -= 1
+
+    def count(self, node_id: str) -> int:
+        return sum(1 for n, _, _ in self.invocations if n == node_id)
+
+
+def fail_first(times: int, node: str | None = None, retryable: bool = True) -> Behaviour:
+    """A behaviour failing the first ``times`` invocations (of ``node`` when given)."""
+    seen: dict[str, int] = {}
+
+    def behave(request: AgentRequest, n: int) -> str | None:
+        if node is None or request.node_id == node:
+            seen[request.node_id] = seen.get(request.node_id, 0) + 1
+            if seen[request.node_id] <= times:
+                raise AgentError(f"planned failure {seen[request.node_id]}", retryable=retryable)
+        return None
+
+    return behave
+
+
+async def run_workflow(
+    db: Database, workflow: Workflow, raw_input: Any = None, **engine_kw: Any
+) -> RunOutcome:
+    """Start a run with a fast-polling engine."""
+    engine = Engine(
+        db,
+        config=EngineConfig(poll_interval_s=0.02),
+        hooks=engine_kw.pop("hooks", None) or EngineHooks(),
+        **engine_kw,
+    )
+    return await engine.start(workflow, raw_input)
