@@ -110,6 +110,24 @@ def new_owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
+def owner_is_dead(owner_id: str | None) -> bool:
+    """True when ``owner_id`` names a process on this host that no longer exists, so its run
+    can be resumed at once instead of waiting for the heartbeat to go stale."""
+    if not owner_id:
+        return True
+    host, _, rest = owner_id.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def task_memory(spec: TaskSpec, workflow: Workflow) -> Any:
     """The memory config a task runs with (its own replaces the workflow's), or None."""
     if spec.memory is None and workflow.memory is None:
@@ -188,7 +206,12 @@ class Engine:
         if run.status == "handed-off":
             raise InvalidInputError(f"Run {run_id} was handed off to a newer run; resume that.")
         now = self.db.clock.now_ms()
-        if run.status == "running" and not run.is_stale(now) and run.owner_id != self.owner_id:
+        if (
+            run.status == "running"
+            and not run.is_stale(now)
+            and run.owner_id != self.owner_id
+            and not owner_is_dead(run.owner_id)
+        ):
             raise InvalidInputError(
                 f"Run {run_id} is still running in another process (heartbeat "
                 f"{(now - (run.heartbeat_at_ms or now)) // 1000} s ago); cancel it or wait."

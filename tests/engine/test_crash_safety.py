@@ -1,0 +1,112 @@
+"""Crash safety: kill -9 a ``tether run`` process at random moments, resume, and check that
+every run finishes, every finished node ran exactly once, and the database is intact."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+WORKFLOW = Path(__file__).with_name("crash_workflow.py")
+TRIALS = 20
+
+
+def _tether(workspace: Path, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "CRASH_LOG": str(log), "TETHER_SIM_LATENCY_MS": "25"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tui.cli.main", *args, "--workspace", str(workspace)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.mark.slow
+def test_kill_9_at_random_moments_then_resume(tmp_path: Path) -> None:
+    rng = random.Random(20261129)
+    workspace = tmp_path / "ws"
+    log = tmp_path / "invocations.log"
+    # One undisturbed run measures how long a run takes here (start-up included), so the kills
+    # land across the whole run on fast and slow machines alike.
+    started = time.monotonic()
+    first = _tether(workspace, log, "run", str(WORKFLOW))
+    assert first.wait(timeout=60) == 0
+    span = time.monotonic() - started
+    killed_mid_run = 0
+    for _ in range(TRIALS):
+        before = _run_ids(workspace)
+        process = _tether(workspace, log, "run", str(WORKFLOW))
+        time.sleep(rng.uniform(0.2, 0.95) * span)
+        if process.poll() is None:
+            killed_mid_run += 1
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        new = sorted(_run_ids(workspace) - before)
+        for run_id in new:
+            if _status(workspace, run_id) == "finished":
+                continue
+            resumed = _tether(workspace, log, "run", str(WORKFLOW), "--resume", run_id)
+            _, err = resumed.communicate(timeout=60)
+            assert resumed.returncode == 0, err.decode()
+    assert killed_mid_run >= TRIALS // 2  # most kills really interrupted a run
+    _check_exactly_once(workspace, log)
+
+
+def _db(workspace: Path) -> sqlite3.Connection:
+    return sqlite3.connect(workspace / "tether.db")
+
+
+def _run_ids(workspace: Path) -> set[str]:
+    if not (workspace / "tether.db").exists():
+        return set()
+    with _db(workspace) as conn:
+        return {r[0] for r in conn.execute("SELECT run_id FROM runs")}
+
+
+def _status(workspace: Path, run_id: str) -> str:
+    with _db(workspace) as conn:
+        return str(
+            conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0]
+        )
+
+
+def _check_exactly_once(workspace: Path, log: Path) -> None:
+    invoked: dict[tuple[str, str, int], list[int]] = defaultdict(list)
+    for line in log.read_text().splitlines():
+        run_id, node_id, iteration, attempt = line.split()
+        invoked[(run_id, node_id, int(iteration))].append(int(attempt))
+    with _db(workspace) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        statuses = [r[0] for r in conn.execute("SELECT status FROM runs")]
+        assert statuses and set(statuses) == {"finished"}
+        nodes = conn.execute("SELECT run_id, node_id, iteration, state FROM nodes").fetchall()
+        assert nodes and {n[3] for n in nodes} == {"finished"}
+        for run_id, node_id, iteration, _ in nodes:
+            attempts = conn.execute(
+                "SELECT attempt, state FROM attempts WHERE run_id = ? AND node_id = ? "
+                "AND iteration = ?",
+                (run_id, node_id, iteration),
+            ).fetchall()
+            finished = [a for a, s in attempts if s == "finished"]
+            assert len(finished) == 1, (run_id, node_id, iteration, attempts)
+            calls = invoked[(run_id, node_id, iteration)]
+            # The agent ran at most once per recorded attempt, and never after the node
+            # finished: a finished node is never executed again.
+            assert len(calls) <= len(attempts), (node_id, calls, attempts)
+            assert max(calls) == finished[0], (node_id, calls, attempts)
+            assert len(calls) == len(set(calls))
+        abandoned = conn.execute(
+            "SELECT count(*) FROM attempts WHERE state = 'abandoned'"
+        ).fetchone()[0]
+        assert abandoned > 0  # some kills landed while an agent was running
+        output = conn.execute("SELECT output_json FROM runs LIMIT 1").fetchone()[0]
+        assert "polish" in json.loads(output)
