@@ -1,0 +1,138 @@
+"""``tether run | runs | node | cancel`` as a person runs them: real processes, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "fanout_review.py"
+
+
+def tether(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TETHER_SIM_LATENCY_MS": "5"}
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli.main", *args, "--workspace", str(workspace)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    workspace = tmp_path_factory.mktemp("cli") / "ws"
+    result = tether(
+        workspace,
+        "run",
+        str(EXAMPLE),
+        "--input",
+        '{"files": ["api.py", "db.py"]}',
+        "--format",
+        "json",
+    )
+    assert result.returncode == 0, result.stderr
+    return workspace, json.loads(result.stdout)
+
+
+def test_run_shows_progress_and_prints_a_json_summary(finished_run: tuple[Path, dict]) -> None:
+    _, run = finished_run
+    assert run["status"] == "finished" and run["outcome"] == "finished"
+    assert run["nodes_done"] == run["nodes_total"] >= 5
+    assert "refine" in run["output"]
+    assert run["tokens"]["cache_read_tokens"] > 0
+
+
+def test_runs_lists_and_filters(finished_run: tuple[Path, dict]) -> None:
+    workspace, run = finished_run
+    listed = json.loads(tether(workspace, "runs", "--format", "json").stdout)["runs"]
+    assert [r["run_id"] for r in listed] == [run["run_id"]]
+    assert listed[0]["display_status"] == "finished"
+    failed = json.loads(tether(workspace, "runs", "--status", "failed", "--format", "json").stdout)
+    assert failed == {"runs": []}
+    text = tether(workspace, "runs").stdout
+    assert run["run_id"] in text and "fanout-review" in text
+    bad = tether(workspace, "runs", "--status", "bogus")
+    assert bad.returncode == 2
+
+
+def test_node_shows_attempts_calls_buckets_and_output(finished_run: tuple[Path, dict]) -> None:
+    workspace, run = finished_run
+    data = json.loads(
+        tether(
+            workspace, "node", "review[api.py]", "--run", run["run_id"], "--format", "json"
+        ).stdout
+    )
+    assert data["state"] == "finished" and data["output"]["file"]
+    (attempt,) = data["attempts"]
+    (call,) = attempt["calls"]
+    assert call["bucket"] in ("<50k", "50k–100k") and call["simulated"] is True
+    assert call["context_tokens"] == sum(
+        call["tokens"][k] for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens")
+    )
+    text = tether(workspace, "node", "draft", "--run", run["run_id"], "--attempts").stdout
+    assert "Status: finished" in text and "context" in text and "Output:" in text
+    missing = tether(workspace, "node", "nope", "--run", run["run_id"])
+    assert missing.returncode == 1 and "has no node 'nope'" in missing.stderr
+    assert tether(workspace, "node", "plan", "--run", "r-missing").returncode == 1
+
+
+def test_bad_input_changes_nothing(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    bad_json = tether(workspace, "run", str(EXAMPLE), "--input", "{nope")
+    assert bad_json.returncode == 2 and "not valid JSON" in bad_json.stderr
+    invalid = tether(workspace, "run", str(EXAMPLE), "--input", '{"files": []}')
+    assert invalid.returncode == 2 and "invalid at files" in invalid.stderr
+    missing = tether(workspace, "run", str(tmp_path / "none.py"))
+    assert missing.returncode == 2
+    broken = tmp_path / "broken.py"
+    broken.write_text("from engine.workflow import Workflow\nworkflow = Workflow('x'\n")
+    syntax = tether(workspace, "run", str(broken))
+    assert syntax.returncode == 2 and "syntax error at line" in syntax.stderr
+    assert tether(workspace, "runs", "--format", "json").stdout.strip() == '{\n  "runs": []\n}'
+    assert tether(workspace, "cancel", "r-nope").returncode == 1
+
+
+def test_failed_run_exits_1_resumes_and_shows_data_literally(tmp_path: Path) -> None:
+    flag = tmp_path / "fixed"
+    workflow = tmp_path / "flaky.py"
+    workflow.write_text(
+        textwrap.dedent(f"""
+        from pathlib import Path
+        from engine.agents.base import AgentError, AgentResult
+        from engine.workflow import Workflow
+
+        class Agent:
+            name = "flaky"
+            native_structured_output = False
+            simulated = False
+
+            async def run(self, request):
+                if request.node_id == "second" and not Path({str(flag)!r}).exists():
+                    raise AgentError("not yet", retryable=False)
+                return AgentResult(text="done \\x1b[31mred\\x1b[0m [bold]x[/bold]")
+
+        workflow = Workflow("flaky", agents={{"a": Agent()}}, default_agent="a")
+        workflow.add_task("first", "one")
+        workflow.add_task("second", "two", depends_on=["first"])
+    """)
+    )
+    workspace = tmp_path / "ws"
+    failed = tether(workspace, "run", str(workflow))
+    assert failed.returncode == 1 and "not yet" in failed.stderr
+    run_id = json.loads(tether(workspace, "runs", "--format", "json").stdout)["runs"][0]["run_id"]
+    flag.write_text("ok")
+    resumed = tether(workspace, "run", str(workflow), "--resume", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    shown = tether(workspace, "node", "first", "--run", run_id).stdout
+    assert "\x1b" not in shown and "[bold]x[/bold]" in shown
+    both = tether(workspace, "run", str(workflow), "--resume", run_id, "--input", "{}")
+    assert both.returncode == 2
