@@ -43,14 +43,17 @@ class HelpScreen(ModalScreen[None]):
     @classmethod
     def for_screen(cls, screen: Screen[Any]) -> HelpScreen:
         """Collect the keys active on ``screen`` (its own, the focused widget's, the app's)."""
-        keys: list[tuple[str, str]] = []
+        view_keys: list[tuple[str, str]] = []
+        widget_keys: list[tuple[str, str]] = []
         seen: set[str] = set()
-        for _node, binding, enabled, _tooltip in screen.active_bindings.values():
+        for node, binding, enabled, _tooltip in screen.active_bindings.values():
             if not binding.description or not enabled or binding.key in seen:
                 continue
             seen.add(binding.key)
-            display = screen.app.get_key_display(binding)
-            keys.append((display, binding.description))
+            entry = (screen.app.get_key_display(binding), binding.description)
+            # The view's and the app's keys first; the focused widget's movement keys after.
+            (view_keys if node is screen or node is screen.app else widget_keys).append(entry)
+        keys = view_keys + widget_keys
         keys.append(("ctrl+p", "Command palette"))
         title = getattr(screen, "HELP_TITLE", "") or type(screen).__name__
         return cls(title, getattr(screen, "HELP_TEXT", ""), keys)

@@ -9,8 +9,10 @@ and the largest calls. Every number comes from the usage rollups or an indexed q
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from collections.abc import Iterable
+from typing import Any, ClassVar
 
+import plotext._utility as _plotext_utility
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -29,6 +31,16 @@ from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
 
 PLOT_MIN_INTERVAL_S = 1.0
+
+
+def _stable_no_duplicates(data: Iterable[Any]) -> list[Any]:
+    return list(dict.fromkeys(data))
+
+
+# plotext 5.x de-duplicates plot points through a set, so the drawing order (and the picture)
+# depends on the process's hash seed. An order-keeping de-duplication draws the same picture
+# every time, which keeps the dashboard's SVG snapshots stable.
+_plotext_utility.no_duplicates = _stable_no_duplicates
 
 USAGE_COLUMNS = (
     ("name", "Node"),
@@ -251,7 +263,10 @@ class TokensScreen(LiveScreen):
         plot = self.query_one(PlotextPlot)
         plt = plot.plt
         plt.clear_data()
-        plt.bar(list(BUCKET_LABELS), counts, color="cyan", width=0.6)
+        positions = [float(i) for i in range(1, len(BUCKET_LABELS) + 1)]
+        # Explicit tick positions keep label placement identical from run to run.
+        plt.bar(positions, counts, color="cyan", width=0.6)
+        plt.xticks(positions, list(BUCKET_LABELS))
         plt.yticks([float(t) for t in whole_ticks(max(counts))])
         plt.title("calls per context-window bucket")
         plt.xlabel("context window (input + cache read + cache write)")

@@ -70,5 +70,5 @@ class KeyedTable(DataTable[Text]):
                             continue
                         if current != cell:
                             changed = True
-                            self.update_cell(key, column, cell, update_width=True)
+                            self.update_cell(key, column, cell, update_width=False)
         return changed
