@@ -110,6 +110,7 @@ class HandoffRequest:
     trigger: Literal["ceiling", "person"]
     reason: str
     outputs: Mapping[str, Any]
+    workflow: Any = None
 
 
 class HandoffHandler(Protocol):

@@ -16,7 +16,16 @@ def build_hooks(db: Database, on_progress: ProgressCallback | None = None) -> En
     INTEGRATION POINT: the memory runtime (``hooks.memory``) and the ceiling/handoff feature
     (``hooks.guards`` and ``hooks.handoff``) are added here.
     """
-    return EngineHooks(on_progress=on_progress)
+    from engine.ceiling import CeilingGuard
+    from engine.handoff import HandoffManager
+    from engine.memory.runtime import MemoryRuntime
+
+    return EngineHooks(
+        memory=MemoryRuntime(db),
+        guards=[CeilingGuard(db)],
+        handoff=HandoffManager(db),
+        on_progress=on_progress,
+    )
 
 
 def open_engine(

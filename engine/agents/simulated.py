@@ -131,7 +131,9 @@ class SimulatedAgent:
                 tool = tool_by_name(request.tools, tool_name)
                 if tool is None:
                     continue
-                arguments = self._tool_arguments(tool.parameters, rng, request)
+                arguments = self._tool_arguments(
+                    tool.parameters, rng, request, tool.metadata.get("simulated_hints")
+                )
                 line = f"→ {tool_name}({json.dumps(arguments, ensure_ascii=False)})\n"
                 context = await self._call(request, rng, context, fresh, line, first)
                 first = False
@@ -162,13 +164,18 @@ class SimulatedAgent:
 
     @staticmethod
     def _tool_arguments(
-        parameters: dict[str, Any], rng: random.Random, request: AgentRequest
+        parameters: dict[str, Any],
+        rng: random.Random,
+        request: AgentRequest,
+        tool_hints: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         words = " ".join(request.prompt.split()[:12])
         hints = {
             "text": f"Learned while working on {request.node_id}: {words}",
             "query": words,
             "body": f"Learned while working on {request.node_id}: {words}",
+            # A tool may suggest values (memory tools: which bank, what to supersede).
+            **(tool_hints or {}),
         }
         value = example_for(parameters or {"type": "object"}, rng, hints=hints)
         return value if isinstance(value, dict) else {}

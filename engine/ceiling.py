@@ -1,0 +1,137 @@
+"""Token ceilings: a per-run token budget checked at task dispatch.
+
+A :class:`Ceiling` on a workflow (``Workflow(..., ceiling=Ceiling(150_000, "handoff"))``) caps
+the tokens one run may spend. What counts is every token a call carried or produced: fresh
+input + cache read + cache write + output (the reference counted only input and output, so a
+loop re-reading a huge cached context looked free). Reasoning tokens are not added on top:
+providers report them as part of output already.
+
+The check happens before an attempt starts (:func:`check_ceiling`, pure), against the run's
+totals re-read from the database, so usage recorded by the attempt that just ended is included.
+When the run is at or over its budget:
+
+* ``fail``: the node and the run fail with a clear sentence;
+* ``warn``: the task runs; a warning event is recorded;
+* ``skip-remaining``: this and every later task is recorded as skipped;
+* ``handoff``: the run stops dispatching and hands off to a fresh run (durable ``/clear``).
+
+``max_generations`` stops an endless chain of handoffs: at that generation a breach fails
+instead. ``distill`` lets a workflow supply its own distiller (see :mod:`engine.handoff`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from engine.hooks import RUN, DispatchContext, DispatchDecision
+from store.database import Database
+from store.errors import InvalidInputError
+from store.runs import RunStore, TokenUsage
+
+OnExceeded = Literal["fail", "warn", "skip-remaining", "handoff"]
+ON_EXCEEDED: tuple[OnExceeded, ...] = ("fail", "warn", "skip-remaining", "handoff")
+DEFAULT_MAX_GENERATIONS = 50
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """A run's token budget and what happens when it is reached (see the module docstring)."""
+
+    max_tokens: int
+    on_exceeded: OnExceeded = "fail"
+    max_generations: int = DEFAULT_MAX_GENERATIONS
+    distill: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.max_tokens, bool)
+            or not isinstance(self.max_tokens, int)
+            or self.max_tokens <= 0
+        ):
+            raise InvalidInputError(
+                f"Ceiling: max_tokens must be a positive whole number, not {self.max_tokens!r}."
+            )
+        if self.on_exceeded not in ON_EXCEEDED:
+            raise InvalidInputError(
+                f"Ceiling: on_exceeded must be one of {', '.join(ON_EXCEEDED)}, "
+                f"not {self.on_exceeded!r}."
+            )
+        if not isinstance(self.max_generations, int) or self.max_generations < 1:
+            raise InvalidInputError("Ceiling: max_generations must be a positive whole number.")
+        if self.distill is not None and not callable(self.distill):
+            raise InvalidInputError("Ceiling: distill must be a function.")
+
+
+def counted_tokens(usage: TokenUsage) -> int:
+    """Tokens that count against a ceiling: input + cache read + cache write + output."""
+    return usage.input + usage.cache_read + usage.cache_write + usage.output
+
+
+def check_ceiling(ceiling: Ceiling | None, usage: TokenUsage, generation: int) -> DispatchDecision:
+    """Decide what to do with the next dispatch of a run that has used ``usage`` so far."""
+    if ceiling is None:
+        return RUN
+    used = counted_tokens(usage)
+    if used < ceiling.max_tokens:
+        return RUN
+    details = {
+        "kind": "token-ceiling",
+        "used_tokens": used,
+        "max_tokens": ceiling.max_tokens,
+        "on_exceeded": ceiling.on_exceeded,
+        "generation": generation,
+    }
+    summary = f"the run used {used:,} of its {ceiling.max_tokens:,}-token ceiling"
+    action = ceiling.on_exceeded
+    if action == "handoff" and generation + 1 >= ceiling.max_generations:
+        return DispatchDecision(
+            "fail",
+            f"Token ceiling reached: {summary}, and generation {generation} is the last of "
+            f"{ceiling.max_generations} allowed, so it fails instead of handing off.",
+            details=details,
+        )
+    if action == "warn":
+        return DispatchDecision(
+            "warn", f"Token ceiling exceeded, continuing: {summary}.", details=details
+        )
+    if action == "skip-remaining":
+        return DispatchDecision(
+            "skip", f"Skipped by the token ceiling: {summary}.", details=details
+        )
+    if action == "handoff":
+        return DispatchDecision(
+            "handoff", f"Token ceiling reached: {summary}.", trigger="ceiling", details=details
+        )
+    return DispatchDecision("fail", f"Token ceiling exceeded: {summary}.", details=details)
+
+
+def ceiling_of(value: Any) -> Ceiling | None:
+    """A workflow's ``ceiling`` setting as a :class:`Ceiling` (an int means ``fail`` at it)."""
+    if value is None:
+        return None
+    if isinstance(value, Ceiling):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Ceiling(value)
+    if isinstance(value, dict):
+        return Ceiling(**value)
+    raise InvalidInputError(
+        f"ceiling must be a Ceiling, a token count or a dict, not {type(value).__name__}."
+    )
+
+
+class CeilingGuard:
+    """The dispatch guard enforcing a workflow's ceiling (installed by ``engine.setup``)."""
+
+    def __init__(self, db: Database) -> None:
+        self.runs = RunStore(db)
+
+    async def check(self, context: DispatchContext) -> DispatchDecision:
+        """Re-read the run's totals and apply :func:`check_ceiling`."""
+        ceiling = ceiling_of(context.task_ceiling) or ceiling_of(context.workflow_ceiling)
+        if ceiling is None:
+            return RUN
+        run = await self.runs.find_run(context.run.run_id) or context.run
+        return check_ceiling(ceiling, run.tokens, run.generation)

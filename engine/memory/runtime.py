@@ -1,0 +1,383 @@
+"""The memory runtime: what the scheduler calls for a task with a memory config.
+
+* :meth:`MemoryRuntime.block_for` recalls under a timeout (``TETHER_MEMORY_TIMEOUT_MS``,
+  default 2000 ms) and builds the block. Every outcome is persisted per run/node/iteration with
+  its accounting: the block, or "no block because ..." (recall off, nothing matched, nothing
+  fitted, timed out, failed). A timeout or error also appends a ``memory.warning`` event and the
+  task runs on its own prompt: memory never fails a task. Retries of the same node and
+  iteration, also after a resume in another process, reuse the persisted block, so every
+  attempt of a node iteration sees the same prompt.
+* :meth:`MemoryRuntime.retain_in_background` writes a bounded digest of a successful output as a
+  note (provenance run/node/iteration, status as configured) without delaying completion; a
+  failure is a warning event only. :meth:`MemoryRuntime.drain` waits for pending writes.
+* :meth:`MemoryRuntime.tools_for` offers ``remember`` and ``recall`` to the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from engine.agents.tools import AgentTool
+from engine.memory.block import (
+    TRUNCATION_MARKER,
+    MemoryBlock,
+    build_block,
+    longest_prefix_within,
+    utf8_len,
+)
+from engine.memory.config import MemoryConfig, write_tags
+from engine.memory.items import RecallRequest, RecallResult
+from engine.memory.recall import LocalRecallBackend, RecallBackend
+from store.clock import Clock
+from store.database import Database
+from store.memory import MemoryStore
+from store.runs import MemoryBlockRecord, RunStore
+
+TIMEOUT_ENV = "TETHER_MEMORY_TIMEOUT_MS"
+DEFAULT_TIMEOUT_MS = 2000
+RETAIN_MAX_BYTES = 4000
+RECALL_LIMIT = 16
+
+Key = tuple[str, str, int]
+
+
+def timeout_from_env(environ: Mapping[str, str] | None = None) -> int:
+    """The recall timeout in ms: ``TETHER_MEMORY_TIMEOUT_MS`` if a positive integer, else 2000."""
+    raw = (os.environ if environ is None else environ).get(TIMEOUT_ENV, "")
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        return DEFAULT_TIMEOUT_MS
+    return value if value > 0 else DEFAULT_TIMEOUT_MS
+
+
+def output_as_data(output: Any) -> Any:
+    """A task output as JSON data (pydantic models dumped)."""
+    if isinstance(output, BaseModel):
+        return output.model_dump(mode="json")
+    return output
+
+
+def retain_digest(node_id: str, output: Any, max_bytes: int = RETAIN_MAX_BYTES) -> str:
+    """The note body retained for a successful task: which task, then its output, bounded.
+
+    The output is compact JSON (strings as themselves); the whole body is cut at a code-point
+    boundary with the visible truncation marker when it exceeds ``max_bytes``.
+    """
+    data = output_as_data(output)
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+    body = f"Task {node_id} succeeded with: {text}"
+    if utf8_len(body) <= max_bytes:
+        return body
+    keep = longest_prefix_within(body, max_bytes - utf8_len(TRUNCATION_MARKER))
+    return body[:keep] + TRUNCATION_MARKER
+
+
+@dataclass(frozen=True)
+class PreparedBlock:
+    """What the scheduler gets for one attempt: the block text (or None) and its record."""
+
+    text: str | None
+    reused: bool
+    degraded: bool
+    warning: str | None
+    item_ids: tuple[str, ...] = ()
+    bytes_used: int = 0
+    budget_bytes: int = 0
+    truncated: bool = False
+    block_id: int | None = None
+
+    @classmethod
+    def from_record(cls, record: MemoryBlockRecord) -> PreparedBlock:
+        """A block persisted earlier (another attempt of the node iteration, or before a resume)."""
+        ids = tuple(
+            str(item.get("id"))
+            for item in record.items
+            if isinstance(item, dict) and item.get("included", True)
+        )
+        return cls(
+            text=record.text,
+            reused=True,
+            degraded=record.degraded,
+            warning=record.warning,
+            item_ids=ids,
+            bytes_used=record.bytes_used,
+            budget_bytes=record.budget_bytes,
+            truncated=record.truncated,
+            block_id=record.block_id,
+        )
+
+
+class RecallTimeout(Exception):
+    """Recall did not answer in time."""
+
+
+async def recall_with_timeout(
+    backend: RecallBackend, request: RecallRequest, timeout_ms: int
+) -> RecallResult:
+    """Ask ``backend`` under a timeout; a timeout or error becomes a degraded result.
+
+    The recall runs as its own task: on timeout it is cancelled and *not* awaited, so even a
+    backend that ignores cancellation cannot hold the task up.
+    """
+    task = asyncio.ensure_future(backend.recall(request))
+    done, _ = await asyncio.wait({task}, timeout=timeout_ms / 1000)
+    if not done:
+        task.cancel()
+        task.add_done_callback(_consume)
+        return RecallResult.failed(f"memory recall timed out after {timeout_ms} ms")
+    error = task.exception()
+    if error is not None:
+        return RecallResult.failed(
+            f"memory recall failed: {type(error).__name__}: {error}".rstrip(": ")
+        )
+    return task.result()
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    with contextlib.suppress(BaseException):
+        task.exception()
+
+
+def block_items_record(block: MemoryBlock) -> list[dict[str, Any]]:
+    """The ``items_json`` of a stored block: included items first, then those left out."""
+    included = [{**entry.describe(), "included": True} for entry in block.included]
+    omitted = [{"id": item_id, "included": False} for item_id in block.omitted_ids]
+    return included + omitted
+
+
+class MemoryRuntime:
+    """Recall blocks, retention and memory tools for one workspace (see the module docstring)."""
+
+    def __init__(
+        self,
+        db: Database,
+        memory_store: MemoryStore | None = None,
+        clock: Clock | None = None,
+        *,
+        timeout_ms: int | None = None,
+        recall_backend: RecallBackend | None = None,
+        retain_max_bytes: int = RETAIN_MAX_BYTES,
+    ) -> None:
+        self.db = db
+        self.memory = memory_store or MemoryStore(db)
+        self.clock = clock or db.clock
+        self.timeout_ms = timeout_ms if timeout_ms is not None else timeout_from_env()
+        self.backend: RecallBackend = recall_backend or LocalRecallBackend(db, self.clock)
+        self.runs = RunStore(db)
+        self.retain_max_bytes = retain_max_bytes
+        self._blocks: dict[Key, PreparedBlock] = {}
+        self._locks: dict[Key, asyncio.Lock] = {}
+        self._pending: set[asyncio.Task[None]] = set()
+        self._prompts: dict[Key, str] = {}
+
+    # -- the recall block --------------------------------------------------------------------
+
+    async def block_for(
+        self,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        attempt: int,
+        config: MemoryConfig,
+        task_prompt: str,
+    ) -> PreparedBlock:
+        """The memory block for an attempt (see the module docstring). Never raises for recall
+        problems; they become a recorded warning and no block."""
+        key = (run_id, node_id, iteration)
+        self._prompts[key] = task_prompt
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if key in self._blocks:
+                return self._blocks[key]
+            stored = await self.runs.get_memory_block(run_id, node_id, iteration)
+            if stored is not None:
+                prepared = PreparedBlock.from_record(stored)
+            else:
+                prepared = await self._recall_and_store(
+                    run_id, node_id, iteration, attempt, config, task_prompt
+                )
+            self._blocks[key] = prepared
+            return prepared
+
+    async def _recall_and_store(
+        self,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        attempt: int,
+        config: MemoryConfig,
+        task_prompt: str,
+    ) -> PreparedBlock:
+        budget = config.effective_budget
+        query = config.query_for(task_prompt)
+        started = time.monotonic()
+        block: MemoryBlock | None = None
+        degraded = False
+        if query is None:
+            warning: str | None = "no block: recall is off for this task"
+        else:
+            request = RecallRequest(config.namespaces, query, config.tags, RECALL_LIMIT)
+            result = await recall_with_timeout(self.backend, request, self.timeout_ms)
+            if result.degraded:
+                degraded = True
+                warning = f"{result.reason}; the task ran without recalled memory"
+            elif not result.items:
+                warning = f"no block: nothing in {', '.join(config.namespaces)} matched the query"
+            else:
+                block = build_block(result.items, budget)
+                warning = None if block.text else "no block: no recalled item fitted the budget"
+        duration_ms = int((time.monotonic() - started) * 1000)
+        block_id = await self.runs.save_memory_block(
+            run_id,
+            node_id,
+            iteration,
+            attempt=attempt,
+            text=block.text if block else None,
+            budget_bytes=budget,
+            bytes_used=block.bytes_used if block else 0,
+            items=block_items_record(block) if block else [],
+            query=query,
+            banks=config.namespaces,
+            truncated=block.truncated if block else False,
+            warning=warning,
+            degraded=degraded,
+            duration_ms=duration_ms,
+        )
+        if degraded:
+            await self._warn(run_id, node_id, iteration, attempt, warning or "recall degraded")
+        return PreparedBlock(
+            text=block.text if block else None,
+            reused=False,
+            degraded=degraded,
+            warning=warning,
+            item_ids=block.item_ids if block else (),
+            bytes_used=block.bytes_used if block else 0,
+            budget_bytes=budget,
+            truncated=block.truncated if block else False,
+            block_id=block_id,
+        )
+
+    async def _warn(
+        self,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        attempt: int | None,
+        message: str,
+        **details: Any,
+    ) -> None:
+        await self.runs.append_event(
+            "memory.warning",
+            run_id=run_id,
+            node_id=node_id,
+            iteration=iteration,
+            attempt=attempt,
+            payload={"warning": message, **details},
+        )
+
+    # -- retention ---------------------------------------------------------------------------
+
+    def retain_in_background(
+        self,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        config: MemoryConfig,
+        task_prompt: str,
+        output: Any,
+    ) -> None:
+        """After success: write the output digest as a note per configured bank, in the
+        background (nothing when retain is off). :meth:`drain` waits for the writes."""
+        if config.retain != "on-complete":
+            return
+        task = asyncio.create_task(self._retain(run_id, node_id, iteration, config, output))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _retain(
+        self, run_id: str, node_id: str, iteration: int, config: MemoryConfig, output: Any
+    ) -> None:
+        try:
+            body = retain_digest(node_id, output, self.retain_max_bytes)
+            tags = write_tags(config.tags, (), "run")
+            saved = []
+            for namespace in config.namespaces:
+                note = await self.memory.save_note(
+                    namespace,
+                    body,
+                    kind="retained",
+                    tags=tags,
+                    author=f"task:{node_id}",
+                    status=config.effective_retain_status,
+                    run_id=run_id,
+                    node_id=node_id,
+                    iteration=iteration,
+                )
+                saved.append(note.id)
+            await self.runs.append_event(
+                "memory.retained",
+                run_id=run_id,
+                node_id=node_id,
+                iteration=iteration,
+                payload={
+                    "note_ids": saved,
+                    "status": config.effective_retain_status,
+                    "bytes": utf8_len(body),
+                },
+            )
+        except Exception as error:  # retention is best effort: a warning, never a failure
+            with contextlib.suppress(Exception):
+                await self._warn(
+                    run_id,
+                    node_id,
+                    iteration,
+                    None,
+                    f"memory retention failed after the task succeeded: "
+                    f"{type(error).__name__}: {error}",
+                )
+
+    async def drain(self) -> None:
+        """Wait until every background retention has finished (used at shutdown and in tests)."""
+        while self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+
+    # -- tools -------------------------------------------------------------------------------
+
+    def tools_for(
+        self, run_id: str, node_id: str, iteration: int, config: MemoryConfig
+    ) -> list[AgentTool]:
+        """``remember`` and ``recall`` bound to this node iteration (empty when tools are off)."""
+        if not config.tools:
+            return []
+        from engine.memory.tools import build_memory_tools
+
+        prompt = self._prompts.get((run_id, node_id, iteration), "")
+        return build_memory_tools(self, run_id, node_id, iteration, config, prompt)
+
+    async def recall_for_tool(
+        self, config: MemoryConfig, namespaces: tuple[str, ...], query: str, tags: tuple[str, ...]
+    ) -> RecallResult:
+        """Recall for the ``recall`` tool: the configured tag scope plus the tool's own tags."""
+        combined = tuple(dict.fromkeys((*config.tags, *tags)))
+        request = RecallRequest(namespaces, query, combined, RECALL_LIMIT)
+        return await recall_with_timeout(self.backend, request, self.timeout_ms)
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT_MS",
+    "MemoryRuntime",
+    "PreparedBlock",
+    "recall_with_timeout",
+    "retain_digest",
+    "timeout_from_env",
+]
