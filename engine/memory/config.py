@@ -283,8 +283,16 @@ class MemoryConfig:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> MemoryConfig:
         """Build a config from a dict (config.toml or JSON), refusing unknown keys."""
-        allowed = {"bank", "banks", "tags", "recall", "budget_bytes", "retain", "retain_status",
-                   "tools"}
+        allowed = {
+            "bank",
+            "banks",
+            "tags",
+            "recall",
+            "budget_bytes",
+            "retain",
+            "retain_status",
+            "tools",
+        }
         unknown = sorted(set(data) - allowed)
         if unknown:
             raise _error(f"unknown setting(s) {', '.join(unknown)}.")

@@ -178,6 +178,7 @@ class MemoryRuntime:
         self._blocks: dict[Key, PreparedBlock] = {}
         self._locks: dict[Key, asyncio.Lock] = {}
         self._pending: set[asyncio.Task[None]] = set()
+        self._pending_by_run: dict[str, set[asyncio.Task[None]]] = {}
         self._prompts: dict[Key, str] = {}
 
     # -- the recall block --------------------------------------------------------------------
@@ -226,6 +227,7 @@ class MemoryRuntime:
         if query is None:
             warning: str | None = "no block: recall is off for this task"
         else:
+            await self.settle_retains(run_id)
             request = RecallRequest(config.namespaces, query, config.tags, RECALL_LIMIT)
             result = await recall_with_timeout(self.backend, request, self.timeout_ms)
             if result.degraded:
@@ -303,6 +305,16 @@ class MemoryRuntime:
         task = asyncio.create_task(self._retain(run_id, node_id, iteration, config, output))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+        run_tasks = self._pending_by_run.setdefault(run_id, set())
+        run_tasks.add(task)
+        task.add_done_callback(run_tasks.discard)
+
+    async def settle_retains(self, run_id: str) -> None:
+        """Let this run's background retention land before a later task recalls (bounded by the
+        recall timeout), so a run reads its own retained notes; completion is never delayed."""
+        pending = self._pending_by_run.get(run_id)
+        if pending:
+            await asyncio.wait(list(pending), timeout=self.timeout_ms / 1000)
 
     async def _retain(
         self, run_id: str, node_id: str, iteration: int, config: MemoryConfig, output: Any
