@@ -24,7 +24,8 @@ import os
 import socket
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from pydantic import BaseModel
 
 from engine.agents.base import Agent, AgentError, AgentRequest, ModelCall
 from engine.agents.registry import AgentRegistry
-from engine.artifacts import RAW_OUTPUT, RunArtifacts, create_attempt_dir
+from engine.artifacts import RAW_OUTPUT, STREAM_LOG, RunArtifacts, attempt_dir
 from engine.cache import cache_key, is_fresh
 from engine.config import EngineConfig
 from engine.context import TaskContext
@@ -293,26 +294,38 @@ class RunExecution:
         self.lost = False
         self.stop: DispatchDecision | None = None
         self.continuation: Any = None
-        self.ancestors = self._top_ancestors()
+        self.top_ids = workflow.top_level_ids()
+        self.top_deps = {n: workflow.top_level_deps(n) for n in self.top_ids}
+        self.dependents: dict[str, list[str]] = {n: [] for n in self.top_ids}
+        for node, deps in self.top_deps.items():
+            for dep in deps:
+                self.dependents[dep].append(node)
+        self.missing = {n: len(deps) for n, deps in self.top_deps.items()}
+        self.ready: deque[str] = deque(n for n in self.top_ids if not self.missing[n])
+        self._ancestors: dict[str, frozenset[str]] = {}
 
     # -- bookkeeping ------------------------------------------------------------------------
 
-    def _top_ancestors(self) -> dict[str, set[str]]:
-        ids = self.workflow.top_level_ids()
-        deps = {n: self.workflow.top_level_deps(n) for n in ids}
-        result: dict[str, set[str]] = {}
+    def ancestors(self, top: str) -> frozenset[str]:
+        """Every top-level node ``top`` depends on, directly or not (memoised)."""
+        found = self._ancestors.get(top)
+        if found is None:
+            collected: set[str] = set()
+            for dep in self.top_deps.get(top, ()):
+                collected.add(dep)
+                collected |= self.ancestors(dep)
+            found = self._ancestors[top] = frozenset(collected)
+        return found
 
-        def closure(node: str) -> set[str]:
-            if node not in result:
-                found: set[str] = set()
-                for dep in deps.get(node, ()):
-                    found |= {dep} | closure(dep)
-                result[node] = found
-            return result[node]
-
-        for node in ids:
-            closure(node)
-        return result
+    def _set_top(self, top_id: str, value: Any) -> None:
+        """A top-level node (task, fan-out or loop) is complete: release its dependents."""
+        if top_id in self.top_outputs:
+            return
+        self.top_outputs[top_id] = value
+        for node in self.dependents.get(top_id, ()):
+            self.missing[node] -= 1
+            if self.missing[node] == 0:
+                self.ready.append(node)
 
     def _progress(
         self, kind: str, unit: Unit | None, state: str, detail: str = "", **kw: Any
@@ -343,14 +356,12 @@ class RunExecution:
     def _ctx(self, unit: Unit, attempt: int = 1) -> TaskContext:
         spec = self.workflow.tasks[unit.spec.id]
         top = self.workflow.owner_of(spec.id)
-        visible: dict[str, Any] = {}
-        for ancestor in self.ancestors.get(top, set()):
-            self._expose(ancestor, visible)
+        current: dict[str, Any] = {}
         previous: dict[str, Any] = {}
         if spec.loop is not None:
             for body_id in self.workflow.loops[spec.loop].body:
                 if (body_id, unit.iteration) in self.outputs:
-                    visible[body_id] = self.outputs[(body_id, unit.iteration)]
+                    current[body_id] = self.outputs[(body_id, unit.iteration)]
                 if unit.iteration > 0 and (body_id, unit.iteration - 1) in self.outputs:
                     previous[body_id] = self.outputs[(body_id, unit.iteration - 1)]
         return TaskContext(
@@ -363,19 +374,11 @@ class RunExecution:
             attempt=attempt,
             item=unit.item,
             index=unit.index,
-            outputs=visible,
+            outputs=UpstreamOutputs(self, self.ancestors(top), current),
             previous_outputs=previous,
             artifacts=self.artifacts,
             continuation=self.continuation,
         )
-
-    def _expose(self, top_id: str, visible: dict[str, Any]) -> None:
-        if top_id not in self.top_outputs:
-            return
-        value = self.top_outputs[top_id]
-        visible[top_id] = value
-        if top_id in self.workflow.loops and isinstance(value, dict):
-            visible.update(value)
 
     # -- the main loop ----------------------------------------------------------------------
 
@@ -421,6 +424,10 @@ class RunExecution:
             monitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await monitor
+        drain = getattr(self.hooks.memory, "drain", None)
+        if drain is not None:
+            # Background retention writes land before the run reports its end.
+            await drain()
         return await self._finish()
 
     def _halting(self) -> bool:
@@ -462,8 +469,8 @@ class RunExecution:
         return RunOutcome(self.run_id, "finished", outputs=outputs)
 
     def _sink_outputs(self) -> dict[str, Any]:
-        ids = self.workflow.top_level_ids()
-        depended = {d for n in ids for d in self.workflow.top_level_deps(n)}
+        ids = self.top_ids
+        depended = {d for n in ids for d in self.top_deps[n]}
         return {
             n: to_jsonable(self.top_outputs[n])
             for n in ids
@@ -477,7 +484,13 @@ class RunExecution:
         if self.hooks.handoff is not None:
             # HANDOFF HOOK: the ceiling/handoff feature distils state and creates the successor.
             next_id = await self.hooks.handoff.hand_off(
-                HandoffRequest(run=run, trigger=decision.trigger, reason=reason, outputs=visible)
+                HandoffRequest(
+                    run=run,
+                    trigger=decision.trigger,
+                    reason=reason,
+                    outputs=visible,
+                    workflow=self.workflow,
+                )
             )
         else:
             carried = default_distillation(run, reason, visible)
@@ -529,16 +542,14 @@ class RunExecution:
 
     # -- expanding the graph ----------------------------------------------------------------
 
-    def _top_ready(self, top_id: str) -> bool:
-        return all(d in self.top_outputs for d in self.workflow.top_level_deps(top_id))
-
     async def _advance(self) -> None:
         """Start everything that became ready, repeating while nodes complete from storage."""
         while not self._halting():
             new_nodes: list[tuple[str, int, str, list[str]]] = []
             changed = False
-            for top_id in self.workflow.top_level_ids():
-                if top_id in self.started_top or not self._top_ready(top_id):
+            while self.ready:
+                top_id = self.ready.popleft()
+                if top_id in self.started_top:
                     continue
                 self.started_top.add(top_id)
                 changed = True
@@ -553,7 +564,7 @@ class RunExecution:
                         return
                     self.fanouts[top_id] = units
                     if not units:
-                        self.top_outputs[top_id] = []
+                        self._set_top(top_id, [])
                     for unit in units:
                         self._launch(unit, new_nodes)
                 else:
@@ -629,9 +640,9 @@ class RunExecution:
         elif spec.is_fan_out:
             units = self.fanouts.get(spec.id, [])
             if all(u.key in self.outputs for u in units):
-                self.top_outputs[spec.id] = [self.outputs[u.key] for u in units]
+                self._set_top(spec.id, [self.outputs[u.key] for u in units])
         else:
-            self.top_outputs[spec.id] = output
+            self._set_top(spec.id, output)
 
     def _loop_progress(self, loop_id: str) -> None:
         loop = self.workflow.loops[loop_id]
@@ -655,7 +666,7 @@ class RunExecution:
                     "until condition holding."
                 )
                 return
-            self.top_outputs[loop_id] = last
+            self._set_top(loop_id, last)
             return
         self.loop_iteration[loop_id] = iteration + 1
         self.loop_started[loop_id] = set()
@@ -950,14 +961,9 @@ class RunExecution:
                 usage = usage + call.usage
             return usage
 
-        try:
-            folder = create_attempt_dir(
-                self.artifacts_root, self.run_id, unit.node_id, unit.iteration, attempt
-            )
-        except OSError as error:
-            raise AgentError(
-                f"could not create the attempt's log folder: {error}", retryable=False
-            ) from error
+        folder = attempt_dir(
+            self.artifacts_root, self.run_id, unit.node_id, unit.iteration, attempt
+        )
         request = AgentRequest(
             prompt=prompt,
             run_id=self.run_id,
@@ -966,7 +972,7 @@ class RunExecution:
             attempt=attempt,
             output_schema=spec.output.model_json_schema() if spec.output else None,
             tools=tools,
-            stream_path=folder / "stream.log",
+            stream_path=folder / STREAM_LOG,
             on_call=on_call,
             clock=self.clock,
         )
@@ -997,6 +1003,7 @@ class RunExecution:
                             )
                             text = repaired.text
                         except OutputInvalid as second:
+                            request.ensure_folder()
                             raw = folder / RAW_OUTPUT
                             raw.write_text(
                                 f"--- first answer ---\n{text}\n--- repair answer ---\n"
@@ -1087,3 +1094,54 @@ def default_distillation(run: RunRecord, reason: str, outputs: Mapping[str, Any]
         "last_summary": f"Finished before the handoff: {summary}" if summary else "",
         "learnings": [],
     }
+
+
+class UpstreamOutputs(Mapping[str, Any]):
+    """``ctx.outputs``: the outputs of a node's upstream tasks, looked up lazily so building a
+    context costs the same however large the graph is. A fan-out id gives the list of its
+    outputs, a loop id a dict of its body outputs, a loop body id its last iteration's output;
+    ``current`` holds the outputs of the running loop iteration."""
+
+    def __init__(
+        self, execution: RunExecution, allowed: frozenset[str], current: Mapping[str, Any]
+    ) -> None:
+        self._execution = execution
+        self._allowed = allowed
+        self._current = current
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._current:
+            return self._current[key]
+        workflow = self._execution.workflow
+        top = workflow.owner_of(key)
+        if top not in self._allowed or top not in self._execution.top_outputs:
+            raise KeyError(key)
+        value = self._execution.top_outputs[top]
+        if top == key:
+            return value
+        if isinstance(value, dict) and key in value:
+            return value[key]
+        raise KeyError(key)
+
+    def _keys(self) -> list[str]:
+        keys = list(self._current)
+        loops = self._execution.workflow.loops
+        for top in self._allowed:
+            if top in self._execution.top_outputs:
+                keys.append(top)
+                if top in loops:
+                    keys.extend(loops[top].body)
+        return keys
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[key]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True

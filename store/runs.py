@@ -33,8 +33,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-
 from store.buckets import bucket_for, context_window
 from store.database import Database
 from store.errors import InvalidInputError, NotFoundError
@@ -522,9 +520,7 @@ class RunStore:
     # -- events -----------------------------------------------------------------------------
 
     @staticmethod
-    async def _insert_events(
-        conn: aiosqlite.Connection, now: int, events: Iterable[NewEvent]
-    ) -> None:
+    def _insert_events(conn: sqlite3.Connection, now: int, events: Iterable[NewEvent]) -> None:
         rows = [
             (
                 now,
@@ -538,14 +534,17 @@ class RunStore:
             for e in events
         ]
         if rows:
-            await conn.executemany(sql.INSERT_EVENT, rows)
+            conn.executemany(sql.INSERT_EVENT, rows)
 
     async def append_events(self, events: Sequence[NewEvent]) -> None:
         """Append many events in one transaction (each gets the next ``seq``)."""
         if not events:
             return
-        async with self.db.transaction() as conn:
-            await self._insert_events(conn, self.now_ms, events)
+
+        def work(conn: sqlite3.Connection) -> Any:
+            self._insert_events(conn, self.now_ms, events)
+
+        await self.db.run_in_transaction(work)
 
     async def append_event(
         self,
@@ -605,9 +604,10 @@ class RunStore:
         """
         _check(status, RUN_STATUSES, "run status")
         run_id = run_id or new_run_id()
-        async with self.db.transaction() as conn:
+
+        def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
-            await self._insert_run(
+            self._insert_run(
                 conn,
                 now,
                 run_id=run_id,
@@ -620,11 +620,13 @@ class RunStore:
                 owner_id=owner_id,
                 nodes_total=nodes_total,
             )
+
+        await self.db.run_in_transaction(work)
         return await self.get_run(run_id)
 
-    async def _insert_run(
+    def _insert_run(
         self,
-        conn: aiosqlite.Connection,
+        conn: sqlite3.Connection,
         now: int,
         *,
         run_id: str,
@@ -638,7 +640,7 @@ class RunStore:
         nodes_total: int,
     ) -> None:
         running = status == "running"
-        await conn.execute(
+        conn.execute(
             sql.INSERT_RUN,
             {
                 "run_id": run_id,
@@ -655,7 +657,7 @@ class RunStore:
                 "nodes_total": nodes_total,
             },
         )
-        await self._insert_events(
+        self._insert_events(
             conn,
             now,
             [
@@ -717,9 +719,10 @@ class RunStore:
         ``error`` is stored when given; ``output`` only when ``set_output`` is true.
         """
         _check(status, RUN_STATUSES, "run status")
-        async with self.db.transaction() as conn:
+
+        def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
-            cursor = await conn.execute(
+            cursor = conn.execute(
                 sql.UPDATE_RUN_STATUS,
                 {
                     "run_id": run_id,
@@ -736,7 +739,9 @@ class RunStore:
             payload: dict[str, Any] = {"status": status}
             if error is not None:
                 payload["error"] = error
-            await self._insert_events(conn, now, [NewEvent("run.status", run_id, payload=payload)])
+            self._insert_events(conn, now, [NewEvent("run.status", run_id, payload=payload)])
+
+        await self.db.run_in_transaction(work)
 
     async def claim_run(self, run_id: str, owner_id: str) -> RunRecord:
         """Take over a run for (re)execution: status running, new owner, fresh heartbeat.
@@ -744,15 +749,16 @@ class RunStore:
         Any attempt still marked running belongs to a dead process; it is marked abandoned and
         its node set back to pending so the scheduler retries it. Emits ``run.resumed``.
         """
-        async with self.db.transaction() as conn:
+
+        def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
-            cursor = await conn.execute(
+            cursor = conn.execute(
                 sql.CLAIM_RUN, {"run_id": run_id, "owner_id": owner_id, "now": now}
             )
             if cursor.rowcount == 0:
                 raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
-            abandoned = await self._abandon(conn, run_id, now)
-            await self._insert_events(
+            abandoned = self._abandon(conn, run_id, now)
+            self._insert_events(
                 conn,
                 now,
                 [
@@ -763,6 +769,8 @@ class RunStore:
                     )
                 ],
             )
+
+        await self.db.run_in_transaction(work)
         return await self.get_run(run_id)
 
     async def heartbeat(self, run_id: str, owner_id: str | None = None) -> bool:
@@ -771,11 +779,14 @@ class RunStore:
         Returns False when the run is gone or (fenced) owned by someone else. No event: a
         heartbeat is not a state change.
         """
-        async with self.db.transaction() as conn:
+
+        def work(conn: sqlite3.Connection) -> Any:
             params = {"run_id": run_id, "now": self.now_ms, "owner_id": owner_id}
             statement = sql.UPDATE_HEARTBEAT if owner_id is None else sql.UPDATE_HEARTBEAT_FENCED
-            cursor = await conn.execute(statement, params)
+            cursor = conn.execute(statement, params)
             return cursor.rowcount > 0
+
+        return await self.db.run_in_transaction(work)
 
     async def request_cancel(self, run_id: str) -> RunRecord:
         """Ask the process running ``run_id`` to cancel it (it polls the run row).
@@ -786,12 +797,13 @@ class RunStore:
         run = await self.get_run(run_id)
         if run.is_terminal:
             raise InvalidInputError(f"Run {run_id} is already {run.status}; nothing to cancel.")
-        async with self.db.transaction() as conn:
+
+        def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
-            await conn.execute(sql.REQUEST_CANCEL, {"run_id": run_id, "now": now})
+            conn.execute(sql.REQUEST_CANCEL, {"run_id": run_id, "now": now})
             events = [NewEvent("run.cancel-requested", run_id)]
             if run.status != "running" or run.is_stale(now):
-                await conn.execute(
+                conn.execute(
                     sql.UPDATE_RUN_STATUS,
                     {
                         "run_id": run_id,
@@ -803,9 +815,11 @@ class RunStore:
                         "output_json": None,
                     },
                 )
-                await self._abandon(conn, run_id, now)
+                self._abandon(conn, run_id, now)
                 events.append(NewEvent("run.status", run_id, payload={"status": "cancelled"}))
-            await self._insert_events(conn, now, events)
+            self._insert_events(conn, now, events)
+
+        await self.db.run_in_transaction(work)
         return await self.get_run(run_id)
 
     async def request_clear(self, run_id: str, reason: str) -> RunRecord:
@@ -818,12 +832,15 @@ class RunStore:
         run = await self.get_run(run_id)
         if run.is_terminal:
             raise InvalidInputError(f"Run {run_id} is already {run.status}; nothing to clear.")
-        async with self.db.transaction() as conn:
+
+        def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
-            await conn.execute(sql.REQUEST_CLEAR, {"run_id": run_id, "now": now, "reason": reason})
-            await self._insert_events(
+            conn.execute(sql.REQUEST_CLEAR, {"run_id": run_id, "now": now, "reason": reason})
+            self._insert_events(
                 conn, now, [NewEvent("run.clear-requested", run_id, payload={"reason": reason})]
             )
+
+        await self.db.run_in_transaction(work)
         return await self.get_run(run_id)
 
     async def set_progress(
@@ -849,14 +866,15 @@ class RunStore:
         run = await self.get_run(run_id)
         if run.status == "running" and not run.is_stale(self.now_ms):
             raise InvalidInputError(f"Run {run_id} is running; cancel it before deleting it.")
-        async with self.db.transaction() as conn:
+
+        def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
-            await conn.execute(sql.SUBTRACT_WORKSPACE_ROLLUP, {"run_id": run_id})
+            conn.execute(sql.SUBTRACT_WORKSPACE_ROLLUP, {"run_id": run_id})
             for statement in sql.DELETE_RUN_ROWS:
-                await conn.execute(statement, (run_id,))
-            await self._insert_events(
-                conn, now, [NewEvent("run.deleted", payload={"run_id": run_id})]
-            )
+                conn.execute(statement, (run_id,))
+            self._insert_events(conn, now, [NewEvent("run.deleted", payload={"run_id": run_id})])
+
+        await self.db.run_in_transaction(work)
 
     # -- nodes ------------------------------------------------------------------------------
 
@@ -936,10 +954,11 @@ class RunStore:
             set_output=set_output,
             error=error,
         )
-        async with self.db.transaction() as conn:
-            await conn.execute(sql.UPSERT_NODE, params)
+
+        def work(conn: sqlite3.Connection) -> Any:
+            conn.execute(sql.UPSERT_NODE, params)
             if nodes_done is not None:
-                await conn.execute(
+                conn.execute(
                     sql.UPDATE_PROGRESS,
                     {
                         "run_id": run_id,
@@ -948,7 +967,9 @@ class RunStore:
                         "now": params["now"],
                     },
                 )
-            await self._insert_events(conn, params["now"], [self._node_event(params)])
+            self._insert_events(conn, params["now"], [self._node_event(params)])
+
+        await self.db.run_in_transaction(work)
 
     async def upsert_nodes(
         self, run_id: str, nodes: Sequence[tuple[str, int, str, Sequence[str]]]
@@ -956,9 +977,12 @@ class RunStore:
         """Create many nodes as ``(node_id, iteration, state, depends_on)``, one event each."""
         now = self.now_ms
         params = [self._node_params(now, run_id, n, i, s, depends_on=d) for n, i, s, d in nodes]
-        async with self.db.transaction() as conn:
-            await conn.executemany(sql.UPSERT_NODE, params)
-            await self._insert_events(conn, now, [self._node_event(p) for p in params])
+
+        def work(conn: sqlite3.Connection) -> Any:
+            conn.executemany(sql.UPSERT_NODE, params)
+            self._insert_events(conn, now, [self._node_event(p) for p in params])
+
+        await self.db.run_in_transaction(work)
 
     async def list_nodes(self, run_id: str) -> list[NodeRecord]:
         """Every node (every iteration) of a run, in start order."""
@@ -1003,9 +1027,10 @@ class RunStore:
         """
         now = self.now_ms
         node = self._node_params(now, run_id, node_id, iteration, node_state, attempts=attempt)
-        async with self.db.transaction() as conn:
-            await conn.execute(sql.UPSERT_NODE, node)
-            await conn.execute(
+
+        def work(conn: sqlite3.Connection) -> Any:
+            conn.execute(sql.UPSERT_NODE, node)
+            conn.execute(
                 sql.INSERT_ATTEMPT,
                 {
                     "run_id": run_id,
@@ -1020,7 +1045,7 @@ class RunStore:
                     "now": now,
                 },
             )
-            await self._insert_events(
+            self._insert_events(
                 conn,
                 now,
                 [
@@ -1035,6 +1060,8 @@ class RunStore:
                     ),
                 ],
             )
+
+        await self.db.run_in_transaction(work)
 
     async def finish_attempt(
         self,
@@ -1062,8 +1089,9 @@ class RunStore:
         """
         _check(state, ATTEMPT_STATES, "attempt state")
         now = self.now_ms
-        async with self.db.transaction() as conn:
-            await conn.execute(
+
+        def work(conn: sqlite3.Connection) -> Any:
+            conn.execute(
                 sql.FINISH_ATTEMPT,
                 {
                     "run_id": run_id,
@@ -1103,25 +1131,26 @@ class RunStore:
                     error=error if node_state == "failed" else None,
                     set_error=True,
                 )
-                await conn.execute(sql.UPSERT_NODE, node)
+                conn.execute(sql.UPSERT_NODE, node)
                 events.append(self._node_event(node))
             if nodes_done is not None:
-                await conn.execute(
+                conn.execute(
                     sql.UPDATE_PROGRESS,
                     {"run_id": run_id, "nodes_done": nodes_done, "nodes_total": None, "now": now},
                 )
             events.extend(extra_events)
-            await self._insert_events(conn, now, events)
+            self._insert_events(conn, now, events)
 
-    async def _abandon(self, conn: aiosqlite.Connection, run_id: str, now: int) -> int:
-        async with conn.execute(sql.SELECT_RUNNING_ATTEMPTS, (run_id,)) as cursor:
-            running = list(await cursor.fetchall())
+        await self.db.run_in_transaction(work)
+
+    def _abandon(self, conn: sqlite3.Connection, run_id: str, now: int) -> int:
+        running = conn.execute(sql.SELECT_RUNNING_ATTEMPTS, (run_id,)).fetchall()
         if not running:
-            await conn.execute(sql.RESET_RUNNING_NODES, {"run_id": run_id, "now": now})
+            conn.execute(sql.RESET_RUNNING_NODES, {"run_id": run_id, "now": now})
             return 0
-        await conn.execute(sql.ABANDON_ATTEMPTS, {"run_id": run_id, "now": now})
-        await conn.execute(sql.RESET_RUNNING_NODES, {"run_id": run_id, "now": now})
-        await self._insert_events(
+        conn.execute(sql.ABANDON_ATTEMPTS, {"run_id": run_id, "now": now})
+        conn.execute(sql.RESET_RUNNING_NODES, {"run_id": run_id, "now": now})
+        self._insert_events(
             conn,
             now,
             [NewEvent("attempt.abandoned", r[0], r[1], r[2], r[3]) for r in running],
@@ -1131,8 +1160,11 @@ class RunStore:
     async def mark_abandoned_attempts(self, run_id: str) -> int:
         """Mark every attempt of ``run_id`` still ``running`` as abandoned (its process died) and
         set their nodes back to pending. Returns how many attempts were abandoned."""
-        async with self.db.transaction() as conn:
-            return await self._abandon(conn, run_id, self.now_ms)
+
+        def work(conn: sqlite3.Connection) -> Any:
+            return self._abandon(conn, run_id, self.now_ms)
+
+        return await self.db.run_in_transaction(work)
 
     async def list_attempts(
         self, run_id: str, node_id: str, iteration: int | None = None
@@ -1158,7 +1190,8 @@ class RunStore:
         """
         if not calls:
             return
-        async with self.db.transaction() as conn:
+
+        def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
             events: list[NewEvent] = []
             for call in calls:
@@ -1166,7 +1199,7 @@ class RunStore:
                 context = usage.context_tokens
                 bucket = bucket_for(context)
                 tokens = usage.as_dict()
-                await conn.execute(
+                conn.execute(
                     sql.INSERT_CALL,
                     {
                         "run_id": call.run_id,
@@ -1188,13 +1221,11 @@ class RunStore:
                     },
                 )
                 for rollup_run_id in (call.run_id, WORKSPACE_ROLLUP):
-                    await conn.execute(
+                    conn.execute(
                         sql.UPSERT_ROLLUP,
                         {"rollup_run_id": rollup_run_id, "bucket": bucket, **tokens},
                     )
-                await conn.execute(
-                    sql.ADD_RUN_TOKENS, {"run_id": call.run_id, "now": now, **tokens}
-                )
+                conn.execute(sql.ADD_RUN_TOKENS, {"run_id": call.run_id, "now": now, **tokens})
                 events.append(
                     NewEvent(
                         "call",
@@ -1212,7 +1243,9 @@ class RunStore:
                         },
                     )
                 )
-            await self._insert_events(conn, now, events)
+            self._insert_events(conn, now, events)
+
+        await self.db.run_in_transaction(work)
 
     async def list_calls(self, run_id: str, node_id: str | None = None) -> list[CallRecord]:
         """Calls of a run (or of one node of it), in the order they were recorded."""
@@ -1251,9 +1284,10 @@ class RunStore:
     ) -> int:
         """Persist the memory block injected for a node iteration (one per node iteration; a later
         save replaces it). Emits ``memory.block``. Returns the block id."""
-        async with self.db.transaction() as conn:
+
+        def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
-            async with conn.execute(
+            row = conn.execute(
                 sql.UPSERT_MEMORY_BLOCK,
                 {
                     "run_id": run_id,
@@ -1272,10 +1306,9 @@ class RunStore:
                     "duration_ms": duration_ms,
                     "now": now,
                 },
-            ) as cursor:
-                row = await cursor.fetchone()
+            ).fetchone()
             block_id = int(row[0]) if row else 0
-            await self._insert_events(
+            self._insert_events(
                 conn,
                 now,
                 [
@@ -1297,7 +1330,9 @@ class RunStore:
                     )
                 ],
             )
-        return block_id
+            return block_id
+
+        return int(await self.db.run_in_transaction(work))
 
     async def get_memory_block(
         self, run_id: str, node_id: str, iteration: int
@@ -1325,8 +1360,9 @@ class RunStore:
         tokens_at_handoff: int | None = None,
     ) -> int:
         """Record a handoff row (no run changes). Prefer :meth:`continue_as_new`."""
-        async with self.db.transaction() as conn:
-            return await self._insert_handoff(
+
+        def work(conn: sqlite3.Connection) -> Any:
+            return self._insert_handoff(
                 conn,
                 self.now_ms,
                 from_run_id,
@@ -1338,9 +1374,11 @@ class RunStore:
                 tokens_at_handoff,
             )
 
-    async def _insert_handoff(
+        return await self.db.run_in_transaction(work)
+
+    def _insert_handoff(
         self,
-        conn: aiosqlite.Connection,
+        conn: sqlite3.Connection,
         now: int,
         from_run_id: str,
         to_run_id: str | None,
@@ -1353,7 +1391,7 @@ class RunStore:
         _check(trigger, ("ceiling", "person"), "handoff trigger")
         carried = _dumps(carried_state)
         carried_bytes = len(carried.encode("utf-8"))
-        cursor = await conn.execute(
+        cursor = conn.execute(
             sql.INSERT_HANDOFF,
             {
                 "from_run_id": from_run_id,
@@ -1368,7 +1406,7 @@ class RunStore:
             },
         )
         handoff_id = int(cursor.lastrowid or 0)
-        await self._insert_events(
+        self._insert_events(
             conn,
             now,
             [
@@ -1407,9 +1445,10 @@ class RunStore:
         old = await self.get_run(from_run_id)
         new_id = new_run_id()
         generation = old.generation + 1
-        async with self.db.transaction() as conn:
+
+        def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
-            await self._insert_run(
+            self._insert_run(
                 conn,
                 now,
                 run_id=new_id,
@@ -1422,7 +1461,7 @@ class RunStore:
                 owner_id=owner_id,
                 nodes_total=0,
             )
-            handoff_id = await self._insert_handoff(
+            handoff_id = self._insert_handoff(
                 conn,
                 now,
                 from_run_id,
@@ -1433,7 +1472,7 @@ class RunStore:
                 generation,
                 tokens_at_handoff,
             )
-            await conn.execute(
+            conn.execute(
                 sql.UPDATE_RUN_STATUS,
                 {
                     "run_id": from_run_id,
@@ -1445,7 +1484,7 @@ class RunStore:
                     "output_json": None,
                 },
             )
-            await self._insert_events(
+            self._insert_events(
                 conn,
                 now,
                 [
@@ -1456,6 +1495,9 @@ class RunStore:
                     )
                 ],
             )
+            return handoff_id
+
+        handoff_id = int(await self.db.run_in_transaction(work))
         return await self.get_run(new_id), handoff_id
 
     async def list_handoffs(

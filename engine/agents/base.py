@@ -61,11 +61,25 @@ class AgentRequest:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def stream(self, text: str) -> None:
-        """Append text to the attempt's stream log (if any), flushed so tails see it at once."""
+        """Append text to the attempt's stream log (if any), flushed so tails see it at once.
+
+        The attempt folder and log are created by the first write (an agent that prints nothing
+        costs no file-system work); failing to create them raises, loudly.
+        """
         if self.stream_path is None or not text:
             return
+        self.ensure_folder()
         with open(self.stream_path, "a", encoding="utf-8") as handle:
             handle.write(text)
+
+    def ensure_folder(self) -> Path | None:
+        """Create the attempt's artifact folder (owner-only) and return it."""
+        if self.stream_path is None:
+            return None
+        folder = self.stream_path.parent
+        if not folder.is_dir():
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return folder
 
 
 @dataclass

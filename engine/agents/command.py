@@ -172,6 +172,7 @@ class CommandAgent:
     async def run(self, request: AgentRequest) -> AgentResult:
         """Run the command once; parse its answer and usage per the preset."""
         started = request.clock.now_ms()
+        request.ensure_folder()
         env = {
             **os.environ,
             **self.env,
