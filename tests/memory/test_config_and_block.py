@@ -1,0 +1,124 @@
+"""Memory config validation (definition-time errors, no silent no-ops) and the pure block
+builder (byte cap, binary-search cut at a code point, accounting)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.memory.block import (
+    ADVISORY_LINE,
+    TRUNCATION_MARKER,
+    build_block,
+    longest_prefix_within,
+    utf8_len,
+)
+from engine.memory.config import MemoryConfig, resolve_memory, write_tags
+from engine.memory.items import RecallItem
+from store.errors import InvalidInputError
+
+
+def test_valid_config_defaults_and_namespaces() -> None:
+    config = MemoryConfig(banks=["code-review", "code-review", "user-ana"], tags=["branch:main"])
+    assert config.banks == ("code-review", "user-ana")
+    assert config.namespaces == ("workflow:code-review", "user:ana")
+    assert config.recall == "auto" and config.effective_budget == 2048
+    assert config.is_active
+    assert config.query_for("the prompt") == "the prompt"
+    assert MemoryConfig(bank="x", recall=" fixed query ").query_for("p") == "fixed query"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({}, "no bank"),
+        ({"bank": "x", "banks": ["y"]}, "either bank or banks"),
+        ({"banks": []}, "empty list"),
+        ({"bank": "x", "recall": "off"}, "would do nothing"),
+        ({"bank": "x", "retain_status": "pending"}, "retain is off"),
+        ({"bank": "x", "recall": "off", "retain": "on-complete", "budget_bytes": 500},
+         "neither recall nor tools"),
+        ({"bank": "x", "tags": ["run:r-1"]}, "not a stable tag"),
+        ({"bank": "x", "tags": ["branch:"]}, "not a stable tag"),
+        ({"bank": "x", "tags": ["branch:a b"]}, "not a stable tag"),
+        ({"bank": "x", "tags": ["source:robot"]}, "not a stable tag"),
+        ({"bank": "x", "tags": ["branch:" + "x" * 130]}, "longer than 128"),
+        ({"bank": "x", "tags": [f"stream:s{i}" for i in range(17)]}, "at most 16"),
+        ({"bank": "x", "budget_bytes": 0}, "budget_bytes"),
+        ({"bank": "x", "retain": "always"}, "retain must be"),
+        ({"bank": "x", "tools": "yes"}, "tools must be"),
+        ({"bank": "bad bank"}, "whitespace"),
+    ],
+)
+def test_invalid_or_ineffective_config_fails_at_definition(kwargs: dict, fragment: str) -> None:
+    with pytest.raises(InvalidInputError, match=fragment):
+        MemoryConfig(**kwargs)
+
+
+def test_task_config_replaces_workflow_config() -> None:
+    inherited = MemoryConfig(bank="shared", tags=["branch:main"])
+    own = MemoryConfig(bank="mine")
+    assert resolve_memory(None, inherited) is inherited
+    assert resolve_memory(own, inherited) is own  # replaced, not merged: no tags inherited
+    assert resolve_memory(False, inherited) is None
+    assert resolve_memory({"bank": "d", "tools": True}, None) == MemoryConfig(bank="d", tools=True)
+    with pytest.raises(InvalidInputError):
+        resolve_memory({"bank": "d", "colour": "red"}, None)
+
+
+def test_write_tags_add_source_and_keep_the_limit() -> None:
+    assert write_tags(("branch:main",), ["scope:main"], "run") == (
+        "branch:main", "scope:main", "source:run")
+    assert write_tags((), ["source:chat"], "run") == ("source:chat",)
+    with pytest.raises(InvalidInputError):
+        write_tags(tuple(f"stream:s{i}" for i in range(16)), [], "run")
+
+
+def _item(i: int, text: str) -> RecallItem:
+    return RecallItem(f"note:{i}", "note", "workflow:x", None, text, 10.0 - i, ("x",))
+
+
+def test_block_keeps_rank_order_and_accounts_bytes() -> None:
+    items = [_item(i, f"lesson number {i}") for i in range(3)]
+    block = build_block(items, 2048)
+    assert block.text is not None
+    lines = block.text.split("\n")
+    assert lines[0] == ADVISORY_LINE
+    assert lines[1:] == [f"- [workflow:x] lesson number {i}" for i in range(3)]
+    assert block.bytes_used == utf8_len(block.text)
+    assert block.item_ids == ("note:0", "note:1", "note:2") and not block.truncated
+
+
+def test_last_item_is_cut_at_a_code_point_with_a_marker() -> None:
+    items = [_item(0, "🔥" * 40), _item(1, "é" * 400), _item(2, "never shown")]
+    block = build_block(items, 400)
+    assert block.text is not None and block.truncated
+    assert block.bytes_used <= 400 and block.bytes_used == utf8_len(block.text)
+    assert block.text.endswith(TRUNCATION_MARKER)
+    assert block.item_ids == ("note:0", "note:1")
+    assert block.included[1].truncated and block.omitted_ids == ("note:2",)
+    block.text.encode("utf-8").decode("utf-8")  # never a split character
+
+
+def test_nothing_fits_gives_no_block() -> None:
+    assert build_block([], 2048).text is None
+    tiny = build_block([_item(0, "x" * 500)], utf8_len(ADVISORY_LINE) + 10)
+    assert tiny.text is None and tiny.omitted_ids == ("note:0",)
+
+
+@given(st.text(max_size=300), st.integers(min_value=0, max_value=700))
+def test_longest_prefix_is_maximal(text: str, limit: int) -> None:
+    n = longest_prefix_within(text, limit)
+    assert utf8_len(text[:n]) <= limit or n == 0
+    if n < len(text):
+        assert utf8_len(text[: n + 1]) > limit
+
+
+@given(st.lists(st.text(min_size=1, max_size=200), min_size=1, max_size=8),
+       st.integers(min_value=128, max_value=1500))
+def test_block_never_exceeds_budget(texts: list[str], budget: int) -> None:
+    block = build_block([_item(i, t) for i, t in enumerate(texts)], budget)
+    assert block.bytes_used <= budget
+    if block.text is not None:
+        assert utf8_len(block.text) == block.bytes_used

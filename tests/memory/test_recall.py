@@ -1,0 +1,88 @@
+"""Local recall: BM25 over accepted, live notes and unexpired facts of the configured banks,
+tag-scoped, explained, and a degraded result that is not the same as finding nothing."""
+
+from __future__ import annotations
+
+from memory_support import HangingBackend, RaisingBackend
+
+from engine.memory.items import RecallRequest
+from engine.memory.recall import (
+    COMMON_MIN_DOCS,
+    LocalRecallBackend,
+    choose_terms,
+    match_expression,
+    query_terms,
+)
+from engine.memory.runtime import recall_with_timeout
+from store.clock import ManualClock
+from store.database import Database
+from store.memory import MemoryStore
+
+NS = "workflow:code-review"
+
+
+async def test_recall_reads_accepted_live_notes_and_facts(db: Database, clock: ManualClock) -> None:
+    memory = MemoryStore(db)
+    old = await memory.save_note(NS, "Run pytest with -x to stop at the first flaky failure.")
+    await memory.save_note(NS, "Pending idea about pytest markers.", status="pending")
+    await memory.save_note("workflow:other", "pytest lesson from another bank.")
+    newer = await memory.save_note(NS, "Use pytest -x -q for flaky suites.", supersedes=[old.id],
+                                   status="pending")
+    await memory.set_fact(NS, "pytest.command", {"content": "pytest -x --lf"})
+    await memory.set_fact(NS, "pytest.expired", "pytest old", ttl_ms=1000)
+    clock.advance(5000)
+    backend = LocalRecallBackend(db)
+    result = await backend.recall(RecallRequest((NS,), "How should I run pytest on flaky tests?"))
+    ids = [item.id for item in result.items]
+    assert f"note:{old.id}" in ids  # the pending superseder hides nothing
+    assert f"fact:{NS}/pytest.command" in ids
+    assert not result.degraded
+    assert all("pytest" in item.matched_terms for item in result.items)
+    assert {item.source for item in result.items} == {"note", "fact"}
+    assert all(item.namespace == NS for item in result.items)  # other banks never leak in
+    assert not any("expired" in i for i in ids)
+    assert not any("Pending" in i.text for i in result.items)
+    await memory.accept_note(newer.id)
+    after = await backend.recall(RecallRequest((NS,), "pytest flaky"))
+    assert [i.id for i in after.items if i.source == "note"] == [f"note:{newer.id}"]
+
+
+async def test_recall_is_tag_scoped_and_ranked(db: Database) -> None:
+    memory = MemoryStore(db)
+    tagged = await memory.save_note(NS, "deploy deploy staging checklist", tags=["branch:main"])
+    await memory.save_note(NS, "deploy notes without tags")
+    result = await LocalRecallBackend(db).recall(
+        RecallRequest((NS,), "deploy staging", tags=("branch:main",)))
+    assert [i.id for i in result.items] == [f"note:{tagged.id}"]
+    both = await LocalRecallBackend(db).recall(RecallRequest((NS,), "deploy staging"))
+    assert both.items[0].id == f"note:{tagged.id}"  # more matched terms rank first
+    assert both.items[0].score >= both.items[1].score
+
+
+async def test_nothing_found_differs_from_degraded(db: Database) -> None:
+    found = await LocalRecallBackend(db).recall(RecallRequest((NS,), "zebra"))
+    assert found.items == () and not found.degraded
+    timed_out = await recall_with_timeout(HangingBackend(), RecallRequest((NS,), "q"), 20)
+    assert timed_out.degraded and "timed out after 20 ms" in (timed_out.reason or "")
+    failed = await recall_with_timeout(RaisingBackend(), RecallRequest((NS,), "q"), 1000)
+    assert failed.degraded and "index unavailable" in (failed.reason or "")
+
+
+def test_query_terms_are_safe_fts_strings() -> None:
+    assert query_terms('Run "pytest" -x; OR NEAR(a b) 🔥 Ünïcode') == (
+        "run", "pytest", "x", "or", "near", "a", "b", "ünïcode")
+    assert match_expression(["a", 'b"c']) == '"a" OR "b""c"'
+
+
+def test_common_terms_are_dropped_or_pooled() -> None:
+    total = 1_000_000
+    counts = {"the": 900_000, "flaky": 40, "pytest": 3_000, "nothing": 0}
+    choice = choose_terms(counts, total)
+    assert choice.terms == ("flaky", "pytest") and "the" in choice.dropped_common
+    assert choice.newest_pool  # 3 040 possible matches: rank only the newest pool
+    only_common = choose_terms({"the": 900_000, "a": 950_000}, total)
+    assert only_common.terms == ("the", "a") and only_common.newest_pool
+    rare = choose_terms({"flaky": 40}, total)
+    assert rare.terms == ("flaky",) and not rare.newest_pool
+    assert choose_terms({"x": 0}, total).terms == ()
+    assert COMMON_MIN_DOCS > 0
