@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import click
 
-from engine.handoff import HandoffManager
+from engine.handoff import Distiller, HandoffManager, distiller_of
+from engine.loader import load_workflow
 from store.database import Database
 from store.errors import InvalidInputError
 from store.runs import RunStore
@@ -45,7 +46,9 @@ async def clear_command(run_id: str, reason: str, workspace_dir: str | None,
                 f"Clear requested; the engine running {run_id} hands off at its next dispatch."
             )
         else:
-            new_id = await HandoffManager(db).hand_off_run(run, reason=reason, trigger="person")
+            new_id = await HandoffManager(db).hand_off_run(
+                run, reason=reason, trigger="person", distill=_workflow_distiller(run.workflow_path)
+            )
             document = {"run_id": run_id, "requested": False, "new_run_id": new_id}
             message = new_id
     finally:
@@ -54,6 +57,16 @@ async def clear_command(run_id: str, reason: str, workspace_dir: str | None,
         print_json(document)
     else:
         click.echo(message)
+
+
+def _workflow_distiller(path: str | None) -> Distiller | None:
+    """The run's workflow's own distiller when its file still loads, else the default one."""
+    if not path:
+        return None
+    try:
+        return distiller_of(load_workflow(path))
+    except InvalidInputError:
+        return None
 
 
 COMMANDS = [clear_command]
