@@ -453,6 +453,13 @@ class DashboardReader:
         rows = _build(MemorySummary, await self._rows(sql.MEMORY_BLOCKS_OF_RUN, (run_id,)))
         return {f"{row.node_id}#{row.iteration}": row for row in rows}
 
+    async def latest_memory_block_node(self) -> tuple[str, str, int] | None:
+        """(run, node, iteration) of the newest non-empty memory block, or None."""
+        rows = await self._rows(sql.LATEST_MEMORY_BLOCK)
+        if not rows:
+            return None
+        return str(rows[0][0]), str(rows[0][1]), int(rows[0][2])
+
     # -- tokens --------------------------------------------------------------------------------
 
     async def usage_by_bucket(

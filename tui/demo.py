@@ -45,11 +45,14 @@ class DemoStep:
 
 DEMO_PLAN: tuple[DemoStep, ...] = (
     DemoStep("fanout_review.py", {"files": ["api.py", "store.py", "cli.py", "auth.py"]}, 0.0),
-    DemoStep("code_review.py", None, 1.0),
-    DemoStep("incident_runbook.py", None, 3.0),
-    DemoStep("context_handoff.py", None, 5.0),
-    # Same plan input again later: its cached "plan" task is a cache hit.
+    DemoStep("code_review.py", {"change": "retry flaky pytest fixtures"}, 1.0),
+    DemoStep("incident_runbook.py", {"incident": "queue backlog after deploy"}, 3.0),
+    DemoStep("context_handoff.py", {"goal": "migrate the test suite to pytest"}, 5.0),
+    # Recalls what the first review retained: its prompt starts with a memory block.
+    DemoStep("code_review.py", {"change": "speed up pytest fixtures"}, 18.0),
+    # Same input as the first fan-out: its cached "plan" task is a cache hit.
     DemoStep("fanout_review.py", {"files": ["api.py", "store.py", "cli.py", "auth.py"]}, 25.0),
+    DemoStep("incident_runbook.py", {"incident": "disk full on the ingest workers"}, 32.0),
 )
 
 

@@ -134,3 +134,9 @@ MEMORY_BLOCKS_OF_RUN = """
 SELECT node_id, iteration, bytes_used, budget_bytes, truncated, warning, degraded
 FROM memory_blocks WHERE run_id = ?
 """
+
+# The node whose memory block was built most recently (for screenshots and the palette).
+LATEST_MEMORY_BLOCK = """
+SELECT run_id, node_id, iteration FROM memory_blocks
+WHERE text IS NOT NULL ORDER BY block_id DESC LIMIT 1
+"""

@@ -1,0 +1,135 @@
+"""Regenerate the README's screenshots from a live demo workspace.
+
+    python -m tui.screenshots            # writes screenshots/*.svg (and *.png with rsvg-convert)
+
+It creates a fresh demo workspace in a temporary folder, runs the demo workflows in the
+embedded engine (faster than the interactive demo), and saves an SVG of each view while the
+runs are moving: Runs, a run's inspector on a node with a recalled memory block, Tokens,
+Memory, Handoffs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import TabbedContent
+
+from store.workspace import Workspace
+from tui import demo
+from tui.app import TetherApp
+from tui.screens.run_detail import RunDetailScreen
+
+SIZE = (150, 44)
+
+
+async def _until(
+    pilot: Pilot[None], check: Callable[[], Awaitable[bool]], timeout_s: float
+) -> bool:
+    for _ in range(int(timeout_s / 0.2)):
+        if await check():
+            return True
+        await pilot.pause(0.2)
+    return False
+
+
+async def capture(workspace: Workspace, out: Path) -> list[Path]:
+    """Run the demo under the app and save one SVG per view into ``out``."""
+    db = await demo.prepare_workspace(workspace)
+    await db.close()
+    app = TetherApp(workspace, background=[demo.live_demo])
+    saved: list[Path] = []
+
+    def save(name: str) -> None:
+        path = out / f"{name}.svg"
+        path.write_text(app.export_screenshot(title=f"tether — {name}"), encoding="utf-8")
+        saved.append(path)
+
+    async with app.run_test(size=SIZE) as pilot:
+        app.theme = "textual-dark"
+
+        async def runs_moving() -> bool:
+            reader = app.reader
+            return reader is not None and len(await reader.recent_runs(10)) >= 3
+
+        await _until(pilot, runs_moving, 30)
+        await pilot.pause(3.0)
+        save("runs")
+
+        async def has_block() -> bool:
+            reader = app.reader
+            return reader is not None and await reader.latest_memory_block_node() is not None
+
+        await _until(pilot, has_block, 30)
+        reader = app.reader
+        found = await reader.latest_memory_block_node() if reader else None
+        if found is not None:
+            run_id, node_key, iteration = found
+            app.open_run(run_id)
+            await pilot.pause(1.0)
+            screen = app.screen
+            if isinstance(screen, RunDetailScreen):
+                screen.query_one("#nodes-table").select_key(f"{node_key}#{iteration}")  # type: ignore[attr-defined]
+                await pilot.pause(0.5)
+                screen.query_one(TabbedContent).active = "tab-memory"
+                await pilot.pause(0.5)
+                save("run_detail")
+                app.select(run_id=run_id)
+                await pilot.press("escape")
+        await pilot.pause(8.0)
+        app.show_tokens("run")
+        await pilot.pause(1.5)
+        save("tokens")
+        await pilot.press("3")
+        await pilot.pause(1.0)
+        save("memory")
+
+        async def has_handoff() -> bool:
+            reader = app.reader
+            return reader is not None and bool(await reader.handoff_chains(limit=1))
+
+        await _until(pilot, has_handoff, 40)
+        await pilot.press("4")
+        await pilot.pause(1.0)
+        save("handoffs")
+    return saved
+
+
+def to_png(paths: list[Path]) -> list[Path]:
+    """Convert SVGs to PNGs with rsvg-convert when it is installed (for looking at them)."""
+    tool = shutil.which("rsvg-convert")
+    if tool is None:
+        return []
+    pngs = []
+    for path in paths:
+        png = path.with_suffix(".png")
+        subprocess.run([tool, str(path), "-o", str(png)], check=True)
+        pngs.append(png)
+    return pngs
+
+
+def main() -> None:
+    """Command-line entry: ``python -m tui.screenshots [--out DIR] [--png]``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="screenshots", help="folder for the SVGs")
+    parser.add_argument("--png", action="store_true", help="also write PNGs (rsvg-convert)")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("TETHER_SIM_LATENCY_MS", "300")
+    demo.tune_agents(live=True)
+    with tempfile.TemporaryDirectory(prefix="tether-shots-") as folder:
+        saved = asyncio.run(capture(Workspace(Path(folder) / "demo"), out))
+    for path in saved + (to_png(saved) if args.png else []):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
