@@ -196,6 +196,13 @@ class Database:
         """Run a query and return the first column of its first row, or None."""
         return await self._fetch_value(sql, params)
 
+    async def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: changes when another connection commits.
+
+        A cheap way for a long-lived view to tell whether re-reading is worth it.
+        """
+        return int(await self._fetch_value("PRAGMA data_version"))
+
     # -- writing ---------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager

@@ -70,7 +70,7 @@ async def test_fact_editor_blocks_invalid_json_and_saves_valid() -> None:
         area.text = '{"a": 1,,}'
         await pilot.pause()
         status = str(editor.query_one("#json-status", Static).render())
-        assert "line 1, column 9" in status
+        assert "not valid JSON" in status and "line 1 column 9" in status
         assert editor.query_one("#fact-save", Button).disabled
         await pilot.press("ctrl+s")
         await pilot.pause()
@@ -102,7 +102,7 @@ async def test_new_fact_form_validates_address() -> None:
             return "bad namespace"
         return None if key else "The key is empty."
 
-    app = Host(NewFactForm(check, namespace="workflow:w"))
+    app = Host(NewFactForm("workflow:w", check=check))
     async with app.run_test() as pilot:
         form = app.screen
         assert form.query_one("#fact-save", Button).disabled

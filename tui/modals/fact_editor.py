@@ -1,13 +1,13 @@
 """Editing a fact's JSON value and TTL, and adding a new fact, with live validation.
 
-The value is edited in a JSON code editor; every keystroke re-parses it and the first problem is
-shown inline with its line and column. While the value is not JSON (or the TTL, namespace or key
-is invalid) Save is disabled and ``ctrl+s`` does nothing, so a bad value can never be stored.
+The value is edited in a JSON code editor; every keystroke re-checks it with the store's own
+validation (the code ``tether memory set`` runs) and the first problem is shown inline with its
+line and column. While the value is not JSON (or the TTL, namespace or key is invalid) Save is
+disabled and ``ctrl+s`` does nothing, so a bad value can never be stored.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,11 +19,43 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
+from store.errors import InvalidInputError
+from store.facts import parse_value_json, validate_key, validate_ttl
+from store.namespaces import validate_namespace
+from tui.format import pretty_json
 from tui.modals.confirm import CSS_FILE
-from tui.modals.validation import format_ttl, json_problem, parse_json, parse_ttl
+from tui.modals.validation import format_ttl, parse_json, parse_ttl
 
 AddressCheck = Callable[[str, str], str | None]
 """Returns why a (namespace, key) pair is invalid, or None when it is fine."""
+
+
+def value_problem(text: str) -> str | None:
+    """Why the store would refuse ``text`` as a fact value (with line and column), or None."""
+    try:
+        parse_value_json(text)
+    except InvalidInputError as error:
+        return str(error)
+    return None
+
+
+def ttl_problem(text: str) -> str | None:
+    """Why a typed TTL is unusable, or None."""
+    try:
+        validate_ttl(parse_ttl(text))
+    except (ValueError, InvalidInputError) as error:
+        return str(error)
+    return None
+
+
+def address_problem(namespace: str, key: str) -> str | None:
+    """Why a (namespace, key) pair would be refused by ``tether memory set``, or None."""
+    try:
+        validate_namespace(namespace)
+        validate_key(key)
+    except InvalidInputError as error:
+        return str(error)
+    return None
 
 
 @dataclass(frozen=True)
@@ -34,14 +66,6 @@ class FactEdit:
     key: str
     value: object
     ttl_ms: int | None
-
-
-def pretty_json(value_json: str) -> str:
-    """Indent stored JSON text for editing (left as is if it somehow does not parse)."""
-    try:
-        return json.dumps(json.loads(value_json), indent=2, ensure_ascii=False)
-    except (json.JSONDecodeError, RecursionError):
-        return value_json
 
 
 class FactEditor(ModalScreen[FactEdit | None]):
@@ -118,30 +142,18 @@ class FactEditor(ModalScreen[FactEdit | None]):
             self._problems[field] = problem
 
     def _check_value(self) -> None:
-        text = self.query_one("#fact-value", TextArea).text
-        problem = json_problem(text)
+        problem = value_problem(self.query_one("#fact-value", TextArea).text)
+        self._set_problem("value", problem)
         status = self.query_one("#json-status", Static)
-        if problem is None:
-            self._set_problem("value", None)
-            status.update(Text("✓ valid JSON", style="green"))
-            status.remove_class("-invalid")
-        else:
-            self._set_problem("value", problem.describe())
-            status.update(Text(f"✗ not JSON: {problem.describe()}"))
-            status.add_class("-invalid")
+        status.update(Text(f"✗ {problem}") if problem else Text("✓ valid JSON", style="green"))
+        status.set_class(problem is not None, "-invalid")
 
     def _check_ttl(self) -> None:
+        problem = ttl_problem(self.query_one("#fact-ttl", Input).value)
+        self._set_problem("ttl", problem)
         status = self.query_one("#ttl-status", Static)
-        try:
-            parse_ttl(self.query_one("#fact-ttl", Input).value)
-        except ValueError as error:
-            self._set_problem("ttl", str(error))
-            status.update(Text(str(error)))
-            status.add_class("-invalid")
-        else:
-            self._set_problem("ttl", None)
-            status.update("")
-            status.remove_class("-invalid")
+        status.update(Text(problem or ""))
+        status.set_class(problem is not None, "-invalid")
 
     def check_address(self) -> None:
         """Validate namespace and key (nothing to check when they are fixed)."""
@@ -199,7 +211,9 @@ class FactEditor(ModalScreen[FactEdit | None]):
 class NewFactForm(FactEditor):
     """Add a new fact: namespace and key are typed and validated like the CLI validates them."""
 
-    def __init__(self, check: AddressCheck, namespace: str = "", key: str = "") -> None:
+    def __init__(
+        self, namespace: str = "", key: str = "", *, check: AddressCheck = address_problem
+    ) -> None:
         super().__init__(namespace, key, "null", None)
         self._check = check
 

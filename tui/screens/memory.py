@@ -66,8 +66,8 @@ SEARCH_LIMIT = 100
 
 FACT_COLUMNS = (("key", "Key"), ("value", "Value"), ("ttl", "TTL"),
                 ("updated", "Updated"), ("writer", "Written by"))
-NOTE_COLUMNS = (("status", "Status"), ("namespace", "Namespace"), ("body", "Note"),
-                ("edges", "⇢"), ("author", "Author"), ("age", "Age"))
+NOTE_COLUMNS = (("status", "Status"), ("body", "Note"), ("edges", "⇢"),
+                ("namespace", "Namespace"), ("author", "Author"), ("age", "Age"))
 
 
 class NoteSearchBar(Input):
@@ -232,6 +232,11 @@ class MemoryScreen(LiveScreen):
     def notes_table(self) -> KeyedTable:
         """The notes list."""
         return self.query_one("#notes-table", KeyedTable)
+
+    async def on_unmount(self) -> None:
+        # The writable connection's thread would keep the process alive after the app exits.
+        self._memory = None
+        await host_for(self.app).close()
 
     # -- data -----------------------------------------------------------------------------
 

@@ -1,0 +1,351 @@
+"""Pure helpers that turn facts and notes into the Memory view's rows and panels.
+
+Nothing here touches the database or Textual widgets, so ordering, grouping and the wording of
+provenance ("why is this remembered") are tested directly. Every stored string reaches the
+screen through :func:`tui.format.literal` / :func:`tui.format.one_line` (never as markup).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from store.facts import Fact
+from store.notes import Note
+from tui.format import ago, duration, literal, one_line, pretty_json
+from tui.widgets.filter_bar import matches
+
+Cells = Sequence[Text]
+ROW_SEP = "\x1f"
+"""Separates the parts of a row key (a unit separator never appears in validated text)."""
+
+NOTE_STATUS_ORDER = {"pending": 0, "accepted": 1, "rejected": 2}
+NOTE_STYLES = {
+    "pending": "bold yellow",
+    "accepted": "green",
+    "retired": "dim",
+    "rejected": "dim red",
+}
+NOTE_GLYPHS = {"pending": "?", "accepted": "✓", "retired": "⇣", "rejected": "✗"}
+
+
+def clock_time(ms: int | None) -> str:
+    """An absolute UTC time, e.g. ``2026-01-01 00:00:05Z`` (stable across time zones)."""
+    if ms is None:
+        return "–"
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(ms / 1000))
+
+
+# -- facts -----------------------------------------------------------------------------------
+
+
+def namespace_row_key(namespace: str) -> str:
+    """Row key of a namespace heading in the facts table."""
+    return f"ns{ROW_SEP}{namespace}"
+
+
+def fact_row_key(namespace: str, key: str) -> str:
+    """Row key of one fact in the facts table."""
+    return f"fact{ROW_SEP}{namespace}{ROW_SEP}{key}"
+
+
+def parse_row_key(row_key: str | None) -> tuple[str, ...]:
+    """Split a row key back into its parts: ``("ns", namespace)`` or ``("fact", ns, key)``."""
+    return tuple(row_key.split(ROW_SEP)) if row_key else ()
+
+
+def ttl_text(fact: Fact, now_ms: int) -> Text:
+    """Remaining lifetime: ``–`` when permanent, ``4m59s`` while live."""
+    remaining = fact.ttl_remaining_ms(now_ms)
+    if remaining is None:
+        return Text("–", style="dim")
+    return Text(duration(remaining), style="yellow" if remaining < 60_000 else "")
+
+
+def writer_text(run_id: str | None, node_id: str | None, iteration: int | None) -> Text:
+    """Who wrote it last: ``run/node#iteration``, or ``person/CLI`` without a run."""
+    if run_id is None:
+        return Text("person/CLI", style="dim")
+    text = literal(run_id, keep_newlines=False)
+    if node_id is not None:
+        text.append("/")
+        text.append_text(literal(node_id, keep_newlines=False))
+        if iteration:
+            text.append(f"#{iteration}")
+    return text
+
+
+def fact_matches(fact: Fact, needle: str) -> bool:
+    """The ``/`` filter over namespace, key and value text."""
+    return matches(needle, fact.namespace, fact.key, fact.value_json)
+
+
+def fact_rows(facts: Iterable[Fact], needle: str, now_ms: int) -> list[tuple[str, Cells]]:
+    """Facts grouped under one heading row per namespace (facts arrive ordered by namespace)."""
+    groups: dict[str, list[Fact]] = {}
+    for fact in facts:
+        if fact_matches(fact, needle):
+            groups.setdefault(fact.namespace, []).append(fact)
+    rows: list[tuple[str, Cells]] = []
+    for namespace, members in groups.items():
+        count = f"{len(members)} fact" + ("" if len(members) == 1 else "s")
+        rows.append((
+            namespace_row_key(namespace),
+            [
+                one_line(namespace, "bold"),
+                Text(count, style="dim"),
+                Text(""),
+                Text(""),
+                Text(""),
+            ],
+        ))
+        for index, fact in enumerate(members):
+            guide = "└ " if index == len(members) - 1 else "├ "
+            rows.append((
+                fact_row_key(fact.namespace, fact.key),
+                [
+                    Text(guide, style="dim") + one_line(fact.key, width=28),
+                    one_line(fact.value_json, width=40),
+                    ttl_text(fact, now_ms),
+                    Text(ago(now_ms, fact.updated_at_ms), style="dim"),
+                    writer_text(fact.run_id, fact.node_id, fact.iteration),
+                ],
+            ))
+    return rows
+
+
+def _field_table() -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column()
+    return table
+
+
+def fact_detail(fact: Fact, now_ms: int) -> RenderableType:
+    """The fact inspector: address, value, TTL and why it is remembered (its last writer)."""
+    head = _field_table()
+    head.add_row("namespace", literal(fact.namespace))
+    head.add_row("key", literal(fact.key))
+    expires = fact.expires_at_ms
+    if expires is None:
+        head.add_row("ttl", Text("never expires"))
+    else:
+        head.add_row(
+            "ttl",
+            Text(f"{duration(fact.ttl_ms)} from the last write; expires in "
+                 f"{duration(max(0, expires - now_ms))} ({clock_time(expires)})"),
+        )
+    why = _field_table()
+    why.add_row("written by", writer_text(fact.run_id, fact.node_id, fact.iteration))
+    if fact.iteration is not None and fact.run_id is not None:
+        why.add_row("iteration", Text(str(fact.iteration)))
+    why.add_row("last write", Text(f"{clock_time(fact.updated_at_ms)} "
+                                   f"({ago(now_ms, fact.updated_at_ms)})"))
+    why.add_row("first write", Text(clock_time(fact.created_at_ms)))
+    return Group(
+        Text("Fact", style="bold underline"),
+        head,
+        Text(""),
+        Text("Value", style="bold"),
+        literal(pretty_json(fact.value_json)),
+        Text(""),
+        Text("Why is this remembered", style="bold"),
+        why,
+        Text(""),
+        Text("e edit value/TTL · d delete · n new fact", style="dim"),
+    )
+
+
+def namespace_detail(namespace: str, facts: Sequence[Fact]) -> RenderableType:
+    """The inspector for a namespace heading."""
+    table = _field_table()
+    table.add_row("namespace", literal(namespace))
+    table.add_row("facts", Text(str(len(facts))))
+    return Group(
+        Text("Namespace", style="bold underline"),
+        table,
+        Text(""),
+        Text("n adds a fact here", style="dim"),
+    )
+
+
+# -- notes -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoteLinks:
+    """A note's supersession neighbours: what it supersedes and what supersedes it."""
+
+    supersedes: tuple[Note, ...] = ()
+    superseded_by: tuple[Note, ...] = ()
+
+
+@dataclass
+class NoteBook:
+    """The notes the view shows, plus which of them are retired and their edges."""
+
+    notes: list[Note] = field(default_factory=list)
+    retired: set[str] = field(default_factory=set)
+    links: dict[str, NoteLinks] = field(default_factory=dict)
+
+    def by_id(self, note_id: str) -> Note | None:
+        """The shown note with this id."""
+        for note in self.notes:
+            if note.id == note_id:
+                return note
+        return None
+
+
+def shown_status(note: Note, retired: set[str]) -> str:
+    """pending | accepted | retired (accepted but superseded by an accepted note) | rejected."""
+    if note.status == "accepted" and note.id in retired:
+        return "retired"
+    return note.status
+
+
+def note_order(notes: Iterable[Note], retired: set[str]) -> list[Note]:
+    """Pending proposals first (oldest first: the review queue), then live accepted notes,
+    then retired and rejected ones, each newest first."""
+
+    def rank(note: Note) -> tuple[int, int]:
+        status = shown_status(note, retired)
+        if status == "pending":
+            return (0, note.created_at_ms)
+        group = {"accepted": 1, "retired": 2, "rejected": 3}[status]
+        return (group, -note.created_at_ms)
+
+    return sorted(notes, key=rank)
+
+
+def status_cell(status: str) -> Text:
+    """A note status with its glyph and colour."""
+    style = NOTE_STYLES.get(status, "")
+    return Text(f"{NOTE_GLYPHS.get(status, '·')} {status}", style=style)
+
+
+def note_row_key(note_id: str) -> str:
+    """Row key of a note in the notes table."""
+    return f"note{ROW_SEP}{note_id}"
+
+
+def note_matches(note: Note, needle: str) -> bool:
+    """The ``/`` filter over namespace, body, id, author, kind and tags."""
+    return matches(needle, note.namespace, note.body, note.id, note.author, note.kind,
+                   " ".join(note.tags))
+
+
+def note_rows(book: NoteBook, needle: str, now_ms: int) -> list[tuple[str, Cells]]:
+    """Rows of the notes table in review order."""
+    rows: list[tuple[str, Cells]] = []
+    for note in note_order(book.notes, book.retired):  # columns: see NOTE_COLUMNS
+        if not note_matches(note, needle):
+            continue
+        links = book.links.get(note.id, NoteLinks())
+        edges = Text("")
+        if links.supersedes:
+            edges.append(f"⇢{len(links.supersedes)}", style="yellow")
+        status = shown_status(note, book.retired)
+        body_style = "dim" if status in ("retired", "rejected") else ""
+        rows.append((
+            note_row_key(note.id),
+            [
+                status_cell(status),
+                one_line(note.body, body_style, width=44),
+                edges,
+                one_line(note.namespace, width=22),
+                one_line(note.author or "–", width=14),
+                Text(ago(now_ms, note.created_at_ms), style="dim"),
+            ],
+        ))
+    return rows
+
+
+def provenance_table(note: Note, now_ms: int) -> Table:
+    """Who wrote a note, where, when, and what a person decided about it."""
+    table = _field_table()
+    table.add_row("id", literal(note.id))
+    table.add_row("namespace", literal(note.namespace))
+    table.add_row("author", literal(note.author or "unknown"))
+    table.add_row("written by", writer_text(note.run_id, note.node_id, note.iteration))
+    table.add_row("written at", Text(f"{clock_time(note.created_at_ms)} "
+                                     f"({ago(now_ms, note.created_at_ms)})"))
+    if note.kind:
+        table.add_row("kind", literal(note.kind))
+    if note.tags:
+        table.add_row("tags", literal(", ".join(note.tags)))
+    if note.status_changed_at_ms is not None:
+        decided = Text(f"{note.status} at {clock_time(note.status_changed_at_ms)}")
+        if note.status_reason:
+            decided.append(" — reason: ")
+            decided.append_text(literal(note.status_reason))
+        table.add_row("decision", decided)
+    return table
+
+
+def _note_line(note: Note, retired: set[str], width: int = 70) -> Text:
+    line = Text()
+    line.append_text(status_cell(shown_status(note, retired)))
+    line.append("  ")
+    line.append_text(one_line(note.id, "dim"))
+    line.append("  ")
+    line.append_text(one_line(note.body, width=width))
+    return line
+
+
+def why_remembered(note: Note, links: NoteLinks, retired: set[str]) -> list[Text]:
+    """The supersession chain in words: what this note replaces and what replaces it."""
+    lines: list[Text] = []
+    status = shown_status(note, retired)
+    if status == "pending":
+        lines.append(Text("Proposed, not yet reviewed: it reaches no prompt until accepted."))
+    elif status == "accepted":
+        lines.append(Text("Accepted and live: recall may inject it into task prompts."))
+    elif status == "retired":
+        lines.append(Text("Retired: an accepted note supersedes it, so recall skips it."))
+    else:
+        lines.append(Text("Rejected: it reaches no prompt and retires nothing."))
+    for target in links.supersedes:
+        prefix = "replaces " if note.status == "accepted" else "would replace "
+        lines.append(Text(f"  {prefix}") + _note_line(target, retired, 56))
+    for newer in links.superseded_by:
+        lines.append(Text("  superseded by ") + _note_line(newer, retired, 52))
+    return lines
+
+
+def note_detail(note: Note, links: NoteLinks, retired: set[str], now_ms: int) -> RenderableType:
+    """The note inspector: body, provenance and the supersession chain."""
+    keys = "a accept · r reject · enter review side by side"
+    if note.status != "pending":
+        keys = "enter review side by side"
+    return Group(
+        Text("Note", style="bold underline"),
+        status_cell(shown_status(note, retired)),
+        Text(""),
+        literal(note.body),
+        Text(""),
+        Text("Why is this remembered", style="bold"),
+        provenance_table(note, now_ms),
+        *why_remembered(note, links, retired),
+        Text(""),
+        Text(keys, style="dim"),
+    )
+
+
+def verdict_text(note: Note, links: NoteLinks) -> Text:
+    """What accepting or rejecting this note will do, in one or two sentences."""
+    count = len(links.supersedes)
+    if note.status != "pending":
+        return Text(f"This note is {note.status}; a pending proposal is what gets reviewed.",
+                    style="dim")
+    if count == 0:
+        return Text("Accept makes it live for recall. Reject keeps it out of every prompt.")
+    noun = "note" if count == 1 else f"{count} notes"
+    return Text(
+        f"Accept makes it live and retires the {noun} on the right at once. "
+        f"Reject keeps it out of every prompt and leaves the {noun} live."
+    )
