@@ -235,3 +235,54 @@ class HandoffManager:
             tokens_at_handoff=counted_tokens(run.tokens),
         )
         return new_run.run_id
+
+
+DEFAULT_CLEAR_REASON = "cleared by a person"
+
+
+@dataclass(frozen=True)
+class ClearResult:
+    """What a person's clear did: asked the running engine (``requested``) or handed off now."""
+
+    run_id: str
+    requested: bool
+    new_run_id: str | None
+
+
+async def clear_run(db: Database, run_id: str, reason: str) -> ClearResult:
+    """The durable ``/clear`` a person asks for (``tether clear``, the dashboard's ``x``).
+
+    A run an engine is executing (running, fresh heartbeat) gets a clear *request*; that engine
+    hands off at its next dispatch. Any other run (stale, pending, failed, cancelled, finished)
+    is handed off here and now; the new run's id is returned, and ``tether run WORKFLOW
+    --resume NEW_ID`` (or the dashboard's ``R``) continues it.
+
+    Raises:
+        NotFoundError: there is no such run.
+        InvalidInputError: an empty reason, or a run that was already handed off.
+    """
+    if not reason.strip():
+        raise InvalidInputError("A clear needs a reason; pass some text.")
+    runs = RunStore(db)
+    run = await runs.get_run(run_id)
+    if run.status == "handed-off":
+        raise InvalidInputError(f"Run {run_id} was already handed off; clear its successor.")
+    if run.status == "running" and not run.is_stale(db.clock.now_ms()):
+        await runs.request_clear(run_id, reason)
+        return ClearResult(run_id, True, None)
+    new_id = await HandoffManager(db).hand_off_run(
+        run, reason=reason, trigger="person", distill=workflow_distiller(run.workflow_path)
+    )
+    return ClearResult(run_id, False, new_id)
+
+
+def workflow_distiller(path: str | None) -> Distiller | None:
+    """The run's workflow's own distiller when its file still loads, else None (the default)."""
+    if not path:
+        return None
+    from engine.loader import load_workflow
+
+    try:
+        return distiller_of(load_workflow(path))
+    except InvalidInputError:
+        return None
