@@ -120,6 +120,10 @@ class TetherApp(App[None]):
         self._stop.set()
         async with self._lock:
             await self.tailer.close()
+        # The writable connection of the dashboard's actions and embedded engine (run_control).
+        host = getattr(self, "engine_host", None)
+        if host is not None:
+            await host.close()
 
     async def _watch_loop(self) -> None:
         async for _ in wake_ups(self.workspace, self._stop):

@@ -3,19 +3,110 @@
 The dashboard reads through its read-only tailing connection (``store/dashboard.py``); every
 change a person makes goes through :class:`EngineHost`, which owns a separate writable
 :class:`store.database.Database` used only for short ``BEGIN IMMEDIATE`` transactions. Memory
-edits call :class:`store.memory.MemoryStore` and run control calls :class:`store.runs.RunStore`
-and the engine, the same code the command line runs, so a rule holds everywhere.
+edits call :class:`store.memory.MemoryStore` and run control calls :class:`store.runs.RunStore`,
+:func:`engine.handoff.clear_run` and the engine: the same code the command line runs
+(``tether memory``, ``tether notes``, ``tether cancel``, ``tether clear``, ``tether run
+--resume``), so a rule holds everywhere.
+
+Runs launched or resumed here execute as asyncio tasks of the dashboard's event loop. Quitting
+abandons them without marking them: they keep status ``running``, their heartbeat stops, and
+after 30 s they show as *stale*, ready for ``R`` (or ``tether run --resume``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import shutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from engine.artifacts import safe_part
+from engine.handoff import ClearResult, clear_run
+from engine.loader import load_workflow
+from engine.scheduler import Engine, RunOutcome
+from engine.setup import open_engine
+from engine.workflow import Workflow
 from store.clock import SYSTEM_CLOCK, Clock
 from store.database import Database
+from store.errors import InvalidInputError, TetherError
 from store.memory import MemoryStore
-from store.runs import RunStore
+from store.runs import RunRecord, RunStore
 from store.workspace import Workspace
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+"""The example workflows of a Tether checkout, always offered by the launch dialog."""
+RECENT_RUNS_SCANNED = 500
+"""How many recent runs are looked at for workflow files run in this workspace."""
+
+
+@dataclass(frozen=True)
+class KnownWorkflow:
+    """A workflow file the dashboard can launch, loaded, with an input to start editing from."""
+
+    path: Path
+    workflow: Workflow
+    example_input: Any
+
+    @property
+    def name(self) -> str:
+        """The workflow's name (what ``tether runs`` shows)."""
+        return self.workflow.name
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is not a valid input for this workflow (its input type), or None."""
+        try:
+            self.workflow.parse_input(value)
+        except InvalidInputError as error:
+            return str(error)
+        return None
+
+
+def placeholder_input(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A starting input from a JSON Schema: defaults where given, empty values of the right
+    type for the other required fields (so the person sees every field to fill in)."""
+    empty: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False,
+                             "array": [], "object": {}}
+    required = set(schema.get("required", ()))
+    value: dict[str, Any] = {}
+    for name, field in schema.get("properties", {}).items():
+        if "default" in field:
+            value[name] = field["default"]
+        elif name in required:
+            kind = field.get("type")
+            value[name] = empty.get(kind) if isinstance(kind, str) else None
+    return value
+
+
+def workflow_files(examples_dir: Path, recorded: Iterable[str | None]) -> list[Path]:
+    """Workflow files the workspace knows: the examples, then files its runs came from.
+
+    Missing files are skipped and each file appears once (compared by resolved path).
+    """
+    candidates: list[Path] = []
+    if examples_dir.is_dir():
+        candidates += sorted(p for p in examples_dir.glob("*.py") if not p.name.startswith("_"))
+    candidates += [Path(path) for path in recorded if path]
+    seen: set[Path] = set()
+    files: list[Path] = []
+    for path in candidates:
+        resolved = path.expanduser().resolve()
+        if resolved in seen or not resolved.is_file():
+            continue
+        seen.add(resolved)
+        files.append(resolved)
+    return files
+
+
+def suggested_inputs() -> dict[str, Any]:
+    """Example inputs by example file name (the demo's plan), so a launch starts filled in."""
+    from tui.demo import DEMO_PLAN
+
+    inputs: dict[str, Any] = {}
+    for step in DEMO_PLAN:
+        inputs.setdefault(step.example, step.input)
+    return inputs
 
 
 class EngineHost:
@@ -25,6 +116,12 @@ class EngineHost:
         self.workspace = workspace
         self.clock = clock
         self._db: Database | None = None
+        self._engine: Engine | None = None
+        self._owners: set[str] = set()
+        self._tasks: set[asyncio.Task[RunOutcome | None]] = set()
+        self.examples_dir = EXAMPLES_DIR
+        self.on_problem: Callable[[str], None] | None = None
+        """Told (one sentence) when a background run fails to start or crashes."""
 
     async def database(self, *, create: bool = False) -> Database:
         """The writable connection; ``create`` makes the workspace on a first write.
@@ -44,17 +141,170 @@ class EngineHost:
         """The run records over the writable connection (same methods as ``tether runs``)."""
         return RunStore(await self.database())
 
+    # -- the embedded engine ----------------------------------------------------------------
+
+    def adopt(self, engine: Engine | None) -> None:
+        """Count runs of an engine started elsewhere in this process (``tether demo``) as
+        embedded, so quitting asks about them too."""
+        if engine is not None:
+            self._owners.add(engine.owner_id)
+            if self._engine is None and engine.db is self._db:
+                self._engine = engine
+
+    async def engine(self) -> Engine:
+        """The embedded engine (created on first use, on the writable connection)."""
+        if self._engine is None:
+            self._engine = open_engine(await self.database(create=True))
+        self._owners.add(self._engine.owner_id)
+        return self._engine
+
+    async def known_workflows(self) -> tuple[list[KnownWorkflow], list[str]]:
+        """Workflows that can be launched, and one sentence per file that failed to load."""
+        recorded: list[str | None] = []
+        if self.workspace.exists():
+            runs = await RunStore(await self.database()).list_runs(limit=RECENT_RUNS_SCANNED)
+            recorded = [run.workflow_path for run in runs]
+        inputs = suggested_inputs()
+        known: list[KnownWorkflow] = []
+        problems: list[str] = []
+        for path in workflow_files(self.examples_dir, recorded):
+            try:
+                workflow = load_workflow(path)
+            except InvalidInputError as error:
+                problems.append(str(error))
+                continue
+            example = inputs.get(path.name)
+            if example is None and workflow.input_model is not None:
+                example = placeholder_input(workflow.input_model.model_json_schema())
+            known.append(KnownWorkflow(path, workflow, example if example is not None else {}))
+        return known, problems
+
+    def _spawn(self, work: Any) -> asyncio.Task[RunOutcome | None]:
+        task: asyncio.Task[RunOutcome | None] = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+        return task
+
+    def _finished(self, task: asyncio.Task[RunOutcome | None]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is None:
+            return
+        message = str(error) if isinstance(error, TetherError) else (
+            f"An embedded run stopped with an internal error: {type(error).__name__}: {error}"
+        )
+        if self.on_problem is not None:
+            self.on_problem(message)
+
+    async def launch(
+        self, known: KnownWorkflow, value: Any
+    ) -> asyncio.Task[RunOutcome | None]:
+        """Start a run of ``known`` with ``value`` in the embedded engine; it follows handoffs.
+
+        The input is validated first (InvalidInputError, nothing written).
+        """
+        known.workflow.parse_input(value)
+        engine = await self.engine()
+        workflow = known.workflow
+
+        async def run() -> RunOutcome:
+            outcome = await engine.start(workflow, value, workflow_path=str(known.path))
+            return await engine.run_chain(workflow, outcome)
+
+        return self._spawn(run())
+
+    async def resume(self, run_id: str) -> asyncio.Task[RunOutcome | None]:
+        """Continue ``run_id`` (stale, failed, cancelled or pending) in the embedded engine.
+
+        The engine refuses a finished or handed-off run and one still running elsewhere; that
+        refusal (like any failure of a background run) reaches :attr:`on_problem`.
+
+        Raises:
+            NotFoundError: no such run.
+            InvalidInputError: no workflow file recorded, or it does not load.
+        """
+        run = await (await self.runs()).get_run(run_id)
+        workflow = self._workflow_of(run)
+        engine = await self.engine()
+
+        async def run_it() -> RunOutcome:
+            outcome = await engine.resume(workflow, run_id)
+            return await engine.run_chain(workflow, outcome)
+
+        return self._spawn(run_it())
+
+    def _workflow_of(self, run: RunRecord) -> Workflow:
+        if not run.workflow_path:
+            raise InvalidInputError(
+                f"Run {run.run_id} has no workflow file recorded; resume it with "
+                f"tether run WORKFLOW --resume {run.run_id}."
+            )
+        return load_workflow(run.workflow_path)
+
+    async def cancel(self, run_id: str) -> RunRecord:
+        """Cancel a run (the same request ``tether cancel`` writes)."""
+        return await (await self.runs()).request_cancel(run_id)
+
+    async def clear(self, run_id: str, reason: str) -> ClearResult:
+        """Durable /clear (the same decision as ``tether clear``). When the handoff happened
+        here (no engine was running the run), the new generation starts in the embedded
+        engine if the workflow file still loads."""
+        result = await clear_run(await self.database(), run_id, reason)
+        if result.new_run_id is not None:
+            try:
+                await self.resume(result.new_run_id)
+            except InvalidInputError as error:
+                if self.on_problem is not None:
+                    self.on_problem(f"{error} The new run {result.new_run_id} waits.")
+        return result
+
+    async def delete(self, run_id: str) -> str:
+        """Delete a run that is not running, its rows and its artifact folder; returns its id."""
+        runs = await self.runs()
+        run = await runs.get_run(run_id)
+        if run.status in ("running", "pending") and not run.is_stale(self.clock.now_ms()):
+            raise InvalidInputError(f"Run {run_id} is {run.status}; cancel it before deleting it.")
+        await runs.delete_run(run_id)
+        folder = self.workspace.artifacts_dir / safe_part(run_id)
+        await asyncio.to_thread(shutil.rmtree, folder, True)
+        return run_id
+
+    async def active_runs(self) -> list[RunRecord]:
+        """Runs this process's engines are executing right now (what quitting would leave)."""
+        if not self._owners or self._db is None:
+            return []
+        running = await RunStore(self._db).list_runs(status="running", limit=RECENT_RUNS_SCANNED)
+        return [run for run in running if run.owner_id in self._owners]
+
+    async def abandon(self) -> None:
+        """Stop executing embedded runs without marking them: they stay ``running`` and become
+        stale (resumable) once their heartbeat is older than 30 s."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
     async def close(self) -> None:
-        """Close the writable connection (safe to call twice)."""
+        """Abandon embedded runs and close the writable connection (safe to call twice)."""
+        await self.abandon()
+        self._engine = None
         if self._db is not None:
             db, self._db = self._db, None
             await db.close()
 
 
 def host_for(app: Any) -> EngineHost:
-    """The app's :class:`EngineHost`, created on first use from ``app.workspace``/``app.clock``."""
+    """The app's :class:`EngineHost`, created on first use from ``app.workspace``/``app.clock``.
+
+    An engine the app already runs (``app.engine``, set by ``tether demo``) is adopted.
+    """
     host = getattr(app, "engine_host", None)
     if not isinstance(host, EngineHost):
         host = EngineHost(app.workspace, getattr(app, "clock", SYSTEM_CLOCK))
+        host.on_problem = lambda message: app.notify(message, severity="error", markup=False)
         app.engine_host = host
+    host.adopt(getattr(app, "engine", None))
     return host

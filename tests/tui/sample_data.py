@@ -114,7 +114,7 @@ async def populate(db: Database, clock: ManualClock) -> None:
     await store.create_run("context-handoff", run_id="run-long-g1", generation=1,
                            parent_run_id="run-long-g0", nodes_total=5)
     await store.record_handoff("run-long-g0", to_run_id="run-long-g1", trigger="ceiling",
-                               reason="token ceiling 500000 exceeded", generation=0,
+                               reason="token ceiling 500000 exceeded", generation=1,
                                tokens_at_handoff=550_000,
                                carried_state={"goal": "migrate", "generation": 1,
                                               "learnings": [MARKUP]})
@@ -122,7 +122,7 @@ async def populate(db: Database, clock: ManualClock) -> None:
     await store.create_run("context-handoff", run_id="run-long-g2", generation=2,
                            parent_run_id="run-long-g1", nodes_total=5)
     await store.record_handoff("run-long-g1", to_run_id="run-long-g2", trigger="person",
-                               reason="cleared from the dashboard", generation=1,
+                               reason="cleared from the dashboard", generation=2,
                                carried_state={"goal": "migrate", "generation": 2})
     await store.set_run_status("run-long-g1", "handed-off")
     clock.advance(40_000)

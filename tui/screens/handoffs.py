@@ -43,7 +43,7 @@ def reason_text(handoff: HandoffRow) -> Text:
         text.append("cleared by a person", style="cyan")
     if handoff.reason:
         text.append(": ")
-        text.append_text(one_line(handoff.reason, width=80))
+        text.append_text(one_line(handoff.reason, width=56))
     return text
 
 
@@ -63,7 +63,7 @@ def chain_rows(chains: list[HandoffChain], needle: str) -> list[tuple[str, list[
                     str(handoff.handoff_id),
                     [
                         Text(f"{glyph} #{number}", style="bold" if index == 0 else "dim"),
-                        Text(f"{handoff.generation}→{handoff.generation + 1}", justify="right"),
+                        Text(f"{handoff.generation - 1}→{handoff.generation}", justify="right"),
                         one_line(handoff.from_run_id),
                         one_line(handoff.to_run_id or "(not started)"),
                         reason_text(handoff),
@@ -78,8 +78,8 @@ def handoff_detail(handoff: HandoffRow) -> Text:
     """The selected handoff: generation, reason, bytes and the carried state, literally."""
     out = Text()
     out.append(
-        f"Handoff {handoff.handoff_id} · generation {handoff.generation} → "
-        f"{handoff.generation + 1}\n",
+        f"Handoff {handoff.handoff_id} · generation {handoff.generation - 1} → "
+        f"{handoff.generation} (the generation of the run it started)\n",
         style="bold",
     )
     out.append_text(reason_text(handoff))

@@ -15,9 +15,7 @@ Keys that do not apply to the selected row are hidden from the footer and do not
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -32,6 +30,7 @@ from store.errors import NotFoundError, TetherError
 from store.facts import Fact
 from store.memory import MemoryStore
 from store.notes import Note
+from tui.actions.feedback import write_safely
 from tui.format import literal
 from tui.modals import ConfirmDialog, FactEditor, NewFactForm, reject_note_dialog
 from tui.run_control import host_for
@@ -55,8 +54,6 @@ from tui.screens.memory_render import (
 )
 from tui.tailing import Batch
 from tui.widgets.keyed_table import KeyedTable
-
-T = TypeVar("T")
 
 FACTS_LIMIT = 2_000
 """Facts read per refresh (the view is a window; ``tether memory list`` shows everything)."""
@@ -97,24 +94,6 @@ class NoteSearchBar(Input):
         """Hide the bar without changing the search in effect."""
         self.remove_class("-open")
         self.screen.focus_next()
-
-
-async def write_safely(
-    screen: Screen[Any], action: Callable[[], Awaitable[T]]
-) -> T | None:
-    """Run one write; a refusal or database error becomes a toast (one sentence), not a crash.
-
-    Writes are short ``BEGIN IMMEDIATE`` transactions that wait on the busy timeout, so a busy
-    engine in another process delays them briefly instead of failing them.
-    """
-    try:
-        return await action()
-    except TetherError as error:
-        screen.app.notify(str(error), severity="error", markup=False)
-    except sqlite3.Error as error:
-        screen.app.notify(f"The database refused the change: {error}.", severity="error",
-                          markup=False)
-    return None
 
 
 async def accept_note(screen: Screen[Any], memory: MemoryStore, note: Note) -> Note | None:

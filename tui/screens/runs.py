@@ -12,8 +12,8 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from store.dashboard import EventRow, RunRow
+from tui.actions.run_actions import RunControlScreen
 from tui.format import duration, literal, one_line, percent, status_text, tokens
-from tui.screens.base import LiveScreen
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
@@ -74,7 +74,7 @@ def event_line(event: EventRow) -> str:
     return f"{when}  {event.seq:>7}  {event.type:<18} {where}  {payload}"
 
 
-class RunsScreen(LiveScreen):
+class RunsScreen(RunControlScreen):
     """The newest runs with status, progress, tokens and a stale badge; ``enter`` opens one."""
 
     MODE = "runs"

@@ -44,14 +44,14 @@ _plotext_utility.no_duplicates = _stable_no_duplicates
 
 USAGE_COLUMNS = (
     ("name", "Node"),
+    ("total", "Total"),
+    ("cached", "Cached"),
     ("calls", "Calls"),
     ("fresh", "Fresh in"),
     ("cache_read", "Cache read"),
     ("cache_write", "Cache write"),
     ("output", "Output"),
     ("reasoning", "Reasoning"),
-    ("cached", "Cached"),
-    ("total", "Total"),
 )
 
 TOP_COLUMNS = (
@@ -69,14 +69,14 @@ def usage_cells(name: Text, calls: int | None, usage: TokenCounts) -> list[Text]
     """The cells of one usage-table row."""
     return [
         name,
+        Text(tokens(usage.total_tokens), justify="right"),
+        Text(percent(usage.cached_share) if usage.context_tokens else "–", justify="right"),
         Text("–" if calls is None else str(calls), justify="right"),
         Text(tokens(usage.input_tokens), justify="right"),
         Text(tokens(usage.cache_read_tokens), justify="right"),
         Text(tokens(usage.cache_write_tokens), justify="right"),
         Text(tokens(usage.output_tokens), justify="right"),
         Text(tokens(usage.reasoning_tokens), justify="right"),
-        Text(percent(usage.cached_share) if usage.context_tokens else "–", justify="right"),
-        Text(tokens(usage.total_tokens), justify="right"),
     ]
 
 
@@ -211,7 +211,7 @@ class TokensScreen(LiveScreen):
             usage_table.columns[ColumnKey("name")].label = Text("Run (newest)")
             for run in await reader.recent_runs(200):
                 if matches(needle, run.run_id, run.workflow):
-                    name = one_line(run.workflow, width=20)
+                    name = one_line(run.workflow, width=16)
                     name.append(" ")
                     name.append_text(one_line(run.run_id, "dim"))
                     rows.append((run.run_id, usage_cells(name, None, run)))

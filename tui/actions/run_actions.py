@@ -1,0 +1,260 @@
+"""Run control from the dashboard: ``n`` launch, ``x`` clear, ``c`` cancel, ``R`` resume,
+``d`` delete, and the quit confirmation while embedded runs are active.
+
+:class:`RunControlScreen` is the base of views that have a selected run (the Runs list). Each
+key is shown in the footer only when it applies to the selected run (``check_action``), and
+does nothing otherwise. Destructive actions ask first, naming the exact run. The work itself is
+done by :class:`tui.run_control.EngineHost`, i.e. by the same store and engine functions as
+``tether cancel`` / ``tether clear`` / ``tether run --resume``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.binding import Binding
+from textual.widgets import DataTable
+
+from engine.handoff import DEFAULT_CLEAR_REASON
+from store.dashboard import RunRow
+from tui.actions.feedback import write_safely
+from tui.modals import ConfirmDialog, LaunchRunDialog, WorkflowChoice, clear_run_dialog
+from tui.run_control import EngineHost, KnownWorkflow, host_for
+from tui.screens.base import LiveScreen
+
+TERMINAL = ("finished", "failed", "cancelled", "handed-off")
+
+
+def allowed_run_actions(run: RunRow | None, now_ms: int) -> set[str]:
+    """Which run keys apply to ``run`` (pure policy, tested directly).
+
+    - clear: a run that is not finished or handed off (a stale, failed or cancelled run gets
+      its fresh generation at once; a live one hands off at its next dispatch);
+    - cancel: a running (even stale) or pending run;
+    - resume: a stale run, or a failed or cancelled one (finished nodes never run again);
+    - delete: a finished, failed, cancelled or handed-off run, or a stale one.
+    """
+    allowed = {"launch_run"}
+    if run is None:
+        return allowed
+    stale = run.is_stale(now_ms)
+    if run.status not in ("finished", "handed-off"):
+        allowed.add("clear_run")
+    if run.status in ("running", "pending"):
+        allowed.add("cancel_run")
+    if stale or run.status in ("failed", "cancelled"):
+        allowed.add("resume_run")
+    if stale or run.status in TERMINAL:
+        allowed.add("delete_run")
+    return allowed
+
+
+def run_target(run: RunRow) -> Text:
+    """The exact run a dialog is about: id, workflow, status, generation."""
+    text = Text.assemble(("run ", "dim"), (run.run_id, "bold"), ("  workflow ", "dim"))
+    text.append(run.workflow)
+    text.append(f"  {run.status}", style="dim")
+    if run.generation:
+        text.append(f"  generation {run.generation}", style="dim")
+    return text
+
+
+def workflow_choice(known: KnownWorkflow) -> WorkflowChoice:
+    """How a loadable workflow file is offered in the launch dialog."""
+    return WorkflowChoice(
+        key=str(known.path),
+        name=known.name,
+        source=known.path.name,
+        description=known.workflow.description,
+        example_input=json.dumps(known.example_input, indent=2, ensure_ascii=False),
+        validate=known.problem,
+    )
+
+
+class RunControlScreen(LiveScreen):
+    """A live view with a selected run and the run-control keys."""
+
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("n", "launch_run", "Launch"),
+        Binding("x", "clear_run", "Clear"),
+        Binding("c", "cancel_run", "Cancel run"),
+        Binding("R", "resume_run", "Resume"),
+        Binding("d", "delete_run", "Delete run"),
+    ]
+    RUN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"launch_run", "clear_run", "cancel_run", "resume_run", "delete_run"}
+    )
+
+    @property
+    def host(self) -> EngineHost:
+        """The dashboard's writable side (embedded engine and writable connection)."""
+        return host_for(self.app)
+
+    def selected_run(self) -> RunRow | None:
+        """The run the keys act on: the one under the cursor, as last read."""
+        run_id = getattr(self, "selected_run_id", None)
+        if not isinstance(run_id, str):
+            return None
+        return self.tether.known_runs.get(run_id)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide run keys that do not apply to the selected run."""
+        if action in self.RUN_ACTIONS:
+            return action in allowed_run_actions(self.selected_run(), self.tether.now_ms())
+        return super().check_action(action, parameters)
+
+    def update_chrome(self) -> None:
+        super().update_chrome()
+        # The selected run's status may have changed with the data: re-evaluate the footer.
+        self.refresh_bindings()
+
+    @on(DataTable.RowHighlighted)
+    def _run_highlighted(self) -> None:
+        self.refresh_bindings()
+
+    def _target(self, action: str) -> RunRow | None:
+        run = self.selected_run()
+        if run is None or not self.check_action(action, ()):
+            return None
+        return run
+
+    # -- the keys -------------------------------------------------------------------------
+
+    @work(group="run-action", exclusive=True)
+    async def action_launch_run(self) -> None:
+        """Pick a workflow the workspace knows, edit its JSON input, start it embedded."""
+        found = await write_safely(self, self.host.known_workflows)
+        if found is None:
+            return
+        known, problems = found
+        for problem in problems:
+            self.app.notify(problem, title="workflow not offered", severity="warning",
+                            markup=False)
+        by_key = {str(k.path): k for k in known}
+        request = await self.app.push_screen_wait(
+            LaunchRunDialog([workflow_choice(k) for k in known])
+        )
+        if request is None:
+            return
+        chosen = by_key[request.choice.key]
+        started = await write_safely(self, lambda: self.host.launch(chosen, request.input))
+        if started is not None:
+            self.app.notify(f"Started {chosen.name} in the embedded engine.", markup=False)
+            self._wake()
+
+    @work(group="run-action", exclusive=True)
+    async def action_clear_run(self) -> None:
+        """Durable /clear of the selected run, with an optional reason."""
+        run = self._target("clear_run")
+        if run is None:
+            return
+        answer = await self.app.push_screen_wait(clear_run_dialog(run.run_id, run.workflow))
+        if answer is None:
+            return
+        reason = answer.reason or DEFAULT_CLEAR_REASON
+        result = await write_safely(self, lambda: self.host.clear(run.run_id, reason))
+        if result is None:
+            return
+        if result.requested:
+            message = f"Clear requested; {run.run_id} hands off at its next dispatch."
+        else:
+            message = f"{run.run_id} handed off to {result.new_run_id}."
+        self.app.notify(message, markup=False)
+        self._wake()
+
+    @work(group="run-action", exclusive=True)
+    async def action_cancel_run(self) -> None:
+        """Cancel the selected run after a confirmation naming it."""
+        run = self._target("cancel_run")
+        if run is None:
+            return
+        confirmed = await self.app.push_screen_wait(
+            ConfirmDialog("Cancel this run?", run_target(run), confirm_label="Cancel run",
+                          detail="Its running tasks stop; finished nodes keep their outputs.")
+        )
+        if not confirmed:
+            return
+        record = await write_safely(self, lambda: self.host.cancel(run.run_id))
+        if record is not None:
+            done = record.status == "cancelled"
+            self.app.notify(
+                f"Run {run.run_id} cancelled." if done
+                else f"Cancel requested for {run.run_id}; its engine stops it shortly.",
+                markup=False,
+            )
+            self._wake()
+
+    @work(group="run-action", exclusive=True)
+    async def action_resume_run(self) -> None:
+        """Resume the selected stale (or failed/cancelled) run in the embedded engine."""
+        run = self._target("resume_run")
+        if run is None:
+            return
+        started = await write_safely(self, lambda: self.host.resume(run.run_id))
+        if started is not None:
+            self.app.notify(f"Resuming {run.run_id} in the embedded engine.", markup=False)
+            self._wake()
+
+    @work(group="run-action", exclusive=True)
+    async def action_delete_run(self) -> None:
+        """Delete the selected finished run and its artifacts after a confirmation."""
+        run = self._target("delete_run")
+        if run is None:
+            return
+        confirmed = await self.app.push_screen_wait(
+            ConfirmDialog(
+                "Delete this run?", run_target(run), confirm_label="Delete run",
+                detail="Its nodes, attempts, calls, memory blocks and artifact files are "
+                       "removed; this cannot be undone.",
+            )
+        )
+        if not confirmed:
+            return
+        deleted = await write_safely(self, lambda: self.host.delete(run.run_id))
+        if deleted is not None:
+            self.app.notify(f"Deleted run {deleted} and its artifacts.", markup=False)
+            self._wake()
+
+    def _wake(self) -> None:
+        wake = getattr(self.app, "wake", None)
+        if callable(wake):
+            wake()
+
+
+async def confirm_quit(app: Any) -> bool:
+    """True to quit now. While embedded runs are active, ask first (naming them) and return
+    False; the dialog quits on "yes", leaving those runs resumable (they show as stale)."""
+    host = host_for(app)
+    active = await host.active_runs()
+    if not active:
+        await host.close()
+        return True
+    names = Text()
+    for index, run in enumerate(active[:8]):
+        if index:
+            names.append("\n")
+        names.append(run.run_id, style="bold")
+        names.append(f"  {run.workflow}", style="dim")
+    if len(active) > 8:
+        names.append(f"\n… and {len(active) - 8} more", style="dim")
+
+    async def decided(quit_now: bool | None) -> None:
+        if quit_now:
+            await host.close()
+            app.exit()
+
+    count = len(active)
+    app.push_screen(
+        ConfirmDialog(
+            f"Quit with {count} embedded run{'s' if count != 1 else ''} still running?",
+            names,
+            confirm_label="Quit",
+            detail="They stop with the dashboard and stay resumable: after 30 s they show as "
+                   "stale, and R (or tether run --resume) continues them.",
+        ),
+        decided,
+    )
+    return False
