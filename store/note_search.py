@@ -1,35 +1,50 @@
-"""Pure policy for note search: turning user text into a safe FTS5 query, and keeping
-queries made only of very common words fast.
+"""Pure policy for note search: turning user text into a safe FTS5 query, and keeping every
+query fast, including queries made only of very common words.
 
 Safety: user text is split into words and every word is written as an FTS5 string literal
 (``"word"``, inner ``"`` doubled), joined by spaces, which FTS5 reads as "all of these words".
 Operators (``AND``, ``OR``, ``NOT``, ``NEAR``), column filters (``body:``), prefix stars and
 parentheses in the text are therefore only ever words or separators, never syntax.
 
-Speed: BM25 has to score every matching note before it can sort them, so a query whose rarest
-word appears in hundreds of thousands of notes would cost hundreds of milliseconds. The index
-already knows each word's document count (``notes_fts_vocab``). Because all words must match,
-the rarest word bounds the match count. When that bound is at most :data:`FULL_RANK_MAX`, every
-match is ranked. Above it, only the newest :data:`COMMON_POOL` matching notes (FTS5 walks
-rowids newest first and stops early) are ranked: common-word queries cost about as much as a
-rare one and favour recent knowledge, which for notes is usually the relevant knowledge.
+Speed (measured in ``bench/bench_note_search.py``; the numbers there explain the constants):
+
+* FTS5's ``bm25()`` first counts every note containing each query word, a walk of that word's
+  whole posting list: cheap for rare words, tens of milliseconds for a word in most of a
+  million notes. (``notes_fts_vocab`` has the same cost: it counts by walking, too.) So each
+  word is first *probed*: its matches are counted only up to :data:`COMMON_DF`, which bounds
+  the probe. A word above that is *common*.
+* Common words are dropped from the query when at least one other word remains (they carry
+  almost no BM25 weight anyway; stop-word practice). The rest is ranked by BM25 over the newest
+  :data:`RANK_POOL` matching live notes (all of them when there are fewer), so the per-match
+  cost of ranking and of the read contract is bounded too.
+* A query made only of common words matches most notes, where BM25 cannot tell them apart
+  (inverse document frequency is near zero). It takes the newest :data:`RECENT_POOL` live notes
+  containing all the words and orders them by :func:`density_scores` (BM25's term-frequency part).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from store.errors import InvalidInputError
 
-# Ranking this many matches by BM25 stays within a few milliseconds (see bench/bench_note_search).
-FULL_RANK_MAX = 4_000
-# How many of the newest matches are ranked when every word is common.
-COMMON_POOL = 1_000
-# More words than this add nothing to a recall query and only cost lookups.
+# A word in more notes than this is common (the probe stops counting here).
+COMMON_DF = 20_000
+# BM25 ranks at most this many of the newest matches.
+RANK_POOL = 500
+# A query of only common words looks at this many of the newest matches.
+RECENT_POOL = 200
+# More words than this add nothing to a recall query and only cost probes.
 MAX_QUERY_TERMS = 16
+# BM25's usual constants, for density_scores.
+_K1 = 1.2
+_B = 0.75
+# Only the start of a long body is tokenized when scoring common-word matches.
+_DENSITY_CHARS = 8_192
 
 # FTS5's unicode61 tokenizer keeps letters, numbers and private-use characters; everything
 # else separates words. This pattern is the same split for the purpose of counting terms.
@@ -38,11 +53,16 @@ _WORD = re.compile(r"[^\W_]+")
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """How to run one search: the FTS5 query text and whether to rank only the newest pool."""
+    """How to run one search.
+
+    ``match_query`` is the FTS5 query; ``dropped`` are common words left out of it; with
+    ``bm25`` false the query held only common words and is ranked by :func:`density_scores`.
+    """
 
     terms: tuple[str, ...]
     match_query: str
-    newest_pool: bool
+    dropped: tuple[str, ...]
+    bm25: bool
 
 
 def query_terms(text: str) -> tuple[str, ...]:
@@ -82,15 +102,41 @@ def match_query(terms: Sequence[str]) -> str:
 
 def plan_search(
     terms: Sequence[str],
-    document_counts: Mapping[str, int],
+    capped_counts: Mapping[str, int],
     *,
-    full_rank_max: int = FULL_RANK_MAX,
+    common_df: int = COMMON_DF,
 ) -> SearchPlan:
-    """Decide between ranking every match and ranking only the newest pool.
+    """Choose the words to match and how to rank, from each word's probed match count.
 
-    ``document_counts`` maps each term to the number of notes containing it. A term missing
-    from it (or counted 0) is treated as rare: the estimate only chooses a strategy, it never
-    decides what matches, so a tokenizer difference cannot hide results.
+    ``capped_counts`` maps each term to its match count, counted no higher than
+    ``common_df + 1``. A missing term counts as rare: the probe only chooses a strategy, so a
+    tokenizer difference can never hide results.
     """
-    bound = min(document_counts.get(term, 0) for term in terms)
-    return SearchPlan(tuple(terms), match_query(terms), newest_pool=bound > full_rank_max)
+    common = tuple(term for term in terms if capped_counts.get(term, 0) > common_df)
+    kept = tuple(term for term in terms if term not in common)
+    if kept:
+        return SearchPlan(tuple(terms), match_query(kept), common, bm25=True)
+    return SearchPlan(tuple(terms), match_query(terms), (), bm25=False)
+
+
+def density_scores(bodies: Sequence[str], terms: Sequence[str]) -> list[float]:
+    """BM25's term-frequency part for ``terms`` in each body (no inverse document frequency),
+    with the average length taken over ``bodies`` themselves.
+
+    Used to order matches of common-word queries, where every word occurs in most notes.
+    """
+    counted = [Counter(_words(body)) for body in bodies]
+    lengths = [sum(counts.values()) for counts in counted]
+    average = max(1.0, sum(lengths) / max(1, len(lengths)))
+    scores = []
+    for counts, length in zip(counted, lengths, strict=True):
+        norm = _K1 * (1 - _B + _B * length / average)
+        scores.append(sum(counts[t] * (_K1 + 1) / (counts[t] + norm) for t in terms))
+    return scores
+
+
+def _words(body: str) -> list[str]:
+    text = body[:_DENSITY_CHARS]
+    # Folding the whole text at once is the same as folding each word, and ASCII needs only
+    # lower-casing: this runs for every note in the pool.
+    return _WORD.findall(text.lower() if text.isascii() else fold(text))

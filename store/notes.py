@@ -28,7 +28,15 @@ from store.namespaces import (
     canonical_namespace,
     ensure_clean_text,
 )
-from store.note_search import COMMON_POOL, plan_search, query_terms
+from store.note_search import (
+    COMMON_DF,
+    RANK_POOL,
+    RECENT_POOL,
+    density_scores,
+    fts_literal,
+    plan_search,
+    query_terms,
+)
 from store.schema import NOTE_STATUSES
 from store.sql import memory as sql
 
@@ -365,26 +373,32 @@ class NoteOps:
         Every word of ``query`` must occur (words are matched literally; see
         :mod:`store.note_search`). ``namespace`` or ``namespace_kind`` (workflow, agent, user,
         global) narrows the scope; ``status``/``include_superseded``/``kind`` widen or narrow
-        the contract as in :meth:`list_notes`. Scope and contract are applied before the limit,
-        so fewer than ``limit`` hits means fewer live matches (or, for queries made only of very
-        common words, fewer in the newest pool of matches).
+        the contract as in :meth:`list_notes`. Scope and contract are applied inside the
+        bounded pool of newest matches, so fewer than ``limit`` hits means fewer live matches.
+        Very common words are dropped when rarer words remain; see :mod:`store.note_search`.
         """
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidInputError(f"The search limit must be from 1 to {MAX_SEARCH_LIMIT}.")
         ensure_clean_text(query, "the search query", allow="\t\n\r")
         terms = query_terms(query)
+        where, params = _filter(namespace, namespace_kind, status, include_superseded, kind)
         counts = {}
         for term in terms:
-            counts[term] = int(
-                await self.db.fetch_value(sql.TERM_DOCUMENT_COUNT, {"term": term}) or 0
-            )
-        plan = plan_search(terms, counts)
-        where, params = _filter(namespace, namespace_kind, status, include_superseded, kind)
-        params.update(query=plan.match_query, limit=limit, pool=max(COMMON_POOL, limit))
-        rows = await self.db.fetch_all(
-            sql.search_notes_sql(where, newest_pool=plan.newest_pool), params
-        )
-        return [SearchHit(note_from_row(row), -float(row["bm25"])) for row in rows]
+            counts[term] = int(await self.db.fetch_value(
+                sql.TERM_MATCH_COUNT_CAPPED, {"term": fts_literal(term), "cap": COMMON_DF + 1}
+            ))
+        plan = plan_search(terms, counts, common_df=COMMON_DF)
+        pool = max(RANK_POOL if plan.bm25 else RECENT_POOL, limit)
+        params.update(query=plan.match_query, limit=limit, pool=pool)
+        rows = await self.db.fetch_all(sql.search_notes_sql(where, bm25=plan.bm25), params)
+        if plan.bm25:
+            return [SearchHit(note_from_row(row), -float(row["bm25"])) for row in rows]
+        notes = [note_from_row(row) for row in rows]
+        scores = density_scores([note.body for note in notes], terms)
+        hits = [SearchHit(note, score) for note, score in zip(notes, scores, strict=True)]
+        # Stable sort: equal scores keep newest-first order.
+        hits.sort(key=lambda hit: hit.score, reverse=True)
+        return hits[:limit]
 
 
 def _filter(

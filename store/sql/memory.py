@@ -219,9 +219,12 @@ WHERE id = :id
 
 # The default read contract, part (b): no *accepted* note supersedes this one. A pending or
 # rejected superseder hides nothing, so accepting one retires its targets with a single write.
+# CROSS JOIN and the unary + pin the plan: walk this note's incoming edges by the target
+# index, then look each superseder up by id. (Left to itself, the planner without statistics
+# scanned every accepted note per row: seconds per search at 100k notes.)
 NOT_SUPERSEDED_BY_ACCEPTED = """NOT EXISTS (
-    SELECT 1 FROM note_supersessions s JOIN notes sup ON sup.id = s.note_id
-    WHERE s.supersedes_id = n.id AND sup.status = 'accepted')"""
+    SELECT 1 FROM note_supersessions s CROSS JOIN notes sup ON sup.id = s.note_id
+    WHERE s.supersedes_id = n.id AND +sup.status = 'accepted')"""
 
 
 def note_filter(
@@ -264,26 +267,38 @@ LIMIT :limit
 
 # -- search ---------------------------------------------------------------------------------
 
-# How many notes contain a term (the FTS index keeps this; no scan of the notes).
-TERM_DOCUMENT_COUNT = "SELECT doc FROM notes_fts_vocab WHERE term = :term"
-
-
-def search_notes_sql(where: str, *, newest_pool: bool) -> str:
-    """BM25 search over notes_fts joined to the notes passing ``where``.
-
-    With ``newest_pool`` false every match is ranked (used when the rarest term is rare enough
-    that the match count is small). With ``newest_pool`` true only the newest ``:pool`` matching
-    notes (by rowid, which FTS5 walks in order and stops early) are ranked, so a query made only
-    of very common words costs the same as a small one. ``bm25()`` is lower-is-better.
-    """
-    base = f"""
-SELECT {_NOTE_COLUMNS_N}, bm25(notes_fts) AS bm25
-FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid
-WHERE notes_fts MATCH :query AND {where}"""
-    if newest_pool:
-        return f"""
-SELECT * FROM ({base}
-    ORDER BY notes_fts.rowid DESC LIMIT :pool)
-ORDER BY bm25 LIMIT :limit
+# How many notes contain :term, counting no further than :cap (bounded cost; see
+# store/note_search.py for why not notes_fts_vocab).
+TERM_MATCH_COUNT_CAPPED = """
+SELECT count(*) FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH :term LIMIT :cap)
 """
-    return f"{base}\nORDER BY bm25 LIMIT :limit\n"
+
+
+def search_notes_sql(where: str, *, bm25: bool) -> str:
+    """Search over notes_fts: the newest ``:pool`` live matches passing ``where``.
+
+    FTS5 walks matches newest first (rowid order, no sort) and stops at ``:pool``. CROSS JOIN
+    keeps that plan: without statistics SQLite may otherwise drive the join from an index on
+    ``notes`` and run the full-text query once per note. With ``bm25`` the pool keeps only
+    rowid and score, is ranked by ``bm25()`` (lower is better) and cut to ``:limit``, and only
+    those rows are read in full; without it the caller ranks the pool (and needs the bodies).
+    """
+    if not bm25:
+        return f"""
+SELECT {_NOTE_COLUMNS_N}, 0.0 AS bm25
+FROM notes_fts CROSS JOIN notes n ON n.rowid = notes_fts.rowid
+WHERE notes_fts MATCH :query AND {where}
+ORDER BY notes_fts.rowid DESC LIMIT :pool
+"""
+    return f"""
+SELECT {_NOTE_COLUMNS_N}, top.bm25 AS bm25
+FROM (
+    SELECT rid, bm25 FROM (
+        SELECT notes_fts.rowid AS rid, bm25(notes_fts) AS bm25
+        FROM notes_fts CROSS JOIN notes n ON n.rowid = notes_fts.rowid
+        WHERE notes_fts MATCH :query AND {where}
+        ORDER BY notes_fts.rowid DESC LIMIT :pool
+    ) ORDER BY bm25 LIMIT :limit
+) AS top CROSS JOIN notes n ON n.rowid = top.rid
+ORDER BY top.bm25
+"""

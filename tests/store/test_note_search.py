@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import sqlite3
 
 import pytest
@@ -15,6 +14,7 @@ from store.database import Database
 from store.errors import InvalidInputError
 from store.memory import MemoryStore
 from store.note_search import (
+    density_scores,
     fold,
     fts_literal,
     match_query,
@@ -44,12 +44,25 @@ def test_a_query_without_words_is_refused() -> None:
         query_terms(' *:"() - \x00 ')
 
 
-def test_plan_ranks_everything_unless_every_term_is_common() -> None:
-    counts = {"rare": 3, "common": 900_000}
-    assert not plan_search(["rare", "common"], counts, full_rank_max=1000).newest_pool
-    assert plan_search(["common"], counts, full_rank_max=1000).newest_pool
+def test_plan_drops_common_words_unless_every_word_is_common() -> None:
+    counts = {"rare": 3, "common": 1001, "mid": 1000}
+    mixed = plan_search(["rare", "common", "mid"], counts, common_df=1000)
+    assert (mixed.match_query, mixed.dropped, mixed.bm25) == ('"rare" "mid"', ("common",), True)
+    only_common = plan_search(["common"], counts, common_df=1000)
+    assert (only_common.match_query, only_common.dropped, only_common.bm25) == (
+        '"common"', (), False
+    )
     # An unknown count never hides results: it is treated as rare.
-    assert not plan_search(["unseen", "common"], counts, full_rank_max=1000).newest_pool
+    assert plan_search(["unseen", "common"], counts, common_df=1000).match_query == '"unseen"'
+
+
+def test_density_scores_prefer_more_occurrences_in_shorter_bodies() -> None:
+    scores = density_scores(
+        ["deploy deploy now", "deploy now", "we deploy on a very long list of other days"],
+        ["deploy"],
+    )
+    assert scores[0] > scores[1] > scores[2] > 0
+    assert density_scores(["Crème brûlée"], ["creme"])[0] > 0
 
 
 _fts = sqlite3.connect(":memory:")
@@ -120,22 +133,24 @@ async def test_scope_by_namespace_and_kind(memory: MemoryStore) -> None:
         await memory.search_notes("shared", namespace_kind="team")
 
 
-async def test_common_word_queries_rank_the_newest_pool(
-    memory: MemoryStore, monkeypatch: pytest.MonkeyPatch
+async def test_common_words_are_dropped_or_ranked_by_density_in_the_newest_pool(
+    memory: MemoryStore, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Pretend every word is common so the newest-pool query shape runs.
-    monkeypatch.setattr(
-        notes_module, "plan_search", functools.partial(plan_search, full_rank_max=0)
-    )
-    monkeypatch.setattr(notes_module, "COMMON_POOL", 3)
+    # Make "the" and "common" common (more than 2 notes) and keep only 3 recent matches.
+    monkeypatch.setattr(notes_module, "COMMON_DF", 2)
+    monkeypatch.setattr(notes_module, "RECENT_POOL", 3)
     for index in range(6):
+        clock.advance(1)
         await memory.save_note(NS, f"the common word {index}", note_id=f"n{index}")
-    await memory.save_note(NS, "the common word the common word", note_id="dense-old",
+    await memory.save_note(NS, "the common the common", note_id="dense-pending",
                            status="pending")
-    hits = await memory.search_notes("the common", limit=2)
-    # Only the newest 3 live matches (n5, n4, n3) are ranked: the pending note is filtered
-    # before the pool is taken, older matches are outside it.
-    assert len(hits) == 2
-    assert {h.note.id for h in hits} <= {"n3", "n4", "n5"}
-    everything = await memory.search_notes("the common", limit=3)
-    assert sorted(h.note.id for h in everything) == ["n3", "n4", "n5"]
+    await memory.save_note(NS, "the common rarity", note_id="rare-old")
+    clock.advance(1)
+    await memory.save_note(NS, "the common the common", note_id="dense-new")
+    # Only common words: the newest 3 live matches (the pending note does not count), denser
+    # and shorter first; n4 and older are outside the pool.
+    hits = await memory.search_notes("the common", limit=3)
+    assert [h.note.id for h in hits] == ["dense-new", "rare-old", "n5"]
+    assert hits[0].score > hits[1].score > hits[2].score
+    # A rarer word present: common words are dropped and BM25 ranks the rest.
+    assert [h.note.id for h in await memory.search_notes("the rarity common")] == ["rare-old"]
