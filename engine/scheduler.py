@@ -1032,7 +1032,9 @@ class RunExecution:
                         "cancelled",
                         usage=total(),
                         response_text=text or None,
-                        error="Cancelled by request.",
+                        error="Cancelled by request."
+                        if self.cancelled
+                        else "Interrupted; the run stays resumable.",
                         node_state="cancelled",
                     )
                 )

@@ -89,7 +89,16 @@ class _HttpAgent:
     name: str
     base_url: str
     timeout_s: float
+    structured_output: str
     simulated = False
+
+    def __post_init__(self) -> None:
+        if self.structured_output not in ("native", "prompt"):
+            raise ValueError("structured_output must be 'native' or 'prompt'")
+
+    @property
+    def native_structured_output(self) -> bool:
+        return self.structured_output == "native"
 
     async def _post(self, client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> Any:
         url = self.base_url.rstrip("/") + path
@@ -130,14 +139,6 @@ class OpenAIAgent(_HttpAgent):
     timeout_s: float = 600.0
     max_tool_rounds: int = 8
     headers: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.structured_output not in ("native", "prompt"):
-            raise ValueError("structured_output must be 'native' or 'prompt'")
-
-    @property
-    def native_structured_output(self) -> bool:
-        return self.structured_output == "native"
 
     def _headers(self) -> dict[str, str]:
         headers = dict(self.headers)
@@ -222,14 +223,6 @@ class AnthropicAgent(_HttpAgent):
     max_tool_rounds: int = 8
     version: str = "2023-06-01"
     headers: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.structured_output not in ("native", "prompt"):
-            raise ValueError("structured_output must be 'native' or 'prompt'")
-
-    @property
-    def native_structured_output(self) -> bool:
-        return self.structured_output == "native"
 
     def _headers(self) -> dict[str, str]:
         headers = {"anthropic-version": self.version, **self.headers}

@@ -7,6 +7,7 @@ through :func:`tui.format.visible`, so data can never inject terminal escape seq
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
@@ -58,10 +59,13 @@ class ProgressPrinter:
     def __init__(self, stream: Any = None) -> None:
         self.stream = stream or sys.stderr
         self.started = time.monotonic()
+        self.run_id: str | None = None
 
     def __call__(self, update: Progress) -> None:
         if update.kind == "call":
             return
+        if update.kind == "run" and update.state == "running":
+            self.run_id = update.detail
         elapsed = time.monotonic() - self.started
         node = update.node_id or "run"
         if update.iteration:
@@ -109,15 +113,26 @@ async def run_command(
     raw_input = parse_input(input_text)
     workflow = load_workflow(workflow_file)
     workspace = workspace_from(workspace_dir)
+    printer = ProgressPrinter()
     async with await Database.open(workspace) as db:
-        engine = open_engine(db, on_progress=ProgressPrinter())
-        if resume_id:
-            outcome = await engine.resume(workflow, resume_id)
-        else:
-            outcome = await engine.start(
-                workflow, raw_input, workflow_path=str(Path(workflow_file).resolve())
-            )
-        outcome = await engine.run_chain(workflow, outcome)
+        engine = open_engine(db, on_progress=printer)
+        try:
+            if resume_id:
+                outcome = await engine.resume(workflow, resume_id)
+            else:
+                outcome = await engine.start(
+                    workflow, raw_input, workflow_path=str(Path(workflow_file).resolve())
+                )
+            outcome = await engine.run_chain(workflow, outcome)
+        except asyncio.CancelledError:
+            # Ctrl-C: the run stays resumable (its owner process is gone).
+            if printer.run_id:
+                click.echo(
+                    f"tether: interrupted; resume with: tether run {workflow_file} "
+                    f"--resume {printer.run_id}",
+                    err=True,
+                )
+            raise
         run = (await RunStore(db).get_run(outcome.run_id)).as_dict(db.clock.now_ms())
     if output_format == "json":
         print_json({**run, "outcome": outcome.status, "next_run_id": outcome.next_run_id})
