@@ -8,7 +8,8 @@ Layout under the workspace's ``artifacts/`` folder::
     <run>/<node>/<attempt>/raw-output.txt             agent text that failed validation
     <run>/files/<name>                                written with ctx.artifacts.write_text
 
-Big blobs go here, not into prompts or database rows. Folders are created owner-only.
+Big blobs go here, not into prompts or database rows. Folders are created owner-only; an
+attempt's folder and stream log appear with the agent's first output.
 """
 
 from __future__ import annotations
@@ -46,19 +47,6 @@ def stream_log_path(
 ) -> Path:
     """Path of an attempt's live stream log."""
     return attempt_dir(artifacts_root, run_id, node_id, iteration, attempt) / STREAM_LOG
-
-
-def create_attempt_dir(
-    artifacts_root: Path, run_id: str, node_id: str, iteration: int, attempt: int
-) -> Path:
-    """Create an attempt's folder and an empty stream log before the agent starts, so every
-    attempt has a log (raises OSError loudly when that is impossible)."""
-    folder = attempt_dir(artifacts_root, run_id, node_id, iteration, attempt)
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    log = folder / STREAM_LOG
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.close(fd)
-    return folder
 
 
 class RunArtifacts:
