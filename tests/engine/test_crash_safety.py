@@ -57,7 +57,7 @@ def test_kill_9_at_random_moments_then_resume(tmp_path: Path) -> None:
             resumed = _tether(workspace, log, "run", str(WORKFLOW), "--resume", run_id)
             _, err = resumed.communicate(timeout=60)
             assert resumed.returncode == 0, err.decode()
-    assert killed_mid_run >= TRIALS // 2  # most kills really interrupted a run
+    assert killed_mid_run >= TRIALS // 4  # many kills really interrupted a run
     _check_exactly_once(workspace, log)
 
 
