@@ -1,6 +1,6 @@
-"""Recall reads over the workspace database: term statistics and BM25 candidate rows.
+"""Recall reads over the workspace database: capped term counts and candidate rows.
 
-The policy (which terms to search, how to merge and explain results) lives in
+The policy (which terms to search, how to score, merge and explain results) lives in
 ``engine/memory/recall.py``; this module only executes the SQL of :mod:`store.sql.recall` and
 decodes rows.
 """
@@ -18,7 +18,7 @@ from store.sql import recall as sql
 
 @dataclass(frozen=True)
 class RecallRow:
-    """One candidate: a note (``key`` None) or a fact, with its raw BM25 (lower is better)."""
+    """One candidate: a note (``key`` None) or a fact (``value`` decoded)."""
 
     source: Literal["note", "fact"]
     ref: str
@@ -26,7 +26,6 @@ class RecallRow:
     key: str | None
     value: Any
     tags: tuple[str, ...]
-    bm25: float
     at_ms: int
 
 
@@ -42,13 +41,14 @@ class RecallIndex:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def term_document_counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many notes contain each term (0 for terms no note contains)."""
-        counts: dict[str, int] = {}
-        for term in terms:
-            value = await self.db.fetch_value(sql.TERM_DOCUMENT_COUNT, (term,))
-            counts[term] = int(value or 0)
-        return counts
+    async def term_document_counts(self, terms: Sequence[str], cap: int) -> dict[str, int]:
+        """How many notes contain each term, counted up to ``cap`` (one statement)."""
+        if not terms:
+            return {}
+        rows = await self.db.fetch_all(
+            sql.TERM_DOCUMENT_COUNTS_CAPPED, {"terms": json.dumps(list(terms)), "cap": cap}
+        )
+        return {str(r["term"]): int(r["docs"]) for r in rows}
 
     async def approximate_note_count(self) -> int:
         """An upper bound of the number of notes, read in O(log n)."""
@@ -63,7 +63,8 @@ class RecallIndex:
         limit: int,
         pool: int | None,
     ) -> list[RecallRow]:
-        """Accepted, live notes of ``namespaces`` matching the FTS expression ``match``."""
+        """Accepted, live notes of ``namespaces`` matching the FTS expression ``match``: the
+        best ``limit`` by BM25, or (``pool`` given) the newest ``pool`` matches unranked."""
         statement = sql.recall_notes_sql(with_tags=bool(tags), newest_pool=pool is not None)
         params: dict[str, Any] = {
             "query": match,
@@ -82,33 +83,23 @@ class RecallIndex:
                 None,
                 str(r["body"]),
                 _tags(json.loads(r["tags_json"]) if r["tags_json"] else None),
-                float(r["bm25"]),
                 int(r["created_at_ms"]),
             )
             for r in rows
         ]
 
     async def search_facts(
-        self,
-        namespaces: Sequence[str],
-        match: str,
-        *,
-        now_ms: int,
-        limit: int,
-        pool: int | None,
+        self, namespaces: Sequence[str], match: str, *, now_ms: int, pool: int
     ) -> list[RecallRow]:
-        """Live (unexpired) facts of ``namespaces`` matching ``match``; values decoded."""
-        statement = sql.recall_facts_sql(newest_pool=pool is not None)
+        """The newest ``pool`` live facts of ``namespaces`` matching ``match``, decoded."""
         params = {
             "query": match,
             "namespaces": json.dumps(list(namespaces)),
             "now": now_ms,
-            "limit": limit,
-            "pool": pool or 0,
+            "pool": pool,
         }
-        rows = await self.db.fetch_all(statement, params)
         result = []
-        for r in rows:
+        for r in await self.db.fetch_all(sql.RECALL_FACTS, params):
             value = json.loads(r["value_json"])
             tags = _tags(value.get("tags")) if isinstance(value, dict) else ()
             result.append(
@@ -119,7 +110,6 @@ class RecallIndex:
                     str(r["key"]),
                     value,
                     tags,
-                    float(r["bm25"]),
                     int(r["updated_at_ms"]),
                 )
             )

@@ -1,14 +1,18 @@
 """Local recall: BM25 over the accepted notes and live facts of a task's banks, tag-scoped.
 
 Policy lives in pure functions here (tokenising the query, choosing which terms are worth
-searching, explaining why an item was picked, merging notes and facts); the SQL runs in
+searching, scoring, explaining why an item was picked, merging notes and facts); the SQL runs in
 :mod:`store.recall`.
 
 Why term choice matters: ``recall="auto"`` uses the whole task prompt as the query, which is
-full of words that occur in most notes. Searching those would rank almost every note and make
-recall cost grow with the store. So the rarest terms are kept (document counts come from the FTS
-vocabulary, no scan), words that occur in more than a few percent of notes are dropped when
-rarer ones exist, and when every term is common only the newest matches are ranked.
+full of words that occur in most notes. Searching those would touch almost every note and make
+recall cost grow with the store. So stop words are dropped, every remaining term's document
+count is probed *up to a cap* (cheap even for a word in every note), the rare terms are kept
+and the common ones dropped; when every term is common only the newest matches are scored.
+
+Scores are BM25 computed here over the candidates (document counts from the probe, the note
+count from the largest rowid), so notes and facts are ranked on one scale. SQLite's ``bm25()``
+only pre-selects the best notes when all searched terms are rare (see ``store/sql/recall.py``).
 
 A backend is anything with ``async recall(request) -> RecallResult``; the runtime takes one as a
 parameter so tests can plug in one that hangs or raises.
@@ -17,8 +21,9 @@ parameter so tests can plug in one that hangs or raises.
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -27,15 +32,30 @@ from store.clock import Clock
 from store.database import Database
 from store.recall import RecallIndex, RecallRow
 
-MAX_QUERY_TERMS = 64
+MAX_QUERY_TERMS = 16
 MAX_SEARCH_TERMS = 8
-# A term in more than this share of notes (and more than COMMON_MIN_DOCS of them) says little.
-COMMON_SHARE = 0.02
-COMMON_MIN_DOCS = 2000
-# Rank every match only when the chosen terms can match at most this many notes; otherwise
-# rank the newest POOL_SIZE matches. Both keep recall bounded at a million notes.
+# Document counts are probed up to this cap; a term at the cap is "common" and dropped when
+# rarer terms exist.
+PROBE_CAP = 1000
+# Let SQLite rank every match only when the chosen terms can match at most this many notes;
+# otherwise score the newest POOL_SIZE matches here. Both keep recall bounded at a million notes.
 RANK_ALL_MAX_DOCS = 2000
-POOL_SIZE = 500
+POOL_SIZE = 200
+SCORED_TEXT_CHARS = 8000
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+# Function words carry no topic; dropping them before probing saves a probe each.
+_STOP_WORDS_TEXT = (
+    "a about above after again all also am an and any are as at be because been before "
+    "being below between both but by can could did do does doing down during each few for "
+    "from further had has have having he her here hers him his how i if in into is it its "
+    "itself just me more most my no nor not now of off on once only or other our ours out "
+    "over own same she should so some such than that the their theirs them then there these "
+    "they this those through to too under until up very was we were what when where which "
+    "while who whom why will with would you your yours"
+)
+STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 _TOKEN = re.compile(r"[^\W_]+")
 
@@ -48,15 +68,21 @@ class RecallBackend(Protocol):
         ...
 
 
-def query_terms(text: str, limit: int = MAX_QUERY_TERMS) -> tuple[str, ...]:
-    """Distinct lower-case word tokens of ``text`` in order of first appearance.
+def tokens(text: str) -> list[str]:
+    """Lower-case word tokens (runs of letters and digits, as FTS5's ``unicode61`` splits)."""
+    return _TOKEN.findall(text.casefold())
 
-    Tokens are runs of letters and digits, which is how the FTS5 ``unicode61`` tokenizer splits
-    text, so every term can be quoted into a MATCH expression safely.
-    """
+
+def query_terms(text: str, limit: int = MAX_QUERY_TERMS) -> tuple[str, ...]:
+    """Distinct search terms of ``text`` in order of first appearance: stop words and
+    one-character tokens dropped, at most ``limit``. Every term can be quoted into a MATCH
+    expression safely."""
     seen: dict[str, None] = {}
-    for match in _TOKEN.finditer(text.casefold()):
-        seen.setdefault(match.group(0), None)
+    for token in _TOKEN.finditer(text.casefold()):
+        term = token.group(0)
+        if len(term) < 2 or term in STOP_WORDS:
+            continue
+        seen.setdefault(term, None)
         if len(seen) >= limit:
             break
     return tuple(seen)
@@ -64,7 +90,7 @@ def query_terms(text: str, limit: int = MAX_QUERY_TERMS) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class TermChoice:
-    """Which terms to search and whether only the newest matches get ranked."""
+    """Which terms to search and whether only the newest matches get scored."""
 
     terms: tuple[str, ...]
     newest_pool: bool
@@ -72,22 +98,22 @@ class TermChoice:
 
 
 def choose_terms(
-    counts: Mapping[str, int], total_notes: int, max_terms: int = MAX_SEARCH_TERMS
+    counts: Mapping[str, int], cap: int = PROBE_CAP, max_terms: int = MAX_SEARCH_TERMS
 ) -> TermChoice:
-    """Pick the most informative terms by note document count (rarest first).
+    """Pick the most informative terms by (capped) note document count, rarest first.
 
-    Terms no note contains are left out (they cannot match a note). Common terms are dropped
-    when rarer ones exist; when all terms are common the three rarest are searched over a pool
-    of the newest matches.
+    Terms no note contains are left out (they cannot match a note). Terms at the cap are
+    common: dropped when rarer ones exist; when all terms are common the first three (in query
+    order) are searched over a pool of the newest matches.
     """
-    present = sorted((t for t, c in counts.items() if c > 0), key=lambda t: (counts[t], t))
+    order = {term: index for index, term in enumerate(counts)}
+    present = sorted((t for t, c in counts.items() if c > 0), key=lambda t: (counts[t], order[t]))
     if not present:
         return TermChoice((), False)
-    threshold = max(COMMON_MIN_DOCS, int(total_notes * COMMON_SHARE))
-    rare = [t for t in present if counts[t] <= threshold]
+    rare = [t for t in present if counts[t] < cap]
     if rare:
         chosen = tuple(rare[:max_terms])
-        dropped = tuple(t for t in present if counts[t] > threshold)
+        dropped = tuple(t for t in present if counts[t] >= cap)
         return TermChoice(chosen, sum(counts[t] for t in chosen) > RANK_ALL_MAX_DOCS, dropped)
     return TermChoice(tuple(present[:3]), True, tuple(present[3:]))
 
@@ -97,12 +123,27 @@ def match_expression(terms: Iterable[str]) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
-def matched_terms(terms: Iterable[str], *texts: str) -> tuple[str, ...]:
-    """The query terms that occur as words in ``texts`` (why an item was picked)."""
-    words: set[str] = set()
-    for text in texts:
-        words.update(query_terms(text, limit=100_000))
-    return tuple(t for t in terms if t in words)
+def idf(df: int, total_docs: int) -> float:
+    """BM25's inverse document frequency (never negative)."""
+    df = max(1, df)
+    return math.log(1 + (max(total_docs, df) - df + 0.5) / (df + 0.5))
+
+
+def bm25(doc: Sequence[str], weights: Mapping[str, float], average_length: float) -> float:
+    """Okapi BM25 of one tokenised document; ``weights`` maps each term to its :func:`idf`."""
+    length_norm = 1 - BM25_B + BM25_B * (len(doc) / max(average_length, 1.0))
+    score = 0.0
+    for term, weight in weights.items():
+        tf = doc.count(term)
+        if tf:
+            score += weight * tf * (BM25_K1 + 1) / (tf + BM25_K1 * length_norm)
+    return score
+
+
+def matched_terms(terms: Iterable[str], words: Iterable[str]) -> tuple[str, ...]:
+    """The query terms that occur among ``words`` (why an item was picked)."""
+    present = set(words)
+    return tuple(t for t in terms if t in present)
 
 
 def fact_text(value: Any) -> str:
@@ -119,35 +160,35 @@ def has_all_tags(have: Iterable[str], required: Iterable[str]) -> bool:
     return set(required) <= set(have)
 
 
-def to_item(row: RecallRow, terms: tuple[str, ...]) -> RecallItem:
-    """A store row as a ranked, explained recall item (score: higher is better)."""
-    if row.source == "note":
-        text = str(row.value)
-        why = matched_terms(terms, text)
-        return RecallItem(
-            f"note:{row.ref}",
-            "note",
+def row_text(row: RecallRow) -> str:
+    """The text a candidate contributes to the block."""
+    return str(row.value) if row.source == "note" else fact_text(row.value)
+
+
+def score_rows(
+    rows: Sequence[RecallRow],
+    terms: Sequence[str],
+    counts: Mapping[str, int],
+    total_docs: int,
+) -> list[RecallItem]:
+    """Score candidates with :func:`bm25` on one scale and explain each (matched terms)."""
+    docs = [tokens(f"{row.key or ''} {row_text(row)[:SCORED_TEXT_CHARS]}") for row in rows]
+    average = sum(len(d) for d in docs) / len(docs) if docs else 1.0
+    weights = {term: idf(counts.get(term, 1), total_docs) for term in terms}
+    return [
+        RecallItem(
+            f"{row.source}:{row.ref}",
+            row.source,
             row.namespace,
-            None,
-            text,
-            -row.bm25,
-            why,
+            row.key,
+            row_text(row),
+            bm25(doc, weights, average),
+            matched_terms(terms, doc),
             row.tags,
             row.at_ms,
         )
-    text = fact_text(row.value)
-    why = matched_terms(terms, row.key or "", text)
-    return RecallItem(
-        f"fact:{row.ref}",
-        "fact",
-        row.namespace,
-        row.key,
-        text,
-        -row.bm25,
-        why,
-        row.tags,
-        row.at_ms,
-    )
+        for row, doc in zip(rows, docs, strict=True)
+    ]
 
 
 def rank(items: Iterable[RecallItem], limit: int) -> tuple[RecallItem, ...]:
@@ -168,10 +209,8 @@ class LocalRecallBackend:
         terms = query_terms(request.query)
         if not terms or not request.namespaces:
             return RecallResult(terms=terms)
-        counts = await self.index.term_document_counts(terms)
-        total = await self.index.approximate_note_count()
-        choice = choose_terms(counts, total)
-        pool = POOL_SIZE if choice.newest_pool else None
+        counts = await self.index.term_document_counts(terms, PROBE_CAP)
+        choice = choose_terms(counts)
         rows: list[RecallRow] = []
         if choice.terms:
             rows += await self.index.search_notes(
@@ -179,22 +218,24 @@ class LocalRecallBackend:
                 match_expression(choice.terms),
                 tags=request.tags,
                 limit=request.limit,
-                pool=pool,
+                pool=POOL_SIZE if choice.newest_pool else None,
             )
-        # Facts have no vocabulary table; they are few, so search the chosen terms plus any
-        # that no note contains (a fact key may be the only place a word appears).
-        fact_terms = (*choice.terms, *(t for t in terms if counts.get(t, 0) == 0))
+        # Facts are few and have no document counts of their own: search the chosen terms plus
+        # any that no note contains (a fact key may be the only place a word appears).
+        fact_terms = tuple(
+            dict.fromkeys((*choice.terms, *(t for t in terms if counts.get(t, 0) == 0)))
+        )[:MAX_SEARCH_TERMS]
         if fact_terms:
             facts = await self.index.search_facts(
                 request.namespaces,
-                match_expression(fact_terms[:MAX_SEARCH_TERMS]),
+                match_expression(fact_terms),
                 now_ms=self.clock.now_ms(),
-                limit=request.limit * 4 if request.tags else request.limit,
                 pool=POOL_SIZE,
             )
             rows += [f for f in facts if has_all_tags(f.tags, request.tags)]
-        searched = tuple(dict.fromkeys(fact_terms))
-        items = rank((to_item(row, searched) for row in rows), request.limit)
+        searched = tuple(dict.fromkeys((*choice.terms, *fact_terms)))
+        total = await self.index.approximate_note_count() if rows else 0
+        items = rank(score_rows(rows, searched, counts, total), request.limit)
         return RecallResult(
             items=items,
             terms=searched,

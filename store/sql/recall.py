@@ -1,24 +1,33 @@
-"""SQL text for recall: BM25 over accepted notes and live facts of several namespaces.
+"""SQL text for recall: candidate notes and facts of several namespaces for a set of terms.
 
 Executed by :mod:`store.recall`. The statements vary only by fixed fragments chosen with flags
-(tag scope, candidate pool), never by user text; namespaces, tags and the FTS query are bound
-parameters (namespaces and tags as JSON arrays).
+(tag scope, candidate pool), never by user text; namespaces, tags, terms and the FTS query are
+bound parameters (lists as JSON arrays).
 
-Two shapes for each source:
+Measured at a million notes, two FTS5 conveniences are avoided on purpose:
 
-* *ranked*: every match is ranked by ``bm25()`` (used when the chosen terms are rare, so the
-  match set is small);
-* *newest pool*: FTS5 walks matches newest-first by rowid and stops after ``:pool`` of them
-  that pass the filters, and only those are ranked. A query made of very common words therefore
-  costs the same at a million notes as at a thousand.
+* ``fts5vocab`` document counts walk the whole doclist of a term (tens of ms for a common
+  word), so :data:`TERM_DOCUMENT_COUNTS_CAPPED` counts matches only up to a cap;
+* ``bm25()`` first counts every document containing each term (over 100 ms for common words),
+  so only the *ranked* shape, used when every searched term is rare, calls it. The *newest
+  pool* shape walks matches newest-first by rowid, stops after ``:pool`` rows that pass the
+  filters, and leaves scoring to the caller.
 """
 
 from __future__ import annotations
 
 from store.sql.memory import NOT_SUPERSEDED_BY_ACCEPTED
 
-# How many notes contain each term (the FTS vocabulary keeps these counts; nothing is scanned).
-TERM_DOCUMENT_COUNT = "SELECT doc FROM notes_fts_vocab WHERE term = ?"
+# min(documents containing the term, :cap) for each term of the JSON array :terms. Each count
+# stops at the cap, so a very common word costs as little as a rare one.
+TERM_DOCUMENT_COUNTS_CAPPED = """
+SELECT j.value AS term,
+       (SELECT count(*) FROM (
+            SELECT 1 FROM notes_fts
+            WHERE notes_fts MATCH '"' || replace(j.value, '"', '""') || '"'
+            LIMIT :cap)) AS docs
+FROM json_each(:terms) AS j
+"""
 
 # The largest rowid is a cheap upper bound of the note count (one b-tree descent).
 APPROXIMATE_NOTE_COUNT = "SELECT coalesce(max(rowid), 0) FROM notes"
@@ -30,17 +39,11 @@ _NOTE_TAGS_CONTAIN_ALL = """NOT EXISTS (
 _FACT_LIVE = "(f.ttl_ms IS NULL OR f.updated_at_ms + f.ttl_ms > :now)"
 
 
-def _pooled(base: str, rowid: str, newest_pool: bool) -> str:
-    if newest_pool:
-        inner = f"{base}\n    ORDER BY {rowid} DESC LIMIT :pool"
-        return f"SELECT * FROM ({inner})\nORDER BY bm25 LIMIT :limit"
-    return f"{base}\nORDER BY bm25 LIMIT :limit"
-
-
 def recall_notes_sql(*, with_tags: bool, newest_pool: bool) -> str:
-    """Accepted, not-superseded notes of ``:namespaces`` matching ``:query`` (best first).
+    """Accepted, not-superseded notes of ``:namespaces`` matching ``:query``.
 
-    With ``with_tags`` a note must carry every tag in ``:tags``.
+    Ranked: the best ``:limit`` by ``bm25()``. Newest pool: the newest ``:pool`` matches, in
+    no particular rank. With ``with_tags`` a note must carry every tag in ``:tags``.
     """
     conditions = [
         "notes_fts MATCH :query",
@@ -50,22 +53,27 @@ def recall_notes_sql(*, with_tags: bool, newest_pool: bool) -> str:
     ]
     if with_tags:
         conditions.append(_NOTE_TAGS_CONTAIN_ALL)
-    base = f"""
-SELECT n.id, n.namespace, n.body, n.tags_json, n.created_at_ms, bm25(notes_fts) AS bm25
+    where = " AND ".join(conditions)
+    columns = "n.id, n.namespace, n.body, n.tags_json, n.created_at_ms"
+    if newest_pool:
+        return f"""
+SELECT {columns}
 FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid
-WHERE {' AND '.join(conditions)}"""
-    return _pooled(base, "notes_fts.rowid", newest_pool)
+WHERE {where}
+ORDER BY notes_fts.rowid DESC LIMIT :pool"""
+    return f"""
+SELECT {columns}
+FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid
+WHERE {where}
+ORDER BY bm25(notes_fts) LIMIT :limit"""
 
 
-def recall_facts_sql(*, newest_pool: bool) -> str:
-    """Live facts of ``:namespaces`` whose key or value matches ``:query`` (best first).
-
-    Tag scoping of facts happens on the decoded value (a ``tags`` list inside a JSON object).
-    """
-    base = f"""
-SELECT f.namespace, f.key, f.value_json, f.updated_at_ms, bm25(facts_fts) AS bm25
+# Live facts of :namespaces whose key or value matches :query: the newest :pool of them (facts
+# are few; tag scoping happens on the decoded value, a ``tags`` list inside a JSON object).
+RECALL_FACTS = f"""
+SELECT f.namespace, f.key, f.value_json, f.updated_at_ms
 FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid
 WHERE facts_fts MATCH :query
   AND f.namespace IN (SELECT value FROM json_each(:namespaces))
-  AND {_FACT_LIVE}"""
-    return _pooled(base, "facts_fts.rowid", newest_pool)
+  AND {_FACT_LIVE}
+ORDER BY facts_fts.rowid DESC LIMIT :pool"""

@@ -7,9 +7,12 @@ from memory_support import HangingBackend, RaisingBackend
 
 from engine.memory.items import RecallRequest
 from engine.memory.recall import (
-    COMMON_MIN_DOCS,
+    PROBE_CAP,
+    RANK_ALL_MAX_DOCS,
     LocalRecallBackend,
+    bm25,
     choose_terms,
+    idf,
     match_expression,
     query_terms,
 )
@@ -69,20 +72,28 @@ async def test_nothing_found_differs_from_degraded(db: Database) -> None:
 
 
 def test_query_terms_are_safe_fts_strings() -> None:
-    assert query_terms('Run "pytest" -x; OR NEAR(a b) 🔥 Ünïcode') == (
-        "run", "pytest", "x", "or", "near", "a", "b", "ünïcode")
+    assert query_terms('Run "pytest" -x; OR NEAR(a b) 🔥 Ünïcode the of') == (
+        "run", "pytest", "near", "ünïcode")
     assert match_expression(["a", 'b"c']) == '"a" OR "b""c"'
 
 
 def test_common_terms_are_dropped_or_pooled() -> None:
-    total = 1_000_000
-    counts = {"the": 900_000, "flaky": 40, "pytest": 3_000, "nothing": 0}
-    choice = choose_terms(counts, total)
-    assert choice.terms == ("flaky", "pytest") and "the" in choice.dropped_common
-    assert choice.newest_pool  # 3 040 possible matches: rank only the newest pool
-    only_common = choose_terms({"the": 900_000, "a": 950_000}, total)
-    assert only_common.terms == ("the", "a") and only_common.newest_pool
-    rare = choose_terms({"flaky": 40}, total)
-    assert rare.terms == ("flaky",) and not rare.newest_pool
-    assert choose_terms({"x": 0}, total).terms == ()
-    assert COMMON_MIN_DOCS > 0
+    cap = PROBE_CAP
+    choice = choose_terms({"parser": cap, "flaky": 40, "pytest": 999, "nothing": 0, "w": 600})
+    assert choice.terms == ("flaky", "w", "pytest") and choice.dropped_common == ("parser",)
+    assert choice.newest_pool == (RANK_ALL_MAX_DOCS < 40 + 600 + 999)
+    assert choose_terms({"flaky": 40, "pytest": 999}, max_terms=1).terms == ("flaky",)
+    only_common = choose_terms({"test": cap, "run": cap, "fix": cap, "code": cap})
+    assert only_common.terms == ("test", "run", "fix") and only_common.newest_pool
+    assert choose_terms({"x": 0}).terms == ()
+
+
+def test_bm25_prefers_rarer_and_more_frequent_terms() -> None:
+    weights = {"flaky": idf(10, 1000), "test": idf(900, 1000)}
+    assert weights["flaky"] > weights["test"] > 0
+    rare = bm25(["flaky", "fix"], weights, 2.0)
+    common = bm25(["test", "fix"], weights, 2.0)
+    twice = bm25(["flaky", "flaky"], weights, 2.0)
+    assert twice > rare > common > 0
+    assert bm25(["other"], weights, 1.0) == 0
+    assert idf(5000, 1000) >= 0
