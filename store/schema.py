@@ -158,6 +158,8 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_created_idx ON runs (created_at_ms DESC);
 CREATE INDEX runs_status_heartbeat_idx ON runs (status, heartbeat_at_ms);
+-- `tether runs --status S` and the dashboard's filtered list: newest first, no sort.
+CREATE INDEX runs_status_created_idx ON runs (status, created_at_ms DESC);
 CREATE INDEX runs_parent_idx ON runs (parent_run_id);
 CREATE INDEX runs_updated_idx ON runs (updated_at_ms);
 
