@@ -12,6 +12,10 @@ Measured at a million notes, two FTS5 conveniences are avoided on purpose:
   so only the *ranked* shape, used when every searched term is rare, calls it. The *newest
   pool* shape walks matches newest-first by rowid, stops after ``:pool`` rows that pass the
   filters, and leaves scoring to the caller.
+
+``CROSS JOIN`` pins the join order: the full-text match drives and each match's row is looked
+up by rowid. Without statistics the planner may otherwise start from an index on the notes and
+run the full-text query once per note.
 """
 
 from __future__ import annotations
@@ -58,12 +62,12 @@ def recall_notes_sql(*, with_tags: bool, newest_pool: bool) -> str:
     if newest_pool:
         return f"""
 SELECT {columns}
-FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid
+FROM notes_fts CROSS JOIN notes n ON n.rowid = notes_fts.rowid
 WHERE {where}
 ORDER BY notes_fts.rowid DESC LIMIT :pool"""
     return f"""
 SELECT {columns}
-FROM notes_fts JOIN notes n ON n.rowid = notes_fts.rowid
+FROM notes_fts CROSS JOIN notes n ON n.rowid = notes_fts.rowid
 WHERE {where}
 ORDER BY bm25(notes_fts) LIMIT :limit"""
 
@@ -72,7 +76,7 @@ ORDER BY bm25(notes_fts) LIMIT :limit"""
 # are few; tag scoping happens on the decoded value, a ``tags`` list inside a JSON object).
 RECALL_FACTS = f"""
 SELECT f.namespace, f.key, f.value_json, f.updated_at_ms
-FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid
+FROM facts_fts CROSS JOIN facts f ON f.rowid = facts_fts.rowid
 WHERE facts_fts MATCH :query
   AND f.namespace IN (SELECT value FROM json_each(:namespaces))
   AND {_FACT_LIVE}
