@@ -278,8 +278,11 @@ class TetherApp(App[None]):
         self._update_chrome()
 
     async def confirm_quit(self) -> bool:
-        """Whether to quit now. (Issue 6 asks first when embedded runs are active.)"""
-        return True
+        """Whether to quit now; while embedded runs are active a dialog asks first (and quits
+        itself on "yes"), see :func:`tui.actions.run_actions.confirm_quit`."""
+        from tui.actions.run_actions import confirm_quit
+
+        return await confirm_quit(self)
 
     async def action_request_quit(self) -> None:
         """Quit (after :meth:`confirm_quit`)."""

@@ -3,50 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 
-from store.clock import ManualClock
+from store.clock import SYSTEM_CLOCK, ManualClock
 from store.memory import MemoryStore
 from store.workspace import Workspace
+from tests.tui_actions.memory_seed import Seeded, seed_memory
+from tui.app import TetherApp
 
 
-@dataclass
-class Seeded:
-    """Ids of the notes the seed wrote."""
-
-    lesson_a: str
-    lesson_b: str
-    rule: str
-    lone: str
-
-
-async def seed_memory(memory: MemoryStore) -> Seeded:
-    """Facts in two namespaces, two accepted lessons, a pending rule superseding both, and a
-    pending note that supersedes nothing."""
-    await memory.set_fact("workflow:code-review", "answer", "use pytest -x")
-    await memory.set_fact("workflow:code-review", "limits", {"max_files": 20}, ttl_ms=300_000,
-                          run_id="run-1a2b", node_id="plan", iteration=0)
-    await memory.set_fact("user:ada", "editor", "helix")
-    lesson_a = await memory.save_note(
-        "workflow:code-review", "Run ruff before pytest.", note_id="lesson-a",
-        author="reviewer-agent", run_id="run-1a2b", node_id="review",
-    )
-    lesson_b = await memory.save_note(
-        "workflow:code-review", "Lint first; it catches import errors early.",
-        note_id="lesson-b", author="reviewer-agent", run_id="run-1a2b", node_id="review",
-    )
-    rule = await memory.save_note(
-        "workflow:code-review", "Always lint (ruff) before running the tests.",
-        note_id="rule-lint", status="pending", supersedes=[lesson_a.id, lesson_b.id],
-        author="consolidator", run_id="run-3c4d", node_id="consolidate", tags=["lint"],
-    )
-    lone = await memory.save_note(
-        "workflow:code-review", "[bold red]x[/] prefers small diffs", note_id="lone",
-        status="pending", author="reviewer-agent",
-    )
-    return Seeded(lesson_a.id, lesson_b.id, rule.id, lone.id)
+@pytest.fixture
+def clock() -> ManualClock:
+    """A manual clock that starts at the real time, so TTLs agree with the ``tether`` command
+    line run as a subprocess (it reads the system clock); it then moves only when told to."""
+    return ManualClock(SYSTEM_CLOCK.now_ms())
 
 
 @pytest.fixture
@@ -55,3 +26,15 @@ async def seeded(workspace: Workspace, clock: ManualClock) -> AsyncIterator[Seed
     async with await MemoryStore.open(workspace, clock=clock) as memory:
         ids = await seed_memory(memory)
     yield ids
+
+
+@pytest.fixture
+def make_app(workspace: Workspace, clock: ManualClock):  # type: ignore[no-untyped-def]
+    """Build the real dashboard on the test workspace (manual clock, no file watcher)."""
+
+    def build() -> TetherApp:
+        app = TetherApp(workspace, clock=clock, watch=False, poll_interval=0.05)
+        app.animation_level = "none"
+        return app
+
+    return build

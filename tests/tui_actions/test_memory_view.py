@@ -1,19 +1,34 @@
-"""The Memory view in the real dashboard app: facts, notes, editing and review from the keyboard."""
+"""The Memory view in the real dashboard: facts and notes edited and reviewed from the keyboard,
+every change checked through the real ``tether memory`` / ``tether notes`` command line."""
 
 from __future__ import annotations
 
+import io
+import json
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+from textual.pilot import Pilot
+from textual.widgets import Input, Static, TextArea
+
 from store.clock import ManualClock
+from store.memory import MemoryStore
 from store.workspace import Workspace
-from tests.tui_actions.conftest import Seeded
+from tests.cli.memory_cli_support import tether
+from tests.tui_actions.memory_seed import Seeded
 from tui.app import TetherApp
-from tui.screens.memory import MemoryScreen
+from tui.modals import ConfirmDialog, FactEditor, NewFactForm, ReasonDialog
+from tui.screens.memory import MemoryScreen, NoteReviewScreen
+from tui.screens.memory_render import fact_row_key, namespace_row_key, note_row_key
+
+SIZE = (150, 42)
+MakeApp = Callable[[], TetherApp]
 
 
-def make_app(workspace: Workspace, clock: ManualClock) -> TetherApp:
-    return TetherApp(workspace, clock=clock, watch=False, poll_interval=0.05)
-
-
-async def open_memory(app: TetherApp, pilot) -> MemoryScreen:  # type: ignore[no-untyped-def]
+async def open_memory(app: TetherApp, pilot: Pilot[None]) -> MemoryScreen:
+    """Switch to view 3 and wait until it has read the workspace."""
     await pilot.press("3")
     await pilot.pause()
     screen = app.screen
@@ -23,18 +38,294 @@ async def open_memory(app: TetherApp, pilot) -> MemoryScreen:  # type: ignore[no
     return screen
 
 
-async def test_memory_view_lists_facts_by_namespace_and_pending_first(
-    workspace: Workspace, clock: ManualClock, seeded: Seeded
+async def on_fact(screen: MemoryScreen, pilot: Pilot[None], row_key: str) -> None:
+    screen.facts_table.focus()
+    assert screen.facts_table.select_key(row_key)
+    await pilot.pause()
+
+
+async def on_note(screen: MemoryScreen, pilot: Pilot[None], note_id: str) -> None:
+    screen.notes_table.focus()
+    assert screen.notes_table.select_key(note_row_key(note_id))
+    await pilot.pause()
+
+
+async def until(pilot: Pilot[None], condition: Callable[[], Any], what: str) -> None:
+    """Let the app work until ``condition()`` holds (bounded; no wall-clock assertion)."""
+    for _ in range(200):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def shown_keys(app: TetherApp) -> set[str]:
+    """The keys the footer offers right now (check_action False removes a key)."""
+    return {key for key, active in app.screen.active_bindings.items() if active.enabled}
+
+
+def static_text(widget: Static) -> str:
+    """The plain text a Static shows (its content may be a Rich renderable group)."""
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(widget.content)
+    return console.export_text()
+
+
+def cli_json(workspace: Workspace, *args: str) -> Any:
+    result = tether(*args, "--workspace", str(workspace.root), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def cell_text(screen: MemoryScreen, table: str, row_key: str, column: str) -> str:
+    cell = screen.query_one(f"#{table}").get_cell(row_key, column)  # type: ignore[attr-defined]
+    assert isinstance(cell, Text)
+    return cell.plain
+
+
+async def test_facts_grouped_by_namespace_and_pending_notes_first(
+    make_app: MakeApp, seeded: Seeded
 ) -> None:
-    app = make_app(workspace, clock)
-    async with app.run_test(size=(160, 45)) as pilot:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
         screen = await open_memory(app, pilot)
-        keys = screen.facts_table.keys
-        assert [k.split("\x1f")[1:] for k in keys] == [
-            ["user:ada"], ["user:ada", "editor"],
-            ["workflow:code-review"], ["workflow:code-review", "answer"],
-            ["workflow:code-review", "limits"],
+        assert screen.facts_table.keys == [
+            namespace_row_key("user:ada"), fact_row_key("user:ada", "editor"),
+            namespace_row_key("workflow:code-review"),
+            fact_row_key("workflow:code-review", "answer"),
+            fact_row_key("workflow:code-review", "limits"),
         ]
-        notes = [k.split("\x1f")[1] for k in screen.notes_table.keys]
-        assert notes[:2] == [seeded.rule, seeded.lone]
-        assert set(notes[2:]) == {seeded.lesson_a, seeded.lesson_b}
+        assert cell_text(screen, "facts-table", fact_row_key("workflow:code-review", "limits"),
+                         "ttl") == "5m00s"
+        notes = screen.notes_table.keys
+        assert notes[:2] == [note_row_key(seeded.rule), note_row_key(seeded.lone)]
+        assert set(notes[2:]) == {note_row_key(seeded.lesson_a), note_row_key(seeded.lesson_b)}
+        # Data is shown literally: markup in a note body is just characters.
+        assert cell_text(screen, "notes-table", note_row_key(seeded.lone), "body") == (
+            "[bold red]x[/] prefers small diffs"
+        )
+
+
+async def test_edit_refuses_invalid_json_then_saves_value_and_ttl(
+    make_app: MakeApp, seeded: Seeded, workspace: Workspace
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_memory(app, pilot)
+        await on_fact(screen, pilot, fact_row_key("workflow:code-review", "limits"))
+        await pilot.press("e")
+        await until(pilot, lambda: isinstance(app.screen, FactEditor), "the editor")
+        editor = app.screen
+        area = editor.query_one("#fact-value", TextArea)
+        area.text = '{"max_files": 5,\n "strict": tru}'
+        await pilot.pause()
+        status = str(editor.query_one("#json-status", Static).render())
+        assert "not valid JSON" in status and "line 2 column" in status
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is editor  # not saved, still editing
+        area.text = '{"max_files": 5, "strict": true}'
+        editor.query_one("#fact-ttl", Input).value = "10m"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: app.screen is screen, "the editor to close")
+        await until(pilot, lambda: "5" in cell_text(
+            screen, "facts-table", fact_row_key("workflow:code-review", "limits"), "value"),
+            "the new value on screen")
+    got = tether("memory", "get", "workflow:code-review", "limits",
+                 "--workspace", str(workspace.root))
+    assert json.loads(got.stdout) == {"max_files": 5, "strict": True}
+    listed = cli_json(workspace, "memory", "list", "workflow:code-review")
+    limits = next(f for f in _facts(listed) if f["key"] == "limits")
+    assert limits["ttl_ms"] == 600_000
+    assert limits["run_id"] is None  # the person is the last writer now
+
+
+def _facts(document: Any) -> list[dict[str, Any]]:
+    if isinstance(document, dict):
+        found = document.get("facts")
+        if isinstance(found, list):
+            return found
+        return [fact for facts in document.values() if isinstance(facts, list) for fact in facts]
+    return list(document)
+
+
+async def test_cancelled_edit_changes_nothing(
+    make_app: MakeApp, seeded: Seeded, workspace: Workspace, clock: ManualClock
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_memory(app, pilot)
+        await on_fact(screen, pilot, fact_row_key("workflow:code-review", "answer"))
+        await pilot.press("e")
+        await until(pilot, lambda: isinstance(app.screen, FactEditor), "the editor")
+        app.screen.query_one("#fact-value", TextArea).text = '"something else"'
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen, "the editor to close")
+    async with await MemoryStore.open(workspace, clock=clock) as memory:
+        fact = await memory.get_fact("workflow:code-review", "answer")
+    assert fact is not None and fact.value == "use pytest -x"
+
+
+async def test_new_fact_validates_namespace_and_key(
+    make_app: MakeApp, seeded: Seeded, workspace: Workspace
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_memory(app, pilot)
+        await on_fact(screen, pilot, namespace_row_key("user:ada"))
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewFactForm), "the new-fact form")
+        form = app.screen
+        assert form.query_one("#fact-namespace", Input).value == "user:ada"
+        form.query_one("#fact-namespace", Input).value = "workflow:"
+        await pilot.press(*"theme")
+        form.query_one("#fact-value", TextArea).text = '"dark"'
+        await pilot.pause()
+        assert "empty id" in str(form.query_one("#address-status", Static).render())
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is form
+        form.query_one("#fact-namespace", Input).value = "user:ada"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: app.screen is screen, "the form to close")
+        assert screen.facts_table.cursor_key == fact_row_key("user:ada", "theme")
+    got = tether("memory", "get", "user:ada", "theme", "--workspace", str(workspace.root))
+    assert got.returncode == 0 and json.loads(got.stdout) == "dark"
+
+
+async def test_delete_asks_naming_namespace_and_key(
+    make_app: MakeApp, seeded: Seeded, workspace: Workspace
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_memory(app, pilot)
+        await on_fact(screen, pilot, fact_row_key("workflow:code-review", "answer"))
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
+        target = str(app.screen.query_one("#confirm-target", Static).render())
+        assert "workflow:code-review" in target and "answer" in target
+        await pilot.press("n")  # changed my mind
+        await until(pilot, lambda: app.screen is screen, "the dialog to close")
+        assert fact_row_key("workflow:code-review", "answer") in screen.facts_table.keys
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
+        await pilot.press("y")
+        await until(
+            pilot,
+            lambda: fact_row_key("workflow:code-review", "answer") not in screen.facts_table.keys,
+            "the fact to disappear",
+        )
+    got = tether("memory", "get", "workflow:code-review", "answer",
+                 "--workspace", str(workspace.root))
+    assert got.returncode == 1
+
+
+async def test_keys_that_do_not_apply_are_hidden_and_inert(
+    make_app: MakeApp, seeded: Seeded, workspace: Workspace, clock: ManualClock
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_memory(app, pilot)
+        await on_fact(screen, pilot, namespace_row_key("user:ada"))
+        keys = shown_keys(app)
+        assert "n" in keys and not {"e", "d", "a", "r"} & keys
+        await pilot.press("e", "d")
+        await pilot.pause()
+        assert app.screen is screen
+        await on_fact(screen, pilot, fact_row_key("user:ada", "editor"))
+        assert {"e", "d"} <= shown_keys(app)
+        await on_note(screen, pilot, seeded.lesson_a)  # accepted: nothing to decide
+        keys = shown_keys(app)
+        assert not {"a", "r", "e", "d"} & keys and "v" in keys
+        await pilot.press("a", "r")
+        await pilot.pause()
+        assert app.screen is screen
+        await on_note(screen, pilot, seeded.rule)
+        assert {"a", "r"} <= shown_keys(app)
+    async with await MemoryStore.open(workspace, clock=clock) as memory:
+        lesson = await memory.get_note(seeded.lesson_a)
+    assert lesson is not None and lesson.status == "accepted" and lesson.status_reason is None
+
+
+async def test_accepting_a_proposal_retires_both_superseded_notes_at_once(
+    make_app: MakeApp, seeded: Seeded, workspace: Workspace
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_memory(app, pilot)
+        await on_note(screen, pilot, seeded.rule)
+        await pilot.press("a")
+        await until(pilot, lambda: cell_text(screen, "notes-table", note_row_key(seeded.lesson_a),
+                                             "status").endswith("retired"), "retired lessons")
+        assert cell_text(screen, "notes-table", note_row_key(seeded.lesson_b),
+                         "status").endswith("retired")
+        assert screen.notes_table.cursor_key == note_row_key(seeded.rule)  # cursor stays
+    live = {note["id"] for note in cli_json(workspace, "notes", "list")}
+    assert live == {seeded.rule}
+    everything = cli_json(workspace, "notes", "list", "--status", "any", "--include-superseded")
+    assert {seeded.lesson_a, seeded.lesson_b} <= {note["id"] for note in everything}
+
+
+async def test_rejecting_a_proposal_records_the_reason_and_leaves_both_live(
+    make_app: MakeApp, seeded: Seeded, workspace: Workspace
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_memory(app, pilot)
+        await on_note(screen, pilot, seeded.rule)
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ReasonDialog), "the reason prompt")
+        assert seeded.rule in str(app.screen.query_one("#confirm-target", Static).render())
+        await pilot.press(*"too broad", "enter")
+        await until(pilot, lambda: cell_text(screen, "notes-table", note_row_key(seeded.rule),
+                                             "status").endswith("rejected"), "the rejection")
+    live = {note["id"] for note in cli_json(workspace, "notes", "list")}
+    assert live == {seeded.lesson_a, seeded.lesson_b}
+    rejected = cli_json(workspace, "notes", "list", "--status", "rejected")
+    assert [(n["id"], n["status_reason"]) for n in rejected] == [(seeded.rule, "too broad")]
+
+
+async def test_review_screen_side_by_side_and_through_the_queue(
+    make_app: MakeApp, seeded: Seeded, workspace: Workspace
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_memory(app, pilot)
+        await on_note(screen, pilot, seeded.rule)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, NoteReviewScreen)
+                    and app.screen.note is not None, "the review screen")
+        review = app.screen
+        assert isinstance(review, NoteReviewScreen)
+        targets = static_text(review.query_one("#review-targets-body", Static))
+        assert "Run ruff before pytest." in targets and "Lint first" in targets
+        proposal = static_text(review.query_one("#review-proposal-body", Static))
+        assert "consolidator" in proposal and "run-3c4d/consolidate" in proposal
+        await pilot.press("a")  # accept: the next pending note is shown
+        await until(pilot, lambda: review.note_id == seeded.lone, "the next pending note")
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ReasonDialog), "the reason prompt")
+        await pilot.press("escape")  # cancel the rejection
+        await until(pilot, lambda: app.screen is review, "back on the review screen")
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen, "back on the memory view")
+    pending = cli_json(workspace, "notes", "list", "--status", "pending")
+    assert [n["id"] for n in pending] == [seeded.lone]
+    assert {n["id"] for n in cli_json(workspace, "notes", "list")} == {seeded.rule}
+
+
+async def test_search_and_filter(make_app: MakeApp, seeded: Seeded) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_memory(app, pilot)
+        await pilot.press("s", *"lint", "enter")
+        await until(pilot, lambda: set(screen.notes_table.keys) == {
+            note_row_key(seeded.rule), note_row_key(seeded.lesson_b)}, "search results")
+        await pilot.press("s", "ctrl+u", "enter")  # empty search: everything again
+        await until(pilot, lambda: len(screen.notes_table.keys) == 4, "all notes")
+        await pilot.press("slash", *"helix", "enter")
+        await until(pilot, lambda: screen.facts_table.keys == [
+            namespace_row_key("user:ada"), fact_row_key("user:ada", "editor")], "the filter")
+        assert app.filters["memory"] == "helix"

@@ -212,11 +212,6 @@ class MemoryScreen(LiveScreen):
         """The notes list."""
         return self.query_one("#notes-table", KeyedTable)
 
-    async def on_unmount(self) -> None:
-        # The writable connection's thread would keep the process alive after the app exits.
-        self._memory = None
-        await host_for(self.app).close()
-
     # -- data -----------------------------------------------------------------------------
 
     async def memory(self) -> MemoryStore:
