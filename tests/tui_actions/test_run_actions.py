@@ -1,0 +1,302 @@
+"""Run control from the Runs view: launch, clear, cancel, resume, delete and the quit question,
+in the real app with its embedded engine, checked through ``tether runs`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Button, Static, TextArea
+
+from engine.loader import load_workflow
+from engine.setup import open_engine
+from store.clock import ManualClock
+from store.dashboard import RunRow
+from store.database import Database
+from store.runs import RunRecord, RunStore
+from store.workspace import Workspace
+from tests.cli.memory_cli_support import tether
+from tui.actions.run_actions import allowed_run_actions
+from tui.app import TetherApp
+from tui.modals import ConfirmDialog, LaunchRunDialog, ReasonDialog
+from tui.run_control import EXAMPLES_DIR, host_for, placeholder_input, workflow_files
+from tui.screens.runs import RunsScreen
+from tui.widgets.keyed_table import KeyedTable
+
+SIZE = (150, 40)
+CODE_REVIEW = EXAMPLES_DIR / "code_review.py"
+MakeApp = Callable[[], TetherApp]
+
+
+@pytest.fixture(autouse=True)
+def quick_agents(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fast, never-failing simulated agent (the demo makes it slow and flaky)."""
+    monkeypatch.setenv("TETHER_SIM_LATENCY_MS", "5")
+    monkeypatch.setenv("TETHER_SIM_FAILURE_RATE", "0")
+
+
+# -- policy ----------------------------------------------------------------------------------
+
+
+def _row(status: str, heartbeat_ms: int = 0) -> RunRow:
+    return RunRow(run_id="r", workflow="w", status=status, heartbeat_at_ms=heartbeat_ms)
+
+
+@pytest.mark.parametrize(
+    ("status", "now", "allowed"),
+    [
+        ("running", 1_000, {"launch_run", "clear_run", "cancel_run"}),
+        ("running", 40_000, {"launch_run", "clear_run", "cancel_run", "resume_run",
+                             "delete_run"}),
+        ("pending", 1_000, {"launch_run", "clear_run", "cancel_run"}),
+        ("failed", 1_000, {"launch_run", "clear_run", "resume_run", "delete_run"}),
+        ("cancelled", 1_000, {"launch_run", "clear_run", "resume_run", "delete_run"}),
+        ("finished", 1_000, {"launch_run", "delete_run"}),
+        ("handed-off", 1_000, {"launch_run", "delete_run"}),
+    ],
+)
+def test_which_run_keys_apply(status: str, now: int, allowed: set[str]) -> None:
+    assert allowed_run_actions(_row(status), now) == allowed
+    assert allowed_run_actions(None, now) == {"launch_run"}
+
+
+def test_placeholder_input_and_workflow_files(tmp_path: Path) -> None:
+    schema = {"properties": {"goal": {"type": "string"}, "n": {"type": "integer", "default": 3},
+                             "tags": {"type": "array"}}, "required": ["goal", "tags"]}
+    assert placeholder_input(schema) == {"goal": "", "n": 3, "tags": []}
+    (tmp_path / "a.py").write_text("")
+    (tmp_path / "_private.py").write_text("")
+    extra = tmp_path / "elsewhere" / "b.py"
+    extra.parent.mkdir()
+    extra.write_text("")
+    files = workflow_files(tmp_path, [str(extra), str(tmp_path / "a.py"), None, "/nope.py"])
+    assert files == [(tmp_path / "a.py").resolve(), extra.resolve()]
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+async def make_run(workspace: Workspace, clock: ManualClock, *, status: str = "running",
+                   owner: str = "another-host:1:abc") -> RunRecord:
+    """A code-review run written as another process would (its owner is elsewhere)."""
+    async with await Database.open(workspace, clock=clock) as db:
+        runs = RunStore(db)
+        run = await runs.create_run("code-review", input={"change": "fix the flaky test"},
+                                    workflow_path=str(CODE_REVIEW), owner_id=owner)
+        if status != "running":
+            await runs.set_run_status(run.run_id, status)
+        return await runs.get_run(run.run_id)
+
+
+async def open_runs(app: TetherApp, pilot: Pilot[None], select: str | None = None) -> RunsScreen:
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, RunsScreen)
+    await app.refresh_screen(screen)
+    if select is not None:
+        assert screen.query_one("#runs-table", KeyedTable).select_key(select)
+    await pilot.pause()
+    return screen
+
+
+async def until(pilot: Pilot[None], condition: Callable[[], Any], what: str,
+                tries: int = 400) -> None:
+    for _ in range(tries):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def until_run(app: TetherApp, pilot: Pilot[None], what: str,
+                    condition: Callable[[list[RunRecord]], bool]) -> list[RunRecord]:
+    """Poll the runs (through the app's own writable connection) until ``condition`` holds."""
+    store = await host_for(app).runs()
+    for _ in range(400):
+        runs = await store.list_runs(limit=50)
+        if condition(runs):
+            return runs
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def shown_keys(app: TetherApp) -> set[str]:
+    return {key for key, active in app.screen.active_bindings.items() if active.enabled}
+
+
+def cli_runs(workspace: Workspace) -> dict[str, dict[str, Any]]:
+    result = tether("runs", "--format", "json", "--workspace", str(workspace.root))
+    assert result.returncode == 0, result.stderr
+    return {run["run_id"]: run for run in json.loads(result.stdout)["runs"]}
+
+
+# -- the keys --------------------------------------------------------------------------------
+
+
+async def test_launch_validates_the_input_and_runs_in_the_embedded_engine(
+    make_app: MakeApp, workspace: Workspace, clock: ManualClock
+) -> None:
+    await make_run(workspace, clock, status="finished")  # the workspace exists
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_runs(app, pilot)
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, LaunchRunDialog), "the launch dialog")
+        dialog = app.screen
+        area = dialog.query_one("#launch-input", TextArea)
+        assert json.loads(area.text) == {"change": "retry flaky pytest fixtures"}
+        area.text = '{"change": 3}'
+        await pilot.pause()
+        assert dialog.query_one("#launch-ok", Button).disabled
+        assert "change" in str(dialog.query_one("#json-status", Static).render())
+        area.text = '{"change": "add tests for resume"'
+        await pilot.pause()
+        assert "not JSON" in str(dialog.query_one("#json-status", Static).render())
+        area.text = '{"change": "add tests for resume"}'
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        runs = await until_run(app, pilot, "the launched run to finish", lambda runs: any(
+            r.input == {"change": "add tests for resume", "repository": "tether"}
+            and r.status == "finished" for r in runs))
+    launched = next(r for r in runs if r.input and r.input.get("change") == "add tests for resume")
+    assert cli_runs(workspace)[launched.run_id]["status"] == "finished"
+
+
+async def test_cancel_asks_naming_the_run_and_stops_it(
+    make_app: MakeApp, workspace: Workspace, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_SIM_LATENCY_MS", "60000")  # stays running until cancelled
+    await make_run(workspace, clock, status="finished")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_runs(app, pilot)
+        host = host_for(app)
+        known, _ = await host.known_workflows()
+        await host.launch(next(k for k in known if k.path == CODE_REVIEW.resolve()),
+                          {"change": "slow one"})
+        runs = await until_run(app, pilot, "the run to start", lambda runs: any(
+            r.status == "running" and r.owner_id for r in runs))
+        live = next(r for r in runs if r.status == "running")
+        screen = await open_runs(app, pilot, select=live.run_id)
+        assert {"c", "x"} <= shown_keys(app) and "R" not in shown_keys(app)
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
+        assert live.run_id in str(app.screen.query_one("#confirm-target", Static).render())
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen is screen, "the dialog to close")
+        assert (await (await host.runs()).get_run(live.run_id)).status == "running"
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
+        await pilot.press("y")
+        await until_run(app, pilot, "the cancel", lambda runs: any(
+            r.run_id == live.run_id and r.status == "cancelled" for r in runs))
+    assert cli_runs(workspace)[live.run_id]["status"] == "cancelled"
+
+
+async def test_clear_hands_a_stale_run_to_a_fresh_generation_with_the_reason(
+    make_app: MakeApp, workspace: Workspace, clock: ManualClock
+) -> None:
+    stale = await make_run(workspace, clock)
+    clock.advance(31_000)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_runs(app, pilot, select=stale.run_id)
+        assert {"x", "R", "c", "d"} <= shown_keys(app)
+        await pilot.press("x")
+        await until(pilot, lambda: isinstance(app.screen, ReasonDialog), "the clear dialog")
+        assert stale.run_id in str(app.screen.query_one("#confirm-target", Static).render())
+        await pilot.press(*"context too long", "enter")
+        runs = await until_run(app, pilot, "the new generation to finish", lambda runs: any(
+            r.parent_run_id == stale.run_id and r.status == "finished" for r in runs))
+        handoffs = await (await host_for(app).runs()).list_handoffs()
+    successor = next(r for r in runs if r.parent_run_id == stale.run_id)
+    assert successor.generation == 1
+    assert [(h.from_run_id, h.to_run_id, h.reason, h.trigger) for h in handoffs] == [
+        (stale.run_id, successor.run_id, "context too long", "person")
+    ]
+    listed = cli_runs(workspace)
+    assert listed[stale.run_id]["status"] == "handed-off"
+    assert listed[successor.run_id]["status"] == "finished"
+
+
+async def test_resume_continues_a_stale_run_in_the_embedded_engine(
+    make_app: MakeApp, workspace: Workspace, clock: ManualClock
+) -> None:
+    stale = await make_run(workspace, clock)
+    clock.advance(31_000)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_runs(app, pilot, select=stale.run_id)
+        await pilot.press("R")
+        await until_run(app, pilot, "the resumed run to finish", lambda runs: any(
+            r.run_id == stale.run_id and r.status == "finished" for r in runs))
+    assert cli_runs(workspace)[stale.run_id]["status"] == "finished"
+
+
+async def test_delete_asks_first_and_removes_rows_and_artifacts(
+    make_app: MakeApp, workspace: Workspace, clock: ManualClock
+) -> None:
+    done = await make_run(workspace, clock, status="finished")
+    folder = workspace.artifacts_dir / done.run_id / "review" / "1"
+    folder.mkdir(parents=True)
+    (folder / "stream.log").write_text("log line\n")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_runs(app, pilot, select=done.run_id)
+        keys = shown_keys(app)
+        assert {"n", "d"} <= keys and not {"x", "c", "R"} & keys
+        await pilot.press("c", "x", "R")  # do not apply to a finished run: nothing happens
+        await pilot.pause()
+        assert app.screen is screen
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
+        assert done.run_id in str(app.screen.query_one("#confirm-target", Static).render())
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen, "the dialog to close")
+        assert folder.exists()
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
+        await pilot.press("y")
+        await until_run(app, pilot, "the deletion", lambda runs: all(
+            r.run_id != done.run_id for r in runs))
+    assert done.run_id not in cli_runs(workspace)
+    assert not (workspace.artifacts_dir / done.run_id).exists()
+
+
+async def test_quit_asks_while_embedded_runs_are_active_and_leaves_them_resumable(
+    make_app: MakeApp, workspace: Workspace, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_SIM_LATENCY_MS", "60000")
+    await make_run(workspace, clock, status="finished")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_runs(app, pilot)
+        host = host_for(app)
+        known, _ = await host.known_workflows()
+        await host.launch(next(k for k in known if k.path == CODE_REVIEW.resolve()),
+                          {"change": "left behind"})
+        runs = await until_run(app, pilot, "the run to start", lambda runs: any(
+            r.status == "running" for r in runs))
+        left = next(r for r in runs if r.status == "running")
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the quit question")
+        assert left.run_id in str(app.screen.query_one("#confirm-target", Static).render())
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen is screen, "the dialog to close")
+        assert app.is_running
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the quit question")
+        await pilot.press("y")
+        await until(pilot, lambda: not app.is_running, "the app to quit")
+    clock.advance(31_000)
+    monkeypatch.setenv("TETHER_SIM_LATENCY_MS", "5")
+    async with await Database.open(workspace, clock=clock) as db:
+        runs_store = RunStore(db)
+        record = await runs_store.get_run(left.run_id)
+        assert record.status == "running" and record.is_stale(clock.now_ms())
+        outcome = await open_engine(db).resume(load_workflow(CODE_REVIEW), left.run_id)
+    assert outcome.status == "finished"
