@@ -123,15 +123,21 @@ def ceiling_of(value: Any) -> Ceiling | None:
 
 
 class CeilingGuard:
-    """The dispatch guard enforcing a workflow's ceiling (installed by ``engine.setup``)."""
+    """The dispatch guard installed by ``engine.setup``: re-reads the run row at every dispatch,
+    so a person's clear request and the usage of the attempt that just ended both take effect
+    at the very next dispatch (not at the scheduler's next poll), then applies the ceiling."""
 
     def __init__(self, db: Database) -> None:
         self.runs = RunStore(db)
 
     async def check(self, context: DispatchContext) -> DispatchDecision:
-        """Re-read the run's totals and apply :func:`check_ceiling`."""
+        """Clear request first (a person asked), then :func:`check_ceiling`."""
+        run = await self.runs.find_run(context.run.run_id) or context.run
+        if run.clear_requested_at_ms is not None:
+            return DispatchDecision(
+                "handoff", run.clear_reason or "cleared by a person", trigger="person"
+            )
         ceiling = ceiling_of(context.task_ceiling) or ceiling_of(context.workflow_ceiling)
         if ceiling is None:
             return RUN
-        run = await self.runs.find_run(context.run.run_id) or context.run
         return check_ceiling(ceiling, run.tokens, run.generation)

@@ -90,12 +90,17 @@ class MemoryBlock:
     bytes_used: int
     truncated: bool
     included: tuple[BlockItem, ...] = ()
-    omitted_ids: tuple[str, ...] = field(default=())
+    omitted: tuple[RecallItem, ...] = field(default=())
 
     @property
     def item_ids(self) -> tuple[str, ...]:
         """Ids of the items that made it into the block, in rank order."""
         return tuple(entry.item.id for entry in self.included)
+
+    @property
+    def omitted_ids(self) -> tuple[str, ...]:
+        """Ids of recalled items left out for lack of budget, in rank order."""
+        return tuple(item.id for item in self.omitted)
 
 
 def build_block(
@@ -112,7 +117,7 @@ def build_block(
     """
     used = utf8_len(header)
     if not items or used > budget_bytes:
-        return MemoryBlock(None, budget_bytes, 0, False, (), tuple(i.id for i in items))
+        return MemoryBlock(None, budget_bytes, 0, False, (), tuple(items))
     lines = [header]
     included: list[BlockItem] = []
     truncated = False
@@ -134,11 +139,11 @@ def build_block(
             included.append(BlockItem(item, utf8_len(cut), True))
             index += 1  # the cut item is in; everything after it is left out
         truncated = True
-        omitted = tuple(i.id for i in items[index:])
+        omitted = tuple(items[index:])
         break
     else:
         omitted = ()
     if not included:
-        return MemoryBlock(None, budget_bytes, 0, truncated, (), tuple(i.id for i in items))
+        return MemoryBlock(None, budget_bytes, 0, truncated, (), tuple(items))
     text = "".join(lines)
     return MemoryBlock(text, budget_bytes, utf8_len(text), truncated, tuple(included), omitted)

@@ -148,10 +148,20 @@ def _consume(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
+ITEM_TEXT_PREVIEW_CHARS = 500
+
+
 def block_items_record(block: MemoryBlock) -> list[dict[str, Any]]:
-    """The ``items_json`` of a stored block: included items first, then those left out."""
-    included = [{**entry.describe(), "included": True} for entry in block.included]
-    omitted = [{"id": item_id, "included": False} for item_id in block.omitted_ids]
+    """The ``items_json`` of a stored block: every recalled item with its provenance, score, why
+    it was picked and a text preview; included ones first, then those the budget left out."""
+    included = [
+        {**entry.describe(), "included": True, "text": entry.item.text[:ITEM_TEXT_PREVIEW_CHARS]}
+        for entry in block.included
+    ]
+    omitted = [
+        {**item.describe(), "included": False, "text": item.text[:ITEM_TEXT_PREVIEW_CHARS]}
+        for item in block.omitted
+    ]
     return included + omitted
 
 

@@ -22,7 +22,7 @@ from engine.scheduler import RunOutcome
 from engine.setup import open_engine
 from store.database import Database
 from store.errors import InvalidInputError, NotFoundError
-from store.runs import AttemptRecord, CallRecord, RunStore
+from store.runs import AttemptRecord, CallRecord, MemoryBlockRecord, RunStore
 from store.schema import RUN_STATUSES
 from tui.cli.common import (
     format_option,
@@ -219,6 +219,44 @@ def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]
     return lines
 
 
+def _memory_block_json(block: MemoryBlockRecord | None) -> dict[str, Any] | None:
+    """The recalled memory block a node iteration saw (None when it has no memory config)."""
+    if block is None:
+        return None
+    return {
+        "text": block.text,
+        "items": block.items,
+        "bytes_used": block.bytes_used,
+        "budget_bytes": block.budget_bytes,
+        "truncated": block.truncated,
+        "warning": block.warning,
+        "degraded": block.degraded,
+        "query": block.query,
+        "banks": block.banks,
+    }
+
+
+def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
+    """The memory block as text: accounting, each recalled item and why, then the block."""
+    head = f"Memory block: {block.bytes_used} of {block.budget_bytes} bytes"
+    head += f", {sum(1 for i in block.items if i.get('included', True))} item(s)"
+    if block.truncated:
+        head += ", truncated"
+    lines = [head]
+    if block.warning:
+        lines.append(f"  {'warning' if block.degraded else 'note'}: {visible(block.warning)}")
+    for item in block.items:
+        mark = "" if item.get("included", True) else " (left out: budget)"
+        why = ", ".join(str(t) for t in item.get("matched_terms") or [])
+        lines.append(
+            f"  - {visible(str(item.get('id')))} {visible(str(item.get('namespace', '')))}"
+            f" score {float(item.get('score') or 0):.3f} matched: {visible(why) or '-'}{mark}"
+        )
+    if block.text:
+        lines.extend(f"  | {visible(line)}" for line in block.text.split("\n"))
+    return lines
+
+
 @click.command("node")
 @click.argument("node_id", metavar="NODE")
 @click.option("--run", "run_id", required=True, metavar="RUN", help="The run the node belongs to.")
@@ -245,6 +283,7 @@ async def node_command(
         calls = [
             c for c in await store.list_calls(run_id, node_id) if c.iteration == node.iteration
         ]
+        block = await store.get_memory_block(run_id, node_id, node.iteration)
     if output_format == "json":
         print_json(
             {
@@ -257,6 +296,7 @@ async def node_command(
                     }
                     for a in attempts
                 ],
+                "memory_block": _memory_block_json(block),
             }
         )
         return
@@ -282,6 +322,8 @@ async def node_command(
         lines.append(f"  ({len(attempts) - len(shown)} earlier attempt(s); --attempts shows all)")
     for attempt in shown:
         lines.extend(_attempt_lines(attempt, calls))
+    if block is not None:
+        lines.extend(_memory_block_lines(block))
     if node.output is not None:
         lines.append("Output:")
         lines.append(visible(json.dumps(node.output, ensure_ascii=False, indent=2)))
