@@ -20,10 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
-import socket
 import tempfile
-import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -51,7 +48,16 @@ from engine.structured import OutputInvalid, validate_output
 from engine.workflow import CachePolicy, TaskSpec, Workflow, WorkflowDefinitionError
 from store.database import Database
 from store.errors import InvalidInputError
-from store.runs import CallUsage, NewEvent, NodeRecord, RunRecord, RunStore, TokenUsage
+from store.runs import (
+    CallUsage,
+    NewEvent,
+    NodeRecord,
+    RunRecord,
+    RunStore,
+    TokenUsage,
+    new_owner_id,
+    owner_is_dead,
+)
 from store.task_cache import TaskCache
 
 Key = tuple[str, int]
@@ -106,29 +112,6 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def new_owner_id() -> str:
-    """Identifies this process as the owner of the runs it executes."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
-def owner_is_dead(owner_id: str | None) -> bool:
-    """True when ``owner_id`` names a process on this host that no longer exists, so its run
-    can be resumed at once instead of waiting for the heartbeat to go stale."""
-    if not owner_id:
-        return True
-    host, _, rest = owner_id.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
 def task_memory(spec: TaskSpec, workflow: Workflow) -> Any:
     """The memory config a task runs with (its own replaces the workflow's), or None."""
     if spec.memory is None and workflow.memory is None:
@@ -164,6 +147,9 @@ class Engine:
     def prepare(self, workflow: Workflow) -> None:
         """Validate the definition, every task's memory config and its agent, before running."""
         workflow.validate()
+        from engine.ceiling import ceiling_of
+
+        ceiling_of(workflow.ceiling)  # a bad ceiling is a definition error, not a dispatch crash
         registry = self.registry_for(workflow)
         for spec in workflow.tasks.values():
             task_memory(spec, workflow)
@@ -677,10 +663,19 @@ class RunExecution:
         """Decide whether the attempt may start: stop requests first, then every guard.
 
         DISPATCH HOOK: token ceilings and handoff triggers are :class:`DispatchGuard` objects in
-        ``EngineHooks.guards``; the first decision other than ``run``/``warn`` wins.
+        ``EngineHooks.guards``; the first decision other than ``run``/``warn`` wins. The run row
+        is re-read here, so a clear or cancel request written a moment ago (by any process) and
+        the latest token totals are what the decision sees.
         """
         if self.stop is not None:
             return self.stop
+        fresh = await self.store.find_run(self.run_id)
+        if fresh is not None:
+            self.run = fresh
+        if self.run.cancel_requested_at_ms is not None and not self.cancelled:
+            self.cancelled = True
+            self._cancel_all()
+            raise StopDispatch("the run was cancelled")
         if self.run.clear_requested_at_ms is not None:
             return DispatchDecision(
                 "handoff", self.run.clear_reason or "cleared by a person", trigger="person"

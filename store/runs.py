@@ -27,6 +27,8 @@ with :meth:`RunStore.append_events` (the engine adds ``cache.hit``, ``log`` ...)
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -494,6 +496,30 @@ class HandoffRecord:
         )
 
 
+def new_owner_id() -> str:
+    """Identifies the calling process as the owner of the runs it executes:
+    ``<host>:<pid>:<random>`` (the format :func:`owner_is_dead` reads)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def owner_is_dead(owner_id: str | None) -> bool:
+    """True when ``owner_id`` names a process on this host that no longer exists, so its run
+    can be resumed at once instead of waiting for the heartbeat to go stale."""
+    if not owner_id:
+        return True
+    host, _, rest = owner_id.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def new_run_id() -> str:
     """A fresh run id: short, unique, sortable enough to read in a terminal."""
     return "r-" + uuid.uuid4().hex[:12]
@@ -802,7 +828,7 @@ class RunStore:
             now = self.now_ms
             conn.execute(sql.REQUEST_CANCEL, {"run_id": run_id, "now": now})
             events = [NewEvent("run.cancel-requested", run_id)]
-            if run.status != "running" or run.is_stale(now):
+            if run.status != "running" or run.is_stale(now) or owner_is_dead(run.owner_id):
                 conn.execute(
                     sql.UPDATE_RUN_STATUS,
                     {
