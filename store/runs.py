@@ -21,7 +21,12 @@ Event types written here (``EventRecord.type``):
 ``run.created``, ``run.status``, ``run.cancel-requested``, ``run.clear-requested``,
 ``run.resumed``, ``run.deleted``, ``node.state``, ``attempt.started``, ``attempt.finished``,
 ``attempt.abandoned``, ``call``, ``memory.block``, ``handoff``, plus whatever callers append
-with :meth:`RunStore.append_events` (the engine adds ``cache.hit``, ``log`` ...).
+with :meth:`RunStore.append_events` (the engine adds ``cache.hit``, ``cache.invalid`` and
+``warning``).
+
+Process ownership: an engine process names itself with :func:`new_owner_id`
+(``host:pid:random``); :func:`owner_is_dead` tells whether such an owner is gone, so its run can
+be resumed or cancelled at once instead of waiting for the heartbeat to go stale.
 """
 
 from __future__ import annotations
