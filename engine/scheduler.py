@@ -1016,6 +1016,12 @@ class RunExecution:
             ) from error
         except AgentError as error:
             raise _AttemptError(error, total(), text) from error
+        except Exception as error:
+            # A bug or unexpected error inside an agent fails the attempt (retries apply); it
+            # never leaves the attempt marked running.
+            raise _AttemptError(
+                AgentError(f"the agent raised {type(error).__name__}: {error}"), total(), text
+            ) from error
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await asyncio.shield(

@@ -164,3 +164,19 @@ async def test_artifacts_helper_and_stream_log(db: Database) -> None:
     assert attempts[0].prompt == "read # hello"
     log = stream_log_path(db.workspace.artifacts_dir, outcome.run_id, "read", 0, 1)
     assert log.exists() and log.read_text() != ""
+
+
+async def test_an_agent_bug_fails_the_attempt_not_the_engine(db: Database) -> None:
+    def buggy(request: AgentRequest, n: int) -> str:
+        if n == 1:
+            raise KeyError("choices")
+        return "fine"
+
+    agent = ScriptedAgent(behaviour=buggy)
+    wf = Workflow("bug", agents={"simulated": agent})
+    wf.add_task("a", "x", retries=1, backoff=0.01)
+    outcome = await run_workflow(db, wf)
+    assert outcome.status == "finished"
+    attempts = await RunStore(db).list_attempts(outcome.run_id, "a")
+    assert [a.state for a in attempts] == ["failed", "finished"]
+    assert attempts[0].error == "the agent raised KeyError: 'choices'"
