@@ -2,3 +2,7 @@
 
 Depends on ``store``; knows nothing of ``tui``.
 """
+
+from engine.workflow import Backoff, CachePolicy, Workflow, WorkflowDefinitionError
+
+__all__ = ["Backoff", "CachePolicy", "Workflow", "WorkflowDefinitionError"]
