@@ -90,11 +90,7 @@ def validate_tags(tags: Iterable[object] | None) -> tuple[str, ...]:
         return ()
     if isinstance(tags, str):
         raise _error("tags must be a list of tags, not a single string.")
-    unique: list[str] = []
-    for tag in tags:
-        checked = validate_tag(tag)
-        if checked not in unique:
-            unique.append(checked)
+    unique = list(dict.fromkeys(validate_tag(tag) for tag in tags))
     if len(unique) > MAX_TAGS:
         raise _error(f"{len(unique)} distinct tags given; at most {MAX_TAGS} are allowed.")
     return tuple(unique)
@@ -150,14 +146,10 @@ def _normalise_banks(bank: object, banks: object) -> tuple[str, ...]:
         return ()
     if isinstance(banks, str) or not isinstance(banks, Iterable):
         raise _error("banks must be a list of bank names.")
-    unique: list[str] = []
-    for item in banks:
-        name = _validate_bank(item)
-        if name not in unique:
-            unique.append(name)
+    unique = tuple(dict.fromkeys(_validate_bank(item) for item in banks))
     if not unique:
         raise _error("banks is an empty list; name at least one bank.")
-    return tuple(unique)
+    return unique
 
 
 def _normalise_recall(recall: object) -> str:

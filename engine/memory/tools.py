@@ -54,51 +54,45 @@ def _tag_choices(config: MemoryConfig) -> list[str]:
     return list(dict.fromkeys([*config.tags, *fixed]))
 
 
-def _bank_choices(config: MemoryConfig) -> list[str]:
-    return list(config.banks or ())
+def _arguments_schema(
+    config: MemoryConfig, text: tuple[str, int], extra: dict[str, Any]
+) -> dict[str, Any]:
+    """An object schema: the tool's main text argument, the task's banks and tag vocabulary
+    as enums (so function-calling models produce valid calls), and ``extra`` properties."""
+    name, max_length = text
+    return {
+        "type": "object",
+        "properties": {
+            name: {"type": "string", "minLength": 1, "maxLength": max_length},
+            "bank": {"type": "string", "enum": list(config.banks or ())},
+            "tags": {
+                "type": "array",
+                "items": {"type": "string", "enum": _tag_choices(config)},
+                "maxItems": 8,
+            },
+            **extra,
+        },
+        "required": [name],
+        "additionalProperties": False,
+    }
 
 
 def remember_schema(config: MemoryConfig) -> dict[str, Any]:
     """JSON Schema of ``remember``'s arguments for this config."""
-    return {
-        "type": "object",
-        "properties": {
-            "content": {"type": "string", "minLength": 1, "maxLength": 8000},
-            "bank": {"type": "string", "enum": _bank_choices(config)},
-            "tags": {
-                "type": "array",
-                "items": {"type": "string", "enum": _tag_choices(config)},
-                "maxItems": 8,
-            },
+    return _arguments_schema(
+        config,
+        ("content", 8000),
+        {
             "propose": {"type": "boolean"},
             "supersedes": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
         },
-        "required": ["content"],
-        "additionalProperties": False,
-    }
+    )
 
 
 def recall_schema(config: MemoryConfig) -> dict[str, Any]:
     """JSON Schema of ``recall``'s arguments for this config."""
-    return {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 2000},
-            "bank": {"type": "string", "enum": _bank_choices(config)},
-            "tags": {
-                "type": "array",
-                "items": {"type": "string", "enum": _tag_choices(config)},
-                "maxItems": 8,
-            },
-            "budget_bytes": {
-                "type": "integer",
-                "minimum": MIN_BUDGET_BYTES,
-                "maximum": config.effective_budget,
-            },
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    }
+    budget = {"type": "integer", "minimum": MIN_BUDGET_BYTES, "maximum": config.effective_budget}
+    return _arguments_schema(config, ("query", 2000), {"budget_bytes": budget})
 
 
 def _text_argument(arguments: dict[str, Any], name: str) -> str:
@@ -141,6 +135,11 @@ def build_memory_tools(
     if config.banks:
         hints["bank"] = config.banks[0]
 
+    async def event(payload: dict[str, Any]) -> None:
+        await runtime.runs.append_event(
+            "memory.tool", run_id=run_id, node_id=node_id, iteration=iteration, payload=payload
+        )
+
     async def remember(arguments: dict[str, Any]) -> dict[str, Any]:
         try:
             content = _text_argument(arguments, "content")
@@ -162,27 +161,17 @@ def build_memory_tools(
                 iteration=iteration,
             )
         except TetherError as error:
-            await runtime.runs.append_event(
-                "memory.tool",
-                run_id=run_id,
-                node_id=node_id,
-                iteration=iteration,
-                payload={"tool": "remember", "ok": False, "error": str(error)},
-            )
+            await event({"tool": "remember", "ok": False, "error": str(error)})
             return {"ok": False, "error": str(error)}
-        await runtime.runs.append_event(
-            "memory.tool",
-            run_id=run_id,
-            node_id=node_id,
-            iteration=iteration,
-            payload={
+        await event(
+            {
                 "tool": "remember",
                 "ok": True,
                 "note_id": note.id,
                 "namespace": namespace,
                 "status": note.status,
                 "supersedes": supersedes,
-            },
+            }
         )
         return {"ok": True, "note_id": note.id, "bank": namespace, "status": note.status}
 
@@ -205,13 +194,7 @@ def build_memory_tools(
         ]
         # The simulated agent proposes its lesson as a replacement for what it just recalled.
         hints["supersedes"] = note_ids
-        await runtime.runs.append_event(
-            "memory.tool",
-            run_id=run_id,
-            node_id=node_id,
-            iteration=iteration,
-            payload={"tool": "recall", "ok": True, "items": list(block.item_ids)},
-        )
+        await event({"tool": "recall", "ok": True, "items": list(block.item_ids)})
         return {
             "ok": True,
             "text": block.text or "",
