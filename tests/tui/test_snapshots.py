@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import TabbedContent
+from textual.widgets import Input, TabbedContent
 
 from tui.app import TetherApp
 from tui.screens.run_detail import RunDetailScreen
@@ -27,6 +27,21 @@ UPDATE = os.environ.get("TETHER_UPDATE_SNAPSHOTS") == "1"
 def normalise(svg: str) -> str:
     """Drop the per-export ids Textual puts in class names and clip paths."""
     return re.sub(r"terminal-\d+", "terminal", svg)
+
+
+async def settled_screenshot(pilot: Pilot[None], app: TetherApp, name: str) -> str:
+    """A screenshot taken once two in a row agree (the footer recomposes asynchronously when
+    a view's key bindings change, so a single capture can catch it half drawn)."""
+    for field in app.screen.query(Input):
+        field.cursor_blink = False  # a blinking cursor would make every capture differ
+    previous = ""
+    for _ in range(10):
+        await pilot.pause(0.1)
+        svg = normalise(app.export_screenshot(title=f"tether — {name}"))
+        if svg == previous:
+            return svg
+        previous = svg
+    return previous
 
 
 async def _runs(pilot: Pilot[None], app: TetherApp) -> None:
@@ -75,8 +90,7 @@ async def test_view_matches_snapshot(make_app, name, steps):
         await steps(pilot, app)
         await pilot.pause(0.3)
         await app.poll_once()
-        await pilot.pause(0.1)
-        svg = normalise(app.export_screenshot(title=f"tether — {name}"))
+        svg = await settled_screenshot(pilot, app, name)
     path = SNAPSHOTS / f"{name}.svg"
     if UPDATE or not path.exists():
         SNAPSHOTS.mkdir(exist_ok=True)

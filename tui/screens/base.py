@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -104,10 +105,16 @@ class LiveScreen(Screen[None]):
 
     def update_chrome(self) -> None:
         """Refresh the tabs, banner and status line from the app's state."""
-        self.query_one(ViewTabs).show(self.MODE, self.crumb())
+        try:
+            tabs = self.query_one(ViewTabs)
+            banner = self.query_one(PauseBanner)
+            status = self.query_one(StatusLine)
+        except NoMatches:
+            return  # being composed or torn down (the app is exiting)
+        tabs.show(self.MODE, self.crumb())
         app = self.tether
-        self.query_one(PauseBanner).set_paused(app.paused, app.held_events)
-        self.query_one(StatusLine).show(app.status_text())
+        banner.set_paused(app.paused, app.held_events)
+        status.show(app.status_text())
 
     async def on_screen_resume(self) -> None:
         self.update_chrome()
