@@ -45,7 +45,7 @@ from store.workspace import Workspace
 
 CACHE = Path("/tmp/tether-bench-notes")
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_note_search.json"
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 VOCABULARY = 30_000
 NAMESPACES = 50
 LIMIT = 10

