@@ -12,6 +12,7 @@ fact again renews its TTL; writing it without a TTL makes it permanent.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -226,12 +227,13 @@ class FactOps:
             "node_id": node_id,
             "iteration": iteration,
         }
-        async with self.db.transaction() as conn:
-            params["now"] = self.db.clock.now_ms()
-            async with conn.execute(sql.UPSERT_FACT, params) as cursor:
-                row = await cursor.fetchone()
-        assert row is not None
-        return fact_from_row(row)
+        clock = self.db.clock
+
+        def write(conn: sqlite3.Connection) -> Row:
+            row: Row = conn.execute(sql.UPSERT_FACT, {**params, "now": clock.now_ms()}).fetchone()
+            return row
+
+        return fact_from_row(await self.db.run_in_transaction(write))
 
     async def set_facts(
         self,
@@ -259,30 +261,39 @@ class FactOps:
             {**base, "key": validate_key(key), "value_json": encode_value(value)}
             for key, value in values.items()
         ]
+        clock = self.db.clock
+
+        def write(conn: sqlite3.Connection) -> None:
+            now = clock.now_ms()
+            conn.executemany(sql.UPSERT_FACT_QUIET, [{**row, "now": now} for row in rows])
+
         if rows:
-            async with self.db.transaction() as conn:
-                now = self.db.clock.now_ms()
-                await conn.executemany(sql.UPSERT_FACT_QUIET, [{**row, "now": now} for row in rows])
+            await self.db.run_in_transaction(write)
         return len(rows)
 
     async def delete_fact(self, namespace: str | Namespace, key: str) -> bool:
         """Delete a fact; True when a live fact was deleted (an expired one counts as absent)."""
         params = {"namespace": canonical_namespace(namespace), "key": validate_key(key)}
-        async with self.db.transaction() as conn:
-            now = self.db.clock.now_ms()
-            async with conn.execute(sql.DELETE_FACT, params) as cursor:
-                row = await cursor.fetchone()
-        return row is not None and not is_expired(row[0], row[1], now)
+        clock = self.db.clock
+
+        def write(conn: sqlite3.Connection) -> bool:
+            now = clock.now_ms()
+            row = conn.execute(sql.DELETE_FACT, params).fetchone()
+            return row is not None and not is_expired(row[0], row[1], now)
+
+        return await self.db.run_in_transaction(write)
 
     async def delete_expired_facts(self) -> int:
         """Remove every expired fact, in short chunked transactions; returns how many."""
+        clock = self.db.clock
+
+        def write(conn: sqlite3.Connection) -> int:
+            params = {"now": clock.now_ms(), "chunk": _GC_CHUNK}
+            return conn.execute(sql.DELETE_EXPIRED_FACTS_CHUNK, params).rowcount
+
         removed = 0
         while True:
-            async with self.db.transaction() as conn:
-                params = {"now": self.db.clock.now_ms(), "chunk": _GC_CHUNK}
-                cursor = await conn.execute(sql.DELETE_EXPIRED_FACTS_CHUNK, params)
-                count = cursor.rowcount
-                await cursor.close()
+            count = await self.db.run_in_transaction(write)
             removed += count
             if count < _GC_CHUNK:
                 return removed

@@ -16,6 +16,7 @@ Rules (BRIEF section 2, reference notes section 1.4, with the reference's pitfal
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -241,31 +242,29 @@ class NoteOps:
             "iteration": iteration,
         }
         targets = validate_supersedes(note_id, supersedes)
-        async with self.db.transaction() as conn:
-            params["now"] = self.db.clock.now_ms()
-            cursor = await conn.execute(sql.INSERT_NOTE, params)
-            won = cursor.rowcount == 1
-            await cursor.close()
+        clock = self.db.clock
+
+        def write(conn: sqlite3.Connection) -> Note:
+            now = clock.now_ms()
+            won = conn.execute(sql.INSERT_NOTE, {**params, "now": now}).rowcount == 1
+            # Edges only when this insert won: a losing collision must not hide anything.
             if won and targets:
-                async with conn.execute(
-                    sql.NOTE_NAMESPACES, {"ids": json.dumps(targets)}
-                ) as cursor:
-                    found = {row[0]: row[1] for row in await cursor.fetchall()}
+                found = dict(conn.execute(sql.NOTE_NAMESPACES, {"ids": json.dumps(targets)}))
                 check_targets(params["namespace"], targets, found)
-                await conn.executemany(
+                conn.executemany(
                     sql.INSERT_SUPERSESSION,
-                    [{"note_id": note_id, "supersedes_id": target, "now": params["now"]}
+                    [{"note_id": note_id, "supersedes_id": target, "now": now}
                      for target in targets],
                 )
-            async with conn.execute(sql.GET_NOTE, {"id": note_id}) as cursor:
-                row = await cursor.fetchone()
-            assert row is not None
-            stored = note_from_row(row)
+            stored = note_from_row(conn.execute(sql.GET_NOTE, {"id": note_id}).fetchone())
             if not won:
-                async with conn.execute(sql.SUPERSEDED_IDS, {"id": note_id}) as cursor:
-                    stored_targets = tuple(r[0] for r in await cursor.fetchall())
+                stored_targets = tuple(
+                    row[0] for row in conn.execute(sql.SUPERSEDED_IDS, {"id": note_id})
+                )
                 _check_same_note(stored, stored_targets, params, tags_tuple, targets)
-        return stored
+            return stored
+
+        return await self.db.run_in_transaction(write)
 
     async def get_note(self, note_id: str) -> Note | None:
         """The note with this id (any status), or None."""
@@ -316,18 +315,14 @@ class NoteOps:
             "status": validate_status(status),
             "reason": None if reason is None else _validate_reason(reason),
         }
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
-                sql.SET_NOTE_STATUS, {**params, "now": self.db.clock.now_ms()}
-            )
-            changed = cursor.rowcount
-            await cursor.close()
-            if changed == 0:
+        clock = self.db.clock
+
+        def write(conn: sqlite3.Connection) -> Note:
+            if conn.execute(sql.SET_NOTE_STATUS, {**params, "now": clock.now_ms()}).rowcount == 0:
                 raise NotFoundError(f"There is no note with id {note_id!r}.")
-            async with conn.execute(sql.GET_NOTE, {"id": note_id}) as cursor:
-                row = await cursor.fetchone()
-        assert row is not None
-        return note_from_row(row)
+            return note_from_row(conn.execute(sql.GET_NOTE, {"id": note_id}).fetchone())
+
+        return await self.db.run_in_transaction(write)
 
     async def accept_note(self, note_id: str, *, reason: str | None = None) -> Note:
         """Set a note's status to accepted (see :meth:`set_note_status`)."""

@@ -11,6 +11,7 @@ the same id with different content is a :class:`ConflictError`, never a silent o
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,8 +23,6 @@ from store.namespaces import Namespace, canonical_namespace, ensure_clean_text
 from store.sql import memory as sql
 
 if TYPE_CHECKING:
-    import aiosqlite
-
     from store.database import Database, Row
 
 
@@ -87,34 +86,31 @@ def _message_params(message: Message) -> dict[str, Any]:
     }
 
 
-async def insert_message(conn: aiosqlite.Connection, message: Message) -> Message:
+def insert_message(conn: sqlite3.Connection, message: Message) -> Message:
     """Insert ``message`` inside an open transaction; idempotent on id (see module docstring).
 
     Raises:
         NotFoundError: the thread does not exist.
         ConflictError: the id exists with a different thread, role or content.
     """
-    async with conn.execute(sql.GET_THREAD, {"thread_id": message.thread_id}) as cursor:
-        if await cursor.fetchone() is None:
-            raise NotFoundError(f"There is no thread with id {message.thread_id!r}.")
-    cursor = await conn.execute(sql.INSERT_MESSAGE, _message_params(message))
-    inserted = cursor.rowcount == 1
-    await cursor.close()
-    if not inserted:
-        async with conn.execute(sql.GET_MESSAGE, {"id": message.id}) as cursor:
-            row = await cursor.fetchone()
-        assert row is not None
-        stored = message_from_row(row)
-        if not stored.same_payload(message):
-            raise ConflictError(
-                f"Message {message.id!r} already exists with different content; "
-                "message ids cannot be reused."
-            )
-        return stored
-    await conn.execute(
-        sql.TOUCH_THREAD, {"thread_id": message.thread_id, "at": message.created_at_ms}
-    )
-    return message
+    if conn.execute(sql.GET_THREAD, {"thread_id": message.thread_id}).fetchone() is None:
+        raise NotFoundError(f"There is no thread with id {message.thread_id!r}.")
+    if conn.execute(sql.INSERT_MESSAGE, _message_params(message)).rowcount == 1:
+        conn.execute(
+            sql.TOUCH_THREAD, {"thread_id": message.thread_id, "at": message.created_at_ms}
+        )
+        return message
+    stored = message_from_row(conn.execute(sql.GET_MESSAGE, {"id": message.id}).fetchone())
+    if not stored.same_payload(message):
+        raise ConflictError(
+            f"Message {message.id!r} already exists with different content; "
+            "message ids cannot be reused."
+        )
+    return stored
+
+
+def _delete_messages(conn: sqlite3.Connection, rows: list[dict[str, str]]) -> int:
+    return sum(conn.execute(sql.DELETE_MESSAGE, row).rowcount for row in rows)
 
 
 class ThreadOps:
@@ -138,12 +134,13 @@ class ThreadOps:
             "metadata_json": None if metadata is None else encode_value(metadata),
         }
         ensure_clean_text(params["thread_id"] or "", "the thread id")
-        async with self.db.transaction() as conn:
-            await conn.execute(sql.INSERT_THREAD, {**params, "now": self.db.clock.now_ms()})
-            async with conn.execute(sql.GET_THREAD, params) as cursor:
-                row = await cursor.fetchone()
-        assert row is not None
-        return thread_from_row(row)
+        clock = self.db.clock
+
+        def write(conn: sqlite3.Connection) -> Thread:
+            conn.execute(sql.INSERT_THREAD, {**params, "now": clock.now_ms()})
+            return thread_from_row(conn.execute(sql.GET_THREAD, params).fetchone())
+
+        return await self.db.run_in_transaction(write)
 
     async def get_thread(self, thread_id: str) -> Thread | None:
         """The thread with this id, or None."""
@@ -162,12 +159,11 @@ class ThreadOps:
 
     async def delete_thread(self, thread_id: str) -> bool:
         """Delete a thread and its messages in one transaction; True when it existed."""
-        async with self.db.transaction() as conn:
-            await conn.execute(sql.DELETE_THREAD_MESSAGES, {"thread_id": thread_id})
-            cursor = await conn.execute(sql.DELETE_THREAD, {"thread_id": thread_id})
-            deleted = cursor.rowcount == 1
-            await cursor.close()
-        return deleted
+        def write(conn: sqlite3.Connection) -> bool:
+            conn.execute(sql.DELETE_THREAD_MESSAGES, {"thread_id": thread_id})
+            return conn.execute(sql.DELETE_THREAD, {"thread_id": thread_id}).rowcount == 1
+
+        return await self.db.run_in_transaction(write)
 
     async def save_message(
         self,
@@ -200,8 +196,7 @@ class ThreadOps:
             created_at_ms=self.db.clock.now_ms() if created_at_ms is None else created_at_ms,
         )
         ensure_clean_text(message.id, "the message id")
-        async with self.db.transaction() as conn:
-            return await insert_message(conn, message)
+        return await self.db.run_in_transaction(lambda conn: insert_message(conn, message))
 
     async def list_messages(self, thread_id: str, limit: int | None = None) -> list[Message]:
         """Messages of a thread in chronological order; with ``limit``, only the newest N."""
@@ -222,8 +217,7 @@ class ThreadOps:
         rows = [{"thread_id": thread_id, "id": message_id} for message_id in message_ids]
         if not rows:
             return 0
-        async with self.db.transaction() as conn:
-            return await _delete_messages(conn, rows)
+        return await self.db.run_in_transaction(lambda conn: _delete_messages(conn, rows))
 
     async def compact_messages(
         self, thread_id: str, replaced_ids: Iterable[str], summary: Message
@@ -235,15 +229,10 @@ class ThreadOps:
         """
         rows = [{"thread_id": thread_id, "id": message_id}
                 for message_id in replaced_ids if message_id != summary.id]
-        async with self.db.transaction() as conn:
-            await insert_message(conn, summary)
-            return await _delete_messages(conn, rows)
 
+        def write(conn: sqlite3.Connection) -> int:
+            insert_message(conn, summary)
+            return _delete_messages(conn, rows)
 
-async def _delete_messages(conn: aiosqlite.Connection, rows: list[dict[str, str]]) -> int:
-    removed = 0
-    for row in rows:
-        cursor = await conn.execute(sql.DELETE_MESSAGE, row)
-        removed += cursor.rowcount
-        await cursor.close()
-    return removed
+        return await self.db.run_in_transaction(write)
+
