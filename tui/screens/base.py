@@ -103,6 +103,24 @@ class LiveScreen(Screen[None]):
     def on_mount(self) -> None:
         self.update_chrome()
 
+    _bindings_signature: tuple[object, ...] | None = None
+
+    def refresh_bindings(self) -> None:
+        """Redraw the footer only when the keys it would show changed.
+
+        Views re-check their keys after every data refresh (a key may apply to the selected
+        item's new state), and a footer redraw costs tens of milliseconds; at hundreds of
+        commits a second that alone would make the dashboard lag.
+        """
+        signature = tuple(
+            (key, binding.action, binding.description, enabled)
+            for key, (_node, binding, enabled, _tooltip) in self.active_bindings.items()
+        )
+        if signature == self._bindings_signature:
+            return
+        self._bindings_signature = signature
+        super().refresh_bindings()
+
     def update_chrome(self) -> None:
         """Refresh the tabs, banner and status line from the app's state."""
         try:
