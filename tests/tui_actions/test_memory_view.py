@@ -96,7 +96,7 @@ async def test_facts_grouped_by_namespace_and_pending_notes_first(
             fact_row_key("workflow:code-review", "limits"),
         ]
         assert cell_text(screen, "facts-table", fact_row_key("workflow:code-review", "limits"),
-                         "ttl") == "5m00s"
+                         "ttl") == "5m"
         notes = screen.notes_table.keys
         assert notes[:2] == [note_row_key(seeded.rule), note_row_key(seeded.lone)]
         assert set(notes[2:]) == {note_row_key(seeded.lesson_a), note_row_key(seeded.lesson_b)}

@@ -15,6 +15,7 @@ Keys that do not apply to the selected row are hidden from the footer and do not
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
@@ -24,6 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
 from store.errors import NotFoundError, TetherError
@@ -60,6 +62,8 @@ FACTS_LIMIT = 2_000
 PENDING_LIMIT = 500
 DECIDED_LIMIT = 1_000
 SEARCH_LIMIT = 100
+REREAD_MIN_INTERVAL_S = 1.0
+"""While another process keeps committing, re-read at most this often (a view, not a log)."""
 
 FACT_COLUMNS = (("key", "Key"), ("value", "Value"), ("ttl", "TTL"),
                 ("updated", "Updated"), ("writer", "Written by"))
@@ -175,6 +179,8 @@ class MemoryScreen(LiveScreen):
         self._read_version: int | None = None
         self._fact_list: list[Fact] = []
         self._refreshing = asyncio.Lock()
+        self._last_read = 0.0
+        self._reread_timer: Timer | None = None
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -228,9 +234,17 @@ class MemoryScreen(LiveScreen):
         """
         async with self._refreshing:
             now = self.tether.now_ms()
-            if batch is not None and not batch.first_read and not await self._stale(now):
-                self._redraw(self._fact_list, self._book, now)
-                return
+            if batch is not None and not batch.first_read:
+                if not await self._stale(now):
+                    self._redraw(self._fact_list, self._book, now)
+                    return
+                wait = self._last_read + REREAD_MIN_INTERVAL_S - time.monotonic()
+                if wait > 0:
+                    # A busy writer commits many times a second: coalesce into one re-read.
+                    if self._reread_timer is None:
+                        self._reread_timer = self.set_timer(wait, self._deferred_reread)
+                    return
+            self._last_read = time.monotonic()
             try:
                 memory = await self.memory()
                 self._read_version = await memory.db.data_version()
@@ -244,6 +258,10 @@ class MemoryScreen(LiveScreen):
             self._redraw(facts, book, now)
             await self._show_detail()
             self.refresh_bindings()
+
+    async def _deferred_reread(self) -> None:
+        self._reread_timer = None
+        await self.refresh_data()
 
     async def _stale(self, now: int) -> bool:
         """True when what is shown may be out of date: a commit elsewhere, or an expiry."""

@@ -41,6 +41,22 @@ def clock_time(ms: int | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(ms / 1000))
 
 
+def coarse_age(now_ms: int, then_ms: int) -> str:
+    """How long ago, to the minute ("<1m ago", "5m ago", "3h ago", "2d ago").
+
+    List cells use this rather than a seconds-precise age, so a list of thousands of rows does
+    not rewrite every cell every second; the inspector shows the exact time.
+    """
+    minutes = max(0, now_ms - then_ms) // 60_000
+    if minutes < 1:
+        return "<1m ago"
+    if minutes < 60:
+        return f"{minutes}m ago"
+    if minutes < 24 * 60:
+        return f"{minutes // 60}h ago"
+    return f"{minutes // (24 * 60)}d ago"
+
+
 # -- facts -----------------------------------------------------------------------------------
 
 
@@ -60,11 +76,14 @@ def parse_row_key(row_key: str | None) -> tuple[str, ...]:
 
 
 def ttl_text(fact: Fact, now_ms: int) -> Text:
-    """Remaining lifetime: ``–`` when permanent, ``4m59s`` while live."""
+    """Remaining lifetime: ``–`` when permanent; to the minute while more than a minute is
+    left (``4m``), to the second in the last minute (``42.0s``, highlighted)."""
     remaining = fact.ttl_remaining_ms(now_ms)
     if remaining is None:
         return Text("–", style="dim")
-    return Text(duration(remaining), style="yellow" if remaining < 60_000 else "")
+    if remaining < 60_000:
+        return Text(duration(remaining), style="yellow")
+    return Text(duration(remaining // 60_000 * 60_000).replace("m00s", "m"))
 
 
 def writer_text(run_id: str | None, node_id: str | None, iteration: int | None) -> Text:
@@ -112,7 +131,7 @@ def fact_rows(facts: Iterable[Fact], needle: str, now_ms: int) -> list[tuple[str
                     Text(guide, style="dim") + one_line(fact.key, width=28),
                     one_line(fact.value_json, width=40),
                     ttl_text(fact, now_ms),
-                    Text(ago(now_ms, fact.updated_at_ms), style="dim"),
+                    Text(coarse_age(now_ms, fact.updated_at_ms), style="dim"),
                     writer_text(fact.run_id, fact.node_id, fact.iteration),
                 ],
             ))
@@ -259,7 +278,7 @@ def note_rows(book: NoteBook, needle: str, now_ms: int) -> list[tuple[str, Cells
                 edges,
                 one_line(note.namespace, width=22),
                 one_line(note.author or "–", width=14),
-                Text(ago(now_ms, note.created_at_ms), style="dim"),
+                Text(coarse_age(now_ms, note.created_at_ms), style="dim"),
             ],
         ))
     return rows
