@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from store.errors import InvalidInputError
-from store.namespaces import Namespace, canonical_namespace, ensure_clean_text
+from store.namespaces import Namespace, canonical_namespace, ensure_clean_text, ensure_length
 from store.sql import memory as sql
 
 if TYPE_CHECKING:
@@ -85,10 +85,7 @@ def validate_key(key: str) -> str:
     ensure_clean_text(key, "the fact key")
     if not key:
         raise InvalidInputError("The fact key is empty.")
-    if len(key) > MAX_KEY_CHARS:
-        raise InvalidInputError(
-            f"The fact key is {len(key)} characters long; the limit is {MAX_KEY_CHARS}."
-        )
+    ensure_length(key, "the fact key", MAX_KEY_CHARS)
     return key
 
 

@@ -105,6 +105,14 @@ def ensure_utf8(text: str, what: str) -> None:
         ) from None
 
 
+def ensure_length(text: str, what: str, limit: int) -> None:
+    """Refuse text longer than ``limit`` characters, naming ``what`` in the sentence."""
+    if len(text) > limit:
+        raise InvalidInputError(
+            f"{_capital(what)} is {len(text)} characters long; the limit is {limit}."
+        )
+
+
 def validate_namespace(text: str) -> Namespace:
     """Parse a namespace typed by a person, refusing malformed input (see the module docstring).
 
@@ -114,10 +122,7 @@ def validate_namespace(text: str) -> Namespace:
     ensure_utf8(text, "the namespace")
     if not text:
         raise InvalidInputError("The namespace is empty; use kind:id, e.g. workflow:code-review.")
-    if len(text) > MAX_NAMESPACE_CHARS:
-        raise InvalidInputError(
-            f"The namespace is {len(text)} characters long; the limit is {MAX_NAMESPACE_CHARS}."
-        )
+    ensure_length(text, "the namespace", MAX_NAMESPACE_CHARS)
     ensure_clean_text(text, "the namespace")
     if text != text.strip():
         raise InvalidInputError("The namespace starts or ends with whitespace.")

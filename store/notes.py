@@ -28,6 +28,7 @@ from store.namespaces import (
     Namespace,
     canonical_namespace,
     ensure_clean_text,
+    ensure_length,
 )
 from store.note_search import (
     COMMON_DF,
@@ -144,10 +145,7 @@ def validate_label(value: str, what: str) -> str:
     ensure_clean_text(value, what)
     if not value.strip():
         raise InvalidInputError(f"{what[:1].upper()}{what[1:]} is empty.")
-    if len(value) > MAX_LABEL_CHARS:
-        raise InvalidInputError(
-            f"{what[:1].upper()}{what[1:]} is longer than {MAX_LABEL_CHARS} characters."
-        )
+    ensure_length(value, what, MAX_LABEL_CHARS)
     return value
 
 
@@ -428,8 +426,7 @@ def _filter(
 
 def _validate_reason(reason: str) -> str:
     ensure_clean_text(reason, "the reason", allow="\t\n\r")
-    if len(reason) > MAX_REASON_CHARS:
-        raise InvalidInputError(f"The reason is longer than {MAX_REASON_CHARS} characters.")
+    ensure_length(reason, "the reason", MAX_REASON_CHARS)
     return reason
 
 
