@@ -85,13 +85,14 @@ class SimulatedAgent:
         fresh_input: int,
         output_text: str,
         first: bool,
+        extra_output: int = 0,
     ) -> int:
         """Simulate one model call; report its usage; return the context it ended with."""
         started = request.clock.now_ms()
         for chunk in _chunks(output_text, 4):
             await self._pause(rng, 0.25)
             request.stream(chunk)
-        output = max(1, len(output_text) // 4)
+        output = max(1, len(output_text) // 4) + extra_output
         reasoning = output * rng.randint(0, 3) if rng.random() < 0.4 else 0
         if first:
             # The shared system/tool prefix is mostly cached already; the rest is written now.
@@ -147,8 +148,17 @@ class SimulatedAgent:
             await self._pause(rng, 0.5)
             request.stream("simulated failure\n")
             raise AgentError(f"simulated failure (failure_rate={self.failure_rate})")
+        # Working notes streamed before the answer, as a real agent narrates its steps; they
+        # count as output of the answering call.
+        notes = [
+            "· " + example_for({"type": "string", "minLength": 30}, rng) + "\n"
+            for _ in range(rng.randint(1, 3))
+        ]
+        for note in notes:
+            request.stream(note)
         text = self._answer(request, rng)
-        await self._call(request, rng, context, fresh, text, first)
+        extra = sum(len(n) for n in notes) // 4 + rng.randint(40, 400)
+        await self._call(request, rng, context, fresh, text, first, extra)
         request.stream("\n")
         return AgentResult(text=text, model=self.model)
 
