@@ -450,6 +450,12 @@ class RunExecution:
             return RunOutcome(self.run_id, "failed", self.failure)
         if self.stop is not None:
             return await self._hand_off(self.stop, outputs)
+        unfinished = [n for n in self.top_ids if n not in self.top_outputs]
+        if unfinished:
+            # Never report a run finished while part of its graph did not run.
+            error = f"Nodes never became ready: {', '.join(unfinished[:10])}."
+            await self.store.set_run_status(self.run_id, "failed", error=error)
+            return RunOutcome(self.run_id, "failed", error)
         await self.store.set_run_status(self.run_id, "finished", output=outputs, set_output=True)
         self._progress("run", None, "finished")
         return RunOutcome(self.run_id, "finished", outputs=outputs)
