@@ -68,7 +68,17 @@ REREAD_MIN_INTERVAL_S = 1.0
 FACT_COLUMNS = (("key", "Key"), ("value", "Value"), ("ttl", "TTL"),
                 ("updated", "Updated"), ("writer", "Written by"))
 NOTE_COLUMNS = (("status", "Status"), ("body", "Note"), ("edges", "⇢"),
-                ("namespace", "Namespace"), ("author", "Author"), ("age", "Age"))
+                ("author", "Author"), ("age", "Age"))
+# Cells of the columns other than the text one, plus two cells of padding per column: what is
+# left of the table's width goes to the fact value / note body (no horizontal scrolling).
+FACT_OTHER_CELLS = 30 + 6 + 8 + 20 + 2 * len(FACT_COLUMNS)
+NOTE_OTHER_CELLS = 11 + 3 + 14 + 8 + 2 * len(NOTE_COLUMNS)
+MIN_TEXT_CELLS = 16
+
+
+def text_width(table_width: int, other_cells: int) -> int:
+    """Cells left for the free-text column of a list ``table_width`` cells wide."""
+    return max(MIN_TEXT_CELLS, table_width - other_cells - 2)
 
 
 class NoteSearchBar(Input):
@@ -259,6 +269,11 @@ class MemoryScreen(LiveScreen):
             await self._show_detail()
             self.refresh_bindings()
 
+    def on_resize(self) -> None:
+        # The free-text columns take the width that is left; recompute them for the new size.
+        if self.is_mounted:
+            self._redraw(self._fact_list, self._book, self.tether.now_ms())
+
     async def _deferred_reread(self) -> None:
         self._reread_timer = None
         await self.refresh_data()
@@ -284,8 +299,13 @@ class MemoryScreen(LiveScreen):
             self._facts[fact_row_key(fact.namespace, fact.key)] = fact
             self._namespace_facts.setdefault(fact.namespace, []).append(fact)
         self._book = book
-        self.facts_table.sync(fact_rows(facts, needle, now))
-        self.notes_table.sync(note_rows(book, needle, now))
+        # The lists take 3/5 of the screen (see DEFAULT_CSS) minus their borders; computed
+        # from the screen so it is right before the tables are first laid out.
+        list_width = self.size.width * 3 // 5 - 4
+        value_width = text_width(list_width, FACT_OTHER_CELLS)
+        body_width = text_width(list_width, NOTE_OTHER_CELLS)
+        self.facts_table.sync(fact_rows(facts, needle, now, value_width))
+        self.notes_table.sync(note_rows(book, needle, now, body_width))
         self.facts_table.border_title = f"Facts ({len(facts)} in {len(self._namespace_facts)} " \
             "namespaces)"
         pending = sum(1 for note in book.notes if note.status == "pending")

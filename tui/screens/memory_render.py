@@ -104,7 +104,9 @@ def fact_matches(fact: Fact, needle: str) -> bool:
     return matches(needle, fact.namespace, fact.key, fact.value_json)
 
 
-def fact_rows(facts: Iterable[Fact], needle: str, now_ms: int) -> list[tuple[str, Cells]]:
+def fact_rows(
+    facts: Iterable[Fact], needle: str, now_ms: int, value_width: int = 40
+) -> list[tuple[str, Cells]]:
     """Facts grouped under one heading row per namespace (facts arrive ordered by namespace)."""
     groups: dict[str, list[Fact]] = {}
     for fact in facts:
@@ -129,7 +131,7 @@ def fact_rows(facts: Iterable[Fact], needle: str, now_ms: int) -> list[tuple[str
                 fact_row_key(fact.namespace, fact.key),
                 [
                     Text(guide, style="dim") + one_line(fact.key, width=28),
-                    one_line(fact.value_json, width=40),
+                    one_line(fact.value_json, width=value_width),
                     ttl_text(fact, now_ms),
                     Text(coarse_age(now_ms, fact.updated_at_ms), style="dim"),
                     writer_text(fact.run_id, fact.node_id, fact.iteration),
@@ -258,10 +260,13 @@ def note_matches(note: Note, needle: str) -> bool:
                    " ".join(note.tags))
 
 
-def note_rows(book: NoteBook, needle: str, now_ms: int) -> list[tuple[str, Cells]]:
-    """Rows of the notes table in review order."""
+def note_rows(
+    book: NoteBook, needle: str, now_ms: int, body_width: int = 44
+) -> list[tuple[str, Cells]]:
+    """Rows of the notes table in review order (columns: see the Memory view's NOTE_COLUMNS;
+    the namespace is in the inspector and matched by the filter)."""
     rows: list[tuple[str, Cells]] = []
-    for note in note_order(book.notes, book.retired):  # columns: see NOTE_COLUMNS
+    for note in note_order(book.notes, book.retired):
         if not note_matches(note, needle):
             continue
         links = book.links.get(note.id, NoteLinks())
@@ -274,9 +279,8 @@ def note_rows(book: NoteBook, needle: str, now_ms: int) -> list[tuple[str, Cells
             note_row_key(note.id),
             [
                 status_cell(status),
-                one_line(note.body, body_style, width=44),
+                one_line(note.body, body_style, width=body_width),
                 edges,
-                one_line(note.namespace, width=22),
                 one_line(note.author or "–", width=14),
                 Text(coarse_age(now_ms, note.created_at_ms), style="dim"),
             ],
@@ -306,19 +310,9 @@ def provenance_table(note: Note, now_ms: int) -> Table:
     return table
 
 
-def _note_line(note: Note, retired: set[str], width: int = 70) -> Text:
-    line = Text()
-    line.append_text(status_cell(shown_status(note, retired)))
-    line.append("  ")
-    line.append_text(one_line(note.id, "dim"))
-    line.append("  ")
-    line.append_text(one_line(note.body, width=width))
-    return line
-
-
-def why_remembered(note: Note, links: NoteLinks, retired: set[str]) -> list[Text]:
+def why_remembered(note: Note, links: NoteLinks, retired: set[str]) -> list[RenderableType]:
     """The supersession chain in words: what this note replaces and what replaces it."""
-    lines: list[Text] = []
+    lines: list[RenderableType] = []
     status = shown_status(note, retired)
     if status == "pending":
         lines.append(Text("Proposed, not yet reviewed: it reaches no prompt until accepted."))
@@ -328,12 +322,27 @@ def why_remembered(note: Note, links: NoteLinks, retired: set[str]) -> list[Text
         lines.append(Text("Retired: an accepted note supersedes it, so recall skips it."))
     else:
         lines.append(Text("Rejected: it reaches no prompt and retires nothing."))
-    for target in links.supersedes:
-        prefix = "replaces " if note.status == "accepted" else "would replace "
-        lines.append(Text(f"  {prefix}") + _note_line(target, retired, 56))
-    for newer in links.superseded_by:
-        lines.append(Text("  superseded by ") + _note_line(newer, retired, 52))
+    if links.supersedes:
+        heading = "Retires" if note.status == "accepted" else "Would retire when accepted"
+        lines.append(Text(f"{heading}:", style="bold"))
+        lines.append(_neighbours(links.supersedes, retired))
+    if links.superseded_by:
+        lines.append(Text("Superseded by:", style="bold"))
+        lines.append(_neighbours(links.superseded_by, retired))
     return lines
+
+
+def _neighbours(notes: Sequence[Note], retired: set[str]) -> Table:
+    """Notes one supersession edge away: status, id, body (wrapped)."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(no_wrap=True)
+    table.add_column(ratio=1)
+    for other in notes:
+        body = one_line(other.id, "dim")
+        body.append("\n")
+        body.append_text(literal(other.body))
+        table.add_row(status_cell(shown_status(other, retired)), body)
+    return table
 
 
 def note_detail(note: Note, links: NoteLinks, retired: set[str], now_ms: int) -> RenderableType:
