@@ -5,7 +5,7 @@
 It creates a fresh demo workspace in a temporary folder, runs the demo workflows in the
 embedded engine (faster than the interactive demo), and saves an SVG of each view while the
 runs are moving: Runs, a run's inspector on a node with a recalled memory block, Tokens,
-Memory, Handoffs.
+Memory (on a pending proposal), the note review screen, Handoffs.
 """
 
 from __future__ import annotations
@@ -89,7 +89,13 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
         save("tokens")
         await pilot.press("3")
         await pilot.pause(1.0)
+        await _show_proposal(app, pilot)
         save("memory")
+        await pilot.press("enter")  # the review screen: the proposal beside what it supersedes
+        await pilot.pause(1.0)
+        save("review")
+        await pilot.press("escape")
+        await pilot.pause(0.5)
 
         async def has_handoff() -> bool:
             reader = app.reader
@@ -100,6 +106,18 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
         await pilot.pause(1.0)
         save("handoffs")
     return saved
+
+
+async def _show_proposal(app: TetherApp, pilot: Pilot[None]) -> None:
+    """Put the Memory view's cursor on the demo's pending proposal that supersedes two notes."""
+    from tui.screens.memory import MemoryScreen
+    from tui.screens.memory_render import note_row_key
+
+    screen = app.screen
+    if isinstance(screen, MemoryScreen):
+        screen.notes_table.focus()
+        screen.notes_table.select_key(note_row_key("demo-p1"))
+        await pilot.pause(0.5)
 
 
 def to_png(paths: list[Path]) -> list[Path]:
