@@ -213,6 +213,10 @@ async def test_clear_hands_a_stale_run_to_a_fresh_generation_with_the_reason(
         runs = await until_run(app, pilot, "the new generation to finish", lambda runs: any(
             r.parent_run_id == stale.run_id and r.status == "finished" for r in runs))
         handoffs = await (await host_for(app).runs()).list_handoffs()
+        successor_id = next(r.run_id for r in runs if r.parent_run_id == stale.run_id)
+        # The new run is shown, with the cursor on it.
+        table = app.screen.query_one("#runs-table", KeyedTable)
+        await until(pilot, lambda: table.cursor_key == successor_id, "the cursor on the new run")
     successor = next(r for r in runs if r.parent_run_id == stale.run_id)
     assert successor.generation == 1
     assert [(h.from_run_id, h.to_run_id, h.reason, h.trigger) for h in handoffs] == [

@@ -24,6 +24,7 @@ from tui.actions.feedback import write_safely
 from tui.modals import ConfirmDialog, LaunchRunDialog, WorkflowChoice, clear_run_dialog
 from tui.run_control import EngineHost, KnownWorkflow, host_for
 from tui.screens.base import LiveScreen
+from tui.widgets.keyed_table import KeyedTable
 
 TERMINAL = ("finished", "failed", "cancelled", "handed-off")
 
@@ -164,6 +165,14 @@ class RunControlScreen(LiveScreen):
             message = f"{run.run_id} handed off to {result.new_run_id}."
         self.app.notify(message, markup=False)
         self._wake()
+        if result.new_run_id is not None:
+            await self.show_run(result.new_run_id)
+
+    async def show_run(self, run_id: str) -> None:
+        """Re-read the list and put the cursor on ``run_id`` (a run just created here)."""
+        await self.tether.refresh_screen(self)
+        for table in self.query(KeyedTable):
+            table.select_key(run_id)
 
     @work(group="run-action", exclusive=True)
     async def action_cancel_run(self) -> None:
@@ -230,7 +239,6 @@ async def confirm_quit(app: Any) -> bool:
     host = host_for(app)
     active = await host.active_runs()
     if not active:
-        await host.close()
         return True
     names = Text()
     for index, run in enumerate(active[:8]):
@@ -243,7 +251,8 @@ async def confirm_quit(app: Any) -> bool:
 
     async def decided(quit_now: bool | None) -> None:
         if quit_now:
-            await host.close()
+            # Stop our runs first; the app closes the connection when it unmounts.
+            await host.abandon()
             app.exit()
 
     count = len(active)
