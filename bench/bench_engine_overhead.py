@@ -6,7 +6,8 @@ prompt rendering, and durable state — Tether writes the node, attempt, call (w
 rollups) and events of every task to SQLite (WAL, synchronous=NORMAL); LangGraph writes its
 checkpoints with ``langgraph-checkpoint-sqlite`` (AsyncSqliteSaver), in both its default
 ("async") and "sync" durability modes. Each engine runs the DAG ``--repeat`` times on a fresh
-database; the best run is reported.
+database; the best run is reported (default 5 repeats: other load on a shared machine only ever
+adds time).
 
     /work/venv/bin/python bench/bench_engine_overhead.py            # prints a table
     results: bench/results/bench_engine_overhead.json
@@ -130,7 +131,7 @@ async def run_langgraph(graph: dict[str, list[str]], durability: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     graph = dag()
     n = len(graph)

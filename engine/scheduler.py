@@ -53,6 +53,7 @@ from store.runs import (
     NewEvent,
     NodeRecord,
     RunRecord,
+    RunRequests,
     RunStore,
     TokenUsage,
     new_owner_id,
@@ -528,6 +529,22 @@ class RunExecution:
                 )
                 self._progress("run", None, "handing-off", self.stop.reason)
 
+    def _absorb(self, requests: RunRequests | None) -> None:
+        """Take in the cancel/clear requests read when an attempt ended."""
+        if requests is None:
+            return
+        self.run = dataclasses.replace(
+            self.run,
+            cancel_requested_at_ms=requests.cancel_requested_at_ms,
+            clear_requested_at_ms=requests.clear_requested_at_ms,
+            clear_reason=requests.clear_reason,
+        )
+        if requests.clear_requested_at_ms is not None and self.stop is None:
+            self.stop = DispatchDecision(
+                "handoff", requests.clear_reason or "cleared by a person", trigger="person"
+            )
+            self._progress("run", None, "handing-off", self.stop.reason)
+
     def _cancel_all(self) -> None:
         for task in self.running:
             task.cancel()
@@ -669,18 +686,14 @@ class RunExecution:
         """Decide whether the attempt may start: stop requests first, then every guard.
 
         DISPATCH HOOK: token ceilings and handoff triggers are :class:`DispatchGuard` objects in
-        ``EngineHooks.guards``; the first decision other than ``run``/``warn`` wins. The run row
-        is re-read here, so a clear or cancel request written a moment ago (by any process) and
-        the latest token totals are what the decision sees.
+        ``EngineHooks.guards``; the first decision other than ``run``/``warn`` wins. Requests on
+        the run row reach ``self.run`` from the monitor's poll and from every attempt's end
+        (read in the same transaction), so a request made during an attempt stops the very
+        next dispatch.
         """
         if self.stop is not None:
             return self.stop
-        fresh = await self.store.find_run(self.run_id)
-        if fresh is not None:
-            self.run = fresh
-        if self.run.cancel_requested_at_ms is not None and not self.cancelled:
-            self.cancelled = True
-            self._cancel_all()
+        if self.run.cancel_requested_at_ms is not None or self.cancelled:
             raise StopDispatch("the run was cancelled")
         if self.run.clear_requested_at_ms is not None:
             return DispatchDecision(
@@ -895,20 +908,22 @@ class RunExecution:
             cached=True,
         )
         self.done_count += 1
-        await self.store.finish_attempt(
-            self.run_id,
-            unit.node_id,
-            unit.iteration,
-            attempt,
-            "finished",
-            cached=True,
-            node_state="finished",
-            node_output=to_jsonable(output),
-            set_node_output=True,
-            nodes_done=self.done_count,
-            extra_events=[
-                NewEvent("cache.hit", self.run_id, unit.node_id, unit.iteration, attempt)
-            ],
+        self._absorb(
+            await self.store.finish_attempt(
+                self.run_id,
+                unit.node_id,
+                unit.iteration,
+                attempt,
+                "finished",
+                cached=True,
+                node_state="finished",
+                node_output=to_jsonable(output),
+                set_node_output=True,
+                nodes_done=self.done_count,
+                extra_events=[
+                    NewEvent("cache.hit", self.run_id, unit.node_id, unit.iteration, attempt)
+                ],
+            )
         )
         self._progress("node", unit, "finished", "cached")
 
@@ -1048,18 +1063,20 @@ class RunExecution:
             self._progress("node", unit, "cancelled")
             raise
         self.done_count += 1
-        await self.store.finish_attempt(
-            self.run_id,
-            unit.node_id,
-            unit.iteration,
-            attempt,
-            "finished",
-            usage=total(),
-            response_text=text,
-            node_state="finished",
-            node_output=to_jsonable(output),
-            set_node_output=True,
-            nodes_done=self.done_count,
+        self._absorb(
+            await self.store.finish_attempt(
+                self.run_id,
+                unit.node_id,
+                unit.iteration,
+                attempt,
+                "finished",
+                usage=total(),
+                response_text=text,
+                node_state="finished",
+                node_output=to_jsonable(output),
+                set_node_output=True,
+                nodes_done=self.done_count,
+            )
         )
         self._progress("node", unit, "finished", tokens=total().total, attempt=attempt)
         return output
@@ -1069,16 +1086,18 @@ class RunExecution:
     ) -> None:
         usage = error.usage if isinstance(error, _AttemptError) else TokenUsage()
         text = error.text if isinstance(error, _AttemptError) else None
-        await self.store.finish_attempt(
-            self.run_id,
-            unit.node_id,
-            unit.iteration,
-            attempt,
-            "failed",
-            usage=usage,
-            response_text=text or None,
-            error=str(error),
-            node_state="retrying" if retry else "failed",
+        self._absorb(
+            await self.store.finish_attempt(
+                self.run_id,
+                unit.node_id,
+                unit.iteration,
+                attempt,
+                "failed",
+                usage=usage,
+                response_text=text or None,
+                error=str(error),
+                node_state="retrying" if retry else "failed",
+            )
         )
         self._progress("node", unit, "retrying" if retry else "failed", str(error), attempt=attempt)
 

@@ -501,6 +501,15 @@ class HandoffRecord:
         )
 
 
+@dataclass(frozen=True)
+class RunRequests:
+    """Requests other processes may have written on a run row."""
+
+    cancel_requested_at_ms: int | None
+    clear_requested_at_ms: int | None
+    clear_reason: str | None
+
+
 def new_owner_id() -> str:
     """Identifies the calling process as the owner of the runs it executes:
     ``<host>:<pid>:<random>`` (the format :func:`owner_is_dead` reads)."""
@@ -1112,11 +1121,13 @@ class RunStore:
         set_node_output: bool = False,
         nodes_done: int | None = None,
         extra_events: Sequence[NewEvent] = (),
-    ) -> None:
+    ) -> RunRequests | None:
         """End an attempt, writing its authoritative token totals once.
 
         When ``node_state`` is given the node moves to it in the same transaction (with its
         output when ``set_node_output``), and ``nodes_done`` updates the run's progress.
+        Returns the run's pending cancel/clear requests as read in that transaction, so the
+        scheduler learns of them before it dispatches anything else.
         """
         _check(state, ATTEMPT_STATES, "attempt state")
         now = self.now_ms
@@ -1171,8 +1182,11 @@ class RunStore:
                 )
             events.extend(extra_events)
             self._insert_events(conn, now, events)
+            row = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,)).fetchone()
+            return None if row is None else RunRequests(row[0], row[1], row[2])
 
-        await self.db.run_in_transaction(work)
+        result: RunRequests | None = await self.db.run_in_transaction(work)
+        return result
 
     def _abandon(self, conn: sqlite3.Connection, run_id: str, now: int) -> int:
         running = conn.execute(sql.SELECT_RUNNING_ATTEMPTS, (run_id,)).fetchall()

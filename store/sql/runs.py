@@ -19,6 +19,10 @@ SELECT_RUN = "SELECT * FROM runs WHERE run_id = ?"
 
 SELECT_RUN_STATUS = "SELECT status FROM runs WHERE run_id = ?"
 
+SELECT_RUN_REQUESTS = """
+SELECT cancel_requested_at_ms, clear_requested_at_ms, clear_reason FROM runs WHERE run_id = ?
+"""
+
 # Finished runs keep their finish time; a run that goes back to running (resume) clears it.
 UPDATE_RUN_STATUS = """
 UPDATE runs SET status = :status,
