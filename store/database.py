@@ -258,6 +258,16 @@ class Database:
         async with self.transaction() as conn:
             await conn.executemany(sql, rows)
 
+    async def run_read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work``, which only reads, on the connection's own thread: several queries for
+        one thread hop (recall's hot path; each hop can cost milliseconds on a busy machine).
+
+        Like :meth:`fetch_all`, no transaction is opened: each statement reads the latest
+        committed state.
+        """
+        result: T = await self._conn._execute(work, self._conn._conn)
+        return result
+
     async def run_in_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` inside one ``BEGIN IMMEDIATE`` ... ``COMMIT`` on the connection's own
         thread: many statements for the price of one thread hop (the engine's hot write path).

@@ -1,15 +1,17 @@
 """Recall reads over the workspace database: capped term counts and candidate rows.
 
 The policy (which terms to search, how to score, merge and explain results) lives in
-``engine/memory/recall.py``; this module only executes the SQL of :mod:`store.sql.recall` and
-decodes rows.
+``engine/memory/recall.py`` and is handed in as a pure function; this module executes the SQL of
+:mod:`store.sql.recall` and decodes rows. Everything one recall needs is read in a single hop to
+the connection's thread (:meth:`Database.run_read`): probe, choose, search notes, search facts.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from store.database import Database
@@ -29,10 +31,70 @@ class RecallRow:
     at_ms: int
 
 
+@dataclass(frozen=True)
+class SearchPlan:
+    """What to search once the term counts are known (decided by the caller's policy).
+
+    ``note_terms`` empty skips notes; ``newest_pool`` scores only the newest matches;
+    ``fact_terms`` empty skips facts.
+    """
+
+    note_terms: tuple[str, ...]
+    newest_pool: bool
+    fact_terms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The term counts, the plan followed, the candidate rows and the note count bound."""
+
+    counts: dict[str, int]
+    plan: SearchPlan
+    notes: list[RecallRow] = field(default_factory=list)
+    facts: list[RecallRow] = field(default_factory=list)
+    total_notes: int = 0
+
+
+Planner = Callable[[dict[str, int]], SearchPlan]
+
+
+def match_expression(terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression matching any of ``terms``; each is a quoted string, so no user
+    text can become FTS syntax."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
 def _tags(raw: Any) -> tuple[str, ...]:
     if isinstance(raw, list):
         return tuple(t for t in raw if isinstance(t, str))
     return ()
+
+
+def _note(row: sqlite3.Row) -> RecallRow:
+    tags = _tags(json.loads(row["tags_json"]) if row["tags_json"] else None)
+    return RecallRow(
+        "note",
+        str(row["id"]),
+        str(row["namespace"]),
+        None,
+        str(row["body"]),
+        tags,
+        int(row["created_at_ms"]),
+    )
+
+
+def _fact(row: sqlite3.Row) -> RecallRow:
+    value = json.loads(row["value_json"])
+    tags = _tags(value.get("tags")) if isinstance(value, dict) else ()
+    return RecallRow(
+        "fact",
+        f"{row['namespace']}/{row['key']}",
+        str(row["namespace"]),
+        str(row["key"]),
+        value,
+        tags,
+        int(row["updated_at_ms"]),
+    )
 
 
 class RecallIndex:
@@ -41,76 +103,58 @@ class RecallIndex:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def term_document_counts(self, terms: Sequence[str], cap: int) -> dict[str, int]:
-        """How many notes contain each term, counted up to ``cap`` (one statement)."""
-        if not terms:
-            return {}
-        rows = await self.db.fetch_all(
-            sql.TERM_DOCUMENT_COUNTS_CAPPED, {"terms": json.dumps(list(terms)), "cap": cap}
-        )
-        return {str(r["term"]): int(r["docs"]) for r in rows}
-
-    async def approximate_note_count(self) -> int:
-        """An upper bound of the number of notes, read in O(log n)."""
-        return int(await self.db.fetch_value(sql.APPROXIMATE_NOTE_COUNT) or 0)
-
-    async def search_notes(
+    async def candidates(
         self,
+        terms: Sequence[str],
         namespaces: Sequence[str],
-        match: str,
         *,
+        plan: Planner,
+        cap: int,
         tags: Sequence[str] = (),
         limit: int,
-        pool: int | None,
-    ) -> list[RecallRow]:
-        """Accepted, live notes of ``namespaces`` matching the FTS expression ``match``: the
-        best ``limit`` by BM25, or (``pool`` given) the newest ``pool`` matches unranked."""
-        statement = sql.recall_notes_sql(with_tags=bool(tags), newest_pool=pool is not None)
-        params: dict[str, Any] = {
-            "query": match,
-            "namespaces": json.dumps(list(namespaces)),
-            "limit": limit,
-            "pool": pool or 0,
-        }
-        if tags:
-            params["tags"] = json.dumps(list(tags))
-        rows = await self.db.fetch_all(statement, params)
-        return [
-            RecallRow(
-                "note",
-                str(r["id"]),
-                str(r["namespace"]),
-                None,
-                str(r["body"]),
-                _tags(json.loads(r["tags_json"]) if r["tags_json"] else None),
-                int(r["created_at_ms"]),
-            )
-            for r in rows
-        ]
+        pool: int,
+        now_ms: int,
+    ) -> Candidates:
+        """Probe each term's note count (up to ``cap``), let ``plan`` decide, then read the
+        candidate notes (accepted, live, tag-scoped; the best ``limit`` by BM25, or the newest
+        ``pool`` unranked) and live facts (the newest ``pool``) of ``namespaces``."""
+        scope = json.dumps(list(namespaces))
 
-    async def search_facts(
-        self, namespaces: Sequence[str], match: str, *, now_ms: int, pool: int
-    ) -> list[RecallRow]:
-        """The newest ``pool`` live facts of ``namespaces`` matching ``match``, decoded."""
-        params = {
-            "query": match,
-            "namespaces": json.dumps(list(namespaces)),
-            "now": now_ms,
-            "pool": pool,
-        }
-        result = []
-        for r in await self.db.fetch_all(sql.RECALL_FACTS, params):
-            value = json.loads(r["value_json"])
-            tags = _tags(value.get("tags")) if isinstance(value, dict) else ()
-            result.append(
-                RecallRow(
-                    "fact",
-                    f"{r['namespace']}/{r['key']}",
-                    str(r["namespace"]),
-                    str(r["key"]),
-                    value,
-                    tags,
-                    int(r["updated_at_ms"]),
+        def work(conn: sqlite3.Connection) -> Candidates:
+            counts = {
+                str(r["term"]): int(r["docs"])
+                for r in conn.execute(
+                    sql.TERM_DOCUMENT_COUNTS_CAPPED,
+                    {"terms": json.dumps(list(terms)), "cap": cap},
                 )
-            )
-        return result
+            }
+            chosen = plan(counts)
+            notes: list[RecallRow] = []
+            if chosen.note_terms:
+                params: dict[str, Any] = {
+                    "query": match_expression(chosen.note_terms),
+                    "namespaces": scope,
+                    "limit": limit,
+                    "pool": pool,
+                }
+                if tags:
+                    params["tags"] = json.dumps(list(tags))
+                statement = sql.recall_notes_sql(
+                    with_tags=bool(tags), newest_pool=chosen.newest_pool
+                )
+                notes = [_note(r) for r in conn.execute(statement, params)]
+            facts: list[RecallRow] = []
+            if chosen.fact_terms:
+                params = {
+                    "query": match_expression(chosen.fact_terms),
+                    "namespaces": scope,
+                    "now": now_ms,
+                    "pool": pool,
+                }
+                facts = [_fact(r) for r in conn.execute(sql.RECALL_FACTS, params)]
+            total = 0
+            if notes or facts:
+                total = int(conn.execute(sql.APPROXIMATE_NOTE_COUNT).fetchone()[0] or 0)
+            return Candidates(counts, chosen, notes, facts, total)
+
+        return await self.db.run_read(work)

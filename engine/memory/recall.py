@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from engine.memory.items import RecallItem, RecallRequest, RecallResult
 from store.clock import Clock
 from store.database import Database
-from store.recall import RecallIndex, RecallRow
+from store.recall import RecallIndex, RecallRow, SearchPlan
 
 MAX_QUERY_TERMS = 16
 MAX_SEARCH_TERMS = 8
@@ -118,15 +118,20 @@ def choose_terms(
     return TermChoice(tuple(present[:3]), True, tuple(present[3:]))
 
 
-def match_expression(terms: Iterable[str]) -> str:
-    """An FTS5 MATCH expression that matches any of ``terms``; each term is a quoted string."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-
-
 def idf(df: int, total_docs: int) -> float:
     """BM25's inverse document frequency (never negative)."""
     df = max(1, df)
     return math.log(1 + (max(total_docs, df) - df + 0.5) / (df + 0.5))
+
+
+def search_plan(terms: Sequence[str], counts: Mapping[str, int]) -> SearchPlan:
+    """What to search given the probed counts: the chosen note terms (:func:`choose_terms`),
+    and for facts, which are few and have no counts of their own, those terms plus any that no
+    note contains (a fact key may be the only place a word appears)."""
+    choice = choose_terms({t: counts.get(t, 0) for t in terms})
+    unmatched = (t for t in terms if counts.get(t, 0) == 0)
+    fact_terms = tuple(dict.fromkeys((*choice.terms, *unmatched)))[:MAX_SEARCH_TERMS]
+    return SearchPlan(choice.terms, choice.newest_pool, fact_terms)
 
 
 def bm25(doc: Sequence[str], weights: Mapping[str, float], average_length: float) -> float:
@@ -209,38 +214,28 @@ class LocalRecallBackend:
         terms = query_terms(request.query)
         if not terms or not request.namespaces:
             return RecallResult(terms=terms)
-        counts = await self.index.term_document_counts(terms, PROBE_CAP)
-        choice = choose_terms(counts)
-        rows: list[RecallRow] = []
-        if choice.terms:
-            rows += await self.index.search_notes(
-                request.namespaces,
-                match_expression(choice.terms),
-                tags=request.tags,
-                limit=request.limit,
-                pool=POOL_SIZE if choice.newest_pool else None,
-            )
-        # Facts are few and have no document counts of their own: search the chosen terms plus
-        # any that no note contains (a fact key may be the only place a word appears).
-        fact_terms = tuple(
-            dict.fromkeys((*choice.terms, *(t for t in terms if counts.get(t, 0) == 0)))
-        )[:MAX_SEARCH_TERMS]
-        if fact_terms:
-            facts = await self.index.search_facts(
-                request.namespaces,
-                match_expression(fact_terms),
-                now_ms=self.clock.now_ms(),
-                pool=POOL_SIZE,
-            )
-            rows += [f for f in facts if has_all_tags(f.tags, request.tags)]
-        searched = tuple(dict.fromkeys((*choice.terms, *fact_terms)))
-        total = await self.index.approximate_note_count() if rows else 0
-        items = rank(score_rows(rows, searched, counts, total), request.limit)
+        found = await self.index.candidates(
+            terms,
+            request.namespaces,
+            plan=lambda counts: search_plan(terms, counts),
+            cap=PROBE_CAP,
+            tags=request.tags,
+            limit=request.limit,
+            pool=POOL_SIZE,
+            now_ms=self.clock.now_ms(),
+        )
+        plan = found.plan
+        rows = [*found.notes, *(f for f in found.facts if has_all_tags(f.tags, request.tags))]
+        searched = tuple(dict.fromkeys((*plan.note_terms, *plan.fact_terms)))
+        items = rank(score_rows(rows, searched, found.counts, found.total_notes), request.limit)
         return RecallResult(
             items=items,
             terms=searched,
             details={
-                "newest_pool": choice.newest_pool,
-                "dropped_common_terms": list(choice.dropped_common),
+                "newest_pool": plan.newest_pool,
+                "dropped_common_terms": [
+                    t for t in terms if found.counts.get(t, 0) >= PROBE_CAP
+                    and t not in plan.note_terms
+                ],
             },
         )

@@ -13,13 +13,13 @@ from engine.memory.recall import (
     bm25,
     choose_terms,
     idf,
-    match_expression,
     query_terms,
 )
 from engine.memory.runtime import recall_with_timeout
 from store.clock import ManualClock
 from store.database import Database
 from store.memory import MemoryStore
+from store.recall import match_expression
 
 NS = "workflow:code-review"
 
