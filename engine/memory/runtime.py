@@ -202,21 +202,31 @@ class MemoryRuntime:
         config: MemoryConfig,
         task_prompt: str,
     ) -> PreparedBlock:
-        """The memory block for an attempt (see the module docstring). Never raises for recall
-        problems; they become a recorded warning and no block."""
+        """The memory block for an attempt (see the module docstring). Never raises: recall
+        problems become a recorded warning and no block; if even the record cannot be written
+        the task still runs on its own prompt (that attempt only; a retry tries again)."""
         key = (run_id, node_id, iteration)
         self._prompts[key] = task_prompt
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             if key in self._blocks:
                 return self._blocks[key]
-            stored = await self.runs.get_memory_block(run_id, node_id, iteration)
-            if stored is not None:
-                prepared = PreparedBlock.from_record(stored)
-            else:
-                prepared = await self._recall_and_store(
-                    run_id, node_id, iteration, attempt, config, task_prompt
+            try:
+                stored = await self.runs.get_memory_block(run_id, node_id, iteration)
+                if stored is not None:
+                    prepared = PreparedBlock.from_record(stored)
+                else:
+                    prepared = await self._recall_and_store(
+                        run_id, node_id, iteration, attempt, config, task_prompt
+                    )
+            except Exception as error:
+                message = (
+                    f"memory block unavailable ({type(error).__name__}: {error}); "
+                    "the task ran without recalled memory"
                 )
+                with contextlib.suppress(Exception):
+                    await self._warn(run_id, node_id, iteration, attempt, message)
+                return PreparedBlock(None, False, True, message, budget_bytes=0)
             self._blocks[key] = prepared
             return prepared
 

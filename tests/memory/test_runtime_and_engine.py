@@ -161,3 +161,20 @@ async def test_active_memory_bypasses_the_task_cache(db: Database) -> None:
     await engine_with_hooks(db).start(cached)
     await engine_with_hooks(db).start(cached)
     assert len(plain.prompts) == 1
+
+
+async def test_a_block_that_cannot_be_recorded_never_fails_the_task(db: Database) -> None:
+    agent = RecordingAgent()
+    engine = engine_with_hooks(db)
+    runtime = engine.hooks.memory
+
+    async def broken(*args: object, **kwargs: object) -> int:
+        raise RuntimeError("disk I/O error")
+
+    runtime.runs.save_memory_block = broken  # type: ignore[union-attr]
+    outcome = await engine.start(workflow_with(agent, MemoryConfig(bank=BANK)))
+    assert outcome.status == "finished"
+    assert agent.prompts[0].startswith("Review the pytest fixtures")
+    events = await RunStore(db).recent_events(50, run_id=outcome.run_id)
+    assert any(e.type == "memory.warning" and "disk I/O error" in e.payload["warning"]
+               for e in events)
