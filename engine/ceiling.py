@@ -28,7 +28,8 @@ from typing import Any, Literal
 from engine.hooks import RUN, DispatchContext, DispatchDecision
 from store.database import Database
 from store.errors import InvalidInputError
-from store.runs import RunStore, TokenUsage
+from store.guard import dispatch_state
+from store.runs import TokenUsage
 
 OnExceeded = Literal["fail", "warn", "skip-remaining", "handoff"]
 ON_EXCEEDED: tuple[OnExceeded, ...] = ("fail", "warn", "skip-remaining", "handoff")
@@ -123,21 +124,24 @@ def ceiling_of(value: Any) -> Ceiling | None:
 
 
 class CeilingGuard:
-    """The dispatch guard installed by ``engine.setup``: re-reads the run row at every dispatch,
-    so a person's clear request and the usage of the attempt that just ended both take effect
-    at the very next dispatch (not at the scheduler's next poll), then applies the ceiling."""
+    """The dispatch guard installed by ``engine.setup``: reads the run's clear request and
+    token totals at every dispatch (one narrow query), so a person's clear and the usage of the
+    attempt that just ended both take effect at the very next dispatch, not at the scheduler's
+    next poll; then applies the ceiling."""
 
     def __init__(self, db: Database) -> None:
-        self.runs = RunStore(db)
+        self.db = db
 
     async def check(self, context: DispatchContext) -> DispatchDecision:
         """Clear request first (a person asked), then :func:`check_ceiling`."""
-        run = await self.runs.find_run(context.run.run_id) or context.run
-        if run.clear_requested_at_ms is not None:
+        state = await dispatch_state(self.db, context.run.run_id)
+        if state is None:
+            return RUN
+        if state.clear_requested:
             return DispatchDecision(
-                "handoff", run.clear_reason or "cleared by a person", trigger="person"
+                "handoff", state.clear_reason or "cleared by a person", trigger="person"
             )
         ceiling = ceiling_of(context.task_ceiling) or ceiling_of(context.workflow_ceiling)
         if ceiling is None:
             return RUN
-        return check_ceiling(ceiling, run.tokens, run.generation)
+        return check_ceiling(ceiling, state.tokens, state.generation)
