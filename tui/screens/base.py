@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
@@ -112,10 +112,15 @@ class LiveScreen(Screen[None]):
         item's new state), and a footer redraw costs tens of milliseconds; at hundreds of
         commits a second that alone would make the dashboard lag.
         """
-        signature = tuple(
-            (key, binding.action, binding.description, enabled)
-            for key, (_node, binding, enabled, _tooltip) in self.active_bindings.items()
-        )
+        if not self.is_current:
+            return  # shown again later: on_screen_resume recomputes the footer
+        try:
+            signature = tuple(
+                (key, binding.action, binding.description, enabled)
+                for key, (_node, binding, enabled, _tooltip) in self.active_bindings.items()
+            )
+        except ScreenStackError:
+            return  # the app is shutting down
         if signature == self._bindings_signature:
             return
         self._bindings_signature = signature

@@ -247,9 +247,10 @@ class TokensScreen(LiveScreen):
 
     def _schedule_plot(self) -> None:
         # A plotext plot is rebuilt on every render: redraw at most once per interval.
+        # Drawn after the tables have been painted, so the view shows its numbers at once.
         wait = PLOT_MIN_INTERVAL_S - (time.monotonic() - self._plotted_at)
         if wait <= 0:
-            self._draw_plot()
+            self.call_after_refresh(self._draw_plot)
         elif self._plot_timer is None:
             self._plot_timer = self.set_timer(wait, self._draw_plot)
 
