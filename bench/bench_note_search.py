@@ -48,6 +48,8 @@ RESULTS = Path(__file__).resolve().parent / "results" / "bench_note_search.json"
 GENERATOR_VERSION = 2
 VOCABULARY = 30_000
 NAMESPACES = 50
+# Query groups whose label ends in "1 namespace" search only this one (queries are prefixed).
+SCOPED = "workflow:project-7"
 LIMIT = 10
 
 _CONSONANTS = "bdfgklmnprstvz"
@@ -145,16 +147,32 @@ def pick_queries(path: Path) -> dict[str, list[str]]:
         "two common words": [f"{a} {b}" for a, b in itertools.combinations(common[:4], 2)],
         "common + rare": [f"{c} {r}" for c, r in zip(itertools.cycle(common), rare, strict=False)],
         "two mid words": [f"{a} {b}" for a, b in zip(mid[::2], mid[1::2], strict=True)],
+        # The same words searched inside one namespace (1 of 50).
+        "rare, 1 namespace": [f"{SCOPED} {term}" for term in rare],
+        "mid, 1 namespace": [f"{SCOPED} {term}" for term in mid],
+        "common, 1 namespace": [f"{SCOPED} {term}" for term in common],
     }
 
 
+def _scope(query: str) -> tuple[str | None, str]:
+    """Split a bench query into (namespace or None, words)."""
+    if query.startswith(SCOPED + " "):
+        return SCOPED, query[len(SCOPED) + 1:]
+    return None, query
+
+
 def baseline_search(conn: sqlite3.Connection, query: str, limit: int) -> list[str]:
-    """Full-scan keyword matching as the reference's local recall does it."""
-    terms = [term for term in query.lower().split() if term]
+    """Full-scan keyword matching as the reference's local recall does it (one namespace
+    read through its index when scoped, like listing a bank's facts)."""
+    namespace, words = _scope(query)
+    terms = [term for term in words.lower().split() if term]
     scored = []
-    for note_id, body, created in conn.execute(
-        "SELECT id, body, created_at_ms FROM notes WHERE status = 'accepted'"
-    ):
+    sql = "SELECT id, body, created_at_ms FROM notes WHERE status = 'accepted'"
+    params: tuple[str, ...] = ()
+    if namespace is not None:
+        sql += " AND namespace = ?"
+        params = (namespace,)
+    for note_id, body, created in conn.execute(sql, params):
         text = body.lower()
         score = sum(1 for term in terms if term in text)
         if score:
@@ -181,14 +199,16 @@ async def measure(count: int, rounds: int, baseline_rounds: int) -> list[dict[st
     results = []
     try:
         for query in itertools.chain.from_iterable(queries.values()):  # warm the caches
-            await store.search_notes(query, limit=LIMIT)
+            namespace, words = _scope(query)
+            await store.search_notes(words, namespace=namespace, limit=LIMIT)
         for label, group in queries.items():
             samples: list[float] = []
             hits = 0
             for _ in range(rounds):
                 for query in group:
                     started = time.perf_counter()
-                    found = await store.search_notes(query, limit=LIMIT)
+                    namespace, words = _scope(query)
+                    found = await store.search_notes(words, namespace=namespace, limit=LIMIT)
                     samples.append((time.perf_counter() - started) * 1000)
                     hits += len(found)
             base_samples: list[float] = []
@@ -201,7 +221,7 @@ async def measure(count: int, rounds: int, baseline_rounds: int) -> list[dict[st
             b50, b95 = _percentiles(base_samples)
             counts = [raw.execute("SELECT doc FROM notes_fts_vocab WHERE term = ?",
                                   (term,)).fetchone()[0]
-                      for term in group[0].split()]
+                      for term in _scope(group[0])[1].split()]
             results.append({
                 "notes": count,
                 "query class": label,
