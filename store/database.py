@@ -121,15 +121,22 @@ class Database:
             raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
         else:
             version = 0
-        if create:
-            workspace.ensure()
-        old_umask = os.umask(0o077)
         try:
-            conn = await aiosqlite.connect(
-                str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
-            )
-        finally:
-            os.umask(old_umask)
+            if create:
+                workspace.ensure()
+            old_umask = os.umask(0o077)
+            try:
+                conn = await aiosqlite.connect(
+                    str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+                )
+            finally:
+                os.umask(old_umask)
+        except (OSError, sqlite3.Error) as error:
+            # A file where the folder should be, a missing parent, no permission: one sentence.
+            reason = getattr(error, "strerror", None) or str(error)
+            raise WorkspaceError(
+                f"Cannot open the workspace at {workspace.root}: {reason}."
+            ) from None
         conn.row_factory = sqlite3.Row
         db = cls(conn, workspace, clock)
         try:

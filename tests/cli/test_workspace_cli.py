@@ -109,6 +109,15 @@ def test_unusable_database_files_are_refused_untouched(
     assert fingerprint(ws) == before
 
 
+def test_a_workspace_that_cannot_be_created_is_one_sentence(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = tether("memory", "set", NS, "k", "1", "--workspace", str(blocker))
+    assert result.returncode == 2
+    assert "Cannot open the workspace" in one_sentence(result.stderr)
+    assert blocker.read_text() == "not a folder"
+
+
 WRITER = """
 import asyncio, json, sys, time
 from pathlib import Path
