@@ -22,6 +22,9 @@ from tui.widgets.log_view import FollowLog
 RUNS_SHOWN = 200
 """The runs list is a window on the newest runs (plus every running one)."""
 
+RESHAPING_EVENTS = frozenset({"run.created", "run.deleted"})
+"""Events that add or remove rows: the list is re-read in full when one arrives."""
+
 RUN_COLUMNS = (
     ("status", "Status"),
     ("run", "Run"),
@@ -118,6 +121,14 @@ class RunsScreen(RunControlScreen):
         if reader is None:
             return
         now = self.tether.now_ms()
+        table = self.query_one(KeyedTable)
+        if self._can_patch(batch, table):
+            # Only rows of runs the new events touch change: read those runs by key.
+            for run in (await reader.runs_by_ids(sorted(batch.run_ids))).values():
+                self.runs[run.run_id] = run
+                table.update_row(run.run_id, run_cells(run, now))
+            self.query_one(FollowLog).append(event_line(e) for e in batch.events[-200:])
+            return
         recent = await reader.recent_runs(RUNS_SHOWN)
         active = await reader.active_runs()
         merged = {run.run_id: run for run in recent}
@@ -141,6 +152,16 @@ class RunsScreen(RunControlScreen):
             events = batch.events[-200:]
         feed.append(event_line(e) for e in events)
         self.update_chrome()
+
+    def _can_patch(self, batch: Batch, table: KeyedTable) -> bool:
+        """True when the new events only change rows already shown (no run was created or
+        deleted, no filter in effect): then the list is patched instead of re-read."""
+        if batch.first_read or not batch.events or self.filter_text:
+            return False
+        if any(e.type in RESHAPING_EVENTS for e in batch.events):
+            return False
+        shown = set(table.keys)
+        return all(run_id in shown for run_id in batch.run_ids)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:

@@ -46,6 +46,17 @@ class KeyedTable(DataTable[Text]):
         self.move_cursor(row=self._order.index(key), animate=False)
         return True
 
+    def update_row(self, key: str, cells: Cells) -> bool:
+        """Rewrite the changed cells of an existing row; False when the row is not shown."""
+        if key not in self._order:
+            return False
+        changed = False
+        for (column, _label), cell in zip(self._columns, cells, strict=False):
+            if self.get_cell(key, column) != cell:
+                changed = True
+                self.update_cell(key, column, cell, update_width=False)
+        return changed
+
     def sync(self, rows: Sequence[tuple[str, Cells]]) -> bool:
         """Show exactly ``rows`` (in order); returns True when anything changed."""
         keep = self.cursor_key
