@@ -17,7 +17,8 @@ from textual.widgets import TextArea
 from store.workspace import Workspace
 from tests.cli.memory_cli_support import REPO_ROOT, tether
 from tests.tui_actions.memory_seed import Seeded
-from tests.tui_actions.test_memory_view import MakeApp, on_fact, on_note, open_memory, until
+from tests.tui_actions.pilot_support import press_for, until
+from tests.tui_actions.test_memory_view import MakeApp, on_fact, on_note, open_memory
 from tui.modals import FactEditor, ReasonDialog
 from tui.screens.memory_render import fact_row_key
 
@@ -48,8 +49,7 @@ async def test_edits_and_reviews_while_another_process_writes(
             screen = await open_memory(app, pilot)
             for round_ in range(3):
                 await on_fact(screen, pilot, fact_row_key("workflow:code-review", "answer"))
-                await pilot.press("e")
-                await until(pilot, lambda: isinstance(app.screen, FactEditor), "the editor")
+                await press_for(pilot, app, "e", FactEditor)
                 app.screen.query_one("#fact-value", TextArea).text = json.dumps(f"v{round_}")
                 await pilot.press("ctrl+s")
                 await until(pilot, lambda: app.screen is screen, "the save")
@@ -59,8 +59,7 @@ async def test_edits_and_reviews_while_another_process_writes(
                         and screen.selected_note().status == "accepted",  # type: ignore[union-attr]
                         "the accept")
             await on_note(screen, pilot, seeded.lone)
-            await pilot.press("r")
-            await until(pilot, lambda: isinstance(app.screen, ReasonDialog), "the reason prompt")
+            await press_for(pilot, app, "r", ReasonDialog)
             await pilot.press(*"noise", "enter")
             await until(pilot, lambda: screen.selected_note() is not None
                         and screen.selected_note().status == "rejected",  # type: ignore[union-attr]

@@ -3,9 +3,10 @@ every change checked through the real ``tether memory`` / ``tether notes`` comma
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from rich.console import Console
@@ -18,6 +19,7 @@ from store.memory import MemoryStore
 from store.workspace import Workspace
 from tests.cli.memory_cli_support import tether
 from tests.tui_actions.memory_seed import Seeded
+from tests.tui_actions.pilot_support import dialog_target, press_for, shown_keys, until
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, FactEditor, NewFactForm, ReasonDialog
 from tui.screens.memory import MemoryScreen, NoteReviewScreen
@@ -38,6 +40,16 @@ async def open_memory(app: TetherApp, pilot: Pilot[None]) -> MemoryScreen:
     return screen
 
 
+@contextlib.asynccontextmanager
+async def memory_view(
+    make_app: MakeApp,
+) -> AsyncIterator[tuple[TetherApp, Pilot[None], MemoryScreen]]:
+    """The real app, opened on the Memory view with the workspace read."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        yield app, pilot, await open_memory(app, pilot)
+
+
 async def on_fact(screen: MemoryScreen, pilot: Pilot[None], row_key: str) -> None:
     screen.facts_table.focus()
     assert screen.facts_table.select_key(row_key)
@@ -50,18 +62,8 @@ async def on_note(screen: MemoryScreen, pilot: Pilot[None], note_id: str) -> Non
     await pilot.pause()
 
 
-async def until(pilot: Pilot[None], condition: Callable[[], Any], what: str) -> None:
-    """Let the app work until ``condition()`` holds (bounded; no wall-clock assertion)."""
-    for _ in range(200):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
-def shown_keys(app: TetherApp) -> set[str]:
-    """The keys the footer offers right now (check_action False removes a key)."""
-    return {key for key, active in app.screen.active_bindings.items() if active.enabled}
 
 
 def static_text(widget: Static) -> str:
@@ -86,9 +88,7 @@ def cell_text(screen: MemoryScreen, table: str, row_key: str, column: str) -> st
 async def test_facts_grouped_by_namespace_and_pending_notes_first(
     make_app: MakeApp, seeded: Seeded
 ) -> None:
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_memory(app, pilot)
+    async with memory_view(make_app) as (app, pilot, screen):
         assert screen.facts_table.keys == [
             namespace_row_key("user:ada"), fact_row_key("user:ada", "editor"),
             namespace_row_key("workflow:code-review"),
@@ -109,12 +109,9 @@ async def test_facts_grouped_by_namespace_and_pending_notes_first(
 async def test_edit_refuses_invalid_json_then_saves_value_and_ttl(
     make_app: MakeApp, seeded: Seeded, workspace: Workspace
 ) -> None:
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_memory(app, pilot)
+    async with memory_view(make_app) as (app, pilot, screen):
         await on_fact(screen, pilot, fact_row_key("workflow:code-review", "limits"))
-        await pilot.press("e")
-        await until(pilot, lambda: isinstance(app.screen, FactEditor), "the editor")
+        await press_for(pilot, app, "e", FactEditor)
         editor = app.screen
         area = editor.query_one("#fact-value", TextArea)
         area.text = '{"max_files": 5,\n "strict": tru}'
@@ -153,12 +150,9 @@ def _facts(document: Any) -> list[dict[str, Any]]:
 async def test_cancelled_edit_changes_nothing(
     make_app: MakeApp, seeded: Seeded, workspace: Workspace, clock: ManualClock
 ) -> None:
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_memory(app, pilot)
+    async with memory_view(make_app) as (app, pilot, screen):
         await on_fact(screen, pilot, fact_row_key("workflow:code-review", "answer"))
-        await pilot.press("e")
-        await until(pilot, lambda: isinstance(app.screen, FactEditor), "the editor")
+        await press_for(pilot, app, "e", FactEditor)
         app.screen.query_one("#fact-value", TextArea).text = '"something else"'
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is screen, "the editor to close")
@@ -170,12 +164,9 @@ async def test_cancelled_edit_changes_nothing(
 async def test_new_fact_validates_namespace_and_key(
     make_app: MakeApp, seeded: Seeded, workspace: Workspace
 ) -> None:
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_memory(app, pilot)
+    async with memory_view(make_app) as (app, pilot, screen):
         await on_fact(screen, pilot, namespace_row_key("user:ada"))
-        await pilot.press("n")
-        await until(pilot, lambda: isinstance(app.screen, NewFactForm), "the new-fact form")
+        await press_for(pilot, app, "n", NewFactForm)
         form = app.screen
         assert form.query_one("#fact-namespace", Input).value == "user:ada"
         form.query_one("#fact-namespace", Input).value = "workflow:"
@@ -198,19 +189,15 @@ async def test_new_fact_validates_namespace_and_key(
 async def test_delete_asks_naming_namespace_and_key(
     make_app: MakeApp, seeded: Seeded, workspace: Workspace
 ) -> None:
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_memory(app, pilot)
+    async with memory_view(make_app) as (app, pilot, screen):
         await on_fact(screen, pilot, fact_row_key("workflow:code-review", "answer"))
-        await pilot.press("d")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
-        target = str(app.screen.query_one("#confirm-target", Static).render())
+        await press_for(pilot, app, "d", ConfirmDialog)
+        target = dialog_target(app)
         assert "workflow:code-review" in target and "answer" in target
         await pilot.press("n")  # changed my mind
         await until(pilot, lambda: app.screen is screen, "the dialog to close")
         assert fact_row_key("workflow:code-review", "answer") in screen.facts_table.keys
-        await pilot.press("d")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
+        await press_for(pilot, app, "d", ConfirmDialog)
         await pilot.press("y")
         await until(
             pilot,
@@ -225,9 +212,7 @@ async def test_delete_asks_naming_namespace_and_key(
 async def test_keys_that_do_not_apply_are_hidden_and_inert(
     make_app: MakeApp, seeded: Seeded, workspace: Workspace, clock: ManualClock
 ) -> None:
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_memory(app, pilot)
+    async with memory_view(make_app) as (app, pilot, screen):
         await on_fact(screen, pilot, namespace_row_key("user:ada"))
         keys = shown_keys(app)
         assert "n" in keys and not {"e", "d", "a", "r"} & keys
@@ -252,9 +237,7 @@ async def test_keys_that_do_not_apply_are_hidden_and_inert(
 async def test_accepting_a_proposal_retires_both_superseded_notes_at_once(
     make_app: MakeApp, seeded: Seeded, workspace: Workspace
 ) -> None:
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_memory(app, pilot)
+    async with memory_view(make_app) as (app, pilot, screen):
         await on_note(screen, pilot, seeded.rule)
         await pilot.press("a")
         await until(pilot, lambda: cell_text(screen, "notes-table", note_row_key(seeded.lesson_a),
@@ -271,13 +254,10 @@ async def test_accepting_a_proposal_retires_both_superseded_notes_at_once(
 async def test_rejecting_a_proposal_records_the_reason_and_leaves_both_live(
     make_app: MakeApp, seeded: Seeded, workspace: Workspace
 ) -> None:
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_memory(app, pilot)
+    async with memory_view(make_app) as (app, pilot, screen):
         await on_note(screen, pilot, seeded.rule)
-        await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ReasonDialog), "the reason prompt")
-        assert seeded.rule in str(app.screen.query_one("#confirm-target", Static).render())
+        await press_for(pilot, app, "r", ReasonDialog)
+        assert seeded.rule in dialog_target(app)
         await pilot.press(*"too broad", "enter")
         await until(pilot, lambda: cell_text(screen, "notes-table", note_row_key(seeded.rule),
                                              "status").endswith("rejected"), "the rejection")
@@ -290,9 +270,7 @@ async def test_rejecting_a_proposal_records_the_reason_and_leaves_both_live(
 async def test_review_screen_side_by_side_and_through_the_queue(
     make_app: MakeApp, seeded: Seeded, workspace: Workspace
 ) -> None:
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_memory(app, pilot)
+    async with memory_view(make_app) as (app, pilot, screen):
         await on_note(screen, pilot, seeded.rule)
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, NoteReviewScreen)
@@ -305,8 +283,7 @@ async def test_review_screen_side_by_side_and_through_the_queue(
         assert "consolidator" in proposal and "run-3c4d/consolidate" in proposal
         await pilot.press("a")  # accept: the next pending note is shown
         await until(pilot, lambda: review.note_id == seeded.lone, "the next pending note")
-        await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ReasonDialog), "the reason prompt")
+        await press_for(pilot, app, "r", ReasonDialog)
         await pilot.press("escape")  # cancel the rejection
         await until(pilot, lambda: app.screen is review, "back on the review screen")
         await pilot.press("escape")
@@ -317,9 +294,7 @@ async def test_review_screen_side_by_side_and_through_the_queue(
 
 
 async def test_search_and_filter(make_app: MakeApp, seeded: Seeded) -> None:
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_memory(app, pilot)
+    async with memory_view(make_app) as (app, pilot, screen):
         await pilot.press("s", *"lint", "enter")
         await until(pilot, lambda: set(screen.notes_table.keys) == {
             note_row_key(seeded.rule), note_row_key(seeded.lesson_b)}, "search results")

@@ -3,8 +3,9 @@ in the real app with its embedded engine, checked through ``tether runs`` in a s
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from store.database import Database
 from store.runs import RunRecord, RunStore
 from store.workspace import Workspace
 from tests.cli.memory_cli_support import tether
+from tests.tui_actions.pilot_support import dialog_target, press_for, shown_keys, until
 from tui.actions.run_actions import allowed_run_actions
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, LaunchRunDialog, ReasonDialog
@@ -103,13 +105,16 @@ async def open_runs(app: TetherApp, pilot: Pilot[None], select: str | None = Non
     return screen
 
 
-async def until(pilot: Pilot[None], condition: Callable[[], Any], what: str,
-                tries: int = 400) -> None:
-    for _ in range(tries):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+
+
+@contextlib.asynccontextmanager
+async def runs_view(
+    make_app: MakeApp, select: str | None = None
+) -> AsyncIterator[tuple[TetherApp, Pilot[None], RunsScreen]]:
+    """The real app on the Runs view, the list read, the cursor on ``select`` when given."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        yield app, pilot, await open_runs(app, pilot, select)
 
 
 async def until_run(app: TetherApp, pilot: Pilot[None], what: str,
@@ -124,8 +129,6 @@ async def until_run(app: TetherApp, pilot: Pilot[None], what: str,
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def shown_keys(app: TetherApp) -> set[str]:
-    return {key for key, active in app.screen.active_bindings.items() if active.enabled}
 
 
 def cli_runs(workspace: Workspace) -> dict[str, dict[str, Any]]:
@@ -141,11 +144,8 @@ async def test_launch_validates_the_input_and_runs_in_the_embedded_engine(
     make_app: MakeApp, workspace: Workspace, clock: ManualClock
 ) -> None:
     await make_run(workspace, clock, status="finished")  # the workspace exists
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await open_runs(app, pilot)
-        await pilot.press("n")
-        await until(pilot, lambda: isinstance(app.screen, LaunchRunDialog), "the launch dialog")
+    async with runs_view(make_app) as (app, pilot, _screen):
+        await press_for(pilot, app, "n", LaunchRunDialog)
         dialog = app.screen
         area = dialog.query_one("#launch-input", TextArea)
         assert json.loads(area.text) == {"change": "retry flaky pytest fixtures"}
@@ -171,9 +171,7 @@ async def test_cancel_asks_naming_the_run_and_stops_it(
 ) -> None:
     monkeypatch.setenv("TETHER_SIM_LATENCY_MS", "60000")  # stays running until cancelled
     await make_run(workspace, clock, status="finished")
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await open_runs(app, pilot)
+    async with runs_view(make_app) as (app, pilot, _screen):
         host = host_for(app)
         known, _ = await host.known_workflows()
         await host.launch(next(k for k in known if k.path == CODE_REVIEW.resolve()),
@@ -183,14 +181,12 @@ async def test_cancel_asks_naming_the_run_and_stops_it(
         live = next(r for r in runs if r.status == "running")
         screen = await open_runs(app, pilot, select=live.run_id)
         assert {"c", "x"} <= shown_keys(app) and "R" not in shown_keys(app)
-        await pilot.press("c")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
-        assert live.run_id in str(app.screen.query_one("#confirm-target", Static).render())
+        await press_for(pilot, app, "c", ConfirmDialog)
+        assert live.run_id in dialog_target(app)
         await pilot.press("n")
         await until(pilot, lambda: app.screen is screen, "the dialog to close")
         assert (await (await host.runs()).get_run(live.run_id)).status == "running"
-        await pilot.press("c")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
+        await press_for(pilot, app, "c", ConfirmDialog)
         await pilot.press("y")
         await until_run(app, pilot, "the cancel", lambda runs: any(
             r.run_id == live.run_id and r.status == "cancelled" for r in runs))
@@ -202,13 +198,10 @@ async def test_clear_hands_a_stale_run_to_a_fresh_generation_with_the_reason(
 ) -> None:
     stale = await make_run(workspace, clock)
     clock.advance(31_000)
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await open_runs(app, pilot, select=stale.run_id)
+    async with runs_view(make_app, stale.run_id) as (app, pilot, _screen):
         assert {"x", "R", "c", "d"} <= shown_keys(app)
-        await pilot.press("x")
-        await until(pilot, lambda: isinstance(app.screen, ReasonDialog), "the clear dialog")
-        assert stale.run_id in str(app.screen.query_one("#confirm-target", Static).render())
+        await press_for(pilot, app, "x", ReasonDialog)
+        assert stale.run_id in dialog_target(app)
         await pilot.press(*"context too long", "enter")
         runs = await until_run(app, pilot, "the new generation to finish", lambda runs: any(
             r.parent_run_id == stale.run_id and r.status == "finished" for r in runs))
@@ -232,9 +225,7 @@ async def test_resume_continues_a_stale_run_in_the_embedded_engine(
 ) -> None:
     stale = await make_run(workspace, clock)
     clock.advance(31_000)
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await open_runs(app, pilot, select=stale.run_id)
+    async with runs_view(make_app, stale.run_id) as (app, pilot, _screen):
         await pilot.press("R")
         await until_run(app, pilot, "the resumed run to finish", lambda runs: any(
             r.run_id == stale.run_id and r.status == "finished" for r in runs))
@@ -248,22 +239,18 @@ async def test_delete_asks_first_and_removes_rows_and_artifacts(
     folder = workspace.artifacts_dir / done.run_id / "review" / "1"
     folder.mkdir(parents=True)
     (folder / "stream.log").write_text("log line\n")
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_runs(app, pilot, select=done.run_id)
+    async with runs_view(make_app, done.run_id) as (app, pilot, screen):
         keys = shown_keys(app)
         assert {"n", "d"} <= keys and not {"x", "c", "R"} & keys
         await pilot.press("c", "x", "R")  # do not apply to a finished run: nothing happens
         await pilot.pause()
         assert app.screen is screen
-        await pilot.press("d")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
-        assert done.run_id in str(app.screen.query_one("#confirm-target", Static).render())
+        await press_for(pilot, app, "d", ConfirmDialog)
+        assert done.run_id in dialog_target(app)
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is screen, "the dialog to close")
         assert folder.exists()
-        await pilot.press("d")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the confirmation")
+        await press_for(pilot, app, "d", ConfirmDialog)
         await pilot.press("y")
         await until_run(app, pilot, "the deletion", lambda runs: all(
             r.run_id != done.run_id for r in runs))
@@ -276,9 +263,7 @@ async def test_quit_asks_while_embedded_runs_are_active_and_leaves_them_resumabl
 ) -> None:
     monkeypatch.setenv("TETHER_SIM_LATENCY_MS", "60000")
     await make_run(workspace, clock, status="finished")
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        screen = await open_runs(app, pilot)
+    async with runs_view(make_app) as (app, pilot, screen):
         host = host_for(app)
         known, _ = await host.known_workflows()
         await host.launch(next(k for k in known if k.path == CODE_REVIEW.resolve()),
@@ -286,14 +271,12 @@ async def test_quit_asks_while_embedded_runs_are_active_and_leaves_them_resumabl
         runs = await until_run(app, pilot, "the run to start", lambda runs: any(
             r.status == "running" for r in runs))
         left = next(r for r in runs if r.status == "running")
-        await pilot.press("q")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the quit question")
-        assert left.run_id in str(app.screen.query_one("#confirm-target", Static).render())
+        await press_for(pilot, app, "q", ConfirmDialog)
+        assert left.run_id in dialog_target(app)
         await pilot.press("n")
         await until(pilot, lambda: app.screen is screen, "the dialog to close")
         assert app.is_running
-        await pilot.press("q")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the quit question")
+        await press_for(pilot, app, "q", ConfirmDialog)
         await pilot.press("y")
         await until(pilot, lambda: not app.is_running, "the app to quit")
     clock.advance(31_000)
