@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import uuid
@@ -900,11 +901,15 @@ class RunStore:
     async def delete_run(self, run_id: str) -> None:
         """Delete a run that is not running, with every row that belongs to it.
 
-        Its token usage leaves the workspace rollup. Raises NotFoundError, or InvalidInputError
-        for a run that is running and not stale.
+        Its token usage leaves the workspace rollup and its artifact folder is removed. Raises
+        NotFoundError, or InvalidInputError for a run that is running and not stale.
         """
         run = await self.get_run(run_id)
-        if run.status == "running" and not run.is_stale(self.now_ms):
+        if (
+            run.status == "running"
+            and not run.is_stale(self.now_ms)
+            and not owner_is_dead(run.owner_id)
+        ):
             raise InvalidInputError(f"Run {run_id} is running; cancel it before deleting it.")
 
         def work(conn: sqlite3.Connection) -> Any:
@@ -915,6 +920,10 @@ class RunStore:
             self._insert_events(conn, now, [NewEvent("run.deleted", payload={"run_id": run_id})])
 
         await self.db.run_in_transaction(work)
+        folder = self.db.workspace.artifacts_dir / run_id
+        # Only a plain child folder named exactly after the run (run ids are generated).
+        if folder.parent == self.db.workspace.artifacts_dir and folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
 
     # -- nodes ------------------------------------------------------------------------------
 

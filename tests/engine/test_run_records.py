@@ -115,7 +115,11 @@ async def test_clear_handoff_and_delete(db: Database) -> None:
     assert block is not None and block.block_id == block_id and block.items == ["n1"]
     await store.record_call(CallUsage(new.run_id, "a", 0, 1, "sim", TokenUsage(input=5)))
     await store.set_run_status(new.run_id, "finished", output={"done": True}, set_output=True)
+    folder = db.workspace.artifacts_dir / new.run_id / "a" / "1"
+    folder.mkdir(parents=True)
+    (folder / "stream.log").write_text("log")
     await store.delete_run(new.run_id)
+    assert not (db.workspace.artifacts_dir / new.run_id).exists()
     with pytest.raises(NotFoundError):
         await store.get_run(new.run_id)
     assert (await store.usage_by_bucket(""))["<50k"][1] == TokenUsage()
