@@ -316,6 +316,9 @@ class TetherApp(App[None]):
             "Token histogram and usage for the run last selected",
             lambda: self.show_tokens("run"),
         )
+        from tui.actions.run_actions import palette_commands
+
+        yield from palette_commands(self)
 
 
 def run_dashboard(

@@ -21,7 +21,7 @@ from tests.cli.memory_cli_support import tether
 from tests.tui_actions.memory_seed import Seeded
 from tests.tui_actions.pilot_support import dialog_target, press_for, shown_keys, until
 from tui.app import TetherApp
-from tui.modals import ConfirmDialog, FactEditor, NewFactForm, ReasonDialog
+from tui.modals import ConfirmDialog, FactEditor, LaunchRunDialog, NewFactForm, ReasonDialog
 from tui.screens.memory import MemoryScreen, NoteReviewScreen
 from tui.screens.memory_render import fact_row_key, namespace_row_key, note_row_key
 
@@ -293,3 +293,18 @@ async def test_search_and_filter(make_app: MakeApp, seeded: Seeded) -> None:
         await until(pilot, lambda: screen.facts_table.keys == [
             namespace_row_key("user:ada"), fact_row_key("user:ada", "editor")], "the filter")
         assert app.filters["memory"] == "helix"
+
+
+async def test_command_palette_opens_the_review_queue_and_the_launch_dialog(
+    make_app: MakeApp, seeded: Seeded
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+p", *"review pending", "enter")
+        await until(pilot, lambda: isinstance(app.screen, NoteReviewScreen)
+                    and app.screen.note is not None, "the review screen")
+        assert app.screen.note_id == seeded.rule  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        await pilot.press("ctrl+p", *"launch a run", "enter")
+        await until(pilot, lambda: isinstance(app.screen, LaunchRunDialog), "the launch dialog")

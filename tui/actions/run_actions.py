@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.widgets import DataTable
 
@@ -267,3 +268,36 @@ async def confirm_quit(app: Any) -> bool:
         decided,
     )
     return False
+
+
+def palette_commands(app: Any) -> list[SystemCommand]:
+    """Command-palette entries (``ctrl+p``) for the dashboard's actions."""
+    return [
+        SystemCommand(
+            "Launch a run",
+            "Pick a workflow and edit its JSON input; it runs in the embedded engine (n in Runs)",
+            lambda: app.run_worker(_launch_from_anywhere(app), group="navigate"),
+        ),
+        SystemCommand(
+            "Review pending notes",
+            "Open the oldest pending note proposal beside what it would supersede",
+            lambda: app.run_worker(_review_from_anywhere(app), group="navigate"),
+        ),
+    ]
+
+
+async def _launch_from_anywhere(app: Any) -> None:
+    await app.action_show_view("runs")
+    screen = app.live_screen()
+    if isinstance(screen, RunControlScreen):
+        screen.action_launch_run()
+
+
+async def _review_from_anywhere(app: Any) -> None:
+    from tui.screens.memory import MemoryScreen
+
+    await app.action_show_view("memory")
+    screen = app.live_screen()
+    if isinstance(screen, MemoryScreen):
+        await screen.refresh_data()
+        screen.review_first_pending()

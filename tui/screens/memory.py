@@ -516,6 +516,16 @@ class MemoryScreen(LiveScreen):
         pending = [n.id for n in self._book.notes if n.status == "pending"]
         self.app.push_screen(NoteReviewScreen(self, note.id, pending))
 
+    def review_first_pending(self) -> None:
+        """Open the review screen on the oldest pending proposal (nothing when none waits)."""
+        pending = [n.id for n in self._book.notes if n.status == "pending"]
+        if not pending:
+            self.app.notify("No note proposals are waiting for review.")
+            return
+        self._active = "notes"
+        self.notes_table.select_key(note_row_key(pending[0]))
+        self.app.push_screen(NoteReviewScreen(self, pending[0], pending))
+
     def action_search_notes(self) -> None:
         """Full-text search over notes of every status."""
         self.query_one(NoteSearchBar).open(self._search)
