@@ -3,9 +3,14 @@ persisted blocks reused across retries and resumes, retain, tools, cache bypass.
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import pytest
 from memory_support import HangingBackend, RaisingBackend, RecordingAgent, engine_with_hooks
 from pydantic import BaseModel
 
+from engine.agents.base import AgentRequest, AgentResult
 from engine.memory.config import MemoryConfig
 from engine.memory.runtime import MemoryRuntime, retain_digest, timeout_from_env
 from engine.prompting import ISOLATION_MARKER
@@ -178,3 +183,39 @@ async def test_a_block_that_cannot_be_recorded_never_fails_the_task(db: Database
     events = await RunStore(db).recent_events(50, run_id=outcome.run_id)
     assert any(e.type == "memory.warning" and "disk I/O error" in e.payload["warning"]
                for e in events)
+
+
+async def test_retention_never_delays_the_next_task(db: Database) -> None:
+    released = asyncio.Event()
+    order: list[str] = []
+
+    class SlowMemory(MemoryStore):
+        async def save_note(self, *args: Any, **kwargs: Any) -> Any:
+            await released.wait()  # the write cannot finish until task b has started
+            order.append("retained")
+            return await super().save_note(*args, **kwargs)
+
+    class Releasing(RecordingAgent):
+        async def run(self, request: AgentRequest) -> AgentResult:
+            if request.node_id == "b":
+                order.append("b started")
+                released.set()
+            return await super().run(request)
+
+    agent = Releasing()
+    wf = Workflow("slow-retain", agents={"rec": agent}, default_agent="rec")
+    wf.add_task("a", "first", output=Out,
+                memory=MemoryConfig(bank=BANK, recall="off", retain="on-complete"))
+    wf.add_task("b", "second", output=Out, depends_on=["a"])
+    outcome = await engine_with_hooks(db, memory=SlowMemory(db)).start(wf)
+    assert outcome.status == "finished"
+    assert order == ["b started", "retained"]  # and the run waited for the write before ending
+    assert len(await MemoryStore(db).list_notes(NS)) == 1
+
+
+def test_the_runtime_reads_its_timeout_from_the_environment(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_MEMORY_TIMEOUT_MS", "75")
+    assert MemoryRuntime(db).timeout_ms == 75
+    assert MemoryRuntime(db, timeout_ms=5).timeout_ms == 5
