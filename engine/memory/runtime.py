@@ -46,6 +46,7 @@ TIMEOUT_ENV = "TETHER_MEMORY_TIMEOUT_MS"
 DEFAULT_TIMEOUT_MS = 2000
 RETAIN_MAX_BYTES = 4000
 RECALL_LIMIT = 16
+MAX_CACHED_BLOCKS = 4096
 
 Key = tuple[str, str, int]
 
@@ -227,8 +228,20 @@ class MemoryRuntime:
                 with contextlib.suppress(Exception):
                     await self._warn(run_id, node_id, iteration, attempt, message)
                 return PreparedBlock(None, False, True, message, budget_bytes=0)
-            self._blocks[key] = prepared
+            self._remember(key, prepared)
             return prepared
+
+    def _remember(self, key: Key, prepared: PreparedBlock) -> None:
+        """Keep the block for further attempts in this process, bounded: the persisted record
+        stays the source of truth, so an evicted block is simply read back."""
+        self._blocks[key] = prepared
+        while len(self._blocks) > MAX_CACHED_BLOCKS:
+            oldest = next(iter(self._blocks))
+            del self._blocks[oldest]
+            self._prompts.pop(oldest, None)
+            lock = self._locks.get(oldest)
+            if lock is not None and not lock.locked():
+                del self._locks[oldest]
 
     async def _recall_and_store(
         self,
@@ -327,7 +340,13 @@ class MemoryRuntime:
         task.add_done_callback(self._pending.discard)
         run_tasks = self._pending_by_run.setdefault(run_id, set())
         run_tasks.add(task)
-        task.add_done_callback(run_tasks.discard)
+
+        def forget(done: asyncio.Task[None]) -> None:
+            run_tasks.discard(done)
+            if not run_tasks and self._pending_by_run.get(run_id) is run_tasks:
+                del self._pending_by_run[run_id]
+
+        task.add_done_callback(forget)
 
     async def settle_retains(self, run_id: str) -> None:
         """Let this run's background retention land before a later task recalls (bounded by the
