@@ -26,10 +26,12 @@ from store.runs import RunStore
 from store.workspace import Workspace
 
 DEFAULT_DEMO_DIR = "tether-demo"
-DEMO_LATENCY_MS = "900"
+DEMO_LATENCY_MS = "2000"
 """Mean simulated model-call latency in the live demo (``TETHER_SIM_LATENCY_MS`` wins)."""
 DEMO_FAILURE_RATE = "0.12"
 """Chance a simulated attempt fails, so retries show up (``TETHER_SIM_FAILURE_RATE`` wins)."""
+DEMO_MIN_RETRIES = 2
+"""Every demo task retries at least this often, so injected failures show as retries."""
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 
@@ -45,14 +47,14 @@ class DemoStep:
 
 DEMO_PLAN: tuple[DemoStep, ...] = (
     DemoStep("fanout_review.py", {"files": ["api.py", "store.py", "cli.py", "auth.py"]}, 0.0),
-    DemoStep("code_review.py", {"change": "retry flaky pytest fixtures"}, 1.0),
-    DemoStep("incident_runbook.py", {"incident": "queue backlog after deploy"}, 3.0),
-    DemoStep("context_handoff.py", {"goal": "migrate the test suite to pytest"}, 5.0),
+    DemoStep("code_review.py", {"change": "retry flaky pytest fixtures"}, 2.0),
+    DemoStep("incident_runbook.py", {"incident": "queue backlog after deploy"}, 5.0),
+    DemoStep("context_handoff.py", {"goal": "migrate the test suite to pytest"}, 8.0),
     # Recalls what the first review retained: its prompt starts with a memory block.
-    DemoStep("code_review.py", {"change": "speed up pytest fixtures"}, 18.0),
+    DemoStep("code_review.py", {"change": "speed up pytest fixtures"}, 22.0),
     # Same input as the first fan-out: its cached "plan" task is a cache hit.
-    DemoStep("fanout_review.py", {"files": ["api.py", "store.py", "cli.py", "auth.py"]}, 25.0),
-    DemoStep("incident_runbook.py", {"incident": "disk full on the ingest workers"}, 32.0),
+    DemoStep("fanout_review.py", {"files": ["api.py", "store.py", "cli.py", "auth.py"]}, 32.0),
+    DemoStep("incident_runbook.py", {"incident": "disk full on the ingest workers"}, 42.0),
 )
 
 
@@ -127,6 +129,8 @@ async def run_plan(
         await sleep(step.start_after_s * time_scale)
         try:
             workflow = load_workflow(path)
+            for spec in workflow.tasks.values():
+                spec.retries = max(spec.retries, DEMO_MIN_RETRIES)
             outcome = await engine.start(workflow, step.input, workflow_path=str(path))
             outcome = await engine.run_chain(workflow, outcome)
             result.outcomes.append(outcome)
