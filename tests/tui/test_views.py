@@ -292,3 +292,23 @@ async def test_cursor_stays_on_the_same_run_when_new_runs_arrive(
         assert table.keys[:3] == ["run-new-2", "run-new-1", "run-new-0"]
         assert table.keys.index("run-incident-1") == before + 3
         assert table.cursor_key == "run-incident-1"
+
+
+async def test_command_palette_jumps_to_a_run_by_workflow(make_app):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"open run run-review")
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if "open run run-review-1" in screen_text(app):
+                break
+        await pilot.press("enter")
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, RunDetailScreen):
+                break
+        assert isinstance(app.screen, RunDetailScreen)
+        assert app.screen.run_id == "run-review-1"
