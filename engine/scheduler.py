@@ -153,7 +153,13 @@ class Engine:
         ceiling_of(workflow.ceiling)  # a bad ceiling is a definition error, not a dispatch crash
         registry = self.registry_for(workflow)
         for spec in workflow.tasks.values():
-            task_memory(spec, workflow)
+            if memory_is_active(task_memory(spec, workflow)) and self.hooks.memory is None:
+                # Memory that nothing reads or writes would be a silent no-op: refuse it.
+                raise InvalidInputError(
+                    f"Task {spec.id!r} has a memory config but this engine has no memory "
+                    "runtime; open it with engine.setup.open_engine (or pass "
+                    "EngineHooks(memory=MemoryRuntime(db)))."
+                )
             registry.get(spec.agent or workflow.default_agent)
 
     def registry_for(self, workflow: Workflow) -> AgentRegistry:

@@ -7,7 +7,9 @@ from engine_test_support import ScriptedAgent, run_workflow
 from pydantic import BaseModel
 
 from engine.cache import cache_key, is_fresh
+from engine.hooks import EngineHooks
 from engine.memory.config import MemoryConfig
+from engine.memory.runtime import MemoryRuntime
 from engine.workflow import CachePolicy, Workflow
 from store.clock import ManualClock
 from store.database import Database
@@ -116,6 +118,7 @@ async def test_tasks_with_active_memory_bypass_the_cache(db: Database) -> None:
     agent = ScriptedAgent()
     wf = Workflow("mem", agents={"simulated": agent})
     wf.add_task("a", "same prompt", cache=CachePolicy(), memory=MemoryConfig(bank="team"))
-    await run_workflow(db, wf)
-    await run_workflow(db, wf)
+    hooks = EngineHooks(memory=MemoryRuntime(db))
+    await run_workflow(db, wf, hooks=hooks)
+    await run_workflow(db, wf, hooks=hooks)
     assert agent.count("a") == 2

@@ -219,3 +219,13 @@ def test_the_runtime_reads_its_timeout_from_the_environment(
     monkeypatch.setenv("TETHER_MEMORY_TIMEOUT_MS", "75")
     assert MemoryRuntime(db).timeout_ms == 75
     assert MemoryRuntime(db, timeout_ms=5).timeout_ms == 5
+
+
+async def test_memory_without_a_runtime_is_refused_not_ignored(db: Database) -> None:
+    from engine.scheduler import Engine
+    from store.errors import InvalidInputError
+
+    wf = workflow_with(RecordingAgent(), MemoryConfig(bank=BANK))
+    with pytest.raises(InvalidInputError, match="no memory runtime"):
+        await Engine(db).start(wf)
+    assert await RunStore(db).list_runs() == []  # refused before anything was written
