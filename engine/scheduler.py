@@ -148,9 +148,16 @@ class Engine:
     def prepare(self, workflow: Workflow) -> None:
         """Validate the definition, every task's memory config and its agent, before running."""
         workflow.validate()
-        from engine.ceiling import ceiling_of
+        from engine.ceiling import CeilingGuard, ceiling_of
 
-        ceiling_of(workflow.ceiling)  # a bad ceiling is a definition error, not a dispatch crash
+        # A bad ceiling is a definition error, not a dispatch crash; an unenforced one is refused.
+        if ceiling_of(workflow.ceiling) is not None and not any(
+            isinstance(guard, CeilingGuard) for guard in self.hooks.guards
+        ):
+            raise InvalidInputError(
+                f"Workflow {workflow.name!r} has a token ceiling but this engine enforces none; "
+                "open it with engine.setup.open_engine (or add engine.ceiling.CeilingGuard)."
+            )
         registry = self.registry_for(workflow)
         for spec in workflow.tasks.values():
             if memory_is_active(task_memory(spec, workflow)) and self.hooks.memory is None:

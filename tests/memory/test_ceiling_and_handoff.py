@@ -160,3 +160,13 @@ async def test_tether_clear_hands_off_a_run_no_engine_is_running(
     missing = subprocess.run([*tether, "r-nope"], capture_output=True, text=True, cwd=ROOT,
                              timeout=60)
     assert missing.returncode == 1 and "no run" in missing.stderr
+
+
+async def test_a_ceiling_without_a_guard_is_refused_not_ignored(db: Database) -> None:
+    from engine.scheduler import Engine
+
+    with pytest.raises(InvalidInputError, match="enforces none"):
+        await Engine(db).start(chain(RecordingAgent(), Ceiling(1000)))
+    with pytest.raises(InvalidInputError, match="ceiling must be"):
+        await engine_with_hooks(db).start(chain(RecordingAgent(), "lots"))
+    assert await RunStore(db).list_runs() == []
