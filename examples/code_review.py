@@ -6,7 +6,7 @@ run's prompt starts with a memory block holding what the first run retained.
 
     tether run examples/code_review.py --input '{"change": "retry flaky pytest fixtures"}'
     tether run examples/code_review.py --input '{"change": "speed up pytest fixtures"}'
-    tether node review --run <second run id>      # the prompt as sent, with the memory block
+    tether node review --run <second run id>      # the memory block that review saw
 
 Offline: the simulated agent answers (deterministic for a seed, a few seconds per run).
 """
