@@ -378,23 +378,30 @@ class NoteOps:
         ensure_clean_text(query, "the search query", allow="\t\n\r")
         terms = query_terms(query)
         where, params = _filter(namespace, namespace_kind, status, include_superseded, kind)
-        counts = {}
-        for term in terms:
-            counts[term] = int(await self.db.fetch_value(
-                sql.TERM_MATCH_COUNT_CAPPED, {"term": fts_literal(term), "cap": COMMON_DF + 1}
-            ))
-        plan = plan_search(terms, counts, common_df=COMMON_DF)
-        pool = max(RANK_POOL if plan.bm25 else RECENT_POOL, limit)
-        params.update(query=plan.match_query, limit=limit, pool=pool)
-        rows = await self.db.fetch_all(sql.search_notes_sql(where, bm25=plan.bm25), params)
-        if plan.bm25:
-            return [SearchHit(note_from_row(row), -float(row["bm25"])) for row in rows]
-        notes = [note_from_row(row) for row in rows]
-        scores = density_scores([note.body for note in notes], terms)
-        hits = [SearchHit(note, score) for note, score in zip(notes, scores, strict=True)]
-        # Stable sort: equal scores keep newest-first order.
-        hits.sort(key=lambda hit: hit.score, reverse=True)
-        return hits[:limit]
+        common_df, rank_pool, recent_pool = COMMON_DF, RANK_POOL, RECENT_POOL
+
+        def read(conn: sqlite3.Connection) -> list[SearchHit]:
+            # Probes, plan and search in one hop to the database thread.
+            counts = {
+                term: int(conn.execute(
+                    sql.TERM_MATCH_COUNT_CAPPED, {"term": fts_literal(term), "cap": common_df + 1}
+                ).fetchone()[0])
+                for term in terms
+            }
+            plan = plan_search(terms, counts, common_df=common_df)
+            pool = max(rank_pool if plan.bm25 else recent_pool, limit)
+            query = {**params, "query": plan.match_query, "limit": limit, "pool": pool}
+            rows = conn.execute(sql.search_notes_sql(where, bm25=plan.bm25), query).fetchall()
+            if plan.bm25:
+                return [SearchHit(note_from_row(row), -float(row["bm25"])) for row in rows]
+            notes = [note_from_row(row) for row in rows]
+            scores = density_scores([note.body for note in notes], terms)
+            hits = [SearchHit(note, score) for note, score in zip(notes, scores, strict=True)]
+            # Stable sort: equal scores keep newest-first order.
+            hits.sort(key=lambda hit: hit.score, reverse=True)
+            return hits[:limit]
+
+        return await self.db.run_read(read)
 
 
 def _filter(
