@@ -57,10 +57,10 @@ from tui.screens.memory_render import (
 from tui.tailing import Batch
 from tui.widgets.keyed_table import KeyedTable
 
-FACTS_LIMIT = 2_000
+FACTS_LIMIT = 1_000
 """Facts read per refresh (the view is a window; ``tether memory list`` shows everything)."""
-PENDING_LIMIT = 500
-DECIDED_LIMIT = 1_000
+PENDING_LIMIT = 300
+DECIDED_LIMIT = 300
 SEARCH_LIMIT = 100
 REREAD_MIN_INTERVAL_S = 1.0
 """While another process keeps committing, re-read at most this often (a view, not a log)."""
@@ -148,6 +148,7 @@ class MemoryScreen(LiveScreen):
 
     MODE: ClassVar[str] = "memory"
     FILTER_KEY: ClassVar[str] = "memory"
+    HELP_TITLE: ClassVar[str] = "Memory"
     HELP_TEXT: ClassVar[str] = (
         "Facts (top) are grouped by namespace; notes (bottom) list pending proposals first. "
         "tab moves between the lists. Edits go through the same memory store as "
@@ -190,6 +191,7 @@ class MemoryScreen(LiveScreen):
         self._fact_list: list[Fact] = []
         self._refreshing = asyncio.Lock()
         self._last_read = 0.0
+        self._drawn_at = 0
         self._reread_timer: Timer | None = None
 
     # -- layout ---------------------------------------------------------------------------
@@ -246,7 +248,10 @@ class MemoryScreen(LiveScreen):
             now = self.tether.now_ms()
             if batch is not None and not batch.first_read:
                 if not await self._stale(now):
-                    self._redraw(self._fact_list, self._book, now)
+                    if self._cells_changed(now):
+                        self._redraw(self._fact_list, self._book, now)
+                    else:
+                        self.update_chrome()
                     return
                 wait = self._last_read + REREAD_MIN_INTERVAL_S - time.monotonic()
                 if wait > 0:
@@ -290,7 +295,18 @@ class MemoryScreen(LiveScreen):
             for fact in self._fact_list
         )
 
+    def _cells_changed(self, now: int) -> bool:
+        """Whether time alone changed a list cell since the last redraw: ages and TTLs show
+        minutes, except a TTL in its last minute (shown to the second)."""
+        if now // 60_000 != self._drawn_at // 60_000:
+            return True
+        return any(
+            fact.expires_at_ms is not None and fact.expires_at_ms - now < 61_000
+            for fact in self._fact_list
+        )
+
     def _redraw(self, facts: list[Fact], book: NoteBook, now: int) -> None:
+        self._drawn_at = now
         needle = self.filter_text
         self._fact_list = facts
         self._facts = {}
@@ -306,8 +322,10 @@ class MemoryScreen(LiveScreen):
         body_width = text_width(list_width, NOTE_OTHER_CELLS)
         self.facts_table.sync(fact_rows(facts, needle, now, value_width))
         self.notes_table.sync(note_rows(book, needle, now, body_width))
-        self.facts_table.border_title = f"Facts ({len(facts)} in {len(self._namespace_facts)} " \
-            "namespaces)"
+        shown = f"first {len(facts)}" if len(facts) >= FACTS_LIMIT else str(len(facts))
+        self.facts_table.border_title = (
+            f"Facts ({shown} in {len(self._namespace_facts)} namespaces)"
+        )
         pending = sum(1 for note in book.notes if note.status == "pending")
         title = "Search results" if self._search else "Notes"
         self.notes_table.border_title = f"{title} ({pending} pending, {len(book.notes)} shown)"
@@ -328,7 +346,8 @@ class MemoryScreen(LiveScreen):
                 status="pending", include_superseded=True, limit=PENDING_LIMIT
             )
             notes += await memory.list_notes(
-                status=["accepted", "rejected"], include_superseded=True, limit=DECIDED_LIMIT
+                status=["accepted", "rejected"], include_superseded=True, limit=DECIDED_LIMIT,
+                newest_first=True,
             )
         edges = await memory.supersession_edges([note.id for note in notes])
         shown = {note.id: note for note in notes}

@@ -7,6 +7,7 @@ screen through :func:`tui.format.literal` / :func:`tui.format.one_line` (never a
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -126,18 +127,33 @@ def fact_rows(
             ],
         ))
         for index, fact in enumerate(members):
-            guide = "└ " if index == len(members) - 1 else "├ "
             rows.append((
                 fact_row_key(fact.namespace, fact.key),
-                [
-                    Text(guide, style="dim") + one_line(fact.key, width=28),
-                    one_line(fact.value_json, width=value_width),
-                    ttl_text(fact, now_ms),
-                    Text(coarse_age(now_ms, fact.updated_at_ms), style="dim"),
-                    writer_text(fact.run_id, fact.node_id, fact.iteration),
-                ],
+                _fact_cells(fact, index == len(members) - 1, _cell_clock(fact, now_ms),
+                            value_width),
             ))
     return rows
+
+
+def _cell_clock(fact: Fact, now_ms: int) -> int:
+    """The time a fact's cells depend on: only the minute for a permanent fact (its age), the
+    exact time for one with a TTL. Unchanged permanent facts are then rebuilt from the cache
+    below instead of being formatted again on every refresh."""
+    if fact.expires_at_ms is not None:
+        return now_ms
+    return now_ms // 60_000 * 60_000
+
+
+@functools.lru_cache(maxsize=8192)
+def _fact_cells(fact: Fact, last: bool, now_ms: int, value_width: int) -> tuple[Text, ...]:
+    guide = "└ " if last else "├ "
+    return (
+        Text(guide, style="dim") + one_line(fact.key, width=28),
+        one_line(fact.value_json, width=value_width),
+        ttl_text(fact, now_ms),
+        Text(coarse_age(now_ms, fact.updated_at_ms), style="dim"),
+        writer_text(fact.run_id, fact.node_id, fact.iteration),
+    )
 
 
 def _field_table() -> Table:
@@ -270,22 +286,27 @@ def note_rows(
         if not note_matches(note, needle):
             continue
         links = book.links.get(note.id, NoteLinks())
-        edges = Text("")
-        if links.supersedes:
-            edges.append(f"⇢{len(links.supersedes)}", style="yellow")
-        status = shown_status(note, book.retired)
-        body_style = "dim" if status in ("retired", "rejected") else ""
         rows.append((
             note_row_key(note.id),
-            [
-                status_cell(status),
-                one_line(note.body, body_style, width=body_width),
-                edges,
-                one_line(note.author or "–", width=14),
-                Text(coarse_age(now_ms, note.created_at_ms), style="dim"),
-            ],
+            _note_cells(note, shown_status(note, book.retired), len(links.supersedes),
+                        now_ms // 60_000 * 60_000, body_width),
         ))
     return rows
+
+
+@functools.lru_cache(maxsize=8192)
+def _note_cells(
+    note: Note, status: str, supersedes: int, now_ms: int, body_width: int
+) -> tuple[Text, ...]:
+    edges = Text(f"⇢{supersedes}", style="yellow") if supersedes else Text("")
+    body_style = "dim" if status in ("retired", "rejected") else ""
+    return (
+        status_cell(status),
+        one_line(note.body, body_style, width=body_width),
+        edges,
+        one_line(note.author or "–", width=14),
+        Text(coarse_age(now_ms, note.created_at_ms), style="dim"),
+    )
 
 
 def provenance_table(note: Note, now_ms: int) -> Table:
