@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import plotext._utility as _plotext_utility
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import ComposeResult, RenderResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
@@ -130,6 +130,27 @@ def totals_text(buckets: list[BucketUsage]) -> Text:
     return out
 
 
+class BucketPlot(PlotextPlot):
+    """A plotext plot that keeps its last rendering while the data, size and theme stay put.
+
+    Building the plot and parsing its ANSI output takes ~25 ms; without the cache every repaint
+    of the region (switching back to the view, a dialog closing) would pay it again.
+    """
+
+    version = 0
+    """Bumped by whoever changes the plotted data."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._cached: tuple[tuple[object, ...], RenderResult] | None = None
+
+    def render(self) -> RenderResult:
+        key = (self.size, self.version, self.app.theme, self.theme)
+        if self._cached is None or self._cached[0] != key:
+            self._cached = (key, super().render())
+        return self._cached[1]
+
+
 class TokensScreen(LiveScreen):
     """Token usage by context-window bucket, lane, node and largest call."""
 
@@ -157,7 +178,7 @@ class TokensScreen(LiveScreen):
         with Vertical(id="tokens-body"):
             yield Static(id="scope-line")
             with Horizontal(id="tokens-top"):
-                yield PlotextPlot(id="bucket-plot")
+                yield BucketPlot(id="bucket-plot")
                 yield Static(id="lanes", classes="panel")
             with Horizontal(id="tokens-bottom"):
                 yield KeyedTable(USAGE_COLUMNS, id="usage-table")
@@ -261,7 +282,8 @@ class TokensScreen(LiveScreen):
             return
         self._plotted = counts
         self._plotted_at = time.monotonic()
-        plot = self.query_one(PlotextPlot)
+        plot = self.query_one(BucketPlot)
+        plot.version += 1
         plt = plot.plt
         plt.clear_data()
         positions = [float(i) for i in range(1, len(BUCKET_LABELS) + 1)]
