@@ -7,10 +7,13 @@ Statuses are coloured on a terminal (pending yellow, accepted green, rejected re
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 import click
 
 from store.errors import NotFoundError
 from store.namespaces import canonical_namespace, validate_namespace
+from store.note_search import query_terms
 from store.notes import (
     DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
@@ -73,11 +76,12 @@ async def list_command(
                 wanted, status=status, include_superseded=include_superseded
             )
             edges = await store.supersession_edges([note.id for note in found])
-        for note in found:
-            targets = [e.supersedes_id for e in edges if e.note_id == note.id]
-            superseders = [f"{e.note_id} ({e.note_status})" for e in edges
-                           if e.supersedes_id == note.id]
-            listed.append((note, targets, superseders))
+        targets_of: dict[str, list[str]] = defaultdict(list)
+        superseders_of: dict[str, list[str]] = defaultdict(list)
+        for edge in edges:
+            targets_of[edge.note_id].append(edge.supersedes_id)
+            superseders_of[edge.supersedes_id].append(f"{edge.note_id} ({edge.note_status})")
+        listed = [(note, targets_of[note.id], superseders_of[note.id]) for note in found]
     if output_format == "json":
         print_json([
             {**note.to_json(), "supersedes": targets, "superseded_by": superseders}
@@ -205,8 +209,6 @@ async def search_command(
     query: str, namespace: str | None, limit: int, workspace_dir: str | None, output_format: str
 ) -> None:
     """Full-text search (BM25) over live notes; every word of QUERY must occur."""
-    from store.note_search import query_terms
-
     query_terms(query)
     ns = None if namespace is None else validate_namespace(namespace)
     workspace = chosen_workspace(workspace_dir)
