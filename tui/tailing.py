@@ -55,6 +55,7 @@ class WorkspaceTailer:
         self.reader: DashboardReader | None = None
         self.last_seq = 0
         self.problem: str | None = None
+        self._inode: int | None = None
 
     async def open(self) -> bool:
         """Open the reader if the database exists; False while it does not (yet)."""
@@ -69,6 +70,8 @@ class WorkspaceTailer:
             self.problem = str(error)
             return False
         self.problem = None
+        self._inode = None
+        self._replaced()  # remember which file this reader opened
         if self.reader.journal_mode != "wal":
             self.problem = (
                 f"the workspace database is in {self.reader.journal_mode} mode, not WAL; "
@@ -84,8 +87,20 @@ class WorkspaceTailer:
             reader, self.reader = self.reader, None
             await reader.close()
 
+    def _replaced(self) -> bool:
+        """True when the database file was swapped for another one (restored, re-created)."""
+        try:
+            inode = self.workspace.database_path.stat().st_ino
+        except OSError:
+            return False
+        if self._inode is None:
+            self._inode = inode
+        return inode != self._inode
+
     async def poll(self) -> Batch | None:
         """Return what changed since the last poll, or None when nothing was committed."""
+        if self.reader is not None and self._replaced():
+            await self.close()  # data_version belongs to the old file: start over
         first = self.reader is None
         if not await self.open():
             return None

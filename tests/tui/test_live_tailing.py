@@ -105,3 +105,25 @@ def test_file_tail_returns_whole_new_lines_only(tmp_path: Path):
     assert tail.read_new_lines() == ["partial", "c"]
     path.write_text("new\n", encoding="utf-8")  # rewritten (shorter): start over
     assert tail.read_new_lines() == ["new"]
+
+
+async def test_a_replaced_database_file_is_reopened(tmp_path: Path):
+    workspace = Workspace(tmp_path / "ws")
+    db = await Database.open(workspace)
+    await RunStore(db).create_run("w", run_id="run-old")
+    await db.close()
+    tailer = WorkspaceTailer(workspace)
+    try:
+        assert await tailer.poll() is not None
+        assert tailer.reader is not None
+        assert [r.run_id for r in await tailer.reader.recent_runs()] == ["run-old"]
+        other = Workspace(tmp_path / "other")
+        db = await Database.open(other)
+        await RunStore(db).create_run("w", run_id="run-new")
+        await db.close()
+        other.database_path.replace(workspace.database_path)
+        batch = await tailer.poll()
+        assert batch is not None and batch.first_read
+        assert [r.run_id for r in await tailer.reader.recent_runs()] == ["run-new"]
+    finally:
+        await tailer.close()
