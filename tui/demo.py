@@ -196,8 +196,8 @@ async def live_demo(app: Any) -> DemoResult:
     """
     from tui.run_control import host_for
 
-    db = await host_for(app).database(create=True)
-    engine = open_engine(db)
+    # The dashboard's embedded engine: quitting while these runs are active asks first.
+    engine = await host_for(app).engine()
     app.engine = engine
     result = await run_plan(engine, demo_steps())
     for problem in result.problems:
