@@ -1,7 +1,7 @@
 """Run as a separate process by the concurrency test: writes continuously, like a busy engine.
 
 Each round is two short write transactions from another connection: a fact upsert and a batch
-of 50 events, then a 20 ms pause (so the facts it adds stay within the view's window). It
+of 50 events, then a 50 ms pause (so the facts it adds stay within the view's window). It
 prints ``ready`` after the first round and, when the stop file appears (or after
 ``MAX_ROUNDS``), the number of rounds it completed.
 
@@ -38,7 +38,7 @@ async def main(root: str, stop_file: str) -> None:
             rounds += 1
             if rounds == 1:
                 print("ready", flush=True)
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.05)
         print(rounds, flush=True)
     finally:
         await db.close()

@@ -161,3 +161,21 @@ async def test_launch_dialog_validates_against_the_input_type() -> None:
         await pilot.press("ctrl+s")
         await pilot.pause()
     assert app.results == [LaunchRequest(choices[0], {"topic": "memory"})]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("NaN", "NaN is not allowed"),
+    ('{"a": Infinity}', "Infinity is not allowed"),
+    ("", "not valid JSON"),
+])
+async def test_fact_editor_uses_the_stores_rules(text: str, expected: str) -> None:
+    app = Host(FactEditor("global:x", "k", "1"))
+    async with app.run_test() as pilot:
+        editor = app.screen
+        editor.query_one("#fact-value", TextArea).text = text
+        await pilot.pause()
+        assert expected in str(editor.query_one("#json-status", Static).render())
+        assert editor.query_one("#fact-save", Button).disabled
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    assert app.results == []

@@ -301,10 +301,10 @@ async def test_command_palette_opens_the_review_queue_and_the_launch_dialog(
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("ctrl+p", *"review pending", "enter")
+        await pilot.press("ctrl+p", *"pending", "enter")
         await until(pilot, lambda: isinstance(app.screen, NoteReviewScreen)
                     and app.screen.note is not None, "the review screen")
         assert app.screen.note_id == seeded.rule  # type: ignore[attr-defined]
         await pilot.press("escape")
-        await pilot.press("ctrl+p", *"launch a run", "enter")
+        await pilot.press("ctrl+p", *"launch", "enter")
         await until(pilot, lambda: isinstance(app.screen, LaunchRunDialog), "the launch dialog")
