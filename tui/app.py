@@ -88,6 +88,8 @@ class TetherApp(App[None]):
         self.paused = False
         self.held_events = 0
         self.checked_at_ms: int | None = None
+        self.read_problem: str | None = None
+        """The last read error (cleared by the next successful poll)."""
         self.changed_at_ms: int | None = None
         self.known_runs: dict[str, RunRow] = {}
         self.selected_run_id: str | None = None
@@ -152,8 +154,9 @@ class TetherApp(App[None]):
             try:
                 batch = await self.tailer.poll()
             except sqlite3.Error as error:
-                self.tailer.problem = f"reading the workspace failed: {error}; retrying"
+                self.read_problem = f"reading the workspace failed: {error}; retrying"
                 return None
+            self.read_problem = None
             self.checked_at_ms = self.now_ms()
             if batch is None:
                 return None
@@ -175,7 +178,7 @@ class TetherApp(App[None]):
         except NoMatches:
             return  # the screen was closed while it was reading
         except sqlite3.Error as error:
-            self.tailer.problem = f"reading the workspace failed: {error}; retrying"
+            self.read_problem = f"reading the workspace failed: {error}; retrying"
             return
         if self.after_apply is not None:
             callback = self.after_apply
@@ -222,6 +225,12 @@ class TetherApp(App[None]):
             line.append("○ waiting", style="yellow")
         else:
             line.append("● live", style="bold green")
+        problem = self.read_problem or self.tailer.problem
+        if problem:
+            # First, so a narrow terminal still shows it.
+            line.append("  ⚠ ", style="bold red")
+            line.append_text(literal(problem, "red"))
+            line.append("  ")
         line.append(f"  checked {ago(now, self.checked_at_ms)}")
         line.append(f" · last change {ago(now, self.changed_at_ms)}")
         line.append(f" · event #{self.tailer.last_seq}")
@@ -229,9 +238,6 @@ class TetherApp(App[None]):
         line.append_text(literal(self.workspace.root.name or str(self.workspace.root)))
         if self.engine is not None:
             line.append(" · embedded engine", style="cyan")
-        if self.tailer.problem:
-            line.append("  ⚠ ", style="bold red")
-            line.append_text(literal(self.tailer.problem, "red"))
         return line
 
     # -- selection and navigation ---------------------------------------------------------------
