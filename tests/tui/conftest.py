@@ -6,14 +6,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sample_data import START_MS, build
+from sample_data import NOW_MS, build
 
 from store.clock import ManualClock
 from store.workspace import Workspace
 from tui.app import TetherApp
-
-NOW_MS = START_MS + 49_300
-"""The sample workspace's "now": run-stale-1's heartbeat is 41 s old, the others fresh."""
 
 
 @pytest.fixture

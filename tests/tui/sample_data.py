@@ -9,6 +9,8 @@ from store.runs import CallUsage, RunStore, TokenUsage
 from store.workspace import Workspace
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+NOW_MS = START_MS + 49_300
+"""The sample's "now": run-stale-1's heartbeat is 41 s old, the other running runs' fresh."""
 MARKUP = "[bold red]x[/] [@click=app.quit]q[/]"
 ANSI = "\x1b[31mred\x1b[0m\x1b]0;title\x07"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sample_data import MARKUP
+from sample_data import MARKUP, NOW_MS
 from textual.pilot import Pilot
 from textual.widgets import Static, TabbedContent
 
@@ -309,3 +309,17 @@ async def test_command_palette_jumps_to_a_run_by_workflow(make_app):
                 break
         assert isinstance(app.screen, RunDetailScreen)
         assert app.screen.run_id == "run-review-1"
+
+
+async def test_a_run_turns_stale_as_time_passes_without_any_write(make_app):
+    clock = ManualClock(NOW_MS)
+    app = make_app(clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        table = app.screen.query_one("#runs-table", KeyedTable)
+        assert "STALE" not in " ".join(c.plain for c in table.get_row("run-incident-1"))
+        clock.advance(31_000)  # nobody beats the heartbeat any more
+        await app._tick()
+        await pilot.pause()
+        row = " ".join(c.plain for c in table.get_row("run-incident-1"))
+        assert "STALE" in row and "31.0s ago" in row
