@@ -135,11 +135,31 @@ async def reject_note(screen: Screen[Any], memory: MemoryStore, note: Note) -> N
     return rejected
 
 
+HISTORY_DEPTH = 4
+HISTORY_NOTES = 20
+"""How far down the supersession chain the inspector follows (short reads, bounded)."""
+
+
 async def load_links(memory: MemoryStore, note: Note) -> NoteLinks:
-    """What the note supersedes and what supersedes it (two short reads)."""
+    """What the note supersedes, what supersedes it, and the older versions those replaced
+    (the chain behind "why is this remembered"), bounded in depth and count."""
+    supersedes = tuple(await memory.supersedes(note.id))
+    history: list[tuple[int, Note]] = []
+    seen = {note.id, *(target.id for target in supersedes)}
+    frontier = list(supersedes)
+    for depth in range(2, HISTORY_DEPTH + 1):
+        following: list[Note] = []
+        for current in frontier:
+            for older in await memory.supersedes(current.id):
+                if older.id not in seen and len(history) < HISTORY_NOTES:
+                    seen.add(older.id)
+                    history.append((depth, older))
+                    following.append(older)
+        frontier = following
     return NoteLinks(
-        supersedes=tuple(await memory.supersedes(note.id)),
+        supersedes=supersedes,
         superseded_by=tuple(await memory.superseded_by(note.id)),
+        history=tuple(history),
     )
 
 
@@ -715,7 +735,7 @@ def _proposal_panel(note: Note, links: NoteLinks, retired: set[str], now: int) -
         Text(""),
         Text("Why is this remembered", style="bold"),
         provenance_table(note, now),
-        *why_remembered(note, NoteLinks((), links.superseded_by), retired),
+        *why_remembered(note, NoteLinks((), links.superseded_by, links.history), retired),
     )
 
 

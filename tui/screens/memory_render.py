@@ -220,6 +220,8 @@ class NoteLinks:
 
     supersedes: tuple[Note, ...] = ()
     superseded_by: tuple[Note, ...] = ()
+    history: tuple[tuple[int, Note], ...] = ()
+    """Older versions further down the chain: (depth, note), depth 2 = what a target replaced."""
 
 
 @dataclass
@@ -347,6 +349,14 @@ def why_remembered(note: Note, links: NoteLinks, retired: set[str]) -> list[Rend
         heading = "Retires" if note.status == "accepted" else "Would retire when accepted"
         lines.append(Text(f"{heading}:", style="bold"))
         lines.append(_neighbours(links.supersedes, retired))
+    if links.history:
+        lines.append(Text("Earlier versions (what those replaced):", style="bold"))
+        for depth, older in links.history:
+            line = Text("  " * (depth - 1) + "↳ ", style="dim")
+            line.append_text(one_line(older.id, "dim"))
+            line.append("  ")
+            line.append_text(one_line(older.body, width=60))
+            lines.append(line)
     if links.superseded_by:
         lines.append(Text("Superseded by:", style="bold"))
         lines.append(_neighbours(links.superseded_by, retired))
