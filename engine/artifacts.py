@@ -36,10 +36,11 @@ def attempt_dir(
     artifacts_root: Path, run_id: str, node_id: str, iteration: int, attempt: int
 ) -> Path:
     """The folder holding one attempt's files (see the module docstring for the layout)."""
-    base = artifacts_root / safe_part(run_id) / safe_part(node_id)
+    parts = [str(artifacts_root), safe_part(run_id), safe_part(node_id)]
     if iteration:
-        base = base / f"iteration-{iteration}"
-    return base / str(attempt)
+        parts.append(f"iteration-{iteration}")
+    parts.append(str(attempt))
+    return Path(os.path.join(*parts))
 
 
 def stream_log_path(

@@ -374,7 +374,7 @@ class RunExecution:
             attempt=attempt,
             item=unit.item,
             index=unit.index,
-            outputs=UpstreamOutputs(self, self.ancestors(top), current),
+            outputs=UpstreamOutputs(self, top, current),
             previous_outputs=previous,
             artifacts=self.artifacts,
             continuation=self.continuation,
@@ -544,7 +544,10 @@ class RunExecution:
 
     def _absorb(self, requests: RunRequests | None) -> None:
         """Take in the cancel/clear requests read when an attempt ended."""
-        if requests is None:
+        if requests is None or (
+            requests.cancel_requested_at_ms == self.run.cancel_requested_at_ms
+            and requests.clear_requested_at_ms == self.run.clear_requested_at_ms
+        ):
             return
         self.run = dataclasses.replace(
             self.run,
@@ -1143,12 +1146,15 @@ class UpstreamOutputs(Mapping[str, Any]):
     outputs, a loop id a dict of its body outputs, a loop body id its last iteration's output;
     ``current`` holds the outputs of the running loop iteration."""
 
-    def __init__(
-        self, execution: RunExecution, allowed: frozenset[str], current: Mapping[str, Any]
-    ) -> None:
+    def __init__(self, execution: RunExecution, top: str, current: Mapping[str, Any]) -> None:
         self._execution = execution
-        self._allowed = allowed
+        self._top = top
         self._current = current
+
+    @property
+    def _allowed(self) -> frozenset[str]:
+        # Computed on first use: most prompts read one or two outputs, some none at all.
+        return self._execution.ancestors(self._top)
 
     def __getitem__(self, key: str) -> Any:
         if key in self._current:
