@@ -323,3 +323,25 @@ async def test_a_run_turns_stale_as_time_passes_without_any_write(make_app):
         await pilot.pause()
         row = " ".join(c.plain for c in table.get_row("run-incident-1"))
         assert "STALE" in row and "31.0s ago" in row
+
+
+async def test_t_in_a_run_opens_the_tokens_of_the_selected_node(make_app):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        detail = await open_run(pilot, app, "run-review-1")
+        detail.query_one("#nodes-table", KeyedTable).select_key("review-b#0")
+        await pilot.pause()
+        await pilot.press("t")
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, TokensScreen):
+                break
+        screen = app.screen
+        assert isinstance(screen, TokensScreen)
+        await pilot.pause(0.2)
+        assert screen.scope() == ("node", "run-review-1", "review-b")
+        assert [b.calls for b in screen._buckets] == [0, 0, 2, 0, 0, 0]
+        await pilot.press("1")  # back to the Runs view: the run is still open there
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, RunDetailScreen)
