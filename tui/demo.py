@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.examples import EXAMPLES_DIR
 from engine.loader import load_workflow
 from engine.scheduler import Engine, RunOutcome
 from engine.setup import open_engine
@@ -33,7 +34,6 @@ DEMO_FAILURE_RATE = "0.12"
 DEMO_MIN_RETRIES = 2
 """Every demo task retries at least this often, so injected failures show as retries."""
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 
 
 @dataclass(frozen=True)

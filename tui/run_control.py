@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.artifacts import safe_part
+from engine.examples import EXAMPLES_DIR
 from engine.handoff import ClearResult, clear_run
 from engine.loader import load_workflow
 from engine.scheduler import Engine, RunOutcome
@@ -35,8 +36,6 @@ from store.memory import MemoryStore
 from store.runs import RunRecord, RunStore
 from store.workspace import Workspace
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
-"""The example workflows of a Tether checkout, always offered by the launch dialog."""
 RECENT_RUNS_SCANNED = 500
 """How many recent runs are looked at for workflow files run in this workspace."""
 
