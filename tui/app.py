@@ -299,6 +299,10 @@ class TetherApp(App[None]):
         if await self.confirm_quit():
             self.exit()
 
+    async def action_quit(self) -> None:
+        """``ctrl+q`` and the palette's Quit ask first too, like ``q``."""
+        await self.action_request_quit()
+
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for key, mode, label in (

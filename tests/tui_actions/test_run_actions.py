@@ -276,7 +276,7 @@ async def test_quit_asks_while_embedded_runs_are_active_and_leaves_them_resumabl
         await pilot.press("n")
         await until(pilot, lambda: app.screen is screen, "the dialog to close")
         assert app.is_running
-        await press_for(pilot, app, "q", ConfirmDialog)
+        await press_for(pilot, app, "ctrl+q", ConfirmDialog)  # asks too
         await pilot.press("y")
         await until(pilot, lambda: not app.is_running, "the app to quit")
     clock.advance(31_000)
