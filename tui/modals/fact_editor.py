@@ -99,7 +99,8 @@ class FactEditor(ModalScreen[FactEdit | None]):
             )
             yield Static("", id="json-status")
             yield Label(
-                "TTL (blank = never expires; 90000, 30s, 5m, 2h, 7d)", classes="field-label"
+                "TTL, counted from this save (blank = never expires; 90000, 30s, 5m, 2h, 7d)",
+                classes="field-label",
             )
             yield Input(self._initial_ttl, placeholder="never expires", id="fact-ttl")
             yield Static("", id="ttl-status", classes="field-status")
