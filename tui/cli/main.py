@@ -5,9 +5,28 @@ from __future__ import annotations
 import click
 
 from tui.cli.common import workspace_option
+from tui.cli.lazy import LazyGroup
+
+# Each command's module is imported only when that command runs (see tui/cli/lazy.py).
+COMMAND_MODULES = {
+    "tui": "tui.cli.tui_commands",
+    "demo": "tui.cli.tui_commands",
+    "run": "tui.cli.run_commands",
+    "runs": "tui.cli.run_commands",
+    "node": "tui.cli.run_commands",
+    "cancel": "tui.cli.run_commands",
+    "clear": "tui.cli.clear_commands",
+    "memory": "tui.cli.memory_commands",
+    "notes": "tui.cli.notes_commands",
+}
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup,
+    lazy_commands=COMMAND_MODULES,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @workspace_option
 @click.pass_context
 def cli(ctx: click.Context, workspace_dir: str | None) -> None:
@@ -19,24 +38,6 @@ def cli(ctx: click.Context, workspace_dir: str | None) -> None:
         if tui_command is None:
             raise click.UsageError("the dashboard is not available in this build")
         ctx.invoke(tui_command, workspace_dir=workspace_dir)
-
-
-def _register() -> None:
-    """Attach every command group. Each lives in its own module under tui/cli/."""
-    import importlib
-    import pkgutil
-
-    import tui.cli as package
-
-    for module_info in pkgutil.iter_modules(package.__path__):
-        if not module_info.name.endswith("_commands"):
-            continue
-        module = importlib.import_module(f"tui.cli.{module_info.name}")
-        for command in getattr(module, "COMMANDS", ()):
-            cli.add_command(command)
-
-
-_register()
 
 
 def main() -> None:

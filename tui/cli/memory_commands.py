@@ -22,6 +22,7 @@ from store.namespaces import canonical_namespace, ensure_utf8, validate_namespac
 from store.processors import TokenLimiter, TtlCollector
 from store.workspace import Workspace
 from tui.cli.common import format_option, print_json, run_async, workspace_from, workspace_option
+from tui.cli.lazy import LazyGroup
 from tui.format import ago, duration, visible
 
 VALUE_WIDTH = 60
@@ -94,7 +95,11 @@ def styled(text: str, **style: object) -> str:
 # -- commands -----------------------------------------------------------------------------------
 
 
-@click.group("memory")
+@click.group(
+    "memory",
+    cls=LazyGroup,
+    lazy_commands={"summarize": "tui.cli.memory_summarize_commands"},
+)
 def memory() -> None:
     """Facts (namespaced JSON values) and the memory maintenance processors."""
 

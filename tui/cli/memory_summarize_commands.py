@@ -43,5 +43,5 @@ async def summarize_command(agent_name: str | None, keep_recent: int,
     )
 
 
-# The command is attached to the existing ``memory`` group above; nothing new to register.
+# The command registers itself on the ``memory`` group, which imports this module lazily.
 COMMANDS: list[click.Command] = []
