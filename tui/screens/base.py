@@ -132,9 +132,10 @@ class LiveScreen(Screen[None]):
             tabs = self.query_one(ViewTabs)
             banner = self.query_one(PauseBanner)
             status = self.query_one(StatusLine)
+            crumb = self.crumb()
         except NoMatches:
             return  # being composed or torn down (the app is exiting)
-        tabs.show(self.MODE, self.crumb())
+        tabs.show(self.MODE, crumb)
         app = self.tether
         banner.set_paused(app.paused, app.held_events)
         status.show(app.status_text())
