@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from engine.artifacts import stream_log_path
@@ -415,11 +416,23 @@ class RunDetailScreen(LiveScreen):
         self.tether.select(run_id=self.run_id, node_id=node.node_id, iteration=node.iteration)
         if node.key != self._shown_node:
             self.update_chrome()
-            self.run_worker(self._show_node(node), group="inspector", exclusive=True)
+            self.run_worker(self._show_node_safely(node), group="inspector", exclusive=True)
+
+    async def _show_node_safely(self, node: NodeRow) -> None:
+        try:
+            await self._show_node(node)
+        except NoMatches:
+            return  # the screen was closed while the inspector was loading
 
     def _poll_log(self) -> None:
         if self.tether.paused or not self.is_current:
             return
+        try:
+            self._follow_log()
+        except NoMatches:
+            return  # the screen is being closed
+
+    def _follow_log(self) -> None:
         node = self.selected_node
         log = self.query_one("#node-log", FollowLog)
         if node is None:

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.app import ComposeResult, RenderResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Static
 from textual.widgets.data_table import ColumnKey
@@ -282,7 +283,10 @@ class TokensScreen(LiveScreen):
             return
         self._plotted = counts
         self._plotted_at = time.monotonic()
-        plot = self.query_one(BucketPlot)
+        try:
+            plot = self.query_one(BucketPlot)
+        except NoMatches:
+            return  # the view is being closed
         plot.version += 1
         plt = plot.plt
         plt.clear_data()
