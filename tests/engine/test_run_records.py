@@ -123,3 +123,24 @@ async def test_clear_handoff_and_delete(db: Database) -> None:
     with pytest.raises(NotFoundError):
         await store.get_run(new.run_id)
     assert (await store.usage_by_bucket(""))["<50k"][1] == TokenUsage()
+
+
+async def test_a_run_whose_owner_process_died_is_cancelled_at_once(db: Database) -> None:
+    import subprocess
+    import sys
+
+    from store.runs import new_owner_id, owner_is_dead
+
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    host = new_owner_id().split(":")[0]
+    dead = f"{host}:{child.stdout.strip()}:abc"
+    assert owner_is_dead(dead) and not owner_is_dead(new_owner_id())
+    assert not owner_is_dead("another-host:1:abc")  # cannot tell: assume alive
+    store = RunStore(db)
+    run = await store.create_run("wf", owner_id=dead)
+    assert (await store.request_cancel(run.run_id)).status == "cancelled"
