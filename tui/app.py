@@ -13,7 +13,6 @@ import asyncio
 import gc
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -337,10 +336,5 @@ def run_dashboard(
     """Open the dashboard on ``workspace`` in the terminal (blocks until the user quits)."""
     app = TetherApp(workspace, background=background)
     app.run()
-
-
-def css_files() -> list[Path]:
-    """The stylesheets the app loads (for packaging checks)."""
-    return [Path(__file__).with_name("app.tcss")]
 
 
