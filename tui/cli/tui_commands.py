@@ -62,7 +62,7 @@ def demo_command(ctx: click.Context, workspace_dir: str | None, headless: bool) 
     workspace = Workspace(workspace_from(chosen).root)
     _check_database(workspace)
     if not demo.demo_steps():
-        fail(f"No example workflows found in {demo.EXAMPLES_DIR}; run from a Tether checkout.", 1)
+        fail(f"No example workflows found in {demo.EXAMPLES_DIR}; reinstall Tether.", 1)
     demo.tune_agents(live=not headless)
     if headless:
         _headless(workspace)
