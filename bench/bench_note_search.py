@@ -39,8 +39,8 @@ from bench_memory_writes import machine
 from store.clock import SYSTEM_CLOCK
 from store.database import Database
 from store.memory import MemoryStore
-from store.note_search import COMMON_DF, RANK_POOL, RECENT_POOL
 from store.schema import SCHEMA_VERSION
+from store.search_policy import COMMON_DF, RANK_POOL, RECENT_POOL
 from store.workspace import Workspace
 
 CACHE = Path("/tmp/tether-bench-notes")

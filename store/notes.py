@@ -30,7 +30,8 @@ from store.namespaces import (
     ensure_clean_text,
     ensure_length,
 )
-from store.note_search import (
+from store.schema import NOTE_STATUSES
+from store.search_policy import (
     COMMON_DF,
     RANK_POOL,
     RECENT_POOL,
@@ -39,7 +40,6 @@ from store.note_search import (
     plan_search,
     query_terms,
 )
-from store.schema import NOTE_STATUSES
 from store.sql import memory as sql
 
 if TYPE_CHECKING:
@@ -367,11 +367,11 @@ class NoteOps:
         """BM25 search over note bodies, most relevant first, under the default read contract.
 
         Every word of ``query`` must occur (words are matched literally; see
-        :mod:`store.note_search`). ``namespace`` or ``namespace_kind`` (workflow, agent, user,
+        :mod:`store.search_policy`). ``namespace`` or ``namespace_kind`` (workflow, agent, user,
         global) narrows the scope; ``status``/``include_superseded``/``kind`` widen or narrow
         the contract as in :meth:`list_notes`. Scope and contract are applied inside the
         bounded pool of newest matches, so fewer than ``limit`` hits means fewer live matches.
-        Very common words are dropped when rarer words remain; see :mod:`store.note_search`.
+        Very common words are dropped when rarer words remain; see :mod:`store.search_policy`.
         """
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidInputError(f"The search limit must be from 1 to {MAX_SEARCH_LIMIT}.")
@@ -382,12 +382,7 @@ class NoteOps:
 
         def read(conn: sqlite3.Connection) -> list[SearchHit]:
             # Probes, plan and search in one hop to the database thread.
-            counts = {
-                term: int(conn.execute(
-                    sql.TERM_MATCH_COUNT_CAPPED, {"term": fts_literal(term), "cap": common_df + 1}
-                ).fetchone()[0])
-                for term in terms
-            }
+            counts = capped_match_counts(conn, terms, common_df + 1)
             plan = plan_search(terms, counts, common_df=common_df)
             pool = max(rank_pool if plan.bm25 else recent_pool, limit)
             query = {**params, "query": plan.match_query, "limit": limit, "pool": pool}
@@ -402,6 +397,19 @@ class NoteOps:
             return hits[:limit]
 
         return await self.db.run_read(read)
+
+
+def capped_match_counts(
+    conn: sqlite3.Connection, terms: Sequence[str], cap: int
+) -> dict[str, int]:
+    """How many notes contain each term, counted no further than ``cap``: the probe that
+    bounds the cost of very common words (see :mod:`store.search_policy`)."""
+    return {
+        term: int(conn.execute(
+            sql.TERM_MATCH_COUNT_CAPPED, {"term": fts_literal(term), "cap": cap}
+        ).fetchone()[0])
+        for term in terms
+    }
 
 
 def _filter(

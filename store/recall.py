@@ -1,20 +1,22 @@
-"""Recall reads over the workspace database: capped term counts and candidate rows.
+"""Recall reads over the workspace database: capped term probes and candidate rows.
 
-The policy (which terms to search, how to score, merge and explain results) lives in
-``engine/memory/recall.py`` and is handed in as a pure function; this module executes the SQL of
+The policy (which terms to search, how to quote them) is :mod:`store.search_policy`; scoring,
+merging and explaining results is ``engine/memory/recall.py``. This module executes the SQL of
 :mod:`store.sql.recall` and decodes rows. Everything one recall needs is read in a single hop to
-the connection's thread (:meth:`Database.run_read`): probe, choose, search notes, search facts.
+the connection's thread (:meth:`Database.run_read`): probe, plan, search notes, search facts.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from store.database import Database
+from store.notes import capped_match_counts
+from store.search_policy import RECALL_COMMON_DF, RECENT_POOL, RecallPlan, match_any, plan_recall
 from store.sql import recall as sql
 
 
@@ -32,36 +34,14 @@ class RecallRow:
 
 
 @dataclass(frozen=True)
-class SearchPlan:
-    """What to search once the term counts are known (decided by the caller's policy).
-
-    ``note_terms`` empty skips notes; ``newest_pool`` scores only the newest matches;
-    ``fact_terms`` empty skips facts.
-    """
-
-    note_terms: tuple[str, ...]
-    newest_pool: bool
-    fact_terms: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Candidates:
     """The term counts, the plan followed, the candidate rows and the note count bound."""
 
     counts: dict[str, int]
-    plan: SearchPlan
+    plan: RecallPlan
     notes: list[RecallRow] = field(default_factory=list)
     facts: list[RecallRow] = field(default_factory=list)
     total_notes: int = 0
-
-
-Planner = Callable[[dict[str, int]], SearchPlan]
-
-
-def match_expression(terms: Iterable[str]) -> str:
-    """An FTS5 MATCH expression matching any of ``terms``; each is a quoted string, so no user
-    text can become FTS syntax."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
 def _tags(raw: Any) -> tuple[str, ...]:
@@ -108,31 +88,24 @@ class RecallIndex:
         terms: Sequence[str],
         namespaces: Sequence[str],
         *,
-        plan: Planner,
-        cap: int,
         tags: Sequence[str] = (),
         limit: int,
-        pool: int,
         now_ms: int,
     ) -> Candidates:
-        """Probe each term's note count (up to ``cap``), let ``plan`` decide, then read the
-        candidate notes (accepted, live, tag-scoped; the best ``limit`` by BM25, or the newest
-        ``pool`` unranked) and live facts (the newest ``pool``) of ``namespaces``."""
+        """Probe each term's note count (up to ``RECALL_COMMON_DF + 1``), plan with
+        :func:`~store.search_policy.plan_recall`, then read the candidate notes (accepted, live,
+        tag-scoped; the best ``limit`` by BM25, or the newest ``RECENT_POOL`` unranked) and live
+        facts (the newest ``RECENT_POOL``) of ``namespaces``."""
         scope = json.dumps(list(namespaces))
+        common_df, pool = RECALL_COMMON_DF, RECENT_POOL
 
         def work(conn: sqlite3.Connection) -> Candidates:
-            counts = {
-                str(r["term"]): int(r["docs"])
-                for r in conn.execute(
-                    sql.TERM_DOCUMENT_COUNTS_CAPPED,
-                    {"terms": json.dumps(list(terms)), "cap": cap},
-                )
-            }
-            chosen = plan(counts)
+            counts = capped_match_counts(conn, terms, common_df + 1)
+            plan = plan_recall(terms, counts, common_df=common_df)
             notes: list[RecallRow] = []
-            if chosen.note_terms:
+            if plan.note_terms:
                 params: dict[str, Any] = {
-                    "query": match_expression(chosen.note_terms),
+                    "query": match_any(plan.note_terms),
                     "namespaces": scope,
                     "limit": limit,
                     "pool": pool,
@@ -140,13 +113,13 @@ class RecallIndex:
                 if tags:
                     params["tags"] = json.dumps(list(tags))
                 statement = sql.recall_notes_sql(
-                    with_tags=bool(tags), newest_pool=chosen.newest_pool
+                    with_tags=bool(tags), newest_pool=plan.newest_pool
                 )
                 notes = [_note(r) for r in conn.execute(statement, params)]
             facts: list[RecallRow] = []
-            if chosen.fact_terms:
+            if plan.fact_terms:
                 params = {
-                    "query": match_expression(chosen.fact_terms),
+                    "query": match_any(plan.fact_terms),
                     "namespaces": scope,
                     "now": now_ms,
                     "pool": pool,
@@ -155,6 +128,6 @@ class RecallIndex:
             total = 0
             if notes or facts:
                 total = int(conn.execute(sql.APPROXIMATE_NOTE_COUNT).fetchone()[0] or 0)
-            return Candidates(counts, chosen, notes, facts, total)
+            return Candidates(counts, plan, notes, facts, total)
 
         return await self.db.run_read(work)

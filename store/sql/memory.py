@@ -271,8 +271,9 @@ LIMIT :limit
 
 # -- search ---------------------------------------------------------------------------------
 
-# How many notes contain :term, counting no further than :cap (bounded cost; see
-# store/note_search.py for why not notes_fts_vocab).
+# How many notes contain :term (one FTS5 literal), counting no further than :cap (bounded
+# cost; see store/search_policy.py for why not notes_fts_vocab). Note search and recall probe
+# with it.
 TERM_MATCH_COUNT_CAPPED = """
 SELECT count(*) FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH :term LIMIT :cap)
 """

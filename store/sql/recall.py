@@ -1,13 +1,14 @@
 """SQL text for recall: candidate notes and facts of several namespaces for a set of terms.
 
 Executed by :mod:`store.recall`. The statements vary only by fixed fragments chosen with flags
-(tag scope, candidate pool), never by user text; namespaces, tags, terms and the FTS query are
-bound parameters (lists as JSON arrays).
+(tag scope, candidate pool), never by user text; namespaces, tags and the FTS query (built from
+quoted literals by :mod:`store.search_policy`) are bound parameters (lists as JSON arrays).
 
 Measured at a million notes, two FTS5 conveniences are avoided on purpose:
 
 * ``fts5vocab`` document counts walk the whole doclist of a term (tens of ms for a common
-  word), so :data:`TERM_DOCUMENT_COUNTS_CAPPED` counts matches only up to a cap;
+  word), so terms are probed with :data:`store.sql.memory.TERM_MATCH_COUNT_CAPPED`, which
+  counts matches only up to a cap (shared with note search);
 * ``bm25()`` first counts every document containing each term (over 100 ms for common words),
   so only the *ranked* shape, used when every searched term is rare, calls it. The *newest
   pool* shape walks matches newest-first by rowid, stops after ``:pool`` rows that pass the
@@ -21,17 +22,6 @@ run the full-text query once per note.
 from __future__ import annotations
 
 from store.sql.memory import NOT_SUPERSEDED_BY_ACCEPTED
-
-# min(documents containing the term, :cap) for each term of the JSON array :terms. Each count
-# stops at the cap, so a very common word costs as little as a rare one.
-TERM_DOCUMENT_COUNTS_CAPPED = """
-SELECT j.value AS term,
-       (SELECT count(*) FROM (
-            SELECT 1 FROM notes_fts
-            WHERE notes_fts MATCH '"' || replace(j.value, '"', '""') || '"'
-            LIMIT :cap)) AS docs
-FROM json_each(:terms) AS j
-"""
 
 # The largest rowid is a cheap upper bound of the note count (one b-tree descent).
 APPROXIMATE_NOTE_COUNT = "SELECT coalesce(max(rowid), 0) FROM notes"

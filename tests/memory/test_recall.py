@@ -6,20 +6,11 @@ from __future__ import annotations
 from memory_support import HangingBackend, RaisingBackend
 
 from engine.memory.items import RecallRequest
-from engine.memory.recall import (
-    PROBE_CAP,
-    RANK_ALL_MAX_DOCS,
-    LocalRecallBackend,
-    bm25,
-    choose_terms,
-    idf,
-    query_terms,
-)
+from engine.memory.recall import LocalRecallBackend
 from engine.memory.runtime import recall_with_timeout
 from store.clock import ManualClock
 from store.database import Database
 from store.memory import MemoryStore
-from store.recall import match_expression
 
 NS = "workflow:code-review"
 
@@ -71,29 +62,9 @@ async def test_nothing_found_differs_from_degraded(db: Database) -> None:
     assert failed.degraded and "index unavailable" in (failed.reason or "")
 
 
-def test_query_terms_are_safe_fts_strings() -> None:
-    assert query_terms('Run "pytest" -x; OR NEAR(a b) 🔥 Ünïcode the of') == (
-        "run", "pytest", "near", "ünïcode")
-    assert match_expression(["a", 'b"c']) == '"a" OR "b""c"'
-
-
-def test_common_terms_are_dropped_or_pooled() -> None:
-    cap = PROBE_CAP
-    choice = choose_terms({"parser": cap, "flaky": 40, "pytest": 999, "nothing": 0, "w": 600})
-    assert choice.terms == ("flaky", "w", "pytest") and choice.dropped_common == ("parser",)
-    assert choice.newest_pool == (RANK_ALL_MAX_DOCS < 40 + 600 + 999)
-    assert choose_terms({"flaky": 40, "pytest": 999}, max_terms=1).terms == ("flaky",)
-    only_common = choose_terms({"test": cap, "run": cap, "fix": cap, "code": cap})
-    assert only_common.terms == ("test", "run", "fix") and only_common.newest_pool
-    assert choose_terms({"x": 0}).terms == ()
-
-
-def test_bm25_prefers_rarer_and_more_frequent_terms() -> None:
-    weights = {"flaky": idf(10, 1000), "test": idf(900, 1000)}
-    assert weights["flaky"] > weights["test"] > 0
-    rare = bm25(["flaky", "fix"], weights, 2.0)
-    common = bm25(["test", "fix"], weights, 2.0)
-    twice = bm25(["flaky", "flaky"], weights, 2.0)
-    assert twice > rare > common > 0
-    assert bm25(["other"], weights, 1.0) == 0
-    assert idf(5000, 1000) >= 0
+async def test_accents_and_case_match_like_the_index(db: Database) -> None:
+    memory = MemoryStore(db)
+    note = await memory.save_note(NS, "Crème brûlée needs a torch")
+    result = await LocalRecallBackend(db).recall(RecallRequest((NS,), "CREME brulee"))
+    assert [i.id for i in result.items] == [f"note:{note.id}"]
+    assert result.items[0].matched_terms == ("creme", "brulee") and result.items[0].score > 0

@@ -1,26 +1,15 @@
-"""Note search: literal FTS5 quoting, the common-word plan, scope and the read contract."""
+"""Note search end to end: operators as plain words, ranking, scope, the read contract and the
+common-word plan over real notes (the pure policy is tested in test_search_policy.py)."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from store import notes as notes_module
 from store.clock import ManualClock
 from store.database import Database
 from store.errors import InvalidInputError
 from store.memory import MemoryStore
-from store.note_search import (
-    density_scores,
-    fold,
-    fts_literal,
-    match_query,
-    plan_search,
-    query_terms,
-)
 
 NS = "workflow:code-review"
 
@@ -28,57 +17,6 @@ NS = "workflow:code-review"
 @pytest.fixture
 def memory(db: Database) -> MemoryStore:
     return MemoryStore(db)
-
-
-def test_terms_are_folded_deduplicated_and_literal() -> None:
-    assert query_terms('Ruff AND ruff OR "mypy" body:* NEAR(x) Ünïcode') == (
-        "ruff", "and", "or", "mypy", "body", "near", "x", "unicode",
-    )
-    assert fts_literal('say "hi"') == '"say ""hi"""'
-    assert match_query(["a", "b"]) == '"a" "b"'
-    assert fold("Crème") == "creme"
-
-
-def test_a_query_without_words_is_refused() -> None:
-    with pytest.raises(InvalidInputError, match="no words"):
-        query_terms(' *:"() - \x00 ')
-
-
-def test_plan_drops_common_words_unless_every_word_is_common() -> None:
-    counts = {"rare": 3, "common": 1001, "mid": 1000}
-    mixed = plan_search(["rare", "common", "mid"], counts, common_df=1000)
-    assert (mixed.match_query, mixed.dropped, mixed.bm25) == ('"rare" "mid"', ("common",), True)
-    only_common = plan_search(["common"], counts, common_df=1000)
-    assert (only_common.match_query, only_common.dropped, only_common.bm25) == (
-        '"common"', (), False
-    )
-    # An unknown count never hides results: it is treated as rare.
-    assert plan_search(["unseen", "common"], counts, common_df=1000).match_query == '"unseen"'
-
-
-def test_density_scores_prefer_more_occurrences_in_shorter_bodies() -> None:
-    scores = density_scores(
-        ["deploy deploy now", "deploy now", "we deploy on a very long list of other days"],
-        ["deploy"],
-    )
-    assert scores[0] > scores[1] > scores[2] > 0
-    assert density_scores(["Crème brûlée"], ["creme"])[0] > 0
-
-
-_fts = sqlite3.connect(":memory:")
-_fts.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')")
-_fts.execute("INSERT INTO t (body) VALUES ('and or not near body x y')")
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.text(st.characters(codec="utf-8"), max_size=60))
-def test_any_user_text_is_never_fts_syntax(text: str) -> None:
-    try:
-        terms = query_terms(text)
-    except InvalidInputError:
-        return
-    # Must never raise "fts5: syntax error" (or any other error).
-    _fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (match_query(terms),)).fetchall()
 
 
 async def test_operators_in_the_query_are_plain_words(memory: MemoryStore) -> None:
