@@ -37,7 +37,7 @@ from engine.config import EngineConfig  # noqa: E402
 from engine.scheduler import Engine  # noqa: E402
 from engine.workflow import Workflow  # noqa: E402
 from store.database import Database  # noqa: E402
-from store.runs import TokenUsage  # noqa: E402
+from store.run_records import TokenUsage  # noqa: E402
 from store.workspace import Workspace  # noqa: E402
 
 LAYERS, WIDTH = 100, 10

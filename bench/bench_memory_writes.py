@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from store.database import Database
 from store.memory import MemoryStore
-from store.runs import NewEvent, RunStore
+from store.run_records import NewEvent
+from store.runs import RunStore
 from store.sql import memory as memory_sql
 from store.workspace import Workspace
 

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from store.database import Database
-from store.runs import NewEvent, RunStore
+from store.run_records import NewEvent
+from store.runs import RunStore
 from store.workspace import Workspace
 
 RESULTS = Path(__file__).with_name("results") / "tui_latency.json"

@@ -29,7 +29,7 @@ from engine.hooks import RUN, DispatchContext, DispatchDecision
 from store.database import Database
 from store.errors import InvalidInputError
 from store.guard import dispatch_state
-from store.runs import TokenUsage
+from store.run_records import TokenUsage
 
 OnExceeded = Literal["fail", "warn", "skip-remaining", "handoff"]
 ON_EXCEEDED: tuple[OnExceeded, ...] = ("fail", "warn", "skip-remaining", "handoff")

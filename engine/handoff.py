@@ -30,7 +30,8 @@ from engine.hooks import HandoffRequest
 from engine.memory.block import longest_prefix_within, utf8_len
 from store.database import Database
 from store.errors import InvalidInputError
-from store.runs import RunRecord, RunStore
+from store.run_records import RunRecord
+from store.runs import RunStore
 
 MAX_LEARNINGS = 10
 MAX_CARRIED_BYTES = 16_384

@@ -48,17 +48,9 @@ from engine.structured import OutputInvalid, validate_output
 from engine.workflow import CachePolicy, TaskSpec, Workflow, WorkflowDefinitionError
 from store.database import Database
 from store.errors import InvalidInputError
-from store.runs import (
-    CallUsage,
-    NewEvent,
-    NodeRecord,
-    RunRecord,
-    RunRequests,
-    RunStore,
-    TokenUsage,
-    new_owner_id,
-    owner_is_dead,
-)
+from store.owners import new_owner_id, owner_is_dead
+from store.run_records import CallUsage, NewEvent, NodeRecord, RunRecord, RunRequests, TokenUsage
+from store.runs import RunStore
 from store.task_cache import TaskCache
 
 Key = tuple[str, int]

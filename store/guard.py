@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from store.database import Database
-from store.runs import TokenUsage
+from store.run_records import TokenUsage
 from store.sql import guard as sql
 
 

@@ -24,515 +24,43 @@ Event types written here (``EventRecord.type``):
 with :meth:`RunStore.append_events` (the engine adds ``cache.hit``, ``cache.invalid`` and
 ``warning``).
 
-Process ownership: an engine process names itself with :func:`new_owner_id`
-(``host:pid:random``); :func:`owner_is_dead` tells whether such an owner is gone, so its run can
-be resumed or cancelled at once instead of waiting for the heartbeat to go stale.
+Where the parts live: value types in :mod:`store.run_records`, the event log in
+:mod:`store.events`, calls and usage rollups in :mod:`store.calls`, memory blocks in
+:mod:`store.memory_blocks`, process ownership in :mod:`store.owners`. This module holds runs,
+nodes, attempts and handoffs.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import socket
 import sqlite3
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from store.buckets import bucket_for, context_window
-from store.database import Database
+from store.calls import CallLog
 from store.errors import InvalidInputError, NotFoundError
+from store.events import MAX_READ_LIMIT
+from store.json_columns import dump_json
+from store.memory_blocks import MemoryBlockLog
+from store.owners import owner_is_dead
+from store.run_records import (
+    STALE_AFTER_MS,
+    AttemptRecord,
+    HandoffRecord,
+    NewEvent,
+    NodeRecord,
+    RunRecord,
+    RunRequests,
+    TokenUsage,
+)
+
+# Temporary: tui/ still imports these from here; removed once its imports are updated.
+from store.run_records import CallRecord as CallRecord
+from store.run_records import CallUsage as CallUsage
+from store.run_records import MemoryBlockRecord as MemoryBlockRecord
 from store.schema import ATTEMPT_STATES, NODE_STATES, RUN_STATUSES
 from store.sql import runs as sql
-
-STALE_AFTER_MS = 30_000
-"""A running run whose heartbeat is older than this is shown as stale (resumable)."""
-
-TERMINAL_RUN_STATUSES = ("finished", "failed", "cancelled", "handed-off")
-TERMINAL_NODE_STATES = ("finished", "failed", "cancelled", "skipped")
-WORKSPACE_ROLLUP = ""
-"""The ``usage_rollups.run_id`` that holds workspace-wide totals."""
-
-MAX_READ_LIMIT = 100_000
-
-
-# -- value types ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TokenUsage:
-    """Token counts of one call or one attempt: fresh input, both cache lanes, output, reasoning."""
-
-    input: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    output: int = 0
-    reasoning: int = 0
-
-    @property
-    def context_tokens(self) -> int:
-        """Context window: input + cache read + cache write (BRIEF section 2)."""
-        return context_window(self.input, self.cache_read, self.cache_write)
-
-    @property
-    def total(self) -> int:
-        """Every token counted once: the context window plus output and reasoning."""
-        return self.context_tokens + self.output + self.reasoning
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(
-            self.input + other.input,
-            self.cache_read + other.cache_read,
-            self.cache_write + other.cache_write,
-            self.output + other.output,
-            self.reasoning + other.reasoning,
-        )
-
-    def as_dict(self) -> dict[str, int]:
-        """Plain dict with the column-style names used in JSON output."""
-        return {
-            "input_tokens": self.input,
-            "cache_read_tokens": self.cache_read,
-            "cache_write_tokens": self.cache_write,
-            "output_tokens": self.output,
-            "reasoning_tokens": self.reasoning,
-        }
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any] | sqlite3.Row) -> TokenUsage:
-        """Read the five token columns of a runs/attempts/calls/usage_rollups row."""
-        return cls(
-            int(row["input_tokens"]),
-            int(row["cache_read_tokens"]),
-            int(row["cache_write_tokens"]),
-            int(row["output_tokens"]),
-            int(row["reasoning_tokens"]),
-        )
-
-
-@dataclass(frozen=True)
-class CallUsage:
-    """One model call to record: where it happened, which agent/model, and its token usage."""
-
-    run_id: str
-    node_id: str
-    iteration: int
-    attempt: int
-    agent: str
-    usage: TokenUsage
-    model: str | None = None
-    simulated: bool = False
-    started_at_ms: int | None = None
-    finished_at_ms: int | None = None
-
-
-@dataclass(frozen=True)
-class NewEvent:
-    """An event to append. ``payload`` must be JSON-serialisable."""
-
-    type: str
-    run_id: str | None = None
-    node_id: str | None = None
-    iteration: int | None = None
-    attempt: int | None = None
-    payload: Mapping[str, Any] | None = None
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One row of ``runs``, decoded."""
-
-    run_id: str
-    workflow: str
-    workflow_path: str | None
-    status: str
-    input: Any
-    output: Any
-    error: str | None
-    parent_run_id: str | None
-    generation: int
-    owner_id: str | None
-    created_at_ms: int
-    started_at_ms: int | None
-    finished_at_ms: int | None
-    heartbeat_at_ms: int | None
-    updated_at_ms: int
-    cancel_requested_at_ms: int | None
-    clear_requested_at_ms: int | None
-    clear_reason: str | None
-    nodes_total: int
-    nodes_done: int
-    tokens: TokenUsage
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> RunRecord:
-        return cls(
-            run_id=row["run_id"],
-            workflow=row["workflow"],
-            workflow_path=row["workflow_path"],
-            status=row["status"],
-            input=_loads(row["input_json"]),
-            output=_loads(row["output_json"]),
-            error=row["error"],
-            parent_run_id=row["parent_run_id"],
-            generation=int(row["generation"]),
-            owner_id=row["owner_id"],
-            created_at_ms=int(row["created_at_ms"]),
-            started_at_ms=row["started_at_ms"],
-            finished_at_ms=row["finished_at_ms"],
-            heartbeat_at_ms=row["heartbeat_at_ms"],
-            updated_at_ms=int(row["updated_at_ms"]),
-            cancel_requested_at_ms=row["cancel_requested_at_ms"],
-            clear_requested_at_ms=row["clear_requested_at_ms"],
-            clear_reason=row["clear_reason"],
-            nodes_total=int(row["nodes_total"]),
-            nodes_done=int(row["nodes_done"]),
-            tokens=TokenUsage.from_row(row),
-        )
-
-    @property
-    def is_terminal(self) -> bool:
-        """True once the run can no longer change on its own (finished, failed, ...)."""
-        return self.status in TERMINAL_RUN_STATUSES
-
-    def is_stale(self, now_ms: int) -> bool:
-        """True when the run claims to be running but its heartbeat is older than 30 s."""
-        if self.status != "running":
-            return False
-        beat = self.heartbeat_at_ms if self.heartbeat_at_ms is not None else self.created_at_ms
-        return now_ms - beat > STALE_AFTER_MS
-
-    def display_status(self, now_ms: int) -> str:
-        """The status to show a person: ``stale`` replaces ``running`` when the heartbeat is old."""
-        return "stale" if self.is_stale(now_ms) else self.status
-
-    def as_dict(self, now_ms: int | None = None) -> dict[str, Any]:
-        """JSON-ready form (``display_status`` included when ``now_ms`` is given)."""
-        data: dict[str, Any] = {
-            "run_id": self.run_id,
-            "workflow": self.workflow,
-            "workflow_path": self.workflow_path,
-            "status": self.status,
-            "input": self.input,
-            "output": self.output,
-            "error": self.error,
-            "parent_run_id": self.parent_run_id,
-            "generation": self.generation,
-            "created_at_ms": self.created_at_ms,
-            "started_at_ms": self.started_at_ms,
-            "finished_at_ms": self.finished_at_ms,
-            "heartbeat_at_ms": self.heartbeat_at_ms,
-            "cancel_requested_at_ms": self.cancel_requested_at_ms,
-            "clear_requested_at_ms": self.clear_requested_at_ms,
-            "clear_reason": self.clear_reason,
-            "nodes_total": self.nodes_total,
-            "nodes_done": self.nodes_done,
-            "tokens": self.tokens.as_dict(),
-        }
-        if now_ms is not None:
-            data["display_status"] = self.display_status(now_ms)
-            data["stale"] = self.is_stale(now_ms)
-        return data
-
-
-@dataclass(frozen=True)
-class NodeRecord:
-    """One row of ``nodes``: a task in a run at one loop iteration."""
-
-    run_id: str
-    node_id: str
-    iteration: int
-    state: str
-    attempts: int
-    cached: bool
-    depends_on: list[str]
-    output: Any
-    error: str | None
-    started_at_ms: int | None
-    finished_at_ms: int | None
-    updated_at_ms: int
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> NodeRecord:
-        return cls(
-            run_id=row["run_id"],
-            node_id=row["node_id"],
-            iteration=int(row["iteration"]),
-            state=row["state"],
-            attempts=int(row["attempts"]),
-            cached=bool(row["cached"]),
-            depends_on=_loads(row["depends_on_json"]) or [],
-            output=_loads(row["output_json"]),
-            error=row["error"],
-            started_at_ms=row["started_at_ms"],
-            finished_at_ms=row["finished_at_ms"],
-            updated_at_ms=int(row["updated_at_ms"]),
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "node_id": self.node_id,
-            "iteration": self.iteration,
-            "state": self.state,
-            "attempts": self.attempts,
-            "cached": self.cached,
-            "depends_on": self.depends_on,
-            "output": self.output,
-            "error": self.error,
-            "started_at_ms": self.started_at_ms,
-            "finished_at_ms": self.finished_at_ms,
-        }
-
-
-@dataclass(frozen=True)
-class AttemptRecord:
-    """One row of ``attempts``; ``tokens`` are the authoritative per-attempt totals."""
-
-    run_id: str
-    node_id: str
-    iteration: int
-    attempt: int
-    state: str
-    agent: str | None
-    model: str | None
-    prompt: str | None
-    response_text: str | None
-    error: str | None
-    cached: bool
-    owner_id: str | None
-    started_at_ms: int
-    finished_at_ms: int | None
-    tokens: TokenUsage
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> AttemptRecord:
-        return cls(
-            run_id=row["run_id"],
-            node_id=row["node_id"],
-            iteration=int(row["iteration"]),
-            attempt=int(row["attempt"]),
-            state=row["state"],
-            agent=row["agent"],
-            model=row["model"],
-            prompt=row["prompt"],
-            response_text=row["response_text"],
-            error=row["error"],
-            cached=bool(row["cached"]),
-            owner_id=row["owner_id"],
-            started_at_ms=int(row["started_at_ms"]),
-            finished_at_ms=row["finished_at_ms"],
-            tokens=TokenUsage.from_row(row),
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "iteration": self.iteration,
-            "attempt": self.attempt,
-            "state": self.state,
-            "agent": self.agent,
-            "model": self.model,
-            "error": self.error,
-            "cached": self.cached,
-            "started_at_ms": self.started_at_ms,
-            "finished_at_ms": self.finished_at_ms,
-            "tokens": self.tokens.as_dict(),
-        }
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One row of ``calls``."""
-
-    call_id: int
-    run_id: str
-    node_id: str
-    iteration: int
-    attempt: int
-    agent: str
-    model: str | None
-    simulated: bool
-    tokens: TokenUsage
-    context_tokens: int
-    bucket: str
-    started_at_ms: int
-    finished_at_ms: int
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> CallRecord:
-        return cls(
-            call_id=int(row["call_id"]),
-            run_id=row["run_id"],
-            node_id=row["node_id"],
-            iteration=int(row["iteration"]),
-            attempt=int(row["attempt"]),
-            agent=row["agent"],
-            model=row["model"],
-            simulated=bool(row["simulated"]),
-            tokens=TokenUsage.from_row(row),
-            context_tokens=int(row["context_tokens"]),
-            bucket=row["bucket"],
-            started_at_ms=int(row["started_at_ms"]),
-            finished_at_ms=int(row["finished_at_ms"]),
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "call_id": self.call_id,
-            "iteration": self.iteration,
-            "attempt": self.attempt,
-            "agent": self.agent,
-            "model": self.model,
-            "simulated": self.simulated,
-            "tokens": self.tokens.as_dict(),
-            "context_tokens": self.context_tokens,
-            "bucket": self.bucket,
-            "started_at_ms": self.started_at_ms,
-            "finished_at_ms": self.finished_at_ms,
-        }
-
-
-@dataclass(frozen=True)
-class EventRecord:
-    """One row of ``events``."""
-
-    seq: int
-    at_ms: int
-    type: str
-    run_id: str | None
-    node_id: str | None
-    iteration: int | None
-    attempt: int | None
-    payload: Any
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> EventRecord:
-        return cls(
-            seq=int(row["seq"]),
-            at_ms=int(row["at_ms"]),
-            type=row["type"],
-            run_id=row["run_id"],
-            node_id=row["node_id"],
-            iteration=row["iteration"],
-            attempt=row["attempt"],
-            payload=_loads(row["payload_json"]),
-        )
-
-
-@dataclass(frozen=True)
-class MemoryBlockRecord:
-    """One row of ``memory_blocks``: what recall injected (or why nothing was)."""
-
-    block_id: int
-    run_id: str
-    node_id: str
-    iteration: int
-    attempt: int
-    query: str | None
-    banks: list[str]
-    text: str | None
-    items: list[Any]
-    bytes_used: int
-    budget_bytes: int
-    truncated: bool
-    warning: str | None
-    degraded: bool
-    duration_ms: int | None
-    created_at_ms: int
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> MemoryBlockRecord:
-        return cls(
-            block_id=int(row["block_id"]),
-            run_id=row["run_id"],
-            node_id=row["node_id"],
-            iteration=int(row["iteration"]),
-            attempt=int(row["attempt"]),
-            query=row["query"],
-            banks=_loads(row["banks_json"]) or [],
-            text=row["text"],
-            items=_loads(row["items_json"]) or [],
-            bytes_used=int(row["bytes_used"]),
-            budget_bytes=int(row["budget_bytes"]),
-            truncated=bool(row["truncated"]),
-            warning=row["warning"],
-            degraded=bool(row["degraded"]),
-            duration_ms=row["duration_ms"],
-            created_at_ms=int(row["created_at_ms"]),
-        )
-
-
-@dataclass(frozen=True)
-class HandoffRecord:
-    """One row of ``handoffs``."""
-
-    handoff_id: int
-    from_run_id: str
-    to_run_id: str | None
-    trigger: str
-    reason: str
-    generation: int
-    tokens_at_handoff: int | None
-    carried_state: Any
-    carried_bytes: int
-    created_at_ms: int
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> HandoffRecord:
-        return cls(
-            handoff_id=int(row["handoff_id"]),
-            from_run_id=row["from_run_id"],
-            to_run_id=row["to_run_id"],
-            trigger=row["trigger"],
-            reason=row["reason"],
-            generation=int(row["generation"]),
-            tokens_at_handoff=row["tokens_at_handoff"],
-            carried_state=_loads(row["carried_state_json"]),
-            carried_bytes=int(row["carried_bytes"]),
-            created_at_ms=int(row["created_at_ms"]),
-        )
-
-
-@dataclass(frozen=True)
-class RunRequests:
-    """Requests other processes may have written on a run row."""
-
-    cancel_requested_at_ms: int | None
-    clear_requested_at_ms: int | None
-    clear_reason: str | None
-
-
-def new_owner_id() -> str:
-    """Identifies the calling process as the owner of the runs it executes:
-    ``<host>:<pid>:<random>`` (the format :func:`owner_is_dead` reads)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
-def owner_is_dead(owner_id: str | None) -> bool:
-    """True when ``owner_id`` names a process on this host that no longer exists, so its run
-    can be resumed at once instead of waiting for the heartbeat to go stale."""
-    if not owner_id:
-        return True
-    host, _, rest = owner_id.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def new_run_id() -> str:
@@ -548,81 +76,12 @@ def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
 # -- the store --------------------------------------------------------------------------------
 
 
-class RunStore:
-    """Reads and writes run records on an open :class:`~store.database.Database`."""
+class RunStore(CallLog, MemoryBlockLog):
+    """Reads and writes run records on an open :class:`~store.database.Database`.
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
-    @property
-    def now_ms(self) -> int:
-        return self.db.clock.now_ms()
-
-    # -- events -----------------------------------------------------------------------------
-
-    @staticmethod
-    def _insert_events(conn: sqlite3.Connection, now: int, events: Iterable[NewEvent]) -> None:
-        rows = [
-            (
-                now,
-                e.type,
-                e.run_id,
-                e.node_id,
-                e.iteration,
-                e.attempt,
-                None if e.payload is None else _dumps(dict(e.payload)),
-            )
-            for e in events
-        ]
-        if rows:
-            conn.executemany(sql.INSERT_EVENT, rows)
-
-    async def append_events(self, events: Sequence[NewEvent]) -> None:
-        """Append many events in one transaction (each gets the next ``seq``)."""
-        if not events:
-            return
-
-        def work(conn: sqlite3.Connection) -> Any:
-            self._insert_events(conn, self.now_ms, events)
-
-        await self.db.run_in_transaction(work)
-
-    async def append_event(
-        self,
-        type: str,
-        *,
-        run_id: str | None = None,
-        node_id: str | None = None,
-        iteration: int | None = None,
-        attempt: int | None = None,
-        payload: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Append one event."""
-        await self.append_events([NewEvent(type, run_id, node_id, iteration, attempt, payload)])
-
-    async def last_event_seq(self) -> int:
-        """The highest event sequence number so far (0 when there is none)."""
-        return int(await self.db.fetch_value(sql.LAST_EVENT_SEQ) or 0)
-
-    async def events_since(
-        self, seq: int, *, run_id: str | None = None, limit: int = 1000
-    ) -> list[EventRecord]:
-        """Events with ``seq`` greater than the given one, oldest first (uses the seq key)."""
-        limit = max(1, min(limit, MAX_READ_LIMIT))
-        if run_id is None:
-            rows = await self.db.fetch_all(sql.EVENTS_SINCE, (seq, limit))
-        else:
-            rows = await self.db.fetch_all(sql.EVENTS_SINCE_RUN, (run_id, seq, limit))
-        return [EventRecord.from_row(r) for r in rows]
-
-    async def recent_events(self, k: int, *, run_id: str | None = None) -> list[EventRecord]:
-        """The most recent ``k`` events, oldest first."""
-        k = max(1, min(k, MAX_READ_LIMIT))
-        if run_id is None:
-            rows = await self.db.fetch_all(sql.RECENT_EVENTS, (k,))
-        else:
-            rows = await self.db.fetch_all(sql.RECENT_EVENTS_RUN, (run_id, k))
-        return [EventRecord.from_row(r) for r in reversed(rows)]
+    Events, calls and memory blocks come from its bases; runs, nodes, attempts and handoffs are
+    here.
+    """
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -688,7 +147,7 @@ class RunStore:
                 "workflow": workflow,
                 "workflow_path": workflow_path,
                 "status": status,
-                "input_json": None if input is None else _dumps(input),
+                "input_json": None if input is None else dump_json(input),
                 "parent_run_id": parent_run_id,
                 "generation": generation,
                 "owner_id": owner_id,
@@ -772,7 +231,7 @@ class RunStore:
                     "set_error": error is not None,
                     "error": error,
                     "set_output": set_output,
-                    "output_json": _dumps(output) if set_output else None,
+                    "output_json": dump_json(output) if set_output else None,
                 },
             )
             if cursor.rowcount == 0:
@@ -951,8 +410,8 @@ class RunStore:
             "state": state,
             "attempts": attempts,
             "cached": None if cached is None else int(cached),
-            "depends_on_json": None if depends_on is None else _dumps(list(depends_on)),
-            "output_json": _dumps(output) if set_output else None,
+            "depends_on_json": None if depends_on is None else dump_json(list(depends_on)),
+            "output_json": dump_json(output) if set_output else None,
             "set_output": set_output,
             "error": error,
             "set_error": set_error or error is not None,
@@ -1232,174 +691,6 @@ class RunStore:
             )
         return [AttemptRecord.from_row(r) for r in rows]
 
-    # -- calls and usage --------------------------------------------------------------------
-
-    async def record_call(self, call: CallUsage) -> None:
-        """Record one model call (see :meth:`record_calls`)."""
-        await self.record_calls([call])
-
-    async def record_calls(self, calls: Sequence[CallUsage]) -> None:
-        """Record model calls: one ``calls`` row each, plus the run and workspace rollups by
-        bucket and the run's token columns, all in one transaction, with a ``call`` event each.
-        """
-        if not calls:
-            return
-
-        def work(conn: sqlite3.Connection) -> Any:
-            now = self.now_ms
-            events: list[NewEvent] = []
-            for call in calls:
-                usage = call.usage
-                context = usage.context_tokens
-                bucket = bucket_for(context)
-                tokens = usage.as_dict()
-                conn.execute(
-                    sql.INSERT_CALL,
-                    {
-                        "run_id": call.run_id,
-                        "node_id": call.node_id,
-                        "iteration": call.iteration,
-                        "attempt": call.attempt,
-                        "agent": call.agent,
-                        "model": call.model,
-                        "simulated": int(call.simulated),
-                        **tokens,
-                        "context_tokens": context,
-                        "bucket": bucket,
-                        "started_at_ms": call.started_at_ms
-                        if call.started_at_ms is not None
-                        else now,
-                        "finished_at_ms": call.finished_at_ms
-                        if call.finished_at_ms is not None
-                        else now,
-                    },
-                )
-                for rollup_run_id in (call.run_id, WORKSPACE_ROLLUP):
-                    conn.execute(
-                        sql.UPSERT_ROLLUP,
-                        {"rollup_run_id": rollup_run_id, "bucket": bucket, **tokens},
-                    )
-                conn.execute(sql.ADD_RUN_TOKENS, {"run_id": call.run_id, "now": now, **tokens})
-                events.append(
-                    NewEvent(
-                        "call",
-                        call.run_id,
-                        call.node_id,
-                        call.iteration,
-                        call.attempt,
-                        {
-                            "agent": call.agent,
-                            "model": call.model,
-                            "simulated": call.simulated,
-                            "context_tokens": context,
-                            "bucket": bucket,
-                            "tokens": tokens,
-                        },
-                    )
-                )
-            self._insert_events(conn, now, events)
-
-        await self.db.run_in_transaction(work)
-
-    async def list_calls(self, run_id: str, node_id: str | None = None) -> list[CallRecord]:
-        """Calls of a run (or of one node of it), in the order they were recorded."""
-        if node_id is None:
-            rows = await self.db.fetch_all(sql.SELECT_CALLS_RUN, (run_id,))
-        else:
-            rows = await self.db.fetch_all(sql.SELECT_CALLS_NODE, (run_id, node_id))
-        return [CallRecord.from_row(r) for r in rows]
-
-    async def usage_by_bucket(
-        self, run_id: str = WORKSPACE_ROLLUP
-    ) -> dict[str, tuple[int, TokenUsage]]:
-        """``{bucket: (calls, usage)}`` for a run, or for the workspace with ``run_id=''``."""
-        rows = await self.db.fetch_all(sql.SELECT_ROLLUPS, (run_id,))
-        return {r["bucket"]: (int(r["calls"]), TokenUsage.from_row(r)) for r in rows}
-
-    # -- memory blocks ----------------------------------------------------------------------
-
-    async def save_memory_block(
-        self,
-        run_id: str,
-        node_id: str,
-        iteration: int,
-        *,
-        attempt: int = 1,
-        text: str | None,
-        budget_bytes: int,
-        bytes_used: int = 0,
-        items: Sequence[Any] = (),
-        query: str | None = None,
-        banks: Sequence[str] = (),
-        truncated: bool = False,
-        warning: str | None = None,
-        degraded: bool = False,
-        duration_ms: int | None = None,
-    ) -> int:
-        """Persist the memory block injected for a node iteration (one per node iteration; a later
-        save replaces it). Emits ``memory.block``. Returns the block id."""
-
-        def work(conn: sqlite3.Connection) -> Any:
-            now = self.now_ms
-            row = conn.execute(
-                sql.UPSERT_MEMORY_BLOCK,
-                {
-                    "run_id": run_id,
-                    "node_id": node_id,
-                    "iteration": iteration,
-                    "attempt": attempt,
-                    "query": query,
-                    "banks_json": _dumps(list(banks)),
-                    "text": text,
-                    "items_json": _dumps(list(items)),
-                    "bytes_used": bytes_used,
-                    "budget_bytes": budget_bytes,
-                    "truncated": int(truncated),
-                    "warning": warning,
-                    "degraded": int(degraded),
-                    "duration_ms": duration_ms,
-                    "now": now,
-                },
-            ).fetchone()
-            block_id = int(row[0]) if row else 0
-            self._insert_events(
-                conn,
-                now,
-                [
-                    NewEvent(
-                        "memory.block",
-                        run_id,
-                        node_id,
-                        iteration,
-                        attempt,
-                        {
-                            "block_id": block_id,
-                            "bytes_used": bytes_used,
-                            "budget_bytes": budget_bytes,
-                            "items": len(items),
-                            "truncated": truncated,
-                            "warning": warning,
-                            "degraded": degraded,
-                        },
-                    )
-                ],
-            )
-            return block_id
-
-        return int(await self.db.run_in_transaction(work))
-
-    async def get_memory_block(
-        self, run_id: str, node_id: str, iteration: int
-    ) -> MemoryBlockRecord | None:
-        """The stored memory block for a node iteration, or None."""
-        row = await self.db.fetch_one(sql.SELECT_MEMORY_BLOCK, (run_id, node_id, iteration))
-        return None if row is None else MemoryBlockRecord.from_row(row)
-
-    async def list_memory_blocks(self, run_id: str) -> list[MemoryBlockRecord]:
-        """Every memory block of a run."""
-        rows = await self.db.fetch_all(sql.SELECT_MEMORY_BLOCKS_RUN, (run_id,))
-        return [MemoryBlockRecord.from_row(r) for r in rows]
-
     # -- handoffs ---------------------------------------------------------------------------
 
     async def record_handoff(
@@ -1443,7 +734,7 @@ class RunStore:
         tokens_at_handoff: int | None,
     ) -> int:
         _check(trigger, ("ceiling", "person"), "handoff trigger")
-        carried = _dumps(carried_state)
+        carried = dump_json(carried_state)
         carried_bytes = len(carried.encode("utf-8"))
         cursor = conn.execute(
             sql.INSERT_HANDOFF,

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from engine.agents.tools import AgentTool
 from store.clock import SYSTEM_CLOCK, Clock
-from store.runs import TokenUsage
+from store.run_records import TokenUsage
 
 
 class AgentError(Exception):

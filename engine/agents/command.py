@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.agents.base import AgentError, AgentRequest, AgentResult, ModelCall
-from store.runs import TokenUsage
+from store.run_records import TokenUsage
 
 PRESET_COMMANDS: dict[str, list[str]] = {
     "claude-code": ["claude", "-p", "--output-format", "json"],

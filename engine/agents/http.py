@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from engine.agents.base import AgentError, AgentRequest, AgentResult, ModelCall, tool_by_name
-from store.runs import TokenUsage
+from store.run_records import TokenUsage
 
 FINAL_TOOL = "final_output"
 

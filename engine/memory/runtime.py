@@ -40,7 +40,8 @@ from engine.memory.recall import LocalRecallBackend, RecallBackend
 from store.clock import Clock
 from store.database import Database
 from store.memory import MemoryStore
-from store.runs import MemoryBlockRecord, RunStore
+from store.run_records import MemoryBlockRecord
+from store.runs import RunStore
 
 TIMEOUT_ENV = "TETHER_MEMORY_TIMEOUT_MS"
 DEFAULT_TIMEOUT_MS = 2000

@@ -1,6 +1,5 @@
-"""SQL text for run records: runs, nodes, attempts, calls, usage rollups, memory blocks,
-handoffs and events. Executed by :mod:`store.runs`; kept here so all run SQL sits in one place
-beside the schema.
+"""SQL text for runs, nodes, attempts and handoffs. Executed by :mod:`store.runs`; kept here so
+all run SQL sits beside the schema (events, calls and memory blocks have their own modules).
 """
 
 from __future__ import annotations
@@ -61,16 +60,6 @@ WHERE run_id = :run_id
 UPDATE_PROGRESS = """
 UPDATE runs SET nodes_done = coalesce(:nodes_done, nodes_done),
     nodes_total = coalesce(:nodes_total, nodes_total), updated_at_ms = :now
-WHERE run_id = :run_id
-"""
-
-ADD_RUN_TOKENS = """
-UPDATE runs SET input_tokens = input_tokens + :input_tokens,
-    cache_read_tokens = cache_read_tokens + :cache_read_tokens,
-    cache_write_tokens = cache_write_tokens + :cache_write_tokens,
-    output_tokens = output_tokens + :output_tokens,
-    reasoning_tokens = reasoning_tokens + :reasoning_tokens,
-    updated_at_ms = :now
 WHERE run_id = :run_id
 """
 
@@ -188,61 +177,7 @@ SELECT_ATTEMPTS_ITERATION = """
 SELECT * FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ? ORDER BY attempt
 """
 
-# -- calls and usage ------------------------------------------------------------------------
-
-INSERT_CALL = """
-INSERT INTO calls (run_id, node_id, iteration, attempt, agent, model, simulated, input_tokens,
-                   cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-                   context_tokens, bucket, started_at_ms, finished_at_ms)
-VALUES (:run_id, :node_id, :iteration, :attempt, :agent, :model, :simulated, :input_tokens,
-        :cache_read_tokens, :cache_write_tokens, :output_tokens, :reasoning_tokens,
-        :context_tokens, :bucket, :started_at_ms, :finished_at_ms)
-"""
-
-UPSERT_ROLLUP = """
-INSERT INTO usage_rollups (run_id, bucket, calls, input_tokens, cache_read_tokens,
-                           cache_write_tokens, output_tokens, reasoning_tokens)
-VALUES (:rollup_run_id, :bucket, 1, :input_tokens, :cache_read_tokens, :cache_write_tokens,
-        :output_tokens, :reasoning_tokens)
-ON CONFLICT (run_id, bucket) DO UPDATE SET
-    calls = calls + 1,
-    input_tokens = usage_rollups.input_tokens + excluded.input_tokens,
-    cache_read_tokens = usage_rollups.cache_read_tokens + excluded.cache_read_tokens,
-    cache_write_tokens = usage_rollups.cache_write_tokens + excluded.cache_write_tokens,
-    output_tokens = usage_rollups.output_tokens + excluded.output_tokens,
-    reasoning_tokens = usage_rollups.reasoning_tokens + excluded.reasoning_tokens
-"""
-
-SELECT_CALLS_NODE = """
-SELECT * FROM calls WHERE run_id = ? AND node_id = ? ORDER BY call_id
-"""
-
-SELECT_CALLS_RUN = "SELECT * FROM calls WHERE run_id = ? ORDER BY call_id"
-
-SELECT_ROLLUPS = "SELECT * FROM usage_rollups WHERE run_id = ?"
-
-# -- memory blocks and handoffs -------------------------------------------------------------
-
-UPSERT_MEMORY_BLOCK = """
-INSERT INTO memory_blocks (run_id, node_id, iteration, attempt, query, banks_json, text,
-                           items_json, bytes_used, budget_bytes, truncated, warning, degraded,
-                           duration_ms, created_at_ms)
-VALUES (:run_id, :node_id, :iteration, :attempt, :query, :banks_json, :text, :items_json,
-        :bytes_used, :budget_bytes, :truncated, :warning, :degraded, :duration_ms, :now)
-ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET
-    attempt = excluded.attempt, query = excluded.query, banks_json = excluded.banks_json,
-    text = excluded.text, items_json = excluded.items_json, bytes_used = excluded.bytes_used,
-    budget_bytes = excluded.budget_bytes, truncated = excluded.truncated,
-    warning = excluded.warning, degraded = excluded.degraded,
-    duration_ms = excluded.duration_ms, created_at_ms = excluded.created_at_ms
-RETURNING block_id
-"""
-
-SELECT_MEMORY_BLOCK = """
-SELECT * FROM memory_blocks WHERE run_id = ? AND node_id = ? AND iteration = ?
-"""
-
-SELECT_MEMORY_BLOCKS_RUN = "SELECT * FROM memory_blocks WHERE run_id = ? ORDER BY block_id"
+# -- handoffs -------------------------------------------------------------------------------
 
 INSERT_HANDOFF = """
 INSERT INTO handoffs (from_run_id, to_run_id, trigger, reason, generation, tokens_at_handoff,
@@ -256,20 +191,3 @@ SELECT_HANDOFFS_FROM = "SELECT * FROM handoffs WHERE from_run_id = ? ORDER BY ha
 SELECT_HANDOFFS_TO = "SELECT * FROM handoffs WHERE to_run_id = ? ORDER BY handoff_id"
 
 SELECT_HANDOFFS_ALL = "SELECT * FROM handoffs ORDER BY handoff_id DESC LIMIT ?"
-
-# -- events ---------------------------------------------------------------------------------
-
-INSERT_EVENT = """
-INSERT INTO events (at_ms, type, run_id, node_id, iteration, attempt, payload_json)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-"""
-
-EVENTS_SINCE = "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?"
-
-EVENTS_SINCE_RUN = "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"
-
-RECENT_EVENTS = "SELECT * FROM events ORDER BY seq DESC LIMIT ?"
-
-RECENT_EVENTS_RUN = "SELECT * FROM events WHERE run_id = ? ORDER BY seq DESC LIMIT ?"
-
-LAST_EVENT_SEQ = "SELECT coalesce(max(seq), 0) FROM events"

@@ -15,7 +15,7 @@ from engine.hooks import EngineHooks
 from engine.scheduler import Engine, RunOutcome
 from engine.workflow import Workflow
 from store.database import Database
-from store.runs import TokenUsage
+from store.run_records import TokenUsage
 
 Behaviour = Callable[[AgentRequest, int], Awaitable[str | None] | str | None]
 

@@ -16,7 +16,8 @@ from engine.agents.command import CommandAgent
 from engine.artifacts import stream_log_path
 from engine.workflow import Workflow
 from store.database import Database
-from store.runs import RunStore, TokenUsage
+from store.run_records import TokenUsage
+from store.runs import RunStore
 
 
 class Summary(BaseModel):

@@ -18,7 +18,8 @@ from engine.agents.tools import AgentTool
 from engine.hooks import EngineHooks
 from engine.workflow import Workflow
 from store.database import Database
-from store.runs import RunStore, TokenUsage
+from store.run_records import TokenUsage
+from store.runs import RunStore
 
 
 class Verdict(BaseModel):

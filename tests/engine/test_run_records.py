@@ -7,7 +7,8 @@ import pytest
 from store.clock import ManualClock
 from store.database import Database
 from store.errors import InvalidInputError, NotFoundError
-from store.runs import CallUsage, RunStore, TokenUsage
+from store.run_records import CallUsage, TokenUsage
+from store.runs import RunStore
 
 
 async def test_run_lifecycle_writes_rows_and_events(db: Database, clock: ManualClock) -> None:
@@ -129,7 +130,7 @@ async def test_a_run_whose_owner_process_died_is_cancelled_at_once(db: Database)
     import subprocess
     import sys
 
-    from store.runs import new_owner_id, owner_is_dead
+    from store.owners import new_owner_id, owner_is_dead
 
     child = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],

@@ -12,7 +12,8 @@ from engine.agents.base import AgentRequest
 from engine.artifacts import stream_log_path
 from engine.workflow import Backoff, Workflow
 from store.database import Database
-from store.runs import RunStore, TokenUsage
+from store.run_records import TokenUsage
+from store.runs import RunStore
 
 
 class Item(BaseModel):

@@ -11,7 +11,8 @@ from engine.artifacts import RAW_OUTPUT, attempt_dir
 from engine.prompting import ISOLATION_MARKER, assemble_prompt
 from engine.workflow import Workflow
 from store.database import Database
-from store.runs import RunStore, TokenUsage
+from store.run_records import TokenUsage
+from store.runs import RunStore
 
 
 class Verdict(BaseModel):

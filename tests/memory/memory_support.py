@@ -16,7 +16,7 @@ from engine.memory.items import RecallRequest, RecallResult
 from engine.scheduler import Engine
 from engine.setup import build_hooks
 from store.database import Database
-from store.runs import TokenUsage
+from store.run_records import TokenUsage
 
 
 @dataclass

@@ -20,7 +20,8 @@ from engine.loader import load_workflow
 from engine.workflow import Workflow
 from store.database import Database
 from store.errors import InvalidInputError
-from store.runs import RunStore, TokenUsage
+from store.run_records import TokenUsage
+from store.runs import RunStore
 from store.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +119,7 @@ async def test_a_failing_distiller_falls_back_to_the_default(db: Database) -> No
 
 def test_default_distill_is_bounded() -> None:
     from engine.handoff import FinishedNode
-    from store.runs import RunRecord
+    from store.run_records import RunRecord
 
     run = RunRecord("r", "w", None, "running", {"goal": "g" * 10_000}, None, None, None, 4, None,
                     0, None, None, None, 0, None, None, None, 0, 0, TokenUsage())

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from store.database import Database
 from store.memory import MemoryStore
-from store.runs import NewEvent, RunStore
+from store.run_records import NewEvent
+from store.runs import RunStore
 from store.workspace import Workspace
 
 MAX_ROUNDS = 1_500

@@ -18,7 +18,8 @@ from engine.setup import open_engine
 from store.clock import ManualClock
 from store.dashboard import RunRow
 from store.database import Database
-from store.runs import RunRecord, RunStore
+from store.run_records import RunRecord
+from store.runs import RunStore
 from store.workspace import Workspace
 from tests.cli.memory_cli_support import tether
 from tests.tui_actions.pilot_support import dialog_target, press_for, shown_keys, until

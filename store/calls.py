@@ -1,0 +1,103 @@
+"""Model calls and token usage of runs: one ``calls`` row per call, rolled up per run and for
+the whole workspace by context bucket (:mod:`store.buckets`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from store.buckets import bucket_for
+from store.events import EventLog
+from store.run_records import CallRecord, CallUsage, NewEvent, TokenUsage
+from store.sql import calls as sql
+
+WORKSPACE_ROLLUP = ""
+"""The ``usage_rollups.run_id`` that holds workspace-wide totals."""
+
+
+class CallLog(EventLog):
+    """Records model calls and reads them and their usage rollups back."""
+
+    async def record_call(self, call: CallUsage) -> None:
+        """Record one model call (see :meth:`record_calls`)."""
+        await self.record_calls([call])
+
+    async def record_calls(self, calls: Sequence[CallUsage]) -> None:
+        """Record model calls: one ``calls`` row each, plus the run and workspace rollups by
+        bucket and the run's token columns, all in one transaction, with a ``call`` event each.
+        """
+        if not calls:
+            return
+
+        def work(conn: sqlite3.Connection) -> Any:
+            now = self.now_ms
+            events: list[NewEvent] = []
+            for call in calls:
+                usage = call.usage
+                context = usage.context_tokens
+                bucket = bucket_for(context)
+                tokens = usage.as_dict()
+                conn.execute(
+                    sql.INSERT_CALL,
+                    {
+                        "run_id": call.run_id,
+                        "node_id": call.node_id,
+                        "iteration": call.iteration,
+                        "attempt": call.attempt,
+                        "agent": call.agent,
+                        "model": call.model,
+                        "simulated": int(call.simulated),
+                        **tokens,
+                        "context_tokens": context,
+                        "bucket": bucket,
+                        "started_at_ms": call.started_at_ms
+                        if call.started_at_ms is not None
+                        else now,
+                        "finished_at_ms": call.finished_at_ms
+                        if call.finished_at_ms is not None
+                        else now,
+                    },
+                )
+                for rollup_run_id in (call.run_id, WORKSPACE_ROLLUP):
+                    conn.execute(
+                        sql.UPSERT_ROLLUP,
+                        {"rollup_run_id": rollup_run_id, "bucket": bucket, **tokens},
+                    )
+                conn.execute(sql.ADD_RUN_TOKENS, {"run_id": call.run_id, "now": now, **tokens})
+                events.append(
+                    NewEvent(
+                        "call",
+                        call.run_id,
+                        call.node_id,
+                        call.iteration,
+                        call.attempt,
+                        {
+                            "agent": call.agent,
+                            "model": call.model,
+                            "simulated": call.simulated,
+                            "context_tokens": context,
+                            "bucket": bucket,
+                            "tokens": tokens,
+                        },
+                    )
+                )
+            self._insert_events(conn, now, events)
+
+        await self.db.run_in_transaction(work)
+
+    async def list_calls(self, run_id: str, node_id: str | None = None) -> list[CallRecord]:
+        """Calls of a run (or of one node of it), in the order they were recorded."""
+        if node_id is None:
+            rows = await self.db.fetch_all(sql.SELECT_CALLS_RUN, (run_id,))
+        else:
+            rows = await self.db.fetch_all(sql.SELECT_CALLS_NODE, (run_id, node_id))
+        return [CallRecord.from_row(r) for r in rows]
+
+    async def usage_by_bucket(
+        self, run_id: str = WORKSPACE_ROLLUP
+    ) -> dict[str, tuple[int, TokenUsage]]:
+        """``{bucket: (calls, usage)}`` for a run, or for the workspace with ``run_id=''``."""
+        rows = await self.db.fetch_all(sql.SELECT_ROLLUPS, (run_id,))
+        return {r["bucket"]: (int(r["calls"]), TokenUsage.from_row(r)) for r in rows}
