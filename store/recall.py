@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from store.database import Database
-from store.notes import capped_match_counts
+from store.notes import capped_match_counts, note_from_row
 from store.search_policy import RECALL_COMMON_DF, RECENT_POOL, RecallPlan, match_any, plan_recall
 from store.sql import recall as sql
 
@@ -44,28 +44,23 @@ class Candidates:
     total_notes: int = 0
 
 
-def _tags(raw: Any) -> tuple[str, ...]:
+def _fact_tags(raw: Any) -> tuple[str, ...]:
+    # A fact's value is free JSON: only a list of strings counts as its tags.
     if isinstance(raw, list):
         return tuple(t for t in raw if isinstance(t, str))
     return ()
 
 
 def _note(row: sqlite3.Row) -> RecallRow:
-    tags = _tags(json.loads(row["tags_json"]) if row["tags_json"] else None)
+    note = note_from_row(row)
     return RecallRow(
-        "note",
-        str(row["id"]),
-        str(row["namespace"]),
-        None,
-        str(row["body"]),
-        tags,
-        int(row["created_at_ms"]),
+        "note", note.id, note.namespace, None, note.body, note.tags, note.created_at_ms
     )
 
 
 def _fact(row: sqlite3.Row) -> RecallRow:
     value = json.loads(row["value_json"])
-    tags = _tags(value.get("tags")) if isinstance(value, dict) else ()
+    tags = _fact_tags(value.get("tags")) if isinstance(value, dict) else ()
     return RecallRow(
         "fact",
         f"{row['namespace']}/{row['key']}",

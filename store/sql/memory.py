@@ -159,7 +159,7 @@ NOTE_COLUMNS = (
     "id, namespace, body, kind, tags_json, author, status, status_changed_at_ms, status_reason, "
     "created_at_ms, run_id, node_id, iteration"
 )
-_NOTE_COLUMNS_N = ", ".join(f"n.{column.strip()}" for column in NOTE_COLUMNS.split(","))
+NOTE_COLUMNS_N = ", ".join(f"n.{column.strip()}" for column in NOTE_COLUMNS.split(","))
 
 # Append-only: an existing id is never overwritten ("history cannot be destroyed").
 INSERT_NOTE = f"""
@@ -187,14 +187,14 @@ SELECT supersedes_id FROM note_supersessions WHERE note_id = :id ORDER BY supers
 
 # Notes that supersede :id (any status): what would retire it, or has.
 NOTES_SUPERSEDING = f"""
-SELECT {_NOTE_COLUMNS_N} FROM note_supersessions s JOIN notes n ON n.id = s.note_id
+SELECT {NOTE_COLUMNS_N} FROM note_supersessions s JOIN notes n ON n.id = s.note_id
 WHERE s.supersedes_id = :id
 ORDER BY n.created_at_ms, n.id
 """
 
 # Notes that :id supersedes: what accepting it would retire.
 NOTES_SUPERSEDED_BY = f"""
-SELECT {_NOTE_COLUMNS_N} FROM note_supersessions s JOIN notes n ON n.id = s.supersedes_id
+SELECT {NOTE_COLUMNS_N} FROM note_supersessions s JOIN notes n ON n.id = s.supersedes_id
 WHERE s.note_id = :id
 ORDER BY n.created_at_ms, n.id
 """
@@ -262,7 +262,7 @@ def list_notes_sql(where: str, *, newest_first: bool = False) -> str:
     """
     direction = "DESC" if newest_first else "ASC"
     return f"""
-SELECT {_NOTE_COLUMNS_N} FROM notes n
+SELECT {NOTE_COLUMNS_N} FROM notes n
 WHERE {where}
 ORDER BY n.created_at_ms {direction}, n.rowid {direction}
 LIMIT :limit
@@ -290,13 +290,13 @@ def search_notes_sql(where: str, *, bm25: bool) -> str:
     """
     if not bm25:
         return f"""
-SELECT {_NOTE_COLUMNS_N}, 0.0 AS bm25
+SELECT {NOTE_COLUMNS_N}, 0.0 AS bm25
 FROM notes_fts CROSS JOIN notes n ON n.rowid = notes_fts.rowid
 WHERE notes_fts MATCH :query AND {where}
 ORDER BY notes_fts.rowid DESC LIMIT :pool
 """
     return f"""
-SELECT {_NOTE_COLUMNS_N}, top.bm25 AS bm25
+SELECT {NOTE_COLUMNS_N}, top.bm25 AS bm25
 FROM (
     SELECT rid, bm25 FROM (
         SELECT notes_fts.rowid AS rid, bm25(notes_fts) AS bm25

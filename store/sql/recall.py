@@ -21,7 +21,7 @@ run the full-text query once per note.
 
 from __future__ import annotations
 
-from store.sql.memory import NOT_SUPERSEDED_BY_ACCEPTED
+from store.sql.memory import NOT_SUPERSEDED_BY_ACCEPTED, NOTE_COLUMNS_N
 
 # The largest rowid is a cheap upper bound of the note count (one b-tree descent).
 APPROXIMATE_NOTE_COUNT = "SELECT coalesce(max(rowid), 0) FROM notes"
@@ -34,7 +34,8 @@ _FACT_LIVE = "(f.ttl_ms IS NULL OR f.updated_at_ms + f.ttl_ms > :now)"
 
 
 def recall_notes_sql(*, with_tags: bool, newest_pool: bool) -> str:
-    """Accepted, not-superseded notes of ``:namespaces`` matching ``:query``.
+    """Accepted, not-superseded notes of ``:namespaces`` matching ``:query`` (the columns of
+    ``NOTE_COLUMNS``, decoded by ``store.notes.note_from_row``).
 
     Ranked: the best ``:limit`` by ``bm25()``. Newest pool: the newest ``:pool`` matches, in
     no particular rank. With ``with_tags`` a note must carry every tag in ``:tags``.
@@ -48,15 +49,14 @@ def recall_notes_sql(*, with_tags: bool, newest_pool: bool) -> str:
     if with_tags:
         conditions.append(_NOTE_TAGS_CONTAIN_ALL)
     where = " AND ".join(conditions)
-    columns = "n.id, n.namespace, n.body, n.tags_json, n.created_at_ms"
     if newest_pool:
         return f"""
-SELECT {columns}
+SELECT {NOTE_COLUMNS_N}
 FROM notes_fts CROSS JOIN notes n ON n.rowid = notes_fts.rowid
 WHERE {where}
 ORDER BY notes_fts.rowid DESC LIMIT :pool"""
     return f"""
-SELECT {columns}
+SELECT {NOTE_COLUMNS_N}
 FROM notes_fts CROSS JOIN notes n ON n.rowid = notes_fts.rowid
 WHERE {where}
 ORDER BY bm25(notes_fts) LIMIT :limit"""
