@@ -5,7 +5,8 @@ from __future__ import annotations
 from engine.artifacts import stream_log_path
 from store.clock import ManualClock
 from store.database import Database
-from store.runs import CallUsage, RunStore, TokenUsage
+from store.run_records import CallUsage, TokenUsage
+from store.runs import RunStore
 from store.workspace import Workspace
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
