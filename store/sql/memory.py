@@ -28,8 +28,15 @@ FACT_COLUMNS = (
 )
 
 # A fact is live until ``updated_at_ms + ttl_ms``; at that instant it is expired (hidden on read
-# and removable by the collector). One definition shared by reads, deletes and the collector.
-_FACT_LIVE = "(ttl_ms IS NULL OR updated_at_ms + ttl_ms > :now)"
+# and removable by the collector). One definition shared by reads, deletes, the collector and
+# recall.
+def fact_live(alias: str = "") -> str:
+    """The live-fact condition at ``:now``, over the facts columns of ``alias`` (e.g. ``f``)."""
+    p = f"{alias}." if alias else ""
+    return f"({p}ttl_ms IS NULL OR {p}updated_at_ms + {p}ttl_ms > :now)"
+
+
+_FACT_LIVE = fact_live()
 
 GET_FACT = f"""
 SELECT {FACT_COLUMNS} FROM facts

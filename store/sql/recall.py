@@ -21,7 +21,7 @@ run the full-text query once per note.
 
 from __future__ import annotations
 
-from store.sql.memory import NOT_SUPERSEDED_BY_ACCEPTED, NOTE_COLUMNS_N
+from store.sql.memory import NOT_SUPERSEDED_BY_ACCEPTED, NOTE_COLUMNS_N, fact_live
 
 # The largest rowid is a cheap upper bound of the note count (one b-tree descent).
 APPROXIMATE_NOTE_COUNT = "SELECT coalesce(max(rowid), 0) FROM notes"
@@ -30,7 +30,6 @@ _NOTE_TAGS_CONTAIN_ALL = """NOT EXISTS (
     SELECT value FROM json_each(:tags)
     EXCEPT SELECT value FROM json_each(coalesce(n.tags_json, '[]')))"""
 
-_FACT_LIVE = "(f.ttl_ms IS NULL OR f.updated_at_ms + f.ttl_ms > :now)"
 
 
 def recall_notes_sql(*, with_tags: bool, newest_pool: bool) -> str:
@@ -69,5 +68,5 @@ SELECT f.namespace, f.key, f.value_json, f.updated_at_ms
 FROM facts_fts CROSS JOIN facts f ON f.rowid = facts_fts.rowid
 WHERE facts_fts MATCH :query
   AND f.namespace IN (SELECT value FROM json_each(:namespaces))
-  AND {_FACT_LIVE}
+  AND {fact_live('f')}
 ORDER BY facts_fts.rowid DESC LIMIT :pool"""
