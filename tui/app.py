@@ -174,6 +174,7 @@ class TetherApp(App[None]):
             return  # it reads everything when it is shown (on_screen_resume)
         try:
             await screen.refresh_data(batch)
+            screen.update_chrome()  # freshness, crumb, and the keys that apply now
         except NoMatches:
             return  # the screen was closed while it was reading
         except sqlite3.Error as error:

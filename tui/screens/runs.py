@@ -122,6 +122,13 @@ class RunsScreen(RunControlScreen):
             return
         now = self.tether.now_ms()
         table = self.query_one(KeyedTable)
+        if not batch.first_read and not batch.events and not self.filter_text:
+            # A clock tick, or a commit without events (heartbeats, memory edits): only the
+            # running runs' elapsed time, heartbeat and stale badge can have changed.
+            for run in await reader.active_runs():
+                self.runs[run.run_id] = run
+                table.update_row(run.run_id, run_cells(run, now))
+            return
         if self._can_patch(batch, table):
             # Only rows of runs the new events touch change: read those runs by key.
             for run in (await reader.runs_by_ids(sorted(batch.run_ids))).values():

@@ -64,6 +64,8 @@ TOP_COLUMNS = (
 )
 
 SCOPES = ("workspace", "run", "node")
+RUNS_IN_USAGE_TABLE = 50
+"""In the workspace scope the usage table lists the newest runs (a bounded window)."""
 
 
 def usage_cells(name: Text, calls: int | None, usage: TokenCounts) -> list[Text]:
@@ -231,7 +233,7 @@ class TokensScreen(LiveScreen):
         rows: list[tuple[str, list[Text]]] = []
         if run_id is None:
             usage_table.columns[ColumnKey("name")].label = Text("Run (newest)")
-            for run in await reader.recent_runs(200):
+            for run in await reader.recent_runs(RUNS_IN_USAGE_TABLE):
                 if matches(needle, run.run_id, run.workflow):
                     name = one_line(run.workflow, width=16)
                     name.append(" ")
