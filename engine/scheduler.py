@@ -13,6 +13,12 @@ and executes it, :meth:`Engine.resume` continues one. Inside a run (:class:`RunE
 * a finished node is written in the same transaction as its attempt's end, and a resumed run
   reuses finished nodes' stored outputs: a finished node never runs again. Attempts left
   running by a dead process are marked abandoned (by :meth:`RunStore.claim_run`) and retried.
+
+Parts of a run execution live beside this module: :mod:`engine.units` (a node to execute),
+:mod:`engine.attempt` (one attempt), :mod:`engine.cached_output` (task cache steps),
+:mod:`engine.monitor` (heartbeat and request polling), :mod:`engine.run_end` (how a run ends),
+:mod:`engine.upstream` (``ctx.outputs``) and :mod:`engine.root_prompts` (the dry render before a
+run starts).
 """
 
 from __future__ import annotations
@@ -20,89 +26,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import tempfile
 from collections import deque
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
-from engine.agents.base import Agent, AgentError, AgentRequest, ModelCall
+from engine.agents.base import Agent, AgentError
 from engine.agents.registry import AgentRegistry
-from engine.artifacts import RAW_OUTPUT, STREAM_LOG, RunArtifacts, attempt_dir
-from engine.cache import cache_key, is_fresh
+from engine.artifacts import RunArtifacts
+from engine.attempt import record_failed_attempt, run_attempt
+from engine.cached_output import lookup_cached_output, record_cache_hit
 from engine.config import EngineConfig
 from engine.context import TaskContext
 from engine.hooks import (
     DispatchContext,
     DispatchDecision,
     EngineHooks,
-    HandoffRequest,
     NodeKey,
     Progress,
 )
-from engine.prompting import assemble_prompt, repair_prompt
-from engine.structured import OutputInvalid, validate_output
-from engine.workflow import CachePolicy, TaskSpec, Workflow, WorkflowDefinitionError
+from engine.monitor import monitor_run
+from engine.prompting import assemble_prompt
+from engine.root_prompts import check_root_prompts
+from engine.run_end import RunOutcome, finish_run
+from engine.structured import to_jsonable
+from engine.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
+from engine.upstream import UpstreamOutputs
+from engine.workflow import TaskSpec, Workflow
 from store.database import Database
 from store.errors import InvalidInputError
 from store.owners import new_owner_id, owner_is_dead
-from store.run_records import CallUsage, NewEvent, NodeRecord, RunRecord, RunRequests, TokenUsage
+from store.run_records import NodeRecord, RunRecord, RunRequests
 from store.runs import RunStore
 from store.task_cache import TaskCache
-
-Key = tuple[str, int]
-
-
-class UnitFailed(Exception):
-    """A node failed for good (retries exhausted or a non-retryable error)."""
-
-
-class StopDispatch(Exception):
-    """The run stopped dispatching (handoff requested); the node stays pending."""
-
-
-class NodeSkipped(Exception):
-    """A guard skipped the node."""
-
-
-@dataclass
-class RunOutcome:
-    """How a run ended in this process."""
-
-    run_id: str
-    status: str
-    error: str | None = None
-    next_run_id: str | None = None
-    outputs: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Unit:
-    """One node to execute: a task at an iteration (and, for a fan-out copy, its item)."""
-
-    spec: TaskSpec
-    node_id: str
-    iteration: int = 0
-    item: Any = None
-    index: int | None = None
-
-    @property
-    def key(self) -> Key:
-        return (self.node_id, self.iteration)
-
-
-def to_jsonable(value: Any) -> Any:
-    """A typed output as plain JSON data (models dumped, lists and dicts walked)."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    return value
 
 
 def task_memory(spec: TaskSpec, workflow: Workflow) -> Any:
@@ -174,7 +128,7 @@ class Engine:
         """
         self.prepare(workflow)
         parsed = workflow.parse_input(raw_input)
-        _check_root_prompts(workflow, parsed)
+        check_root_prompts(workflow, parsed)
         run = await self.store.create_run(
             workflow.name,
             input=to_jsonable(parsed),
@@ -219,39 +173,6 @@ class Engine:
         while outcome.status == "handed-off" and outcome.next_run_id:
             outcome = await self.resume(workflow, outcome.next_run_id)
         return outcome
-
-
-def _check_root_prompts(workflow: Workflow, parsed: Any) -> None:
-    """Render every prompt that depends on nothing but the input, so an empty or failing one is
-    a definition error before anything runs."""
-    scratch = tempfile.TemporaryDirectory(prefix="tether-dry-render-")
-    with scratch:
-        for spec in workflow.tasks.values():
-            if spec.depends_on or spec.is_fan_out or spec.loop is not None:
-                continue
-            # Artifact writes during this dry render land in a scratch folder and are discarded.
-            ctx = TaskContext(
-                workflow=workflow.name,
-                run_id="",
-                input=parsed,
-                task_id=spec.id,
-                node_id=spec.id,
-                artifacts=RunArtifacts(Path(scratch.name), "dry-render"),
-            )
-            _dry_render(spec, ctx)
-
-
-def _dry_render(spec: TaskSpec, ctx: TaskContext) -> None:
-    try:
-        text = spec.prompt(ctx)
-    except Exception as error:
-        raise WorkflowDefinitionError(
-            f"The prompt of task {spec.id!r} raised {type(error).__name__}: {error}"
-        ) from error
-    if not isinstance(text, str) or not text.strip():
-        raise WorkflowDefinitionError(
-            f"Task {spec.id!r} rendered an empty prompt; check what it interpolates."
-        )
 
 
 class RunExecution:
@@ -319,7 +240,7 @@ class RunExecution:
             if self.missing[node] == 0:
                 self.ready.append(node)
 
-    def _progress(
+    def progress(
         self, kind: str, unit: Unit | None, state: str, detail: str = "", **kw: Any
     ) -> None:
         callback = self.hooks.on_progress
@@ -393,8 +314,8 @@ class RunExecution:
             await self.store.upsert_nodes(self.run_id, static)
             self.known.update((n, 0) for n, *_ in static)
         await self.store.set_progress(self.run_id, nodes_total=len(self.known))
-        self._progress("run", None, "running", self.run_id)
-        monitor = asyncio.create_task(self._monitor())
+        self.progress("run", None, "running", self.run_id)
+        monitor = asyncio.create_task(monitor_run(self))
         try:
             await self._advance()
             while self.running:
@@ -420,7 +341,7 @@ class RunExecution:
         if drain is not None:
             # Background retention writes land before the run reports its end.
             await drain()
-        return await self._finish()
+        return await finish_run(self)
 
     def _halting(self) -> bool:
         return self.failure is not None or self.cancelled or self.stop is not None or self.lost
@@ -442,99 +363,9 @@ class RunExecution:
                 f"Node {unit.node_id} hit an internal error: {type(error).__name__}: {error}"
             )
 
-    async def _finish(self) -> RunOutcome:
-        outputs = self._sink_outputs()
-        if self.lost:
-            return RunOutcome(self.run_id, "lost", "Another process took over this run.")
-        if self.cancelled:
-            await self.store.set_run_status(self.run_id, "cancelled", error="Cancelled by request.")
-            self._progress("run", None, "cancelled")
-            return RunOutcome(self.run_id, "cancelled", "Cancelled by request.")
-        if self.failure is not None:
-            await self.store.set_run_status(self.run_id, "failed", error=self.failure)
-            self._progress("run", None, "failed", self.failure)
-            return RunOutcome(self.run_id, "failed", self.failure)
-        if self.stop is not None:
-            return await self._hand_off(self.stop, outputs)
-        unfinished = [n for n in self.top_ids if n not in self.top_outputs]
-        if unfinished:
-            # Never report a run finished while part of its graph did not run.
-            error = f"Nodes never became ready: {', '.join(unfinished[:10])}."
-            await self.store.set_run_status(self.run_id, "failed", error=error)
-            return RunOutcome(self.run_id, "failed", error)
-        await self.store.set_run_status(self.run_id, "finished", output=outputs, set_output=True)
-        self._progress("run", None, "finished")
-        return RunOutcome(self.run_id, "finished", outputs=outputs)
+    # -- requests: cancel and clear (polled by engine.monitor, read at each attempt end) -----
 
-    def _sink_outputs(self) -> dict[str, Any]:
-        ids = self.top_ids
-        depended = {d for n in ids for d in self.top_deps[n]}
-        return {
-            n: to_jsonable(self.top_outputs[n])
-            for n in ids
-            if n not in depended and n in self.top_outputs
-        }
-
-    async def _hand_off(self, decision: DispatchDecision, outputs: dict[str, Any]) -> RunOutcome:
-        run = await self.store.get_run(self.run_id)
-        reason = decision.reason or "handoff requested"
-        visible = {n: to_jsonable(v) for n, v in self.top_outputs.items()}
-        if self.hooks.handoff is not None:
-            # HANDOFF HOOK: the ceiling/handoff feature distils state and creates the successor.
-            next_id = await self.hooks.handoff.hand_off(
-                HandoffRequest(
-                    run=run,
-                    trigger=decision.trigger,
-                    reason=reason,
-                    outputs=visible,
-                    workflow=self.workflow,
-                )
-            )
-        else:
-            carried = default_distillation(run, reason, visible)
-            new_run, _ = await self.store.continue_as_new(
-                self.run_id,
-                trigger=decision.trigger,
-                reason=reason,
-                carried_state=carried,
-                input=run.input,
-                tokens_at_handoff=run.tokens.total,
-            )
-            next_id = new_run.run_id
-        self._progress("run", None, "handed-off", next_id or "")
-        return RunOutcome(self.run_id, "handed-off", reason, next_run_id=next_id, outputs=outputs)
-
-    # -- the monitor: heartbeat, cancel and clear requests ----------------------------------
-
-    async def _monitor(self) -> None:
-        config = self.engine.config
-        last_beat = asyncio.get_running_loop().time()
-        while True:
-            await asyncio.sleep(config.poll_interval_s)
-            now = asyncio.get_running_loop().time()
-            if now - last_beat >= config.heartbeat_interval_s:
-                last_beat = now
-                if not await self.store.heartbeat(self.run_id, self.engine.owner_id):
-                    self.lost = True
-                    self._cancel_all()
-                    return
-            run = await self.store.find_run(self.run_id)
-            if run is None:
-                self.lost = True
-                self._cancel_all()
-                return
-            self.run = run
-            if run.cancel_requested_at_ms is not None and not self.cancelled:
-                self.cancelled = True
-                self._progress("run", None, "cancelling")
-                self._cancel_all()
-            if run.clear_requested_at_ms is not None and self.stop is None:
-                self.stop = DispatchDecision(
-                    "handoff", run.clear_reason or "cleared by a person", trigger="person"
-                )
-                self._progress("run", None, "handing-off", self.stop.reason)
-
-    def _absorb(self, requests: RunRequests | None) -> None:
+    def absorb_requests(self, requests: RunRequests | None) -> None:
         """Take in the cancel/clear requests read when an attempt ended."""
         if requests is None or (
             requests.cancel_requested_at_ms == self.run.cancel_requested_at_ms
@@ -551,9 +382,9 @@ class RunExecution:
             self.stop = DispatchDecision(
                 "handoff", requests.clear_reason or "cleared by a person", trigger="person"
             )
-            self._progress("run", None, "handing-off", self.stop.reason)
+            self.progress("run", None, "handing-off", self.stop.reason)
 
-    def _cancel_all(self) -> None:
+    def cancel_all(self) -> None:
         for task in self.running:
             task.cancel()
 
@@ -725,7 +556,7 @@ class RunExecution:
                     iteration=unit.iteration,
                     payload={"reason": result.reason, **dict(result.details)},
                 )
-                self._progress("warning", unit, "warn", result.reason)
+                self.progress("warning", unit, "warn", result.reason)
             elif result.action != "run":
                 return result
         return decision
@@ -782,40 +613,42 @@ class RunExecution:
                     error=decision.reason,
                     nodes_done=self.done_count,
                 )
-                self._progress("node", unit, "skipped", decision.reason)
+                self.progress("node", unit, "skipped", decision.reason)
                 raise NodeSkipped(decision.reason)
             if decision.action == "fail":
                 await self.store.upsert_node(
                     self.run_id, unit.node_id, unit.iteration, "failed", error=decision.reason
                 )
-                self._progress("node", unit, "failed", decision.reason)
+                self.progress("node", unit, "failed", decision.reason)
                 raise UnitFailed(decision.reason)
             ctx = self._ctx(unit, attempt)
             task_prompt = await self._render(unit, ctx)
             cache_id: str | None = None
             if policy is not None and not memory_is_active(memory):
-                cache_id, hit = await self._cache_lookup(unit, ctx, policy, task_prompt, agent_name)
+                cache_id, hit = await lookup_cached_output(
+                    self, unit, ctx, policy, task_prompt, agent_name
+                )
                 if hit is not None:
-                    await self._record_cache_hit(unit, attempt, agent_name, task_prompt, hit)
+                    await record_cache_hit(self, unit, attempt, agent_name, task_prompt, hit)
                     return hit
             async with self.semaphore:
                 if self._halting():
                     raise StopDispatch("the run is stopping")
                 try:
-                    output = await self._attempt(
-                        unit, attempt, agent, agent_name, task_prompt, memory
+                    output = await run_attempt(
+                        self, unit, attempt, agent, agent_name, task_prompt, memory
                     )
                     break
                 except AgentError as error:
                     failures += 1
                     retry = error.retryable and failures <= spec.retries and not self._halting()
-                    await self._attempt_failed(unit, attempt, error, retry)
+                    await record_failed_attempt(self, unit, attempt, error, retry)
                     if not retry:
                         raise UnitFailed(
                             f"Node {unit.node_id} failed after {attempt} attempt(s): {error}"
                         ) from error
             delay = spec.backoff.delay_for(failures)
-            self._progress("node", unit, "retrying", f"in {delay:.1f}s")
+            self.progress("node", unit, "retrying", f"in {delay:.1f}s")
             await asyncio.sleep(delay)
             attempt += 1
         if cache_id is not None and policy is not None:
@@ -854,333 +687,3 @@ class RunExecution:
             )
             raise UnitFailed(message)
         return text
-
-    async def _cache_lookup(
-        self, unit: Unit, ctx: TaskContext, policy: CachePolicy, prompt: str, agent_name: str
-    ) -> tuple[str | None, Any]:
-        try:
-            key_value = policy.key(ctx) if policy.key else None
-        except Exception as error:
-            await self.store.append_event(
-                "warning",
-                run_id=self.run_id,
-                node_id=unit.node_id,
-                iteration=unit.iteration,
-                payload={"reason": f"cache key function failed, not caching: {error}"},
-            )
-            return None, None
-        spec = unit.spec
-        key = cache_key(
-            scope=policy.scope,
-            workflow=self.workflow.name,
-            run_id=self.run_id,
-            node_id=unit.node_id,
-            iteration=unit.iteration,
-            agent=agent_name,
-            output_schema=spec.output.model_json_schema() if spec.output else None,
-            version=policy.version,
-            key_value=key_value,
-            prompt=prompt if policy.include_prompt else None,
-            input=to_jsonable(self.input) if policy.include_input else None,
-        )
-        entry = await self.engine.cache.get(key)
-        if entry is None or not is_fresh(entry.created_at_ms, entry.ttl_ms, self.clock.now_ms()):
-            return key, None
-        if spec.output is None:
-            return key, entry.payload
-        try:
-            return key, spec.output.model_validate(entry.payload)
-        except Exception:
-            # The cached payload no longer matches the output model: a miss, never a failure.
-            await self.engine.cache.delete(key)
-            await self.store.append_event(
-                "cache.invalid",
-                run_id=self.run_id,
-                node_id=unit.node_id,
-                iteration=unit.iteration,
-                payload={"cache_key": key},
-            )
-            return key, None
-
-    async def _record_cache_hit(
-        self, unit: Unit, attempt: int, agent_name: str, prompt: str, output: Any
-    ) -> None:
-        await self.store.start_attempt(
-            self.run_id,
-            unit.node_id,
-            unit.iteration,
-            attempt,
-            agent=agent_name,
-            prompt=prompt,
-            owner_id=self.engine.owner_id,
-            cached=True,
-        )
-        self.done_count += 1
-        self._absorb(
-            await self.store.finish_attempt(
-                self.run_id,
-                unit.node_id,
-                unit.iteration,
-                attempt,
-                "finished",
-                cached=True,
-                node_state="finished",
-                node_output=to_jsonable(output),
-                set_node_output=True,
-                nodes_done=self.done_count,
-                extra_events=[
-                    NewEvent("cache.hit", self.run_id, unit.node_id, unit.iteration, attempt)
-                ],
-            )
-        )
-        self._progress("node", unit, "finished", "cached")
-
-    async def _attempt(
-        self,
-        unit: Unit,
-        attempt: int,
-        agent: Agent,
-        agent_name: str,
-        task_prompt: str,
-        memory: Any,
-    ) -> Any:
-        """One attempt: prompt, agent call(s) with a timeout, validation with one repair, and
-        the attempt's end written together with the node's state."""
-        spec = unit.spec
-        prompt, tools = await self.prepare_prompt(unit, agent, task_prompt, attempt, memory)
-        await self.store.start_attempt(
-            self.run_id,
-            unit.node_id,
-            unit.iteration,
-            attempt,
-            agent=agent_name,
-            model=getattr(agent, "model", None),
-            prompt=prompt,
-            owner_id=self.engine.owner_id,
-        )
-        self._progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
-        calls: list[ModelCall] = []
-
-        async def on_call(call: ModelCall) -> None:
-            calls.append(call)
-            await self.store.record_call(
-                CallUsage(
-                    self.run_id,
-                    unit.node_id,
-                    unit.iteration,
-                    attempt,
-                    agent_name,
-                    call.usage,
-                    model=call.model,
-                    simulated=bool(getattr(agent, "simulated", False)),
-                    started_at_ms=call.started_at_ms,
-                    finished_at_ms=call.finished_at_ms,
-                )
-            )
-            self._progress("call", unit, "call", tokens=call.usage.context_tokens, attempt=attempt)
-
-        def total() -> TokenUsage:
-            usage = TokenUsage()
-            for call in calls:
-                usage = usage + call.usage
-            return usage
-
-        folder = attempt_dir(
-            self.artifacts_root, self.run_id, unit.node_id, unit.iteration, attempt
-        )
-        request = AgentRequest(
-            prompt=prompt,
-            run_id=self.run_id,
-            node_id=unit.node_id,
-            iteration=unit.iteration,
-            attempt=attempt,
-            output_schema=spec.output.model_json_schema() if spec.output else None,
-            tools=tools,
-            stream_path=folder / STREAM_LOG,
-            on_call=on_call,
-            clock=self.clock,
-        )
-        text = ""
-        try:
-            async with asyncio.timeout(spec.timeout_s):
-                result = await agent.run(request)
-                text = result.text
-                output: Any = result.text
-                if spec.output is not None:
-                    try:
-                        output = validate_output(
-                            spec.output, result.output if result.output is not None else text
-                        )
-                    except OutputInvalid as problem:
-                        schema = request.output_schema or {}
-                        repaired = await agent.run(
-                            dataclasses.replace(
-                                request,
-                                prompt=repair_prompt(text, str(problem), schema),
-                                repair=True,
-                            )
-                        )
-                        try:
-                            output = validate_output(
-                                spec.output,
-                                repaired.output if repaired.output is not None else repaired.text,
-                            )
-                            text = repaired.text
-                        except OutputInvalid as second:
-                            request.ensure_folder()
-                            raw = folder / RAW_OUTPUT
-                            raw.write_text(
-                                f"--- first answer ---\n{text}\n--- repair answer ---\n"
-                                f"{repaired.text}\n",
-                                encoding="utf-8",
-                            )
-                            text = repaired.text
-                            raise AgentError(
-                                f"the answer did not match {spec.output.__name__} after one "
-                                f"repair: {second} (raw answer kept in {raw})"
-                            ) from second
-        except TimeoutError as error:
-            raise _AttemptError(
-                AgentError(f"timed out after {spec.timeout_s:g} s"), total(), text
-            ) from error
-        except AgentError as error:
-            raise _AttemptError(error, total(), text) from error
-        except Exception as error:
-            # A bug or unexpected error inside an agent fails the attempt (retries apply); it
-            # never leaves the attempt marked running.
-            raise _AttemptError(
-                AgentError(f"the agent raised {type(error).__name__}: {error}"), total(), text
-            ) from error
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(
-                    self.store.finish_attempt(
-                        self.run_id,
-                        unit.node_id,
-                        unit.iteration,
-                        attempt,
-                        "cancelled",
-                        usage=total(),
-                        response_text=text or None,
-                        error="Cancelled by request."
-                        if self.cancelled
-                        else "Interrupted; the run stays resumable.",
-                        node_state="cancelled",
-                    )
-                )
-            self._progress("node", unit, "cancelled")
-            raise
-        self.done_count += 1
-        self._absorb(
-            await self.store.finish_attempt(
-                self.run_id,
-                unit.node_id,
-                unit.iteration,
-                attempt,
-                "finished",
-                usage=total(),
-                response_text=text,
-                node_state="finished",
-                node_output=to_jsonable(output),
-                set_node_output=True,
-                nodes_done=self.done_count,
-            )
-        )
-        self._progress("node", unit, "finished", tokens=total().total, attempt=attempt)
-        return output
-
-    async def _attempt_failed(
-        self, unit: Unit, attempt: int, error: AgentError, retry: bool
-    ) -> None:
-        usage = error.usage if isinstance(error, _AttemptError) else TokenUsage()
-        text = error.text if isinstance(error, _AttemptError) else None
-        self._absorb(
-            await self.store.finish_attempt(
-                self.run_id,
-                unit.node_id,
-                unit.iteration,
-                attempt,
-                "failed",
-                usage=usage,
-                response_text=text or None,
-                error=str(error),
-                node_state="retrying" if retry else "failed",
-            )
-        )
-        self._progress("node", unit, "retrying" if retry else "failed", str(error), attempt=attempt)
-
-
-class _AttemptError(AgentError):
-    """An AgentError carrying the usage and text of the failed attempt."""
-
-    def __init__(self, cause: AgentError, usage: TokenUsage, text: str) -> None:
-        super().__init__(str(cause), retryable=cause.retryable)
-        self.usage = usage
-        self.text = text
-
-
-def default_distillation(run: RunRecord, reason: str, outputs: Mapping[str, Any]) -> dict[str, Any]:
-    """The carried state used when no handoff handler is installed: goal (the input), the next
-    generation, the reason, and a bounded summary of what finished."""
-    summary = ", ".join(sorted(outputs))[:2000]
-    return {
-        "goal": run.input,
-        "generation": run.generation + 1,
-        "reason": reason,
-        "last_summary": f"Finished before the handoff: {summary}" if summary else "",
-        "learnings": [],
-    }
-
-
-class UpstreamOutputs(Mapping[str, Any]):
-    """``ctx.outputs``: the outputs of a node's upstream tasks, looked up lazily so building a
-    context costs the same however large the graph is. A fan-out id gives the list of its
-    outputs, a loop id a dict of its body outputs, a loop body id its last iteration's output;
-    ``current`` holds the outputs of the running loop iteration."""
-
-    def __init__(self, execution: RunExecution, top: str, current: Mapping[str, Any]) -> None:
-        self._execution = execution
-        self._top = top
-        self._current = current
-
-    @property
-    def _allowed(self) -> frozenset[str]:
-        # Computed on first use: most prompts read one or two outputs, some none at all.
-        return self._execution.ancestors(self._top)
-
-    def __getitem__(self, key: str) -> Any:
-        if key in self._current:
-            return self._current[key]
-        workflow = self._execution.workflow
-        top = workflow.owner_of(key)
-        if top not in self._allowed or top not in self._execution.top_outputs:
-            raise KeyError(key)
-        value = self._execution.top_outputs[top]
-        if top == key:
-            return value
-        if isinstance(value, dict) and key in value:
-            return value[key]
-        raise KeyError(key)
-
-    def _keys(self) -> list[str]:
-        keys = list(self._current)
-        loops = self._execution.workflow.loops
-        for top in self._allowed:
-            if top in self._execution.top_outputs:
-                keys.append(top)
-                if top in loops:
-                    keys.extend(loops[top].body)
-        return keys
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._keys())
-
-    def __len__(self) -> int:
-        return len(self._keys())
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            self[key]  # type: ignore[index]
-        except KeyError:
-            return False
-        return True

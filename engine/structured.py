@@ -1,4 +1,5 @@
-"""Parsing and validating an agent's answer against a task's output model (pure functions)."""
+"""Parsing and validating an agent's answer against a task's output model, and turning typed
+outputs back into JSON data (pure functions)."""
 
 from __future__ import annotations
 
@@ -50,3 +51,14 @@ def validate_output(model: type[BaseModel], value: Any) -> BaseModel:
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema of an output model."""
     return model.model_json_schema()
+
+
+def to_jsonable(value: Any) -> Any:
+    """A typed output as plain JSON data (models dumped, lists and dicts walked)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    return value

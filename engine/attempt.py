@@ -1,0 +1,205 @@
+"""One attempt of a node: the prompt sent, the agent call(s) under a timeout, validation with one
+repair, and the attempt's end written together with the node's state."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from engine.agents.base import Agent, AgentError, AgentRequest, ModelCall
+from engine.artifacts import RAW_OUTPUT, STREAM_LOG, attempt_dir
+from engine.prompting import repair_prompt
+from engine.structured import OutputInvalid, to_jsonable, validate_output
+from engine.units import Unit
+from store.run_records import CallUsage, TokenUsage
+
+if TYPE_CHECKING:
+    from engine.scheduler import RunExecution
+
+
+async def run_attempt(
+    execution: RunExecution,
+    unit: Unit,
+    attempt: int,
+    agent: Agent,
+    agent_name: str,
+    task_prompt: str,
+    memory: Any,
+) -> Any:
+    """One attempt: prompt, agent call(s) with a timeout, validation with one repair, and
+    the attempt's end written together with the node's state."""
+    spec = unit.spec
+    prompt, tools = await execution.prepare_prompt(unit, agent, task_prompt, attempt, memory)
+    await execution.store.start_attempt(
+        execution.run_id,
+        unit.node_id,
+        unit.iteration,
+        attempt,
+        agent=agent_name,
+        model=getattr(agent, "model", None),
+        prompt=prompt,
+        owner_id=execution.engine.owner_id,
+    )
+    execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
+    calls: list[ModelCall] = []
+
+    async def on_call(call: ModelCall) -> None:
+        calls.append(call)
+        await execution.store.record_call(
+            CallUsage(
+                execution.run_id,
+                unit.node_id,
+                unit.iteration,
+                attempt,
+                agent_name,
+                call.usage,
+                model=call.model,
+                simulated=bool(getattr(agent, "simulated", False)),
+                started_at_ms=call.started_at_ms,
+                finished_at_ms=call.finished_at_ms,
+            )
+        )
+        execution.progress("call", unit, "call", tokens=call.usage.context_tokens, attempt=attempt)
+
+    def total() -> TokenUsage:
+        usage = TokenUsage()
+        for call in calls:
+            usage = usage + call.usage
+        return usage
+
+    folder = attempt_dir(
+        execution.artifacts_root, execution.run_id, unit.node_id, unit.iteration, attempt
+    )
+    request = AgentRequest(
+        prompt=prompt,
+        run_id=execution.run_id,
+        node_id=unit.node_id,
+        iteration=unit.iteration,
+        attempt=attempt,
+        output_schema=spec.output.model_json_schema() if spec.output else None,
+        tools=tools,
+        stream_path=folder / STREAM_LOG,
+        on_call=on_call,
+        clock=execution.clock,
+    )
+    text = ""
+    try:
+        async with asyncio.timeout(spec.timeout_s):
+            result = await agent.run(request)
+            text = result.text
+            output: Any = result.text
+            if spec.output is not None:
+                try:
+                    output = validate_output(
+                        spec.output, result.output if result.output is not None else text
+                    )
+                except OutputInvalid as problem:
+                    schema = request.output_schema or {}
+                    repaired = await agent.run(
+                        dataclasses.replace(
+                            request,
+                            prompt=repair_prompt(text, str(problem), schema),
+                            repair=True,
+                        )
+                    )
+                    try:
+                        output = validate_output(
+                            spec.output,
+                            repaired.output if repaired.output is not None else repaired.text,
+                        )
+                        text = repaired.text
+                    except OutputInvalid as second:
+                        request.ensure_folder()
+                        raw = folder / RAW_OUTPUT
+                        raw.write_text(
+                            f"--- first answer ---\n{text}\n--- repair answer ---\n"
+                            f"{repaired.text}\n",
+                            encoding="utf-8",
+                        )
+                        text = repaired.text
+                        raise AgentError(
+                            f"the answer did not match {spec.output.__name__} after one "
+                            f"repair: {second} (raw answer kept in {raw})"
+                        ) from second
+    except TimeoutError as error:
+        raise _AttemptError(
+            AgentError(f"timed out after {spec.timeout_s:g} s"), total(), text
+        ) from error
+    except AgentError as error:
+        raise _AttemptError(error, total(), text) from error
+    except Exception as error:
+        # A bug or unexpected error inside an agent fails the attempt (retries apply); it
+        # never leaves the attempt marked running.
+        raise _AttemptError(
+            AgentError(f"the agent raised {type(error).__name__}: {error}"), total(), text
+        ) from error
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(
+                execution.store.finish_attempt(
+                    execution.run_id,
+                    unit.node_id,
+                    unit.iteration,
+                    attempt,
+                    "cancelled",
+                    usage=total(),
+                    response_text=text or None,
+                    error="Cancelled by request."
+                    if execution.cancelled
+                    else "Interrupted; the run stays resumable.",
+                    node_state="cancelled",
+                )
+            )
+        execution.progress("node", unit, "cancelled")
+        raise
+    execution.done_count += 1
+    execution.absorb_requests(
+        await execution.store.finish_attempt(
+            execution.run_id,
+            unit.node_id,
+            unit.iteration,
+            attempt,
+            "finished",
+            usage=total(),
+            response_text=text,
+            node_state="finished",
+            node_output=to_jsonable(output),
+            set_node_output=True,
+            nodes_done=execution.done_count,
+        )
+    )
+    execution.progress("node", unit, "finished", tokens=total().total, attempt=attempt)
+    return output
+
+
+async def record_failed_attempt(
+    execution: RunExecution, unit: Unit, attempt: int, error: AgentError, retry: bool
+) -> None:
+    """Write a failed attempt's end: the node goes to ``retrying`` or ``failed``."""
+    usage = error.usage if isinstance(error, _AttemptError) else TokenUsage()
+    text = error.text if isinstance(error, _AttemptError) else None
+    execution.absorb_requests(
+        await execution.store.finish_attempt(
+            execution.run_id,
+            unit.node_id,
+            unit.iteration,
+            attempt,
+            "failed",
+            usage=usage,
+            response_text=text or None,
+            error=str(error),
+            node_state="retrying" if retry else "failed",
+        )
+    )
+    execution.progress("node", unit, "retrying" if retry else "failed", str(error), attempt=attempt)
+
+
+class _AttemptError(AgentError):
+    """An AgentError carrying the usage and text of the failed attempt."""
+
+    def __init__(self, cause: AgentError, usage: TokenUsage, text: str) -> None:
+        super().__init__(str(cause), retryable=cause.retryable)
+        self.usage = usage
+        self.text = text

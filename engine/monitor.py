@@ -1,0 +1,43 @@
+"""The monitor of a run execution: it refreshes the heartbeat and polls the run row for cancel
+and clear requests written by other processes (CLI, dashboard)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from engine.hooks import DispatchDecision
+
+if TYPE_CHECKING:
+    from engine.scheduler import RunExecution
+
+
+async def monitor_run(execution: RunExecution) -> None:
+    """Run until cancelled: heartbeat, then take in cancel/clear requests or notice the run
+    was lost to another process."""
+    config = execution.engine.config
+    last_beat = asyncio.get_running_loop().time()
+    while True:
+        await asyncio.sleep(config.poll_interval_s)
+        now = asyncio.get_running_loop().time()
+        if now - last_beat >= config.heartbeat_interval_s:
+            last_beat = now
+            if not await execution.store.heartbeat(execution.run_id, execution.engine.owner_id):
+                execution.lost = True
+                execution.cancel_all()
+                return
+        run = await execution.store.find_run(execution.run_id)
+        if run is None:
+            execution.lost = True
+            execution.cancel_all()
+            return
+        execution.run = run
+        if run.cancel_requested_at_ms is not None and not execution.cancelled:
+            execution.cancelled = True
+            execution.progress("run", None, "cancelling")
+            execution.cancel_all()
+        if run.clear_requested_at_ms is not None and execution.stop is None:
+            execution.stop = DispatchDecision(
+                "handoff", run.clear_reason or "cleared by a person", trigger="person"
+            )
+            execution.progress("run", None, "handing-off", execution.stop.reason)

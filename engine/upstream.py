@@ -1,0 +1,63 @@
+"""``ctx.outputs``: the lazy, read-only view of a node's upstream outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.scheduler import RunExecution
+
+
+class UpstreamOutputs(Mapping[str, Any]):
+    """``ctx.outputs``: the outputs of a node's upstream tasks, looked up lazily so building a
+    context costs the same however large the graph is. A fan-out id gives the list of its
+    outputs, a loop id a dict of its body outputs, a loop body id its last iteration's output;
+    ``current`` holds the outputs of the running loop iteration."""
+
+    def __init__(self, execution: RunExecution, top: str, current: Mapping[str, Any]) -> None:
+        self._execution = execution
+        self._top = top
+        self._current = current
+
+    @property
+    def _allowed(self) -> frozenset[str]:
+        # Computed on first use: most prompts read one or two outputs, some none at all.
+        return self._execution.ancestors(self._top)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._current:
+            return self._current[key]
+        workflow = self._execution.workflow
+        top = workflow.owner_of(key)
+        if top not in self._allowed or top not in self._execution.top_outputs:
+            raise KeyError(key)
+        value = self._execution.top_outputs[top]
+        if top == key:
+            return value
+        if isinstance(value, dict) and key in value:
+            return value[key]
+        raise KeyError(key)
+
+    def _keys(self) -> list[str]:
+        keys = list(self._current)
+        loops = self._execution.workflow.loops
+        for top in self._allowed:
+            if top in self._execution.top_outputs:
+                keys.append(top)
+                if top in loops:
+                    keys.extend(loops[top].body)
+        return keys
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[key]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
