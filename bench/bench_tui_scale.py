@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from gen_workspace import SIZES, generate
 
 RESULTS = Path(__file__).with_name("results") / "tui_scale.json"
+ROUNDS = 5
 VIEWS = (("2", "tokens"), ("3", "memory"), ("4", "handoffs"), ("1", "runs"))
 
 
@@ -74,7 +75,7 @@ async def child(size: str) -> dict[str, Any]:
     async with app.run_test(size=(160, 48)) as pilot:
         await asyncio.wait_for(painted.wait(), timeout=60)
         first_paint = marks[0][0] - started
-        for _round in range(3):
+        for _round in range(ROUNDS):
             for key, name in VIEWS:
                 await pilot.pause(0.3)
                 painted.clear()
@@ -131,7 +132,7 @@ def main() -> None:
               + " ".join(f"{r['switch_ms'][name]['median']:>8}/{r['switch_ms'][name]['max']:<5}ms"
                          for _, name in VIEWS)
               + f" {r['rss_mb']:>8} {r['peak_rss_mb']:>8}")
-    print("(switch: median/max over 3 rounds, key press to rendered view)")
+    print(f"(switch: median/max over {ROUNDS} rounds, key press to rendered view)")
     for r in results:
         parts = ", ".join(f"{k} {v} ms" for k, v in r["read_and_update_ms"].items())
         print(f"{r['size']}: of which reading the database and updating widgets: {parts}")
