@@ -99,11 +99,15 @@ class SupersessionEdge:
     target_status: str
 
 
+def note_tags(tags_json: str | None) -> tuple[str, ...]:
+    """A note's tags from its ``tags_json`` column (NULL when it has none)."""
+    return tuple(json.loads(tags_json)) if tags_json else ()
+
+
 def note_from_row(row: Row) -> Note:
     """Build a :class:`Note` from a row selected with ``NOTE_COLUMNS`` (in that order)."""
     values = list(tuple(row))[:13]
-    tags_json = values[4]
-    values[4] = tuple(json.loads(tags_json)) if tags_json else ()
+    values[4] = note_tags(values[4])
     return Note(*values)
 
 
@@ -404,12 +408,9 @@ def capped_match_counts(
 ) -> dict[str, int]:
     """How many notes contain each term, counted no further than ``cap``: the probe that
     bounds the cost of very common words (see :mod:`store.search_policy`)."""
-    return {
-        term: int(conn.execute(
-            sql.TERM_MATCH_COUNT_CAPPED, {"term": fts_literal(term), "cap": cap}
-        ).fetchone()[0])
-        for term in terms
-    }
+    literals = json.dumps([fts_literal(term) for term in terms])
+    counts = conn.execute(sql.TERM_MATCH_COUNTS_CAPPED, {"literals": literals, "cap": cap})
+    return dict(zip(terms, (int(row[0]) for row in counts), strict=True))
 
 
 def _filter(

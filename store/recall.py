@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from store.database import Database
-from store.notes import capped_match_counts, note_from_row
+from store.notes import capped_match_counts, note_tags
 from store.search_policy import RECALL_COMMON_DF, RECENT_POOL, RecallPlan, match_any, plan_recall
 from store.sql import recall as sql
 
@@ -52,9 +52,14 @@ def _fact_tags(raw: Any) -> tuple[str, ...]:
 
 
 def _note(row: sqlite3.Row) -> RecallRow:
-    note = note_from_row(row)
     return RecallRow(
-        "note", note.id, note.namespace, None, note.body, note.tags, note.created_at_ms
+        "note",
+        str(row["id"]),
+        str(row["namespace"]),
+        None,
+        str(row["body"]),
+        note_tags(row["tags_json"]),
+        int(row["created_at_ms"]),
     )
 
 

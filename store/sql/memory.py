@@ -278,11 +278,14 @@ LIMIT :limit
 
 # -- search ---------------------------------------------------------------------------------
 
-# How many notes contain :term (one FTS5 literal), counting no further than :cap (bounded
-# cost; see store/search_policy.py for why not notes_fts_vocab). Note search and recall probe
-# with it.
-TERM_MATCH_COUNT_CAPPED = """
-SELECT count(*) FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH :term LIMIT :cap)
+# For each FTS5 literal of the JSON array :literals, in order: how many notes contain it,
+# counting no further than :cap (bounded cost; see store/search_policy.py for why not
+# notes_fts_vocab). Note search and recall probe with it; one statement for all terms.
+TERM_MATCH_COUNTS_CAPPED = """
+SELECT (SELECT count(*) FROM (
+            SELECT 1 FROM notes_fts WHERE notes_fts MATCH j.value LIMIT :cap)) AS docs
+FROM json_each(:literals) AS j
+ORDER BY j.key
 """
 
 
