@@ -73,6 +73,35 @@ def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
         raise InvalidInputError(f"{value!r} is not a {what}; use one of: {', '.join(allowed)}.")
 
 
+def _status_params(
+    run_id: str,
+    status: str,
+    now: int,
+    *,
+    error: str | None = None,
+    output: Any = None,
+    set_output: bool = False,
+) -> dict[str, Any]:
+    """Parameters of ``UPDATE_RUN_STATUS``: ``error`` is stored when given, ``output`` only when
+    ``set_output`` is true (None is a valid output)."""
+    return {
+        "run_id": run_id,
+        "status": status,
+        "now": now,
+        "set_error": error is not None,
+        "error": error,
+        "set_output": set_output,
+        "output_json": dump_json(output) if set_output else None,
+    }
+
+
+def _progress_params(
+    run_id: str, now: int, *, nodes_done: int | None = None, nodes_total: int | None = None
+) -> dict[str, Any]:
+    """Parameters of ``UPDATE_PROGRESS``: a counter given as None keeps its stored value."""
+    return {"run_id": run_id, "nodes_done": nodes_done, "nodes_total": nodes_total, "now": now}
+
+
 # -- the store --------------------------------------------------------------------------------
 
 
@@ -224,15 +253,9 @@ class RunStore(CallLog, MemoryBlockLog):
             now = self.now_ms
             cursor = conn.execute(
                 sql.UPDATE_RUN_STATUS,
-                {
-                    "run_id": run_id,
-                    "status": status,
-                    "now": now,
-                    "set_error": error is not None,
-                    "error": error,
-                    "set_output": set_output,
-                    "output_json": dump_json(output) if set_output else None,
-                },
+                _status_params(
+                    run_id, status, now, error=error, output=output, set_output=set_output
+                ),
             )
             if cursor.rowcount == 0:
                 raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
@@ -305,15 +328,7 @@ class RunStore(CallLog, MemoryBlockLog):
             if run.status != "running" or run.is_stale(now) or owner_is_dead(run.owner_id):
                 conn.execute(
                     sql.UPDATE_RUN_STATUS,
-                    {
-                        "run_id": run_id,
-                        "status": "cancelled",
-                        "now": now,
-                        "set_error": True,
-                        "error": "Cancelled by request.",
-                        "set_output": False,
-                        "output_json": None,
-                    },
+                    _status_params(run_id, "cancelled", now, error="Cancelled by request."),
                 )
                 self._abandon(conn, run_id, now)
                 events.append(NewEvent("run.status", run_id, payload={"status": "cancelled"}))
@@ -349,12 +364,7 @@ class RunStore(CallLog, MemoryBlockLog):
         """Update the run's done/total node counters shown in run lists."""
         await self.db.execute(
             sql.UPDATE_PROGRESS,
-            {
-                "run_id": run_id,
-                "nodes_done": nodes_done,
-                "nodes_total": nodes_total,
-                "now": self.now_ms,
-            },
+            _progress_params(run_id, self.now_ms, nodes_done=nodes_done, nodes_total=nodes_total),
         )
 
     async def delete_run(self, run_id: str) -> None:
@@ -468,12 +478,7 @@ class RunStore(CallLog, MemoryBlockLog):
             if nodes_done is not None:
                 conn.execute(
                     sql.UPDATE_PROGRESS,
-                    {
-                        "run_id": run_id,
-                        "nodes_done": nodes_done,
-                        "nodes_total": None,
-                        "now": params["now"],
-                    },
+                    _progress_params(run_id, params["now"], nodes_done=nodes_done),
                 )
             self._insert_events(conn, params["now"], [self._node_event(params)])
 
@@ -645,8 +650,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 events.append(self._node_event(node))
             if nodes_done is not None:
                 conn.execute(
-                    sql.UPDATE_PROGRESS,
-                    {"run_id": run_id, "nodes_done": nodes_done, "nodes_total": None, "now": now},
+                    sql.UPDATE_PROGRESS, _progress_params(run_id, now, nodes_done=nodes_done)
                 )
             events.extend(extra_events)
             self._insert_events(conn, now, events)
@@ -817,18 +821,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 generation,
                 tokens_at_handoff,
             )
-            conn.execute(
-                sql.UPDATE_RUN_STATUS,
-                {
-                    "run_id": from_run_id,
-                    "status": "handed-off",
-                    "now": now,
-                    "set_error": False,
-                    "error": None,
-                    "set_output": False,
-                    "output_json": None,
-                },
-            )
+            conn.execute(sql.UPDATE_RUN_STATUS, _status_params(from_run_id, "handed-off", now))
             self._insert_events(
                 conn,
                 now,
