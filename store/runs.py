@@ -54,11 +54,6 @@ from store.run_records import (
     RunRequests,
     TokenUsage,
 )
-
-# Temporary: tui/ still imports these from here; removed once its imports are updated.
-from store.run_records import CallRecord as CallRecord
-from store.run_records import CallUsage as CallUsage
-from store.run_records import MemoryBlockRecord as MemoryBlockRecord
 from store.schema import ATTEMPT_STATES, NODE_STATES, RUN_STATUSES
 from store.sql import runs as sql
 

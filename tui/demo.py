@@ -18,7 +18,8 @@ from typing import Any
 
 from engine.examples import EXAMPLES_DIR
 from engine.loader import load_workflow
-from engine.scheduler import Engine, RunOutcome
+from engine.run_end import RunOutcome
+from engine.scheduler import Engine
 from engine.setup import open_engine
 from store.database import Database
 from store.errors import TetherError

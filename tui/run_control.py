@@ -26,14 +26,16 @@ from engine.artifacts import safe_part
 from engine.examples import EXAMPLES_DIR
 from engine.handoff import ClearResult, clear_run
 from engine.loader import load_workflow
-from engine.scheduler import Engine, RunOutcome
+from engine.run_end import RunOutcome
+from engine.scheduler import Engine
 from engine.setup import open_engine
 from engine.workflow import Workflow
 from store.clock import SYSTEM_CLOCK, Clock
 from store.database import Database
 from store.errors import InvalidInputError, TetherError
 from store.memory import MemoryStore
-from store.runs import RunRecord, RunStore
+from store.run_records import RunRecord
+from store.runs import RunStore
 from store.workspace import Workspace
 
 RECENT_RUNS_SCANNED = 500

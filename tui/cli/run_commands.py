@@ -18,11 +18,12 @@ import click
 
 from engine.hooks import Progress
 from engine.loader import load_workflow
-from engine.scheduler import RunOutcome
+from engine.run_end import RunOutcome
 from engine.setup import open_engine
 from store.database import Database
 from store.errors import InvalidInputError, NotFoundError
-from store.runs import AttemptRecord, CallRecord, MemoryBlockRecord, RunStore
+from store.run_records import AttemptRecord, CallRecord, MemoryBlockRecord
+from store.runs import RunStore
 from store.schema import RUN_STATUSES
 from tui.cli.common import (
     format_option,
