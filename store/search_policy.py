@@ -91,6 +91,8 @@ _WORD = re.compile(r"[^\W_]+")
 
 def fold(word: str) -> str:
     """Lower-case ``word`` and drop its accents, like ``unicode61 remove_diacritics 2``."""
+    if word.isascii():  # no accents to drop: the common case, for every word of a prompt
+        return word.lower()
     decomposed = unicodedata.normalize("NFD", word.lower())
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
@@ -98,11 +100,10 @@ def fold(word: str) -> str:
 def scored_words(text: str) -> list[str]:
     """The folded words of the start of ``text`` (:data:`SCORED_CHARS`), as the index has them.
 
-    Runs for every candidate that is scored in Python, hence the ASCII shortcut: folding the
-    whole text at once is the same as folding each word, and ASCII needs only lower-casing.
+    Folding the whole text at once is the same as folding each word, and cheaper (this runs for
+    every candidate scored in Python).
     """
-    start = text[:SCORED_CHARS]
-    return _WORD.findall(start.lower() if start.isascii() else fold(start))
+    return _WORD.findall(fold(text[:SCORED_CHARS]))
 
 
 def _distinct_terms(text: str, keep: Callable[[str], bool]) -> tuple[str, ...]:
