@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from engine.context import TaskContext
 from engine.memory.config import MemoryConfig
 from engine.workflow import Workflow
 
@@ -44,7 +45,7 @@ workflow = Workflow(
     output=Review,
     memory=MemoryConfig(bank="code-review", recall="auto", retain="on-complete"),
 )
-def review(ctx) -> str:  # type: ignore[no-untyped-def]
+def review(ctx: TaskContext) -> str:
     """Review the change with whatever earlier reviews of this repository taught us."""
     return (
         f"Review the change '{ctx.input.change}' in the {ctx.input.repository} repository "

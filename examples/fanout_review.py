@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from engine.context import TaskContext
 from engine.workflow import Backoff, CachePolicy, Workflow
 
 
@@ -51,7 +52,7 @@ workflow = Workflow(
 
 
 @workflow.task(id="plan", output=Plan, cache=CachePolicy(scope="workflow", version=1))
-def plan(ctx) -> str:
+def plan(ctx: TaskContext) -> str:
     files = ", ".join(ctx.input.files)
     return f"Goal: {ctx.input.goal}\nFiles in the change: {files}\nWrite a short review plan."
 
@@ -66,13 +67,13 @@ def plan(ctx) -> str:
     backoff=Backoff(initial_s=0.05, factor=2, max_s=1),
     timeout_s=60,
 )
-def review(ctx) -> str:
+def review(ctx: TaskContext) -> str:
     focus = "; ".join(ctx.output("plan").focus)
     return f"Review the file {ctx.item}. Focus on: {focus}. Report findings with a severity 0-3."
 
 
 @workflow.task(id="report", depends_on=["review"], output=Report)
-def report(ctx) -> str:
+def report(ctx: TaskContext) -> str:
     lines = [
         f"- {r.file}: severity {r.severity}, {len(r.findings)} finding(s)"
         for r in ctx.output("review")
@@ -86,7 +87,7 @@ refine = workflow.loop(
 
 
 @refine.task(id="draft", output=Draft)
-def draft(ctx) -> str:
+def draft(ctx: TaskContext) -> str:
     previous = ctx.previous("draft")
     start = previous.text if previous else ctx.output("report").summary
     return (
