@@ -20,11 +20,9 @@ import aiosqlite
 from store.buckets import BUCKET_LABELS
 from store.database import BUSY_TIMEOUT_MS, inspect_database_file
 from store.errors import NotFoundError
+from store.run_records import STALE_AFTER_MS, TokenUsage
 from store.sql import dashboard as sql
 from store.workspace import Workspace
-
-STALE_AFTER_MS = 30_000
-"""A running run whose heartbeat is older than this is shown as stale (resumable)."""
 
 T = TypeVar("T")
 
@@ -48,8 +46,14 @@ def _json(text: str | None) -> Any:
 
 
 @dataclass(frozen=True)
-class TokenCounts:
-    """Token usage in the five lanes a call reports."""
+class TokenColumns:
+    """The five token columns a dashboard row carries, flat, as the query returns them.
+
+    The arithmetic lives in :class:`store.run_records.TokenUsage` (``usage``); the columns stay
+    flat here because every dashboard row is built by column name straight from its query row
+    (:func:`_build`), which a nested ``TokenUsage`` field would not allow without a constructor
+    per row type.
+    """
 
     input_tokens: int = 0
     cache_read_tokens: int = 0
@@ -58,24 +62,34 @@ class TokenCounts:
     reasoning_tokens: int = 0
 
     @property
+    def usage(self) -> TokenUsage:
+        """The row's tokens as the shared value type."""
+        return TokenUsage(
+            self.input_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.output_tokens,
+            self.reasoning_tokens,
+        )
+
+    @property
     def context_tokens(self) -> int:
         """Input the model had in its window: fresh + cache read + cache write."""
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        return self.usage.context_tokens
 
     @property
     def total_tokens(self) -> int:
         """Everything: context plus output plus reasoning."""
-        return self.context_tokens + self.output_tokens + self.reasoning_tokens
+        return self.usage.total
 
     @property
     def cached_share(self) -> float:
         """Fraction of the context window that was read from the prompt cache."""
-        context = self.context_tokens
-        return self.cache_read_tokens / context if context else 0.0
+        return self.usage.cached_share
 
 
 @dataclass(frozen=True)
-class RunRow(TokenCounts):
+class RunRow(TokenColumns):
     """One run as the runs list shows it."""
 
     run_id: str = ""
@@ -138,7 +152,7 @@ class NodeRow:
 
 
 @dataclass(frozen=True)
-class NodeUsage(TokenCounts):
+class NodeUsage(TokenColumns):
     """Token usage summed over every call of one node iteration."""
 
     node_id: str = ""
@@ -148,7 +162,7 @@ class NodeUsage(TokenCounts):
 
 
 @dataclass(frozen=True)
-class AttemptRow(TokenCounts):
+class AttemptRow(TokenColumns):
     """One try of a node iteration, with the prompt as sent and the response."""
 
     run_id: str = ""
@@ -167,7 +181,7 @@ class AttemptRow(TokenCounts):
 
 
 @dataclass(frozen=True)
-class CallRow(TokenCounts):
+class CallRow(TokenColumns):
     """One model call and its usage."""
 
     call_id: int = 0
@@ -185,7 +199,7 @@ class CallRow(TokenCounts):
 
 
 @dataclass(frozen=True)
-class BucketUsage(TokenCounts):
+class BucketUsage(TokenColumns):
     """Calls and tokens that fell in one context-window bucket."""
 
     bucket: str = ""
@@ -306,16 +320,9 @@ def histogram(rows: Sequence[BucketUsage]) -> list[BucketUsage]:
     return [by_label.get(label, BucketUsage(bucket=label)) for label in BUCKET_LABELS]
 
 
-def sum_usage(rows: Iterable[TokenCounts]) -> TokenCounts:
+def sum_usage(rows: Iterable[TokenColumns]) -> TokenUsage:
     """Add token lanes over rows."""
-    totals = [0, 0, 0, 0, 0]
-    for row in rows:
-        totals[0] += row.input_tokens
-        totals[1] += row.cache_read_tokens
-        totals[2] += row.cache_write_tokens
-        totals[3] += row.output_tokens
-        totals[4] += row.reasoning_tokens
-    return TokenCounts(*totals)
+    return sum((row.usage for row in rows), TokenUsage())
 
 
 class DashboardReader:

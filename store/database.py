@@ -237,24 +237,26 @@ class Database:
                 await self._commit()
 
     async def _begin_immediate(self) -> None:
-        for attempt in range(_RETRY_ATTEMPTS):
-            try:
-                await self._conn.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as error:
-                if not _is_busy(error) or attempt == _RETRY_ATTEMPTS - 1:
-                    raise
-                await asyncio.sleep(_backoff(attempt))
+        await self._retry_busy("BEGIN IMMEDIATE", rollback_on_failure=False)
 
     async def _commit(self) -> None:
+        await self._retry_busy("COMMIT", rollback_on_failure=True)
+
+    async def _retry_busy(self, statement: str, *, rollback_on_failure: bool) -> None:
+        """Run ``statement``, retrying with jittered backoff while the database is busy.
+
+        A failed COMMIT leaves the transaction open, so ``rollback_on_failure`` ends it before
+        the error is raised; a failed BEGIN has nothing to roll back.
+        """
         for attempt in range(_RETRY_ATTEMPTS):
             try:
-                await self._conn.execute("COMMIT")
+                await self._conn.execute(statement)
                 return
             except sqlite3.OperationalError as error:
                 if not _is_busy(error) or attempt == _RETRY_ATTEMPTS - 1:
-                    with contextlib.suppress(sqlite3.Error):
-                        await self._conn.execute("ROLLBACK")
+                    if rollback_on_failure:
+                        with contextlib.suppress(sqlite3.Error):
+                            await self._conn.execute("ROLLBACK")
                     raise
                 await asyncio.sleep(_backoff(attempt))
 

@@ -46,6 +46,12 @@ class TokenUsage:
         """Every token counted once: the context window plus output and reasoning."""
         return self.context_tokens + self.output + self.reasoning
 
+    @property
+    def cached_share(self) -> float:
+        """Fraction of the context window that was read from the prompt cache."""
+        context = self.context_tokens
+        return self.cache_read / context if context else 0.0
+
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
             self.input + other.input,

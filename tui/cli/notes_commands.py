@@ -13,7 +13,6 @@ import click
 
 from store.errors import NotFoundError
 from store.namespaces import canonical_namespace, validate_namespace
-from store.note_search import query_terms
 from store.notes import (
     DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
@@ -23,6 +22,7 @@ from store.notes import (
     validate_tags,
 )
 from store.schema import NOTE_STATUSES
+from store.search_policy import query_terms
 from tui.cli.common import format_option, print_json, run_async, workspace_option
 from tui.cli.memory_commands import (
     chosen_workspace,

@@ -24,7 +24,8 @@ from textual.widgets.data_table import ColumnKey
 from textual_plotext import PlotextPlot
 
 from store.buckets import BUCKET_LABELS
-from store.dashboard import BucketUsage, CallRow, TokenCounts, sum_usage
+from store.dashboard import BucketUsage, CallRow, sum_usage
+from store.run_records import TokenUsage
 from tui.format import one_line, percent, tokens
 from tui.screens.base import LiveScreen
 from tui.tailing import Batch
@@ -68,18 +69,18 @@ RUNS_IN_USAGE_TABLE = 50
 """In the workspace scope the usage table lists the newest runs (a bounded window)."""
 
 
-def usage_cells(name: Text, calls: int | None, usage: TokenCounts) -> list[Text]:
+def usage_cells(name: Text, calls: int | None, usage: TokenUsage) -> list[Text]:
     """The cells of one usage-table row."""
     return [
         name,
-        Text(tokens(usage.total_tokens), justify="right"),
+        Text(tokens(usage.total), justify="right"),
         Text(percent(usage.cached_share) if usage.context_tokens else "–", justify="right"),
         Text("–" if calls is None else str(calls), justify="right"),
-        Text(tokens(usage.input_tokens), justify="right"),
-        Text(tokens(usage.cache_read_tokens), justify="right"),
-        Text(tokens(usage.cache_write_tokens), justify="right"),
-        Text(tokens(usage.output_tokens), justify="right"),
-        Text(tokens(usage.reasoning_tokens), justify="right"),
+        Text(tokens(usage.input), justify="right"),
+        Text(tokens(usage.cache_read), justify="right"),
+        Text(tokens(usage.cache_write), justify="right"),
+        Text(tokens(usage.output), justify="right"),
+        Text(tokens(usage.reasoning), justify="right"),
     ]
 
 
@@ -110,15 +111,15 @@ def totals_text(buckets: list[BucketUsage]) -> Text:
     """The lanes split: fresh vs cached input, output, reasoning, with shares."""
     usage = sum_usage(buckets)
     calls = sum(b.calls for b in buckets)
-    total = usage.total_tokens or 1
+    total = usage.total or 1
     out = Text()
-    out.append(f"{calls} calls · {tokens(usage.total_tokens)} tokens\n\n", style="bold")
+    out.append(f"{calls} calls · {tokens(usage.total)} tokens\n\n", style="bold")
     lanes = (
-        ("fresh input", usage.input_tokens, "cyan"),
-        ("cache read", usage.cache_read_tokens, "green"),
-        ("cache write", usage.cache_write_tokens, "yellow"),
-        ("output", usage.output_tokens, "magenta"),
-        ("reasoning", usage.reasoning_tokens, "blue"),
+        ("fresh input", usage.input, "cyan"),
+        ("cache read", usage.cache_read, "green"),
+        ("cache write", usage.cache_write, "yellow"),
+        ("output", usage.output, "magenta"),
+        ("reasoning", usage.reasoning, "blue"),
     )
     for label, value, style in lanes:
         share = value / total
@@ -238,13 +239,13 @@ class TokensScreen(LiveScreen):
                     name = one_line(run.workflow, width=16)
                     name.append(" ")
                     name.append_text(one_line(run.run_id, "dim"))
-                    rows.append((run.run_id, usage_cells(name, None, run)))
+                    rows.append((run.run_id, usage_cells(name, None, run.usage)))
         else:
             usage_table.columns[ColumnKey("name")].label = Text("Node")
             for key, usage in sorted((await reader.node_usage(run_id)).items()):
                 if matches(needle, usage.node_id):
                     style = "bold" if node_id == usage.node_id else ""
-                    rows.append((key, usage_cells(one_line(key, style), usage.calls, usage)))
+                    rows.append((key, usage_cells(one_line(key, style), usage.calls, usage.usage)))
         usage_table.sync(rows)
         top = await reader.top_calls(run_id, node_id, limit=10)
         self.query_one("#top-calls", KeyedTable).sync(
