@@ -219,25 +219,29 @@ class TetherApp(App[None]):
         """The status line: live/paused, freshness of the data, newest event, problems."""
         now = self.now_ms()
         line = Text()
+        # Separating spaces end the styled piece before them rather than start the next one:
+        # SVG renderers such as rsvg drop the leading spaces of a text run, which turned
+        # "● live  checked" into "● livechecked" in exported screenshots.
         if self.paused:
-            line.append("❚❚ paused", style="bold yellow")
+            line.append("❚❚ paused  ", style="bold yellow")
         elif self.reader is None:
-            line.append("○ waiting", style="yellow")
+            line.append("○ waiting  ", style="yellow")
         else:
-            line.append("● live", style="bold green")
+            line.append("● live  ", style="bold green")
         problem = self.read_problem or self.tailer.problem
         if problem:
             # First, so a narrow terminal still shows it.
-            line.append("  ⚠ ", style="bold red")
+            line.append("⚠ ", style="bold red")
             line.append_text(literal(problem, "red"))
-            line.append("  ")
-        line.append(f"  checked {ago(now, self.checked_at_ms)}")
+            line.append("  ", style="red")
+        line.append(f"checked {ago(now, self.checked_at_ms)}")
         line.append(f" · last change {ago(now, self.changed_at_ms)}")
         line.append(f" · event #{self.tailer.last_seq}")
         line.append(" · workspace ")
         line.append_text(literal(self.workspace.root.name or str(self.workspace.root)))
         if self.engine is not None:
-            line.append(" · embedded engine", style="cyan")
+            line.append(" ")
+            line.append("· embedded engine", style="cyan")
         return line
 
     # -- selection and navigation ---------------------------------------------------------------
