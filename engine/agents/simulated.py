@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.agents.base import AgentError, AgentRequest, AgentResult, ModelCall, tool_by_name
-from engine.agents.fake_data import example_for
+from engine.agents.fake_data import example_for, topics_from
 from store.run_records import TokenUsage
 
 _DONE_FLAGS = ("done", "finished", "complete", "completed", "approved", "stop", "converged")
@@ -150,8 +150,11 @@ class SimulatedAgent:
             raise AgentError(f"simulated failure (failure_rate={self.failure_rate})")
         # Working notes streamed before the answer, as a real agent narrates its steps; they
         # count as output of the answering call.
+        topics = topics_from(request.prompt)
         notes = [
-            "· " + example_for({"type": "string", "minLength": 30}, rng) + "\n"
+            "· "
+            + example_for({"type": "string", "minLength": 30}, rng, name="progress", topics=topics)
+            + "\n"
             for _ in range(rng.randint(1, 3))
         ]
         for note in notes:
@@ -164,12 +167,16 @@ class SimulatedAgent:
 
     def _answer(self, request: AgentRequest, rng: random.Random) -> str:
         if request.output_schema is None:
-            return example_for({"type": "string", "minLength": 40}, rng)
+            return example_for(
+                {"type": "string", "minLength": 40}, rng, topics=topics_from(request.prompt)
+            )
         if not request.repair and rng.random() < self.invalid_rate:
             return "Sure! Here is what I found: the change looks fine overall."
         chance = min(1.0, 0.15 + 0.35 * request.iteration)
         hints = {flag: rng.random() < chance for flag in _DONE_FLAGS}
-        value = example_for(request.output_schema, rng, hints=hints)
+        value = example_for(
+            request.output_schema, rng, hints=hints, topics=topics_from(request.prompt)
+        )
         return json.dumps(value, ensure_ascii=False)
 
     @staticmethod
