@@ -36,6 +36,8 @@ from tui.tailing import Batch, WorkspaceTailer, wake_ups
 
 TICK_S = 1.0
 """How often the status line and time-dependent cells (elapsed, stale) are redrawn."""
+WARM_GAP_S = 0.05
+"""Pause before building each unvisited view in the background (input is handled first)."""
 
 
 class TetherApp(App[None]):
@@ -98,6 +100,7 @@ class TetherApp(App[None]):
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()
+        self._warm_started = False
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -180,9 +183,48 @@ class TetherApp(App[None]):
         except sqlite3.Error as error:
             self.read_problem = f"reading the workspace failed: {error}; retrying"
             return
+        if not self._warm_started:
+            # The first view has been painted with data: build the others while nobody looks.
+            self._warm_started = True
+            self.run_worker(self._warm_views(), group="warm", exit_on_error=False)
         if self.after_apply is not None:
             callback = self.after_apply
             self.call_after_refresh(callback, batch)
+
+    async def _warm_views(self) -> None:
+        """Compose and mount every view not visited yet, one at a time, after the first paint.
+
+        Composing a view (its tables, plot, CSS) takes 200-400 ms on a small machine; done here,
+        the first press of ``2``/``3``/``4`` only re-reads data and draws, like any later
+        switch. The view is mounted off screen and not resumed, so it reads nothing and takes
+        no focus until it is shown. Textual has no public "build this mode's screen now" call,
+        so this does what ``App._init_mode`` does minus the resume (Textual is pinned to 8.2).
+        """
+        for mode, factory in self.MODES.items():
+            await asyncio.sleep(WARM_GAP_S)  # let pending input and repaints go first
+            if self._exit or not self.is_running:
+                return  # shutting down: Textual is closing the screen stacks
+            if mode in self._screen_stacks or not callable(factory):
+                continue  # already visited
+            screen, mounted = self._get_screen(factory())
+            self._load_screen_css(screen)
+            self._screen_stacks[mode] = [screen]
+            await mounted
+            # Fill it once at the real size, so its tables and plot have done their first
+            # layout; showing it re-reads anyway (on_screen_resume), which then only patches.
+            screen._screen_resized(self.size)
+            if isinstance(screen, LiveScreen) and self.reader is not None and not self.paused:
+                async with self._lock:
+                    if mode != self.current_mode:
+                        await self._apply(screen, Batch(first_read=True))
+            if mode != self.current_mode and self.is_running:
+                # Lay it out and render it once off screen: the widgets' first render (styles,
+                # table and plot lines) is most of a first visit's cost.
+                await asyncio.sleep(WARM_GAP_S)
+                screen._refresh_layout(self.size)
+                screen._compositor.render_update(full=True)
+        # Like the start-up objects, keep the warmed widget trees out of the collector's view.
+        gc.freeze()
 
     async def refresh_screen(self, screen: LiveScreen) -> None:
         """Re-read everything ``screen`` shows (on entering a view, changing filter/scope)."""
