@@ -49,7 +49,11 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
 
     def save(name: str) -> None:
         path = out / f"{name}.svg"
-        path.write_text(app.export_screenshot(title=f"tether — {name}"), encoding="utf-8")
+        svg = app.export_screenshot(title=f"tether — {name}")
+        # Rich writes each styled run as its own <text>; without xml:space="preserve" renderers
+        # such as rsvg drop a run's leading spaces ("incident-runbookgen 0").
+        svg = svg.replace("<svg ", '<svg xml:space="preserve" ', 1)
+        path.write_text(svg, encoding="utf-8")
         saved.append(path)
 
     async with app.run_test(size=SIZE) as pilot:
