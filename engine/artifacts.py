@@ -8,8 +8,10 @@ Layout under the workspace's ``artifacts/`` folder::
     <run>/<node>/<attempt>/raw-output.txt             agent text that failed validation
     <run>/files/<name>                                written with ctx.artifacts.write_text
 
-Big blobs go here, not into prompts or database rows. Folders are created owner-only; an
-attempt's folder and stream log appear with the agent's first output.
+``<node>`` is :func:`store.ids.node_folder_name` of the node id (distinct for distinct ids,
+bounded, readable). Big blobs go here, not into prompts or database rows. Folders are created
+0700 and files 0600; every path is checked to resolve inside ``artifacts/`` before it is
+written or deleted. An attempt's folder and stream log appear with the agent's first output.
 """
 
 from __future__ import annotations
@@ -18,29 +20,38 @@ import os
 import re
 from pathlib import Path
 
+from store.artifact_paths import delete_run_dir, inside, run_dir
 from store.errors import InvalidInputError
+from store.ids import node_folder_name
+from store.workspace import make_private_dirs
+
+__all__ = [
+    "RAW_OUTPUT",
+    "STREAM_LOG",
+    "RunArtifacts",
+    "append_private_text",
+    "attempt_dir",
+    "delete_run_dir",
+    "ensure_private_folder",
+    "inside",
+    "run_dir",
+    "stream_log_path",
+    "write_private_bytes",
+]
 
 STREAM_LOG = "stream.log"
 RAW_OUTPUT = "raw-output.txt"
-_SAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
-_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
-
-
-def safe_part(text: str) -> str:
-    """A path component made from an id: unsafe characters become '_' (never '..' or '/')."""
-    cleaned = _SAFE.sub("_", text) or "_"
-    return "_" + cleaned if cleaned.startswith(".") else cleaned
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}")
 
 
 def attempt_dir(
     artifacts_root: Path, run_id: str, node_id: str, iteration: int, attempt: int
 ) -> Path:
     """The folder holding one attempt's files (see the module docstring for the layout)."""
-    parts = [str(artifacts_root), safe_part(run_id), safe_part(node_id)]
+    folder = run_dir(artifacts_root, run_id) / node_folder_name(node_id)
     if iteration:
-        parts.append(f"iteration-{iteration}")
-    parts.append(str(attempt))
-    return Path(os.path.join(*parts))
+        folder = folder / f"iteration-{int(iteration)}"
+    return inside(artifacts_root, folder / str(int(attempt)))
 
 
 def stream_log_path(
@@ -50,15 +61,38 @@ def stream_log_path(
     return attempt_dir(artifacts_root, run_id, node_id, iteration, attempt) / STREAM_LOG
 
 
+def ensure_private_folder(folder: Path) -> Path:
+    """Create ``folder`` and its missing parents owner-only (0700) and return it."""
+    make_private_dirs(folder)
+    return folder
+
+
+def append_private_text(path: Path, text: str) -> None:
+    """Append ``text`` to ``path``, creating it owner-only (0600); links are not followed."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def write_private_bytes(path: Path, data: bytes) -> Path:
+    """Write (replace) ``path`` atomically, owner-only (0600), and return it."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(temp, path)
+    return path
+
+
 class RunArtifacts:
     """Run-level artifact files tasks share: ``ctx.artifacts.write_text("plan.md", text)``."""
 
     def __init__(self, artifacts_root: Path, run_id: str) -> None:
-        self.folder = artifacts_root / safe_part(run_id) / "files"
+        self.folder = run_dir(artifacts_root, run_id) / "files"
 
     def path(self, name: str) -> Path:
         """Where artifact ``name`` lives. Names are plain file names (no folders, no '..')."""
-        if not isinstance(name, str) or not _NAME_RE.match(name):
+        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             raise InvalidInputError(
                 f"Artifact name {name!r} must be a plain file name "
                 "(letters, digits, '_', '.', '-')."
@@ -72,13 +106,8 @@ class RunArtifacts:
     def write_bytes(self, name: str, data: bytes) -> Path:
         """Write (replace) a binary artifact atomically and return its path."""
         target = self.path(name)
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        with open(temp, "wb") as handle:
-            handle.write(data)
-        os.chmod(temp, 0o600)
-        os.replace(temp, target)
-        return target
+        ensure_private_folder(self.folder)
+        return write_private_bytes(target, data)
 
     def read_text(self, name: str) -> str:
         """Read a text artifact (NotFound-style InvalidInputError when missing)."""

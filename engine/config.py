@@ -24,6 +24,7 @@ api_key_env = "OPENAI_API_KEY"
 
 from __future__ import annotations
 
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,12 +75,30 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
     return config
 
 
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def load_config(path: Path) -> EngineConfig:
-    """Read ``path`` (a missing file gives the defaults)."""
-    if not path.exists():
-        return EngineConfig()
+    """Read ``path`` (a missing file gives the defaults). A folder, a FIFO, a file over 1 MiB,
+    bad UTF-8 or bad TOML is one InvalidInputError sentence."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise InvalidInputError(f"{path} is not valid TOML ({error}).") from error
+        info = path.stat()
+    except FileNotFoundError:
+        return EngineConfig()
+    except OSError as error:
+        raise InvalidInputError(f"Cannot read {path}: {error.strerror or error}.") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidInputError(f"{path} is not a regular file; the config must be a TOML file.")
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as error:
+        raise InvalidInputError(f"Cannot read {path}: {error.strerror or error}.") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise InvalidInputError(f"{path} is larger than 1 MiB; that is not a config file.")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
+        reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+        raise InvalidInputError(f"{path} is not valid TOML ({reason}).") from None
     return parse_config(data, str(path))

@@ -30,6 +30,7 @@ from engine.hooks import HandoffRequest
 from engine.memory.block import longest_prefix_within, utf8_len
 from store.database import Database
 from store.errors import InvalidInputError
+from store.owners import running_elsewhere
 from store.run_records import RunRecord
 from store.runs import RunStore
 
@@ -253,7 +254,7 @@ class ClearResult:
 async def clear_run(db: Database, run_id: str, reason: str) -> ClearResult:
     """The durable ``/clear`` a person asks for (``tether clear``, the dashboard's ``x``).
 
-    A run an engine is executing (running, fresh heartbeat) gets a clear *request*; that engine
+    A run an engine is executing (its owner is alive) gets a clear *request*; that engine
     hands off at its next dispatch. Any other run (stale, pending, failed, cancelled, finished)
     is handed off here and now; the new run's id is returned, and ``tether run WORKFLOW
     --resume NEW_ID`` (or the dashboard's ``R``) continues it.
@@ -268,7 +269,7 @@ async def clear_run(db: Database, run_id: str, reason: str) -> ClearResult:
     run = await runs.get_run(run_id)
     if run.status == "handed-off":
         raise InvalidInputError(f"Run {run_id} was already handed off; clear its successor.")
-    if run.status == "running" and not run.is_stale(db.clock.now_ms()):
+    if running_elsewhere(run, db.clock.now_ms()) is not None:
         await runs.request_clear(run_id, reason)
         return ClearResult(run_id, True, None)
     new_id = await HandoffManager(db).hand_off_run(

@@ -53,7 +53,7 @@ from engine.upstream import UpstreamOutputs
 from engine.workflow import TaskSpec, Workflow
 from store.database import Database
 from store.errors import InvalidInputError
-from store.owners import new_owner_id, owner_is_dead
+from store.owners import new_owner_id, running_elsewhere
 from store.run_records import NodeRecord, RunRecord, RunRequests
 from store.runs import RunStore
 from store.task_cache import TaskCache
@@ -140,8 +140,9 @@ class Engine:
     async def resume(self, workflow: Workflow, run_id: str) -> RunOutcome:
         """Continue ``run_id``: finished nodes keep their outputs, the rest run.
 
-        Refuses a finished or handed-off run, a run of another workflow, and a run whose owner
-        is still alive (heartbeat younger than 30 s).
+        Refuses a finished or handed-off run, a run of another workflow, and a run another
+        process is executing (its owner is alive; for an owner on another host, its heartbeat
+        is younger than 30 s).
         """
         run = await self.store.get_run(run_id)
         if run.workflow != workflow.name:
@@ -152,20 +153,13 @@ class Engine:
             raise InvalidInputError(f"Run {run_id} already finished; there is nothing to resume.")
         if run.status == "handed-off":
             raise InvalidInputError(f"Run {run_id} was handed off to a newer run; resume that.")
-        now = self.db.clock.now_ms()
-        if (
-            run.status == "running"
-            and not run.is_stale(now)
-            and run.owner_id != self.owner_id
-            and not owner_is_dead(run.owner_id)
-        ):
-            raise InvalidInputError(
-                f"Run {run_id} is still running in another process (heartbeat "
-                f"{(now - (run.heartbeat_at_ms or now)) // 1000} s ago); cancel it or wait."
-            )
+        # Ownership, not heartbeat age: a live owner keeps its run (store/owners.py).
+        refusal = running_elsewhere(run, self.db.clock.now_ms(), self.owner_id)
+        if refusal is not None:
+            raise InvalidInputError(refusal)
         self.prepare(workflow)
         parsed = workflow.parse_input(run.input)
-        claimed = await self.store.claim_run(run_id, self.owner_id)
+        claimed = await self.store.claim_run(run_id, self.owner_id, expected_owner=run.owner_id)
         return await RunExecution(self, workflow, claimed, parsed).execute()
 
     async def run_chain(self, workflow: Workflow, outcome: RunOutcome) -> RunOutcome:

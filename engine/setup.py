@@ -4,9 +4,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from engine.agents.registry import AgentRegistry
 from engine.config import EngineConfig, load_config
 from engine.hooks import EngineHooks, ProgressCallback
-from engine.scheduler import Engine
+from engine.root_prompts import check_root_prompts
+from engine.scheduler import Engine, task_memory
+from engine.workflow import Workflow
 from store.database import Database
 
 
@@ -38,3 +43,23 @@ def open_engine(
     """An engine on ``db`` with the workspace's ``config.toml`` and the standard hooks."""
     config = config or load_config(db.workspace.config_path)
     return Engine(db, config=config, hooks=build_hooks(db, on_progress), owner_id=owner_id)
+
+
+def preflight(workflow: Workflow, config: EngineConfig, raw_input: Any = None, *,
+              check_input: bool = True) -> None:
+    """Every check :meth:`Engine.start` makes before it writes, without a database: so a
+    refused ``tether run`` creates nothing, not even the workspace folder.
+
+    The definition (graph, ceiling, memory configs, agents) and, with ``check_input``, the
+    input and the prompts that depend on it alone. InvalidInputError names the problem.
+    """
+    from engine.ceiling import ceiling_of
+
+    workflow.validate()
+    ceiling_of(workflow.ceiling)
+    registry = AgentRegistry(workflow.agents, config.agents)
+    for spec in workflow.tasks.values():
+        task_memory(spec, workflow)
+        registry.get(spec.agent or workflow.default_agent)
+    if check_input:
+        check_root_prompts(workflow, workflow.parse_input(raw_input))

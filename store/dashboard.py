@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from store.buckets import BUCKET_LABELS
-from store.database import BUSY_TIMEOUT_MS, inspect_database_file
+from store.database import BUSY_TIMEOUT_MS
+from store.database_file import database_file_exists, read_file_info, readonly_uri
 from store.errors import NotFoundError
 from store.run_records import STALE_AFTER_MS, TokenUsage
 from store.sql import dashboard as sql
@@ -343,12 +344,12 @@ class DashboardReader:
             WorkspaceError: the file is not a usable Tether database.
         """
         path = workspace.database_path
-        if not path.exists():
+        if not database_file_exists(path):
             raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
-        inspect_database_file(path)
-        uri = f"{path.resolve().as_uri()}?mode=ro"
+        if read_file_info(path).empty:
+            raise NotFoundError(f"There is no Tether workspace at {workspace.root} yet.")
         conn = await aiosqlite.connect(
-            uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+            readonly_uri(path), uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
         )
         conn.row_factory = sqlite3.Row
         reader = cls(conn, workspace)

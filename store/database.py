@@ -5,9 +5,14 @@ All writes go through :meth:`Database.transaction`, which takes the write lock u
 busy timeout, and retries with jittered backoff if the lock stays busy. "database is locked"
 therefore never reaches a person unless another process holds the lock for minutes.
 
-Before anything is written, an existing file is checked read-only: a file that is not SQLite,
-is corrupt, belongs to another program, or was written by a newer Tether is refused with one
-sentence and left byte-for-byte untouched.
+Before anything is written, an existing file is checked through SQLite only
+(:mod:`store.database_file`; nothing here ever opens the file itself): a file that is not SQLite,
+belongs to another program, or was written by a newer Tether is refused with one sentence and
+left byte-for-byte untouched. A writer also runs ``PRAGMA quick_check`` when the file is small
+enough for it to be cheap (:data:`QUICK_CHECK_MAX_BYTES`). The first time SQLite reports the file
+corrupt, in any process, the damage is recorded (:mod:`store.damage`) and no process writes to
+it again. Disk full, I/O errors and read-only files become one sentence
+(:mod:`store.storage_errors`, exit code 3).
 """
 
 from __future__ import annotations
@@ -17,19 +22,32 @@ import contextlib
 import os
 import random
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 
 from store.clock import SYSTEM_CLOCK, Clock
-from store.errors import NotFoundError, WorkspaceError
+from store.damage import record_damage, recorded_damage
+from store.database_file import (
+    DatabaseFileInfo,
+    database_file_exists,
+    inspect_database_file,
+    read_file_info,
+    readonly_uri,
+)
+from store.errors import DamagedDatabaseError, NotFoundError, StorageError, WorkspaceError
 from store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from store.storage_errors import recovery_hint, storage_error
 from store.workspace import Workspace
 
+__all__ = ["BUSY_TIMEOUT_MS", "Database", "Row", "inspect_database_file", "open_databases"]
+
 BUSY_TIMEOUT_MS = 30_000
-_SQLITE_HEADER = b"SQLite format 3\x00"
+QUICK_CHECK_MAX_BYTES = 32 * 1024 * 1024
+"""Writers quick-check files up to this size when they open them (about 40 ms at the limit)."""
 _RETRY_ATTEMPTS = 8
 _RETRY_BASE_S = 0.05
 _RETRY_MAX_S = 2.0
@@ -37,6 +55,13 @@ _RETRY_MAX_S = 2.0
 Row = sqlite3.Row
 T = TypeVar("T")
 Params = Sequence[Any] | dict[str, Any]
+
+_OPEN: weakref.WeakSet[Database] = weakref.WeakSet()
+
+
+def open_databases() -> list[Database]:
+    """Databases opened in this process and not closed yet (the test suite checks for leaks)."""
+    return list(_OPEN)
 
 
 def _is_busy(error: BaseException) -> bool:
@@ -46,60 +71,28 @@ def _is_busy(error: BaseException) -> bool:
     )
 
 
-def inspect_database_file(path: Path) -> int:
-    """Check an existing file read-only and return its schema version (0 for an empty file).
-
-    Raises:
-        WorkspaceError: the file is not a SQLite database, is corrupt, is not a Tether
-            database, or comes from a newer Tether than this one.
-    """
-    size = path.stat().st_size
-    if size == 0:
-        return 0
-    with path.open("rb") as handle:
-        header = handle.read(len(_SQLITE_HEADER))
-    if header != _SQLITE_HEADER:
-        raise WorkspaceError(f"{path} is not a SQLite database; Tether left it untouched.")
-    try:
-        # mode=ro never writes the main file; we only read the header fields and catalogue.
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
-            application_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = conn.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-            ).fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as error:
-        raise WorkspaceError(
-            f"{path} is damaged or unreadable ({error}); Tether left it untouched."
-        ) from error
-    if application_id != APPLICATION_ID and (application_id != 0 or tables > 0):
-        raise WorkspaceError(
-            f"{path} is a SQLite database that does not belong to Tether; it was left untouched."
-        )
-    if version > SCHEMA_VERSION:
-        raise WorkspaceError(
-            f"{path} was written by a newer Tether (schema {version}, this one knows "
-            f"{SCHEMA_VERSION}); upgrade Tether to open it."
-        )
-    return int(version)
-
-
 class Database:
     """An open workspace database shared by the memory store and the run records."""
 
     def __init__(
-        self, conn: aiosqlite.Connection, workspace: Workspace, clock: Clock
+        self,
+        conn: aiosqlite.Connection,
+        workspace: Workspace,
+        clock: Clock,
+        *,
+        readonly: bool = False,
     ) -> None:
         self._conn = conn
         self.workspace = workspace
         self.clock = clock
+        self.readonly = readonly
         self._write_lock = asyncio.Lock()
         # A second connection used on the event-loop thread for short writes that get the
         # lock at once (see run_in_transaction); opened on first use.
         self._direct: sqlite3.Connection | None = None
+        self._damage: DamagedDatabaseError | None = None
+        self._closed = False
+        _OPEN.add(self)
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -110,47 +103,91 @@ class Database:
         *,
         create: bool = True,
         clock: Clock = SYSTEM_CLOCK,
+        readonly: bool = False,
     ) -> Database:
         """Open (and, when ``create`` is true, create and migrate) the workspace database.
 
+        With ``readonly`` the file is opened with SQLite's ``mode=ro``: nothing is created,
+        migrated or chmod-ed, and every write fails with a StorageError.
+
         Raises:
-            NotFoundError: ``create`` is false and the workspace has no database yet.
-            WorkspaceError: the file cannot be used (see :func:`inspect_database_file`).
+            NotFoundError: ``create`` is false (or ``readonly``) and there is no database, or
+                (``readonly``) the file is empty.
+            WorkspaceError: the file cannot be used (a link or special file, not SQLite,
+                another program's database, or a newer schema).
+            StorageError: damaged (DamagedDatabaseError), read-only for a writer, unreadable,
+                disk full or an I/O error.
         """
         path = workspace.database_path
-        if path.exists():
-            version = inspect_database_file(path)
-        elif not create:
+        info: DatabaseFileInfo | None = None
+        if database_file_exists(path):
+            info = read_file_info(path)
+        elif not create or readonly:
             raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
-        else:
-            version = 0
-        try:
-            if create:
-                workspace.ensure()
-            old_umask = os.umask(0o077)
-            try:
-                conn = await aiosqlite.connect(
-                    str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
-                )
-            finally:
-                os.umask(old_umask)
-        except (OSError, sqlite3.Error) as error:
-            # A file where the folder should be, a missing parent, no permission: one sentence.
-            reason = getattr(error, "strerror", None) or str(error)
-            raise WorkspaceError(
-                f"Cannot open the workspace at {workspace.root}: {reason}."
-            ) from None
-        conn.row_factory = sqlite3.Row
+        if readonly:
+            assert info is not None
+            return await cls._open_readonly(workspace, info, clock)
+        if info is not None and info.empty and not create:
+            # A 0-byte (or schema-less) file is not a workspace yet; only a creating command
+            # turns it into one.
+            raise NotFoundError(f"There is no Tether workspace at {workspace.root} yet.")
+        damage = recorded_damage(workspace)
+        if damage is not None:
+            raise DamagedDatabaseError(
+                f"{path} was found damaged earlier ({damage.rstrip('.')}); Tether will not "
+                f"write to it, {recovery_hint()}."
+            )
+        conn = await _connect(workspace, str(path), create=create)
         db = cls(conn, workspace, clock)
         try:
-            await db._configure()
-            if version < SCHEMA_VERSION:
-                await db._migrate()
+            with db._storage_errors():
+                await db._configure()
+                if info is not None and not info.empty and (
+                    info.size_bytes <= QUICK_CHECK_MAX_BYTES
+                ):
+                    await db._quick_check()
+                if info is None or info.schema_version < SCHEMA_VERSION:
+                    await db._migrate()
         except BaseException:
-            await conn.close()
+            await db.close()
             raise
-        with contextlib.suppress(OSError):
-            os.chmod(path, 0o600)
+        return db
+
+    @classmethod
+    async def open_readonly(
+        cls, workspace: Workspace, *, clock: Clock = SYSTEM_CLOCK
+    ) -> Database | None:
+        """The database opened read-only, or None when there is none yet (no file, or an
+        empty one): what reading commands use, so a read never changes anything."""
+        try:
+            return await cls.open(workspace, create=False, clock=clock, readonly=True)
+        except NotFoundError:
+            return None
+
+    @classmethod
+    async def _open_readonly(
+        cls, workspace: Workspace, info: DatabaseFileInfo, clock: Clock
+    ) -> Database:
+        path = workspace.database_path
+        if info.empty:
+            raise NotFoundError(f"There is no Tether workspace at {workspace.root} yet.")
+        if info.schema_version < SCHEMA_VERSION:
+            # An older Tether wrote it: the one change a read makes is the upgrade it needs.
+            try:
+                await (await cls.open(workspace, create=False, clock=clock)).close()
+            except StorageError as error:
+                raise StorageError(
+                    f"{path} was written by an older Tether and cannot be upgraded ({error})"
+                ) from None
+        conn = await _connect(workspace, readonly_uri(path), create=False, uri=True)
+        db = cls(conn, workspace, clock, readonly=True)
+        try:
+            with db._storage_errors():
+                await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                await conn.execute("PRAGMA query_only = 1")
+        except BaseException:
+            await db.close()
+            raise
         return db
 
     async def _configure(self) -> None:
@@ -160,6 +197,16 @@ class Database:
             raise WorkspaceError(f"Could not switch {self.workspace.database_path} to WAL mode.")
         await self._conn.execute("PRAGMA synchronous = NORMAL")
         await self._conn.execute("PRAGMA foreign_keys = ON")
+
+    async def _quick_check(self) -> None:
+        rows = await self.fetch_all("PRAGMA quick_check(1)")
+        verdict = str(rows[0][0]) if rows else "no answer"
+        if verdict != "ok":
+            # No mark: every writer's open runs the same check and finds the same damage.
+            raise DamagedDatabaseError(
+                f"{self.workspace.database_path} is damaged (quick check: "
+                f"{verdict.rstrip('.')}); Tether will not write to it, {recovery_hint()}."
+            )
 
     async def _migrate(self) -> None:
         async with self.transaction() as conn:
@@ -178,10 +225,15 @@ class Database:
             await conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     async def close(self) -> None:
-        """Close the connection (its worker thread stops with it)."""
+        """Close the connections (the worker thread stops with them). Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        _OPEN.discard(self)
         if self._direct is not None:
-            self._direct.close()
-            self._direct = None
+            direct, self._direct = self._direct, None
+            with contextlib.suppress(sqlite3.Error):
+                direct.close()
         await self._conn.close()
 
     async def __aenter__(self) -> Database:
@@ -190,11 +242,46 @@ class Database:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    # -- storage problems ------------------------------------------------------------------
+
+    @property
+    def damage(self) -> DamagedDatabaseError | None:
+        """The damage this connection met (no write is attempted after it), or None."""
+        return self._damage
+
+    def _record(self, damage: DamagedDatabaseError) -> None:
+        """Remember damage here and for every process (the mark), then raise it."""
+        if self._damage is None:
+            self._damage = damage
+            record_damage(self.workspace, str(damage))
+        raise damage
+
+    def _refuse_writes_after_damage(self) -> None:
+        if self._damage is not None:
+            raise DamagedDatabaseError(str(self._damage))
+
+    @contextlib.contextmanager
+    def _storage_errors(self) -> Iterator[None]:
+        """Turn SQLite's storage errors (full, I/O, corrupt, read-only) into one sentence."""
+        try:
+            yield
+        except sqlite3.Error as error:
+            problem = storage_error(error, self.workspace.database_path)
+            if problem is None:
+                raise
+            if isinstance(problem, DamagedDatabaseError):
+                try:
+                    self._record(problem)
+                except DamagedDatabaseError as recorded:
+                    raise recorded from None
+            raise problem from None
+
     # -- reading ---------------------------------------------------------------------------
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         """Run a query and return every row (the cursor is exhausted, so no snapshot stays open)."""
-        return list(await self._conn.execute_fetchall(sql, params))
+        with self._storage_errors():
+            return list(await self._conn.execute_fetchall(sql, params))
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
         """Run a query and return its first row, or None."""
@@ -226,15 +313,24 @@ class Database:
         holds the write lock, so callers never see "database is locked" for ordinary contention.
         """
         async with self._write_lock:
-            await self._begin_immediate()
-            try:
-                yield self._conn
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    await self._conn.execute("ROLLBACK")
-                raise
-            else:
-                await self._commit()
+            self._check_writable()
+            with self._storage_errors():
+                await self._begin_immediate()
+                try:
+                    yield self._conn
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        await self._conn.execute("ROLLBACK")
+                    raise
+                else:
+                    await self._commit()
+
+    def _check_writable(self) -> None:
+        self._refuse_writes_after_damage()
+        if self.readonly:
+            raise StorageError(
+                f"{self.workspace.database_path} was opened read-only; this change was not made."
+            )
 
     async def _begin_immediate(self) -> None:
         await self._retry_busy("BEGIN IMMEDIATE", rollback_on_failure=False)
@@ -280,7 +376,8 @@ class Database:
         Like :meth:`fetch_all`, no transaction is opened: each statement reads the latest
         committed state.
         """
-        result: T = await self._conn._execute(work, self._conn._conn)
+        with self._storage_errors():
+            result: T = await self._conn._execute(work, self._conn._conn)
         return result
 
     def _direct_connection(self) -> sqlite3.Connection:
@@ -300,28 +397,57 @@ class Database:
         ``work`` must only touch the database (it is re-run from the start if the write lock
         stays busy); an exception rolls everything back and propagates.
         """
-        if not self._write_lock.locked():
-            direct = self._direct_connection()
-            try:
-                return _run_transaction(direct, work)
-            except sqlite3.OperationalError as error:
-                if not _is_busy(error):
-                    raise
-                # Another process holds the write lock: wait for it off the event loop.
-        async with self._write_lock:
-            for attempt in range(_RETRY_ATTEMPTS):
+        self._check_writable()
+        with self._storage_errors():
+            if not self._write_lock.locked():
+                direct = self._direct_connection()
                 try:
-                    # aiosqlite runs the callable on its worker thread (its documented-in-code
-                    # queue); one hop instead of one per statement.
-                    result: T = await self._conn._execute(
-                        _run_transaction, self._conn._conn, work
-                    )
-                    return result
+                    return _run_transaction(direct, work)
                 except sqlite3.OperationalError as error:
-                    if not _is_busy(error) or attempt == _RETRY_ATTEMPTS - 1:
+                    if not _is_busy(error):
                         raise
-                    await asyncio.sleep(_backoff(attempt))
+                    # Another process holds the write lock: wait for it off the event loop.
+            async with self._write_lock:
+                for attempt in range(_RETRY_ATTEMPTS):
+                    try:
+                        # aiosqlite runs the callable on its worker thread (its
+                        # documented-in-code queue); one hop instead of one per statement.
+                        result: T = await self._conn._execute(
+                            _run_transaction, self._conn._conn, work
+                        )
+                        return result
+                    except sqlite3.OperationalError as error:
+                        if not _is_busy(error) or attempt == _RETRY_ATTEMPTS - 1:
+                            raise
+                        await asyncio.sleep(_backoff(attempt))
         raise AssertionError("unreachable")
+
+
+async def _connect(
+    workspace: Workspace, target: str, *, create: bool, uri: bool = False
+) -> aiosqlite.Connection:
+    """Open an aiosqlite connection; a new file is created owner-only (0600, and SQLite gives
+    its -wal and -shm the same mode)."""
+    try:
+        if create:
+            workspace.ensure()
+        old_umask = os.umask(0o077)
+        try:
+            conn = await aiosqlite.connect(
+                target, uri=uri, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+            )
+        finally:
+            os.umask(old_umask)
+    except (OSError, sqlite3.Error) as error:
+        # A file where the folder should be, a missing parent, no permission: one sentence.
+        if isinstance(error, OSError):
+            problem = storage_error(error, workspace.root)
+            if problem is not None:
+                raise problem from None
+        reason = getattr(error, "strerror", None) or str(error)
+        raise WorkspaceError(f"Cannot open the workspace at {workspace.root}: {reason}.") from None
+    conn.row_factory = sqlite3.Row
+    return conn
 
 
 def _open_direct(path: Path) -> sqlite3.Connection:

@@ -25,9 +25,21 @@ class InvalidInputError(TetherError):
 
 
 class WorkspaceError(TetherError):
-    """The workspace database cannot be used (foreign, corrupt or from a newer Tether). Exit 2."""
+    """The workspace database cannot be used as given (not a regular file, not SQLite, another
+    program's database, or from a newer Tether). Exit code 2."""
 
     exit_code = 2
+
+
+class StorageError(TetherError):
+    """The workspace could not be read or written to the end: disk full, an I/O error, a
+    damaged database, or a read-only one asked to change. Exit code 3 ("could not complete")."""
+
+    exit_code = 3
+
+
+class DamagedDatabaseError(StorageError):
+    """SQLite reported the database file as corrupt (SQLITE_CORRUPT / SQLITE_NOTADB). Exit 3."""
 
 
 class ConflictError(TetherError):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from store.errors import InvalidInputError
+from store.json_text import JsonTextError, describe, parse_json_text
 from store.namespaces import Namespace, canonical_namespace, ensure_clean_text, ensure_length
 from store.sql import memory as sql
 
@@ -100,10 +101,6 @@ def validate_ttl(ttl_ms: int | None) -> int | None:
     return ttl_ms
 
 
-def _reject_constant(name: str) -> Any:
-    raise InvalidInputError(f"The value is not valid JSON: {name} is not allowed in JSON.")
-
-
 def parse_value_json(text: str) -> str:
     """Check that ``text`` is one JSON document within the size limit; return it unchanged.
 
@@ -119,12 +116,10 @@ def parse_value_json(text: str) -> str:
             f"The value is {_mib(size)}; a fact holds at most {_mib(MAX_VALUE_BYTES)}."
         )
     try:
-        json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as error:
-        raise InvalidInputError(
-            f"The value is not valid JSON: {error.msg} at line {error.lineno} column "
-            f"{error.colno} (write strings in double quotes, e.g. '\"text\"')."
-        ) from None
+        parse_json_text(text)
+    except JsonTextError as error:
+        hint = " (write strings in double quotes, e.g. '\"text\"')" if error.line else ""
+        raise InvalidInputError(describe("the value", error)[:-1] + hint + ".") from None
     return text
 
 
@@ -134,6 +129,9 @@ def encode_value(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as error:
         raise InvalidInputError(f"The value cannot be stored as JSON: {error}.") from None
+    except RecursionError:
+        raise InvalidInputError("The value cannot be stored as JSON: it is nested too deeply.") \
+            from None
     return parse_value_json(text)
 
 

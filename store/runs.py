@@ -32,18 +32,19 @@ nodes, attempts and handoffs.
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from store.artifact_paths import delete_run_dir
 from store.calls import CallLog
 from store.errors import InvalidInputError, NotFoundError
 from store.events import MAX_READ_LIMIT
+from store.ids import validate_node_id, validate_run_id
 from store.json_columns import dump_json
 from store.memory_blocks import MemoryBlockLog
-from store.owners import owner_is_dead
+from store.owners import running_elsewhere
 from store.run_records import (
     STALE_AFTER_MS,
     AttemptRecord,
@@ -56,6 +57,9 @@ from store.run_records import (
 )
 from store.schema import ATTEMPT_STATES, NODE_STATES, RUN_STATUSES
 from store.sql import runs as sql
+
+ANY_OWNER = object()
+"""``claim_run`` without an ownership check."""
 
 
 def new_run_id() -> str:
@@ -127,7 +131,7 @@ class RunStore(CallLog, MemoryBlockLog):
         ``parent_run_id``/``generation`` link a continuation (handoff) to the run it continues.
         """
         _check(status, RUN_STATUSES, "run status")
-        run_id = run_id or new_run_id()
+        run_id = validate_run_id(run_id) if run_id is not None else new_run_id()
 
         def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
@@ -199,14 +203,16 @@ class RunStore(CallLog, MemoryBlockLog):
         )
 
     async def get_run(self, run_id: str) -> RunRecord:
-        """The run with this id. Raises NotFoundError."""
+        """The run with this id. Raises NotFoundError (InvalidInputError for a malformed id)."""
+        validate_run_id(run_id)
         row = await self.db.fetch_one(sql.SELECT_RUN, (run_id,))
         if row is None:
             raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
         return RunRecord.from_row(row)
 
     async def find_run(self, run_id: str) -> RunRecord | None:
-        """The run with this id, or None."""
+        """The run with this id, or None (InvalidInputError for a malformed id)."""
+        validate_run_id(run_id)
         row = await self.db.fetch_one(sql.SELECT_RUN, (run_id,))
         return None if row is None else RunRecord.from_row(row)
 
@@ -261,20 +267,38 @@ class RunStore(CallLog, MemoryBlockLog):
 
         await self.db.run_in_transaction(work)
 
-    async def claim_run(self, run_id: str, owner_id: str) -> RunRecord:
+    async def claim_run(
+        self, run_id: str, owner_id: str, *, expected_owner: str | None | object = ANY_OWNER
+    ) -> RunRecord:
         """Take over a run for (re)execution: status running, new owner, fresh heartbeat.
 
-        Any attempt still marked running belongs to a dead process; it is marked abandoned and
-        its node set back to pending so the scheduler retries it. Emits ``run.resumed``.
+        With ``expected_owner`` the claim is a compare-and-set: it only happens while the run
+        still has that owner, so two processes resuming the same run cannot both win
+        (InvalidInputError for the loser). Any attempt still marked running belongs to a dead
+        process; it is marked abandoned and its node set back to pending so the scheduler
+        retries it. Emits ``run.resumed``.
         """
+        validate_run_id(run_id)
+        check_owner = expected_owner is not ANY_OWNER
 
         def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
             cursor = conn.execute(
-                sql.CLAIM_RUN, {"run_id": run_id, "owner_id": owner_id, "now": now}
+                sql.CLAIM_RUN,
+                {
+                    "run_id": run_id,
+                    "owner_id": owner_id,
+                    "now": now,
+                    "check_owner": int(check_owner),
+                    "expected_owner": expected_owner if check_owner else None,
+                },
             )
             if cursor.rowcount == 0:
-                raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
+                if conn.execute(sql.SELECT_RUN, (run_id,)).fetchone() is None:
+                    raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
+                raise InvalidInputError(
+                    f"Run {run_id} was just taken over by another process; nothing was resumed."
+                )
             abandoned = self._abandon(conn, run_id, now)
             self._insert_events(
                 conn,
@@ -290,6 +314,18 @@ class RunStore(CallLog, MemoryBlockLog):
 
         await self.db.run_in_transaction(work)
         return await self.get_run(run_id)
+
+    async def release_runs(self, owner_id: str) -> int:
+        """Give up ownership of every unfinished run ``owner_id`` holds, without changing their
+        status: a process that stops executing them but lives on (a dashboard quitting inside a
+        longer-lived process) must not keep them from being resumed. Their heartbeat then
+        decides, as for a run whose owner is unknown. Returns how many runs were released."""
+
+        def work(conn: sqlite3.Connection) -> Any:
+            params = {"owner_id": owner_id, "now": self.now_ms}
+            return conn.execute(sql.RELEASE_RUNS, params).rowcount
+
+        return int(await self.db.run_in_transaction(work))
 
     async def heartbeat(self, run_id: str, owner_id: str | None = None) -> bool:
         """Refresh the run's heartbeat. With ``owner_id`` only if that owner still holds the run.
@@ -320,7 +356,7 @@ class RunStore(CallLog, MemoryBlockLog):
             now = self.now_ms
             conn.execute(sql.REQUEST_CANCEL, {"run_id": run_id, "now": now})
             events = [NewEvent("run.cancel-requested", run_id)]
-            if run.status != "running" or run.is_stale(now) or owner_is_dead(run.owner_id):
+            if running_elsewhere(run, now) is None:  # nobody alive is executing it
                 conn.execute(
                     sql.UPDATE_RUN_STATUS,
                     _status_params(run_id, "cancelled", now, error="Cancelled by request."),
@@ -369,11 +405,7 @@ class RunStore(CallLog, MemoryBlockLog):
         NotFoundError, or InvalidInputError for a run that is running and not stale.
         """
         run = await self.get_run(run_id)
-        if (
-            run.status == "running"
-            and not run.is_stale(self.now_ms)
-            and not owner_is_dead(run.owner_id)
-        ):
+        if running_elsewhere(run, self.now_ms) is not None:
             raise InvalidInputError(f"Run {run_id} is running; cancel it before deleting it.")
 
         def work(conn: sqlite3.Connection) -> Any:
@@ -384,10 +416,7 @@ class RunStore(CallLog, MemoryBlockLog):
             self._insert_events(conn, now, [NewEvent("run.deleted", payload={"run_id": run_id})])
 
         await self.db.run_in_transaction(work)
-        folder = self.db.workspace.artifacts_dir / run_id
-        # Only a plain child folder named exactly after the run (run ids are generated).
-        if folder.parent == self.db.workspace.artifacts_dir and folder.is_dir():
-            shutil.rmtree(folder, ignore_errors=True)
+        delete_run_dir(self.db.workspace.artifacts_dir, run_id)
 
     # -- nodes ------------------------------------------------------------------------------
 
@@ -408,6 +437,8 @@ class RunStore(CallLog, MemoryBlockLog):
         set_error: bool = False,
     ) -> dict[str, Any]:
         _check(state, NODE_STATES, "node state")
+        validate_run_id(run_id)
+        validate_node_id(node_id)
         return {
             "run_id": run_id,
             "node_id": node_id,

@@ -41,10 +41,25 @@ class Workspace:
         return self.database_path.exists()
 
     def ensure(self) -> None:
-        """Create the folder and artifacts folder with owner-only permissions (0700)."""
-        for folder in (self.root, self.artifacts_dir):
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.root, 0o700)
+        """Create the folder and its artifacts folder owner-only (0700), with any missing
+        parents; folders that already exist keep their permissions (a write never chmods)."""
+        make_private_dirs(self.artifacts_dir)
+
+
+def make_private_dirs(folder: Path) -> None:
+    """Create ``folder`` and every missing parent with mode 0700 (``Path.mkdir(parents=True)``
+    would give the parents the umask's default mode instead)."""
+    missing: list[Path] = []
+    current = folder
+    while not current.exists() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            if not path.is_dir():
+                raise
 
 
 def find_workspace_root(start: Path) -> Path | None:

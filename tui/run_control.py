@@ -16,13 +16,12 @@ after 30 s they show as *stale*, ready for ``R`` (or ``tether run --resume``).
 from __future__ import annotations
 
 import asyncio
-import shutil
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.artifacts import safe_part
 from engine.examples import EXAMPLES_DIR
 from engine.handoff import ClearResult, clear_run
 from engine.loader import load_workflow
@@ -267,9 +266,7 @@ class EngineHost:
         run = await runs.get_run(run_id)
         if run.status in ("running", "pending") and not run.is_stale(self.clock.now_ms()):
             raise InvalidInputError(f"Run {run_id} is {run.status}; cancel it before deleting it.")
-        await runs.delete_run(run_id)
-        folder = self.workspace.artifacts_dir / safe_part(run_id)
-        await asyncio.to_thread(shutil.rmtree, folder, True)
+        await runs.delete_run(run_id)  # rows and the artifact folder (checked inside artifacts/)
         return run_id
 
     async def active_runs(self) -> list[RunRecord]:
@@ -281,12 +278,18 @@ class EngineHost:
 
     async def abandon(self) -> None:
         """Stop executing embedded runs without marking them: they stay ``running`` and become
-        stale (resumable) once their heartbeat is older than 30 s."""
+        stale (resumable) once their heartbeat is older than 30 s. This process gives up their
+        ownership, so it never keeps them from being resumed while it lives on."""
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        if self._db is not None and self._owners:
+            store = RunStore(self._db)
+            for owner in self._owners:
+                with contextlib.suppress(TetherError):  # a full disk must not block quitting
+                    await store.release_runs(owner)
 
     async def close(self) -> None:
         """Abandon embedded runs and close the writable connection (safe to call twice)."""

@@ -36,7 +36,12 @@ CLAIM_RUN = """
 UPDATE runs SET status = 'running', owner_id = :owner_id, heartbeat_at_ms = :now,
     started_at_ms = coalesce(started_at_ms, :now), finished_at_ms = NULL, error = NULL,
     cancel_requested_at_ms = NULL, updated_at_ms = :now
-WHERE run_id = :run_id
+WHERE run_id = :run_id AND (:check_owner = 0 OR owner_id IS :expected_owner)
+"""
+
+RELEASE_RUNS = """
+UPDATE runs SET owner_id = NULL, updated_at_ms = :now
+WHERE owner_id = :owner_id AND status IN ('running', 'pending')
 """
 
 UPDATE_HEARTBEAT = "UPDATE runs SET heartbeat_at_ms = :now WHERE run_id = :run_id"

@@ -101,7 +101,7 @@ def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     assert tether(workspace, "cancel", "r-nope").returncode == 1
 
 
-def test_failed_run_exits_1_resumes_and_shows_data_literally(tmp_path: Path) -> None:
+def test_failed_run_exits_3_resumes_and_shows_data_literally(tmp_path: Path) -> None:
     flag = tmp_path / "fixed"
     workflow = tmp_path / "flaky.py"
     workflow.write_text(
@@ -127,7 +127,7 @@ def test_failed_run_exits_1_resumes_and_shows_data_literally(tmp_path: Path) -> 
     )
     workspace = tmp_path / "ws"
     failed = tether(workspace, "run", str(workflow))
-    assert failed.returncode == 1 and "not yet" in failed.stderr
+    assert failed.returncode == 3 and "not yet" in failed.stderr
     run_id = json.loads(tether(workspace, "runs", "--format", "json").stdout)["runs"][0]["run_id"]
     flag.write_text("ok")
     resumed = tether(workspace, "run", str(workflow), "--resume", run_id)

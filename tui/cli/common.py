@@ -5,14 +5,20 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
 from functools import wraps
-from typing import Any, ParamSpec, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
-from store.errors import TetherError
+from store.errors import InvalidInputError, TetherError
+from store.storage_errors import os_storage_error
 from store.workspace import Workspace, resolve_workspace
+
+if TYPE_CHECKING:
+    from store.database import Database
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -22,7 +28,8 @@ workspace_option = click.option(
     "workspace_dir",
     metavar="DIR",
     default=None,
-    help="Workspace folder holding tether.db (default: nearest .tether/ or $TETHER_WORKSPACE).",
+    help="Workspace folder holding tether.db (default: $TETHER_WORKSPACE, else the nearest "
+    ".tether/). Accepted before or after the command name.",
 )
 
 format_option = click.option(
@@ -35,9 +42,46 @@ format_option = click.option(
 )
 
 
+def _top_level_workspace_dir() -> str | None:
+    """``DIR`` of ``tether --workspace DIR <command>`` (given before the command name)."""
+    context = click.get_current_context(silent=True)
+    root = context.find_root().obj if context is not None else None
+    value = root.get("workspace_dir") if isinstance(root, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def chosen_workspace_dir(workspace_dir: str | None) -> str | None:
+    """The ``--workspace`` folder of this invocation, wherever it was written (before or after
+    the command name), or None. Two different folders are refused."""
+    top = _top_level_workspace_dir()
+    if workspace_dir and top and Path(workspace_dir).expanduser().resolve() != Path(
+        top
+    ).expanduser().resolve():
+        raise InvalidInputError(
+            f"--workspace was given twice with different folders ({top} and {workspace_dir}); "
+            "give it once."
+        )
+    return workspace_dir or top
+
+
 def workspace_from(workspace_dir: str | None) -> Workspace:
-    """Resolve the workspace named on the command line (or found from the environment)."""
-    return resolve_workspace(workspace_dir)
+    """The workspace of this invocation: ``--workspace`` (before or after the command name),
+    else ``TETHER_WORKSPACE``, else the nearest ``.tether/`` (see store.workspace)."""
+    return resolve_workspace(chosen_workspace_dir(workspace_dir))
+
+
+@asynccontextmanager
+async def reading(workspace: Workspace) -> AsyncIterator[Database | None]:
+    """The workspace database opened read-only for a reading command, or None when there is
+    none yet. A read never creates, migrates or chmods anything."""
+    from store.database import Database
+
+    db = await Database.open_readonly(workspace)
+    try:
+        yield db
+    finally:
+        if db is not None:
+            await db.close()
 
 
 def fail(message: str, exit_code: int) -> None:
@@ -55,7 +99,13 @@ def run_async(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
             return asyncio.run(coro_fn(*args, **kwargs))
         except TetherError as error:
             fail(str(error), error.exit_code)
-            raise AssertionError("unreachable") from error
+        except OSError as error:
+            # A workspace or artifact file that could not be written (disk full, read-only).
+            problem = os_storage_error(error, Path(error.filename or "the workspace"))
+            if problem is None:
+                raise
+            fail(str(problem), problem.exit_code)
+        raise AssertionError("unreachable")
 
     return wrapper
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from tui.cli.common import workspace_option
@@ -16,6 +18,7 @@ COMMAND_MODULES = {
     "node": "tui.cli.run_commands",
     "cancel": "tui.cli.run_commands",
     "clear": "tui.cli.clear_commands",
+    "doctor": "tui.cli.doctor_commands",
     "memory": "tui.cli.memory_commands",
     "notes": "tui.cli.notes_commands",
 }
@@ -40,9 +43,31 @@ def cli(ctx: click.Context, workspace_dir: str | None) -> None:
         ctx.invoke(tui_command, workspace_dir=workspace_dir)
 
 
+def usage_sentence(error: click.UsageError) -> str:
+    """A usage error as one sentence naming the help to read (click prints four lines)."""
+    message = " ".join(error.format_message().split()).rstrip(".")
+    command = error.ctx.command_path if error.ctx is not None else "tether"
+    return f"{message} (see '{command} --help')."
+
+
 def main() -> None:
-    """Console-script entry."""
-    cli(obj={})
+    """Console-script entry: usage errors are one sentence with exit code 2."""
+    try:
+        code = cli.main(obj={}, prog_name="tether", standalone_mode=False)
+    except click.UsageError as error:
+        click.echo(f"tether: {usage_sentence(error)}", err=True)
+        sys.exit(2)
+    except click.ClickException as error:
+        click.echo(f"tether: {' '.join(error.format_message().split())}", err=True)
+        sys.exit(error.exit_code)
+    except click.Abort:
+        click.echo("tether: interrupted.", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("tether: interrupted.", err=True)
+        sys.exit(130)
+    if isinstance(code, int) and code:
+        sys.exit(code)  # ctx.exit(code) inside a command
 
 
 if __name__ == "__main__":

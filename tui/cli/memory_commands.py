@@ -8,20 +8,26 @@ characters are made visible, and colour is used only when stdout is a terminal.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import click
 
-from store.errors import InvalidInputError, NotFoundError
+from store.errors import NotFoundError
 from store.facts import MAX_TTL_MS, Fact, parse_value_json, validate_key
 from store.memory import MemoryStore
-from store.namespaces import canonical_namespace, ensure_utf8, validate_namespace
+from store.namespaces import canonical_namespace, validate_namespace
 from store.processors import TokenLimiter, TtlCollector
 from store.workspace import Workspace
-from tui.cli.common import format_option, print_json, run_async, workspace_from, workspace_option
+from tui.cli.arguments import read_text_argument
+from tui.cli.common import (
+    format_option,
+    print_json,
+    reading,
+    run_async,
+    workspace_from,
+    workspace_option,
+)
 from tui.cli.lazy import LazyGroup
 from tui.format import ago, duration, visible
 
@@ -33,11 +39,6 @@ VALUE_WIDTH = 60
 
 def chosen_workspace(workspace_dir: str | None) -> Workspace:
     """The workspace named on this command, else on ``tether --workspace``, else discovered."""
-    if workspace_dir is None:
-        context = click.get_current_context(silent=True)
-        root = context.find_root().obj if context is not None else None
-        if isinstance(root, dict):
-            workspace_dir = root.get("workspace_dir")
     return workspace_from(workspace_dir)
 
 
@@ -51,34 +52,12 @@ async def open_store(workspace: Workspace, *, create: bool) -> AsyncIterator[Mem
         await store.close()
 
 
-def read_text_argument(value: str, what: str) -> str:
-    """An argument's text: ``-`` reads stdin, ``@path`` reads a file, anything else is itself.
-
-    Large values cannot go through the command line (the OS caps one argument at 128 KiB),
-    hence stdin and files. Input must be UTF-8.
-    """
-    if value == "-":
-        return _decode(sys.stdin.buffer.read(), what)
-    if value.startswith("@"):
-        path = Path(value[1:])
-        try:
-            data = path.read_bytes()
-        except OSError as error:
-            raise InvalidInputError(
-                f"Cannot read {what} from {path}: {error.strerror or error}."
-            ) from None
-        return _decode(data, what)
-    ensure_utf8(value, what)
-    return value
-
-
-def _decode(data: bytes, what: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InvalidInputError(
-            f"{what[:1].upper()}{what[1:]} is not valid UTF-8 (bad byte at offset {error.start})."
-        ) from None
+@asynccontextmanager
+async def reading_store(workspace: Workspace) -> AsyncIterator[MemoryStore | None]:
+    """The memory store over a read-only connection, or None when there is no workspace yet:
+    reading commands never create, migrate or chmod anything."""
+    async with reading(workspace) as db:
+        yield None if db is None else MemoryStore(db)
 
 
 def one_line(text: str, width: int) -> str:
@@ -117,8 +96,8 @@ async def list_command(
     workspace = chosen_workspace(workspace_dir)
     facts: list[Fact] = []
     now = 0
-    if workspace.exists():
-        async with open_store(workspace, create=False) as store:
+    async with reading_store(workspace) as store:
+        if store is not None:
             facts = await store.list_facts(wanted)
             now = store.now_ms()
     if output_format == "json":
@@ -168,8 +147,8 @@ async def get_command(
     validate_key(key)
     workspace = chosen_workspace(workspace_dir)
     fact = None
-    if workspace.exists():
-        async with open_store(workspace, create=False) as store:
+    async with reading_store(workspace) as store:
+        if store is not None:
             fact = await store.get_fact(ns, key)
     if fact is None:
         raise NotFoundError(f"There is no fact {key!r} in namespace {str(ns)!r}.")

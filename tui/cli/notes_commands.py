@@ -29,6 +29,7 @@ from tui.cli.memory_commands import (
     one_line,
     open_store,
     read_text_argument,
+    reading_store,
     styled,
 )
 from tui.format import ago
@@ -69,13 +70,14 @@ async def list_command(
     workspace = chosen_workspace(workspace_dir)
     listed: list[tuple[Note, list[str], list[str]]] = []
     now = 0
-    if workspace.exists():
-        async with open_store(workspace, create=False) as store:
+    async with reading_store(workspace) as store:
+        if store is not None:
             now = store.now_ms()
             found = await store.list_notes(
                 wanted, status=status, include_superseded=include_superseded
             )
             edges = await store.supersession_edges([note.id for note in found])
+    if store is not None:
         targets_of: dict[str, list[str]] = defaultdict(list)
         superseders_of: dict[str, list[str]] = defaultdict(list)
         for edge in edges:
@@ -214,8 +216,8 @@ async def search_command(
     workspace = chosen_workspace(workspace_dir)
     hits = []
     now = 0
-    if workspace.exists():
-        async with open_store(workspace, create=False) as store:
+    async with reading_store(workspace) as store:
+        if store is not None:
             hits = await store.search_notes(query, namespace=ns, limit=limit)
             now = store.now_ms()
     if output_format == "json":

@@ -1,7 +1,8 @@
 """``tether run``, ``tether runs``, ``tether node`` and ``tether cancel``.
 
-Exit codes: 0 success; 1 not found, or a run that ended failed/cancelled; 2 invalid input
-(bad workflow file, bad JSON input, unknown status). Text output passes every stored string
+Exit codes: 0 success; 1 not found; 2 invalid input (bad workflow file, bad JSON input,
+unknown status); 3 could not complete (the run failed, was cancelled or lost, or the workspace
+could not be written). Text output passes every stored string
 through :func:`tui.format.visible`, so data can never inject terminal escape sequences.
 """
 
@@ -16,18 +17,23 @@ from typing import Any
 
 import click
 
+from engine.config import load_config
 from engine.hooks import Progress
 from engine.loader import load_workflow
 from engine.run_end import RunOutcome
-from engine.setup import open_engine
+from engine.setup import open_engine, preflight
 from store.database import Database
 from store.errors import InvalidInputError, NotFoundError
+from store.ids import validate_node_id, validate_run_id
+from store.json_text import JsonTextError, describe, parse_json_text
 from store.run_records import AttemptRecord, CallRecord, MemoryBlockRecord
 from store.runs import RunStore
 from store.schema import RUN_STATUSES
+from tui.cli.arguments import read_text_argument
 from tui.cli.common import (
     format_option,
     print_json,
+    reading,
     run_async,
     workspace_from,
     workspace_option,
@@ -36,22 +42,15 @@ from tui.format import duration, tokens, visible
 
 
 def parse_input(raw: str | None) -> Any:
-    """``--input``: JSON text, or ``@file`` holding JSON. InvalidInputError otherwise."""
+    """``--input``: JSON text, ``@FILE`` holding JSON, or ``-`` (stdin), at most 1 MiB.
+    InvalidInputError (one sentence) otherwise."""
     if raw is None:
         return None
-    text = raw
-    if raw.startswith("@"):
-        path = Path(raw[1:]).expanduser()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as error:
-            raise InvalidInputError(
-                f"Cannot read the input file {path}: {error.strerror}."
-            ) from error
+    text = read_text_argument(raw, "the run input")
     try:
-        return json.loads(text)
-    except ValueError as error:
-        raise InvalidInputError(f"--input is not valid JSON: {error}.") from error
+        return parse_json_text(text)
+    except JsonTextError as error:
+        raise InvalidInputError(describe("--input", error)) from None
 
 
 class ProgressPrinter:
@@ -111,12 +110,17 @@ async def run_command(
     """Run WORKFLOW (a .py file exposing a Workflow) in the foreground, with progress on stderr."""
     if resume_id and input_text is not None:
         raise InvalidInputError("--input cannot be combined with --resume; a run keeps its input.")
+    if resume_id:
+        validate_run_id(resume_id)
+    workspace = workspace_from(workspace_dir)
     raw_input = parse_input(input_text)
     workflow = load_workflow(workflow_file)
-    workspace = workspace_from(workspace_dir)
+    config = load_config(workspace.config_path)
+    # Everything the engine would refuse is refused before the workspace is opened (or made).
+    preflight(workflow, config, raw_input, check_input=not resume_id)
     printer = ProgressPrinter()
-    async with await Database.open(workspace) as db:
-        engine = open_engine(db, on_progress=printer)
+    async with await Database.open(workspace, create=not resume_id) as db:
+        engine = open_engine(db, on_progress=printer, config=config)
         try:
             if resume_id:
                 outcome = await engine.resume(workflow, resume_id)
@@ -142,7 +146,7 @@ async def run_command(
         if run["output"] is not None:
             click.echo(visible(json.dumps(run["output"], ensure_ascii=False, indent=2)))
     if outcome.status != "finished":
-        sys.exit(1)
+        sys.exit(3)  # could not complete: the run failed, was cancelled or was lost
 
 
 @click.command("runs")
@@ -161,11 +165,10 @@ async def runs_command(
 ) -> None:
     """List runs, newest first."""
     workspace = workspace_from(workspace_dir)
-    if not workspace.exists():
-        records: list[Any] = []
-        now = 0
-    else:
-        async with await Database.open(workspace, create=False) as db:
+    records: list[Any] = []
+    now = 0
+    async with reading(workspace) as db:
+        if db is not None:
             records = await RunStore(db).list_runs(status=status, limit=limit)
             now = db.clock.now_ms()
     if output_format == "json":
@@ -275,8 +278,12 @@ async def node_command(
     workspace_dir: str | None,
 ) -> None:
     """Show a node: status, attempts, per-call token usage with buckets, and its output."""
+    validate_run_id(run_id)
+    validate_node_id(node_id)
     workspace = workspace_from(workspace_dir)
-    async with await Database.open(workspace, create=False) as db:
+    async with reading(workspace) as db:
+        if db is None:
+            raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
         store = RunStore(db)
         await store.get_run(run_id)
         node = await store.get_node(run_id, node_id, iteration)
@@ -337,6 +344,7 @@ async def node_command(
 @run_async
 async def cancel_command(run_id: str, workspace_dir: str | None) -> None:
     """Cancel RUN: the process running it stops its tasks within a moment."""
+    validate_run_id(run_id)
     workspace = workspace_from(workspace_dir)
     if not workspace.exists():
         raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
