@@ -43,7 +43,14 @@ from store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from store.storage_errors import recovery_hint, storage_error
 from store.workspace import Workspace
 
-__all__ = ["BUSY_TIMEOUT_MS", "Database", "Row", "inspect_database_file", "open_databases"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "Database",
+    "Row",
+    "forget_database",
+    "inspect_database_file",
+    "open_databases",
+]
 
 BUSY_TIMEOUT_MS = 30_000
 QUICK_CHECK_MAX_BYTES = 32 * 1024 * 1024
@@ -62,6 +69,11 @@ _OPEN: weakref.WeakSet[Database] = weakref.WeakSet()
 def open_databases() -> list[Database]:
     """Databases opened in this process and not closed yet (the test suite checks for leaks)."""
     return list(_OPEN)
+
+
+def forget_database(db: Database) -> None:
+    """Stop counting ``db`` as open (after its worker was stopped some other way)."""
+    _OPEN.discard(db)
 
 
 def _is_busy(error: BaseException) -> bool:

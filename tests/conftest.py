@@ -1,15 +1,102 @@
-"""Shared fixtures: temporary workspaces, a manual clock, and an open database."""
+"""Shared fixtures: temporary workspaces, a manual clock, an open database, and the checks
+every test passes through: no thread and no Database left open after it, and ``slow`` tests
+only on request (``--run-slow``; ``.ci/run`` runs them as a step of their own)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import threading
+import time
+import traceback
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
+import aiosqlite.core
 import pytest
 
 from store.clock import ManualClock
-from store.database import Database
+from store.database import Database, forget_database, open_databases
 from store.workspace import Workspace
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+_original_init = aiosqlite.core.Connection.__init__
+
+
+def _remember_origin(self: aiosqlite.core.Connection, *args: Any, **kwargs: Any) -> None:
+    """Record where each aiosqlite connection (and so its worker thread) was opened, so a leak
+    report names the code that opened it."""
+    _original_init(self, *args, **kwargs)
+    here = [
+        f"{Path(frame.filename).relative_to(REPO_ROOT)}:{frame.lineno} {frame.name}"
+        for frame in traceback.extract_stack()[:-1]
+        if frame.filename.startswith(str(REPO_ROOT)) and "/.venv/" not in frame.filename
+    ]
+    self._thread.opened_at = " <- ".join(reversed(here[-6:]))  # type: ignore[attr-defined]
+
+
+aiosqlite.core.Connection.__init__ = _remember_origin  # type: ignore[method-assign]
+
+LEAK_GRACE_S = 15.0
+"""How long a test's threads get to finish stopping before they count as leaked."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow", action="store_true", default=False,
+        help="also run tests marked slow (torture, kill trials, contention)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow") or "slow" in (config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow (.ci/run does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def _leftovers(before: set[threading.Thread]) -> list[str]:
+    threads = [
+        f"{t.name} (opened at {getattr(t, 'opened_at', '?')})" for t in threading.enumerate()
+        if t not in before and t.is_alive() and not t.daemon
+    ]
+    databases = [f"Database({db.workspace.root})" for db in open_databases()]
+    return threads + databases
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads_or_databases() -> Iterator[None]:
+    """Fail a test that leaves a non-daemon thread running or a Database open: an aiosqlite
+    connection never closed keeps its worker thread alive, and the interpreter then hangs at
+    exit after pytest has printed its summary."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + LEAK_GRACE_S
+    left = _leftovers(before)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.02)  # threads told to stop are joining; wait for that, bounded
+        left = _leftovers(before)
+    if left:
+        for db in open_databases():
+            _stop_worker(db)
+        pytest.fail(f"the test left these open: {', '.join(left)}", pytrace=False)
+
+
+def _stop_worker(db: Database) -> None:
+    """Stop a leaked Database's worker thread (its event loop is gone, so no ``await``), so
+    one failing test cannot also hang the interpreter at exit."""
+    conn = db._conn  # the aiosqlite connection
+
+    def close_and_stop() -> object:
+        if conn._connection is not None:
+            conn._connection.close()
+            conn._connection = None
+        return aiosqlite.core._STOP_RUNNING_SENTINEL
+
+    conn._tx.put_nowait((None, close_and_stop))
+    db._closed = True
+    forget_database(db)
 
 
 @pytest.fixture

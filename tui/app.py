@@ -126,12 +126,15 @@ class TetherApp(App[None]):
 
     async def on_unmount(self) -> None:
         self._stop.set()
-        async with self._lock:
-            await self.tailer.close()
-        # The writable connection of the dashboard's actions and embedded engine (run_control).
-        host = getattr(self, "engine_host", None)
-        if host is not None:
-            await host.close()
+        # The writable connection of the dashboard's actions and embedded engine (run_control):
+        # closed even if it was never used, so a worker finishing late cannot open one.
+        from tui.run_control import host_for
+
+        try:
+            await host_for(self).close()
+        finally:
+            async with self._lock:
+                await self.tailer.close(final=True)
 
     async def _watch_loop(self) -> None:
         async for _ in wake_ups(self.workspace, self._stop):
@@ -255,7 +258,10 @@ class TetherApp(App[None]):
             # Elapsed times and stale badges change with time alone, not only with commits.
             async with self._lock:
                 await self._apply(screen, Batch())
-        screen.update_chrome()
+        try:
+            screen.update_chrome()
+        except NoMatches:
+            return  # the timer fired while the view was still being built (or torn down)
 
     def status_text(self) -> Text:
         """The status line: live/paused, freshness of the data, newest event, problems."""

@@ -31,7 +31,7 @@ from engine.setup import open_engine
 from engine.workflow import Workflow
 from store.clock import SYSTEM_CLOCK, Clock
 from store.database import Database
-from store.errors import InvalidInputError, TetherError
+from store.errors import InvalidInputError, StorageError, TetherError
 from store.memory import MemoryStore
 from store.run_records import RunRecord
 from store.runs import RunStore
@@ -120,6 +120,8 @@ class EngineHost:
         self._owners: set[str] = set()
         self._tasks: set[asyncio.Task[RunOutcome | None]] = set()
         self.examples_dir = EXAMPLES_DIR
+        self._closed = False
+        self._opening = asyncio.Lock()
         self.on_problem: Callable[[str], None] | None = None
         """Told (one sentence) when a background run fails to start or crashes."""
 
@@ -130,8 +132,23 @@ class EngineHost:
             NotFoundError: there is no workspace yet and ``create`` is false.
         """
         if self._db is None:
-            self._db = await Database.open(self.workspace, create=create, clock=self.clock)
+            # One opener at a time: two workers opening at once would each open a connection
+            # and one of them would never be closed.
+            async with self._opening:
+                self._refuse_when_closed()
+                if self._db is None:
+                    self._db = await Database.open(
+                        self.workspace, create=create, clock=self.clock
+                    )
+        self._refuse_when_closed()
+        assert self._db is not None
         return self._db
+
+    def _refuse_when_closed(self) -> None:
+        if self._closed:
+            # A worker still finishing while the app shuts down must not open a connection
+            # nobody would close.
+            raise StorageError("The dashboard is closing; nothing more is written.")
 
     async def memory(self, *, create: bool = False) -> MemoryStore:
         """The memory store over the writable connection (same methods as ``tether memory``)."""
@@ -293,11 +310,18 @@ class EngineHost:
 
     async def close(self) -> None:
         """Abandon embedded runs and close the writable connection (safe to call twice)."""
-        await self.abandon()
-        self._engine = None
-        if self._db is not None:
-            db, self._db = self._db, None
-            await db.close()
+        try:
+            await self.abandon()
+        finally:
+            self._closed = True
+            self._engine = None
+            await self._close_database()
+
+    async def _close_database(self) -> None:
+        async with self._opening:  # waits for an open in progress, then closes what it made
+            if self._db is not None:
+                db, self._db = self._db, None
+                await db.close()
 
 
 def host_for(app: Any) -> EngineHost:

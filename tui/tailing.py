@@ -56,11 +56,14 @@ class WorkspaceTailer:
         self.last_seq = 0
         self.problem: str | None = None
         self._inode: int | None = None
+        self._finished = False
 
     async def open(self) -> bool:
         """Open the reader if the database exists; False while it does not (yet)."""
         if self.reader is not None:
             return True
+        if self._finished:
+            return False  # the app is shutting down: a late poll must not open a connection
         try:
             self.reader = await DashboardReader.open(self.workspace)
         except NotFoundError:
@@ -81,8 +84,9 @@ class WorkspaceTailer:
         self.last_seq = await self.reader.max_event_seq()
         return True
 
-    async def close(self) -> None:
-        """Close the reader (safe to call twice)."""
+    async def close(self, *, final: bool = False) -> None:
+        """Close the reader (safe to call twice); ``final`` also keeps it from reopening."""
+        self._finished = self._finished or final
         if self.reader is not None:
             reader, self.reader = self.reader, None
             await reader.close()

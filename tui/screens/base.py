@@ -119,8 +119,8 @@ class LiveScreen(Screen[None]):
                 (key, binding.action, binding.description, enabled)
                 for key, (_node, binding, enabled, _tooltip) in self.active_bindings.items()
             )
-        except ScreenStackError:
-            return  # the app is shutting down
+        except (ScreenStackError, NoMatches):
+            return  # the app is shutting down, or the view's widgets are not built yet
         if signature == self._bindings_signature:
             return
         self._bindings_signature = signature
