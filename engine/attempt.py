@@ -6,14 +6,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.agents.base import Agent, AgentError, AgentRequest, ModelCall
-from engine.artifacts import RAW_OUTPUT, STREAM_LOG, attempt_dir
+from engine.artifacts import RAW_OUTPUT, STREAM_LOG, attempt_dir, write_private_bytes
 from engine.prompting import repair_prompt
 from engine.structured import OutputInvalid, to_jsonable, validate_output
 from engine.units import Unit
+from store.errors import StorageError
 from store.run_records import CallUsage, TokenUsage
+from store.storage_errors import os_storage_error
 
 if TYPE_CHECKING:
     from engine.scheduler import RunExecution
@@ -112,11 +115,10 @@ async def run_attempt(
                         text = repaired.text
                     except OutputInvalid as second:
                         request.ensure_folder()
-                        raw = folder / RAW_OUTPUT
-                        raw.write_text(
+                        raw = write_private_bytes(
+                            folder / RAW_OUTPUT,
                             f"--- first answer ---\n{text}\n--- repair answer ---\n"
-                            f"{repaired.text}\n",
-                            encoding="utf-8",
+                            f"{repaired.text}\n".encode(),
                         )
                         text = repaired.text
                         raise AgentError(
@@ -129,6 +131,15 @@ async def run_attempt(
         ) from error
     except AgentError as error:
         raise _AttemptError(error, total(), text) from error
+    except StorageError:
+        raise  # the workspace stopped taking writes: the run stops (engine.interruption)
+    except OSError as error:
+        storage = os_storage_error(error, Path(error.filename or execution.artifacts_root))
+        if storage is not None:
+            raise storage from None  # an artifact could not be written: disk full, read-only
+        raise _AttemptError(
+            AgentError(f"the agent raised {type(error).__name__}: {error}"), total(), text
+        ) from error
     except Exception as error:
         # A bug or unexpected error inside an agent fails the attempt (retries apply); it
         # never leaves the attempt marked running.

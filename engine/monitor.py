@@ -7,6 +7,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from engine.hooks import DispatchDecision
+from store.errors import StorageError
 
 if TYPE_CHECKING:
     from engine.scheduler import RunExecution
@@ -15,6 +16,15 @@ if TYPE_CHECKING:
 async def monitor_run(execution: RunExecution) -> None:
     """Run until cancelled: heartbeat, then take in cancel/clear requests or notice the run
     was lost to another process."""
+    try:
+        await _monitor(execution)
+    except StorageError as problem:
+        # The workspace stopped taking writes: stop the run; it records the interruption.
+        execution.storage_problem = execution.storage_problem or problem
+        execution.cancel_all()
+
+
+async def _monitor(execution: RunExecution) -> None:
     config = execution.engine.config
     last_beat = asyncio.get_running_loop().time()
     while True:

@@ -43,6 +43,7 @@ from engine.hooks import (
     NodeKey,
     Progress,
 )
+from engine.interruption import INTERRUPTION_WAIT_S, record_interruption
 from engine.monitor import monitor_run
 from engine.prompting import assemble_prompt
 from engine.root_prompts import check_root_prompts
@@ -52,7 +53,7 @@ from engine.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.upstream import UpstreamOutputs
 from engine.workflow import TaskSpec, Workflow
 from store.database import Database
-from store.errors import InvalidInputError
+from store.errors import InvalidInputError, StorageError
 from store.owners import new_owner_id, running_elsewhere
 from store.run_records import NodeRecord, RunRecord, RunRequests
 from store.runs import RunStore
@@ -90,6 +91,8 @@ class Engine:
         self.config = config or EngineConfig()
         self.hooks = hooks or EngineHooks()
         self.owner_id = owner_id or new_owner_id()
+        self.interruption_wait_s = INTERRUPTION_WAIT_S
+        """How long a run waits for the workspace to take writes again (engine.interruption)."""
 
     def prepare(self, workflow: Workflow) -> None:
         """Validate the definition, every task's memory config and its agent, before running."""
@@ -197,6 +200,8 @@ class RunExecution:
         self.known: set[Key] = set()
         self.done_count = 0
         self.failure: str | None = None
+        self.storage_problem: StorageError | None = None
+        """Set when the workspace stopped taking writes: the run stops and is interrupted."""
         self.cancelled = False
         self.lost = False
         self.stop: DispatchDecision | None = None
@@ -290,7 +295,18 @@ class RunExecution:
     # -- the main loop ----------------------------------------------------------------------
 
     async def execute(self) -> RunOutcome:
-        """Run to the end (finished, failed, cancelled or handed off) and record the outcome."""
+        """Run to the end (finished, failed, cancelled, handed off, or interrupted because the
+        workspace stopped taking writes) and record the outcome."""
+        try:
+            outcome = await self._execute()
+        except StorageError as problem:
+            self.storage_problem = self.storage_problem or problem
+        else:
+            if self.storage_problem is None:
+                return outcome
+        return await record_interruption(self, self.storage_problem)
+
+    async def _execute(self) -> RunOutcome:
         for node in await self.store.list_nodes(self.run_id):
             self.prior[(node.node_id, node.iteration)] = node
             self.known.add((node.node_id, node.iteration))
@@ -331,6 +347,8 @@ class RunExecution:
             monitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await monitor
+        if self.storage_problem is not None:
+            raise self.storage_problem
         drain = getattr(self.hooks.memory, "drain", None)
         if drain is not None:
             # Background retention writes land before the run reports its end.
@@ -338,7 +356,13 @@ class RunExecution:
         return await finish_run(self)
 
     def _halting(self) -> bool:
-        return self.failure is not None or self.cancelled or self.stop is not None or self.lost
+        return (
+            self.failure is not None
+            or self.cancelled
+            or self.stop is not None
+            or self.lost
+            or self.storage_problem is not None
+        )
 
     def _collect(self, unit: Unit, task: asyncio.Task[Any]) -> None:
         if task.cancelled():
@@ -350,6 +374,8 @@ class RunExecution:
             self._complete(unit, None)
         elif isinstance(error, StopDispatch):
             pass
+        elif isinstance(error, StorageError):
+            self.storage_problem = self.storage_problem or error
         elif isinstance(error, UnitFailed):
             self.failure = self.failure or str(error)
         else:

@@ -132,8 +132,19 @@ class Database:
         """
         path = workspace.database_path
         info: DatabaseFileInfo | None = None
-        if database_file_exists(path):
-            info = read_file_info(path)
+        exists = database_file_exists(path)
+        damage = None if readonly or not exists else recorded_damage(workspace)
+        if damage is not None:
+            raise DamagedDatabaseError(
+                f"{path} was found damaged earlier ({damage.rstrip('.')}); Tether will not "
+                f"write to it, {recovery_hint()}."
+            )
+        if exists:
+            # Writers quick-check small files here, over a read-only connection: a damaged
+            # file is refused before a writable connection could change anything.
+            info = read_file_info(
+                path, quick_check_max_bytes=0 if readonly else QUICK_CHECK_MAX_BYTES
+            )
         elif not create or readonly:
             raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
         if readonly:
@@ -143,21 +154,11 @@ class Database:
             # A 0-byte (or schema-less) file is not a workspace yet; only a creating command
             # turns it into one.
             raise NotFoundError(f"There is no Tether workspace at {workspace.root} yet.")
-        damage = recorded_damage(workspace)
-        if damage is not None:
-            raise DamagedDatabaseError(
-                f"{path} was found damaged earlier ({damage.rstrip('.')}); Tether will not "
-                f"write to it, {recovery_hint()}."
-            )
         conn = await _connect(workspace, str(path), create=create)
         db = cls(conn, workspace, clock)
         try:
             with db._storage_errors():
                 await db._configure()
-                if info is not None and not info.empty and (
-                    info.size_bytes <= QUICK_CHECK_MAX_BYTES
-                ):
-                    await db._quick_check()
                 if info is None or info.schema_version < SCHEMA_VERSION:
                     await db._migrate()
         except BaseException:
@@ -209,16 +210,6 @@ class Database:
             raise WorkspaceError(f"Could not switch {self.workspace.database_path} to WAL mode.")
         await self._conn.execute("PRAGMA synchronous = NORMAL")
         await self._conn.execute("PRAGMA foreign_keys = ON")
-
-    async def _quick_check(self) -> None:
-        rows = await self.fetch_all("PRAGMA quick_check(1)")
-        verdict = str(rows[0][0]) if rows else "no answer"
-        if verdict != "ok":
-            # No mark: every writer's open runs the same check and finds the same damage.
-            raise DamagedDatabaseError(
-                f"{self.workspace.database_path} is damaged (quick check: "
-                f"{verdict.rstrip('.')}); Tether will not write to it, {recovery_hint()}."
-            )
 
     async def _migrate(self) -> None:
         async with self.transaction() as conn:

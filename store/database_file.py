@@ -18,9 +18,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from store.errors import StorageError, WorkspaceError
+from store.errors import DamagedDatabaseError, StorageError, WorkspaceError
 from store.schema import APPLICATION_ID, SCHEMA_VERSION
-from store.storage_errors import SQLITE_NOTADB, primary_code, storage_error
+from store.storage_errors import SQLITE_NOTADB, primary_code, recovery_hint, storage_error
 
 OPEN_TIMEOUT_S = 30.0
 
@@ -89,8 +89,35 @@ def readonly_uri(path: Path) -> str:
     return f"{path.absolute().as_uri()}?mode=ro"
 
 
-def read_file_info(path: Path) -> DatabaseFileInfo:
-    """Ask SQLite, over a short read-only connection, what the file at ``path`` holds.
+def _read_info(conn: sqlite3.Connection) -> DatabaseFileInfo:
+    def value(pragma: str) -> int:
+        return int(conn.execute(pragma).fetchone()[0])
+
+    return DatabaseFileInfo(
+        schema_version=value("PRAGMA user_version"),
+        application_id=value("PRAGMA application_id"),
+        tables=value("SELECT count(*) FROM sqlite_master WHERE type = 'table'"),
+        page_count=value("PRAGMA page_count"),
+        page_size=value("PRAGMA page_size"),
+    )
+
+
+def _check_identity(path: Path, info: DatabaseFileInfo) -> None:
+    if info.application_id != APPLICATION_ID and (info.application_id != 0 or info.tables > 0):
+        raise WorkspaceError(
+            f"{path} is a SQLite database that does not belong to Tether; it was left untouched."
+        )
+    if info.schema_version > SCHEMA_VERSION:
+        raise WorkspaceError(
+            f"{path} was written by a newer Tether (schema {info.schema_version}, this one knows "
+            f"{SCHEMA_VERSION}); upgrade Tether to open it."
+        )
+
+
+def read_file_info(path: Path, *, quick_check_max_bytes: int = 0) -> DatabaseFileInfo:
+    """Ask SQLite, over a short read-only connection, what the file at ``path`` holds; with
+    ``quick_check_max_bytes``, also run ``PRAGMA quick_check`` when the database is at most that
+    big (before any writable connection exists, so a refusal changes nothing at all).
 
     Raises:
         WorkspaceError: not a SQLite database, another program's database, or a newer schema.
@@ -99,17 +126,20 @@ def read_file_info(path: Path) -> DatabaseFileInfo:
     try:
         conn = sqlite3.connect(readonly_uri(path), uri=True, timeout=OPEN_TIMEOUT_S)
         try:
-            info = DatabaseFileInfo(
-                schema_version=int(conn.execute("PRAGMA user_version").fetchone()[0]),
-                application_id=int(conn.execute("PRAGMA application_id").fetchone()[0]),
-                tables=int(
-                    conn.execute(
-                        "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-                    ).fetchone()[0]
-                ),
-                page_count=int(conn.execute("PRAGMA page_count").fetchone()[0]),
-                page_size=int(conn.execute("PRAGMA page_size").fetchone()[0]),
-            )
+            info = _read_info(conn)
+            _check_identity(path, info)
+            if 0 < info.size_bytes <= quick_check_max_bytes and not info.empty:
+                verdict = conn.execute("PRAGMA quick_check(1)").fetchone()
+                text = " ".join(
+                    str(verdict[0] if verdict else "no answer")
+                    .replace("*** in database main ***", "")
+                    .split()
+                )
+                if text != "ok":
+                    raise DamagedDatabaseError(
+                        f"{path} is damaged (quick check: {text.rstrip('.')}); Tether will not "
+                        f"write to it, {recovery_hint()}."
+                    )
         finally:
             conn.close()
     except sqlite3.Error as error:
@@ -122,15 +152,6 @@ def read_file_info(path: Path) -> DatabaseFileInfo:
         if problem is not None:
             raise problem from None
         raise StorageError(f"Cannot read {path} ({error}).") from None
-    if info.application_id != APPLICATION_ID and (info.application_id != 0 or info.tables > 0):
-        raise WorkspaceError(
-            f"{path} is a SQLite database that does not belong to Tether; it was left untouched."
-        )
-    if info.schema_version > SCHEMA_VERSION:
-        raise WorkspaceError(
-            f"{path} was written by a newer Tether (schema {info.schema_version}, this one knows "
-            f"{SCHEMA_VERSION}); upgrade Tether to open it."
-        )
     return info
 
 

@@ -33,9 +33,16 @@ class WorkspaceError(TetherError):
 
 class StorageError(TetherError):
     """The workspace could not be read or written to the end: disk full, an I/O error, a
-    damaged database, or a read-only one asked to change. Exit code 3 ("could not complete")."""
+    damaged database, or a read-only one asked to change. Exit code 3 ("could not complete").
+
+    ``reason`` is a short clause naming the cause ("the disk was full"), for messages that
+    quote it (an interrupted run's error)."""
 
     exit_code = 3
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message.rstrip(".")
 
 
 class DamagedDatabaseError(StorageError):

@@ -20,6 +20,7 @@ SQLITE_FULL = 13
 SQLITE_CANTOPEN = 14
 SQLITE_NOTADB = 26
 
+FULL_REASON = "the disk holding the workspace was full"
 DAMAGED_CODES = frozenset({SQLITE_CORRUPT, SQLITE_NOTADB})
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
@@ -63,16 +64,18 @@ def storage_error(error: BaseException, path: Path) -> StorageError | None:
             f"{recovery_hint()}."
         )
     if code == SQLITE_FULL:
-        return StorageError(full_message(path))
+        return StorageError(full_message(path), FULL_REASON)
     if code == SQLITE_IOERR:
         return StorageError(
             f"Reading or writing {path} failed with an I/O error ({detail}); check the disk, "
-            "then run the command again."
+            "then run the command again.",
+            "of an I/O error",
         )
     if code == SQLITE_READONLY:
         return StorageError(
             f"{path} is read-only, so this command could not write to it (reading commands "
-            "still work; make it writable to change it)."
+            "still work; make it writable to change it).",
+            "the database was read-only",
         )
     if code == SQLITE_CANTOPEN:
         return StorageError(f"Cannot open {path} ({detail}); check that it is readable.")
@@ -82,11 +85,19 @@ def storage_error(error: BaseException, path: Path) -> StorageError | None:
 def os_storage_error(error: OSError, path: Path) -> StorageError | None:
     """The one-sentence error for an OS error on a workspace file, or None."""
     if error.errno in _FULL_ERRNOS:
-        return StorageError(full_message(path))
+        return StorageError(full_message(path), FULL_REASON)
     if error.errno == errno.EROFS:
-        return StorageError(f"{path} is on a read-only file system, so it could not be written.")
+        return StorageError(
+            f"{path} is on a read-only file system, so it could not be written.",
+            "the file system was read-only",
+        )
     if error.errno == errno.EIO:
-        return StorageError(f"Writing {path} failed with an I/O error; check the disk.")
+        return StorageError(
+            f"Writing {path} failed with an I/O error; check the disk.", "of an I/O error"
+        )
     if error.errno in (errno.EACCES, errno.EPERM):
-        return StorageError(f"Permission denied for {path}; Tether could not write it.")
+        return StorageError(
+            f"Permission denied for {path}; Tether could not write it.",
+            "permission was denied",
+        )
     return None

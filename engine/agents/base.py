@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.agents.tools import AgentTool
+from engine.artifacts import append_private_text, ensure_private_folder
 from store.clock import SYSTEM_CLOCK, Clock
 from store.run_records import TokenUsage
 
@@ -69,17 +70,13 @@ class AgentRequest:
         if self.stream_path is None or not text:
             return
         self.ensure_folder()
-        with open(self.stream_path, "a", encoding="utf-8") as handle:
-            handle.write(text)
+        append_private_text(self.stream_path, text)
 
     def ensure_folder(self) -> Path | None:
         """Create the attempt's artifact folder (owner-only) and return it."""
         if self.stream_path is None:
             return None
-        folder = self.stream_path.parent
-        if not folder.is_dir():
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return folder
+        return ensure_private_folder(self.stream_path.parent)
 
 
 @dataclass

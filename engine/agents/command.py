@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.agents.base import AgentError, AgentRequest, AgentResult, ModelCall
+from engine.artifacts import append_private_text
 from store.run_records import TokenUsage
 
 PRESET_COMMANDS: dict[str, list[str]] = {
@@ -247,8 +248,8 @@ class CommandAgent:
                 line = raw.decode("utf-8", errors="replace")
                 err.append(line)
                 if stderr_path is not None:
-                    with open(stderr_path, "a", encoding="utf-8") as handle:
-                        handle.write(line)
+                    request.ensure_folder()
+                    append_private_text(stderr_path, line)
 
         await asyncio.gather(feed(), pump_out(), pump_err())
         await process.wait()

@@ -84,9 +84,16 @@ async def reading(workspace: Workspace) -> AsyncIterator[Database | None]:
             await db.close()
 
 
+def one_line(message: str) -> str:
+    """``message`` on one line with control characters escaped (it may quote data, paths or
+    SQLite's own multi-line reports)."""
+    flat = " ".join(message.split())
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in flat)
+
+
 def fail(message: str, exit_code: int) -> None:
     """Print one sentence to stderr and exit with ``exit_code``."""
-    click.echo(f"tether: {message}", err=True)
+    click.echo(f"tether: {one_line(message)}", err=True)
     sys.exit(exit_code)
 
 
