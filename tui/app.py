@@ -12,7 +12,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import sqlite3
+import sys
+import traceback
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -23,6 +26,8 @@ from textual.screen import Screen
 
 from store.clock import SYSTEM_CLOCK, Clock
 from store.dashboard import DashboardReader, RunRow
+from store.errors import TetherError
+from store.storage_errors import storage_error
 from store.workspace import Workspace
 from tui.commands import RunsProvider
 from tui.format import ago, literal
@@ -38,6 +43,16 @@ TICK_S = 1.0
 """How often the status line and time-dependent cells (elapsed, stale) are redrawn."""
 WARM_GAP_S = 0.05
 """Pause before building each unvisited view in the background (input is handled first)."""
+
+
+def read_problem(error: BaseException, workspace: Workspace) -> str:
+    """The status line's sentence for a failed read (a damaged file is named as such)."""
+    if isinstance(error, TetherError):
+        return str(error)
+    problem = storage_error(error, workspace.database_path)
+    if problem is not None:
+        return str(problem)
+    return f"reading the workspace failed: {error}; retrying"
 
 
 class TetherApp(App[None]):
@@ -102,6 +117,27 @@ class TetherApp(App[None]):
         self._stop = asyncio.Event()
         self._warm_started = False
 
+    # -- crashes --------------------------------------------------------------------------------
+
+    crash_to_file = False
+    """Set by :func:`run_dashboard`: an internal error is saved to a file instead of printed."""
+    crash_report: str | None = None
+    """The traceback of the first internal error, or None."""
+
+    def _handle_exception(self, error: Exception) -> None:
+        # Textual's hook for any unhandled exception (it then exits with return code 1).
+        if self.crash_report is None:
+            self.crash_report = "".join(traceback.format_exception(error))
+        super()._handle_exception(error)
+
+    def _print_error_renderables(self) -> None:
+        # Textual prints the traceback to the terminal on exit; run_dashboard saves it to a file
+        # and prints one sentence instead.
+        if self.crash_to_file and self.crash_report is not None:
+            self._exit_renderables.clear()
+            return
+        super()._print_error_renderables()
+
     # -- plumbing -------------------------------------------------------------------------------
 
     @property
@@ -159,7 +195,7 @@ class TetherApp(App[None]):
             try:
                 batch = await self.tailer.poll()
             except sqlite3.Error as error:
-                self.read_problem = f"reading the workspace failed: {error}; retrying"
+                self.read_problem = read_problem(error, self.workspace)
                 return None
             self.read_problem = None
             self.checked_at_ms = self.now_ms()
@@ -183,8 +219,8 @@ class TetherApp(App[None]):
             screen.update_chrome()  # freshness, crumb, and the keys that apply now
         except NoMatches:
             return  # the screen was closed while it was reading
-        except sqlite3.Error as error:
-            self.read_problem = f"reading the workspace failed: {error}; retrying"
+        except (sqlite3.Error, TetherError) as error:
+            self.read_problem = read_problem(error, self.workspace)
             return
         if not self._warm_started:
             # The first view has been painted with data: build the others while nobody looks.
@@ -384,10 +420,31 @@ class TetherApp(App[None]):
 
 
 def run_dashboard(
-    workspace: Workspace, *, background: Sequence[Callable[[TetherApp], Awaitable[Any]]] = ()
-) -> None:
-    """Open the dashboard on ``workspace`` in the terminal (blocks until the user quits)."""
-    app = TetherApp(workspace, background=background)
+    workspace: Workspace,
+    *,
+    background: Sequence[Callable[[TetherApp], Awaitable[Any]]] = (),
+    app_class: type[TetherApp] = TetherApp,
+) -> int:
+    """Open the dashboard on ``workspace`` in the terminal (blocks until the user quits).
+
+    Returns the exit code: 0, or :data:`tui.crash.CRASH_EXIT_CODE` after an internal error,
+    whose traceback is saved under the workspace and named in one sentence on stderr.
+    """
+    from tui.crash import CRASH_EXIT_CODE, crash_sentence, write_crash_report
+
+    app = app_class(workspace, background=background)
+    app.crash_to_file = True
     app.run()
+    if not app.return_code and app.crash_report is None:
+        return 0
+    report = app.crash_report or f"The dashboard exited with code {app.return_code}.\n"
+    summary = report.strip().splitlines()[-1] if report.strip() else "no details"
+    try:
+        saved: Path | None = write_crash_report(workspace, report)
+        problem = None
+    except OSError as error:
+        saved, problem = None, error.strerror or str(error)
+    print(f"tether: {crash_sentence(summary[:300], saved, problem)}", file=sys.stderr)
+    return CRASH_EXIT_CODE
 
 

@@ -51,9 +51,9 @@ def pretty_json(text: str | None) -> str:
         return ""
     try:
         value: Any = json.loads(text)
-    except ValueError:
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):  # not JSON, a huge integer, or nested too deeply
         return text
-    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def tokens(count: int | None) -> str:

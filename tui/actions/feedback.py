@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from textual.screen import Screen
 
 from store.errors import TetherError
+from tui.format import visible
 
 T = TypeVar("T")
 
@@ -23,9 +24,9 @@ async def write_safely(screen: Screen[Any], action: Callable[[], Awaitable[T]]) 
     try:
         return await action()
     except TetherError as error:
-        screen.app.notify(str(error), severity="error", markup=False)
+        screen.app.notify(visible(str(error)), severity="error", markup=False)
     except sqlite3.Error as error:
         screen.app.notify(
-            f"The database refused the change: {error}.", severity="error", markup=False
+            visible(f"The database refused the change: {error}."), severity="error", markup=False
         )
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import click
 
@@ -38,7 +39,9 @@ def tui_command(ctx: click.Context, workspace_dir: str | None) -> None:
     _check_database(workspace)
     from tui.app import run_dashboard
 
-    run_dashboard(workspace)
+    code = run_dashboard(workspace)
+    if code:
+        sys.exit(code)
 
 
 @click.command("demo")
@@ -74,7 +77,9 @@ def demo_command(ctx: click.Context, workspace_dir: str | None, headless: bool) 
     asyncio.run(db.close())
     from tui.app import run_dashboard
 
-    run_dashboard(workspace, background=[demo.live_demo])
+    code = run_dashboard(workspace, background=[demo.live_demo])
+    if code:
+        sys.exit(code)
 
 
 @run_async

@@ -9,7 +9,7 @@ disabled and ``ctrl+s`` does nothing, so a bad value can never be stored.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.text import Text
 from textual import on
@@ -66,6 +66,8 @@ class FactEdit:
     key: str
     value: object
     ttl_ms: int | None
+    value_json: str = field(default="null", compare=False)
+    """The text as typed, so a write that fails can reopen the editor with it."""
 
 
 class FactEditor(ModalScreen[FactEdit | None]):
@@ -199,9 +201,9 @@ class FactEditor(ModalScreen[FactEdit | None]):
             self.app.bell()
             return
         namespace, key = self.current_address()
-        value = parse_json(self.query_one("#fact-value", TextArea).text)
+        text = self.query_one("#fact-value", TextArea).text
         ttl_ms = parse_ttl(self.query_one("#fact-ttl", Input).value)
-        self.dismiss(FactEdit(namespace, key, value, ttl_ms))
+        self.dismiss(FactEdit(namespace, key, parse_json(text), ttl_ms, text))
 
     @on(Button.Pressed, "#fact-cancel")
     def action_cancel(self) -> None:

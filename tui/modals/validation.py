@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from store.json_text import JsonTextError, parse_json_text
 
 
 @dataclass(frozen=True)
@@ -18,23 +19,23 @@ class JsonProblem:
 
     def describe(self) -> str:
         """One sentence naming the position, e.g. ``line 2, column 5: Expecting value``."""
+        if not self.line:
+            return self.message  # not about one place: too deep, a huge number, a surrogate
         return f"line {self.line}, column {self.column}: {self.message}"
 
 
 def json_problem(text: str) -> JsonProblem | None:
-    """Return where ``text`` stops being JSON, or None when it parses."""
+    """Return why ``text`` is not JSON Tether accepts (store.json_text), or None."""
     try:
-        json.loads(text)
-    except json.JSONDecodeError as error:
-        return JsonProblem(error.lineno, error.colno, error.msg)
-    except RecursionError:
-        return JsonProblem(1, 1, "nested too deeply")
+        parse_json_text(text)
+    except JsonTextError as error:
+        return JsonProblem(error.line or 0, error.column or 0, error.reason)
     return None
 
 
 def parse_json(text: str) -> Any:
-    """Parse JSON text already checked by :func:`json_problem`."""
-    return json.loads(text)
+    """Parse JSON text already checked by :func:`json_problem` (the same rules)."""
+    return parse_json_text(text)
 
 
 _TTL_UNITS_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

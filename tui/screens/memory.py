@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
@@ -33,8 +34,9 @@ from store.facts import Fact
 from store.memory import MemoryStore
 from store.notes import Note
 from tui.actions.feedback import write_safely
-from tui.format import literal
+from tui.format import literal, visible
 from tui.modals import ConfirmDialog, FactEditor, NewFactForm, reject_note_dialog
+from tui.modals.fact_editor import FactEdit
 from tui.run_control import host_for
 from tui.screens.base import LiveScreen
 from tui.screens.memory_render import (
@@ -476,18 +478,24 @@ class MemoryScreen(LiveScreen):
         fact = self.selected_fact()
         if fact is None or not self.check_action("edit_fact", ()):
             return
-        edit = await self.app.push_screen_wait(
-            FactEditor(fact.namespace, fact.key, fact.value_json, fact.ttl_ms)
-        )
-        if edit is None:
-            return
-        memory = await self.memory()
-        saved = await write_safely(
-            self, lambda: memory.set_fact(edit.namespace, edit.key, edit.value, ttl_ms=edit.ttl_ms)
-        )
-        if saved is not None:
-            self.app.notify(f"Saved {saved.namespace} / {saved.key}.", markup=False)
+        text, ttl_ms = fact.value_json, fact.ttl_ms
+        while True:
+            edit = await self.app.push_screen_wait(
+                FactEditor(fact.namespace, fact.key, text, ttl_ms)
+            )
+            if edit is None:
+                return
+            saved = await write_safely(self, partial(self._store_fact, edit))
+            if saved is not None:
+                break
+            # The write failed (told in a toast): reopen the editor with what was typed.
+            text, ttl_ms = edit.value_json, edit.ttl_ms
+        self.app.notify(visible(f"Saved {saved.namespace} / {saved.key}."), markup=False)
         await self.refresh_data()
+
+    async def _store_fact(self, edit: FactEdit) -> Fact:
+        memory = await self.memory()
+        return await memory.set_fact(edit.namespace, edit.key, edit.value, ttl_ms=edit.ttl_ms)
 
     @work(group="memory-action", exclusive=True)
     async def action_new_fact(self) -> None:

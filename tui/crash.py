@@ -1,0 +1,35 @@
+"""When the dashboard stops on an internal error: the traceback goes to a file under the
+workspace (``crashes/dashboard-<time>-<pid>.log``, owner-only), the terminal gets one sentence
+naming it, and the process exits with code 3."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from store.workspace import Workspace, make_private_dirs
+
+CRASH_EXIT_CODE = 3
+CRASHES_DIRNAME = "crashes"
+
+
+def write_crash_report(workspace: Workspace, report: str) -> Path:
+    """Save ``report`` under the workspace (creating the folder owner-only) and return where."""
+    folder = workspace.root / CRASHES_DIRNAME
+    make_private_dirs(folder)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = folder / f"dashboard-{stamp}-{os.getpid()}.log"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(report)
+    return path
+
+
+def crash_sentence(summary: str, saved: Path | None, problem: str | None = None) -> str:
+    """The one sentence printed when the dashboard crashed."""
+    where = (
+        f"the traceback is in {saved}" if saved is not None
+        else f"the traceback could not be saved ({problem})"
+    )
+    return f"The dashboard stopped on an internal error ({summary}); {where}."
