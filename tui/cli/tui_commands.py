@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 import click
 
 from store.database import inspect_database_file
 from store.errors import TetherError
-from store.workspace import Workspace
-from tui.cli.common import fail, run_async, workspace_from, workspace_option
-
-
-def _workspace_dir(ctx: click.Context, workspace_dir: str | None) -> str | None:
-    # `tether --workspace DIR` (group option) and `tether tui --workspace DIR` both work.
-    if workspace_dir:
-        return workspace_dir
-    obj = ctx.find_root().obj or {}
-    value = obj.get("workspace_dir") if isinstance(obj, dict) else None
-    return value if isinstance(value, str) else None
+from store.workspace import ENV_VAR, Workspace
+from tui.cli.common import (
+    chosen_workspace_dir,
+    fail,
+    run_async,
+    workspace_from,
+    workspace_option,
+)
 
 
 def _check_database(workspace: Workspace) -> None:
@@ -35,7 +33,7 @@ def _check_database(workspace: Workspace) -> None:
 @click.pass_context
 def tui_command(ctx: click.Context, workspace_dir: str | None) -> None:
     """Open the dashboard on the workspace (live: runs, tokens, memory, handoffs)."""
-    workspace = workspace_from(_workspace_dir(ctx, workspace_dir))
+    workspace = workspace_from(workspace_dir)
     _check_database(workspace)
     from tui.app import run_dashboard
 
@@ -61,7 +59,8 @@ def demo_command(ctx: click.Context, workspace_dir: str | None, headless: bool) 
     """
     from tui import demo
 
-    chosen = _workspace_dir(ctx, workspace_dir) or demo.DEFAULT_DEMO_DIR
+    # --workspace (either place), else TETHER_WORKSPACE, else ./tether-demo (not .tether/).
+    chosen = chosen_workspace_dir(workspace_dir) or os.environ.get(ENV_VAR) or demo.DEFAULT_DEMO_DIR
     workspace = Workspace(workspace_from(chosen).root)
     _check_database(workspace)
     if not demo.demo_steps():

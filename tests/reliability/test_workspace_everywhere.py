@@ -1,0 +1,214 @@
+"""Every command acts on the workspace it is told about: ``--workspace DIR`` after the command
+name, before it (``tether --workspace DIR run ...``), or ``TETHER_WORKSPACE``, never on the
+nearest ``.tether/`` of the current directory (a decoy here, checked unchanged each time)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pytest
+from cli_harness import Outcome, run_cli
+from storage_support import sqlite_dump, tether
+
+from store.clock import SYSTEM_CLOCK
+from store.memory import MemoryStore
+from store.runs import RunStore
+from store.workspace import Workspace
+from tui.cli.main import cli
+
+WAYS = ("after", "before", "environment")
+WORKFLOW = """
+from engine.workflow import Workflow
+
+workflow = Workflow("tiny", default_agent="simulated")
+workflow.add_task("plan", "Plan the change")
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    """A command and what it must have done to the target workspace."""
+
+    args: tuple[str, ...]
+    check: Callable[[Outcome, Path], None]
+
+
+async def seed(root: Path, where: str, workflow: Path) -> None:
+    async with await MemoryStore.open(Workspace(root), clock=SYSTEM_CLOCK) as memory:
+        await memory.set_fact("user:t", "where", where)
+        await memory.set_fact("user:t", "old", 1, ttl_ms=0)  # expired at once
+        await memory.save_note("user:t", f"{where}word lives here", note_id="live")
+        await memory.save_note("user:t", "a proposal", note_id="pend", status="pending")
+        await memory.create_thread("user:t", "a thread", thread_id="t-1")
+        for index in range(6):
+            await memory.save_message("t-1", "user", f"message {index} " * 40,
+                                      message_id=f"m{index}")
+        runs = RunStore(memory.db)
+        done = await runs.create_run("tiny", run_id=f"r-{where}-done", status="finished",
+                                     workflow_path=str(workflow))
+        await runs.upsert_node(done.run_id, "plan", 0, "finished")
+        await runs.create_run("tiny", run_id=f"r-{where}-wait", status="pending")
+        await runs.create_run("tiny", run_id=f"r-{where}-bad", status="failed",
+                              workflow_path=str(workflow))
+
+
+def facts(root: Path) -> dict[str, object]:
+    result = tether(root, "memory", "list", "user:t", "--format", "json")
+    return {f["key"]: f["value"] for f in json.loads(result.stdout)}
+
+
+def runs(root: Path) -> dict[str, dict[str, object]]:
+    result = tether(root, "runs", "--format", "json", "--limit", "100")
+    return {r["run_id"]: r for r in json.loads(result.stdout)["runs"]}
+
+
+def expect(text: str) -> Callable[[Outcome, Path], None]:
+    def check(outcome: Outcome, root: Path) -> None:
+        assert text in outcome.stdout, outcome.stdout
+
+    return check
+
+
+def _notes(root: Path, status: str = "any") -> dict[str, str]:
+    listed = tether(root, "notes", "list", "--status", status, "--format", "json")
+    return {n["id"]: n["status"] for n in json.loads(listed.stdout)}
+
+
+CASES = {
+    "memory set": Case(("memory", "set", "user:t", "new", '"value"'),
+                       lambda o, r: None if facts(r)["new"] == "value" else pytest.fail("set")),
+    "memory get": Case(("memory", "get", "user:t", "where"), expect('"target"')),
+    "memory list": Case(("memory", "list"), expect('"target"')),
+    "memory rm": Case(("memory", "rm", "user:t", "where"),
+                      lambda o, r: None if "where" not in facts(r) else pytest.fail("rm")),
+    "memory gc": Case(("memory", "gc"), expect("Removed 1 expired fact")),
+    "memory limit": Case(("memory", "limit", "--max-tokens", "50"), expect("from 1 thread")),
+    "memory summarize": Case(("memory", "summarize", "--keep-recent", "0"),
+                             expect("Wrote 1 summary")),
+    "notes list": Case(("notes", "list"), expect("targetword")),
+    "notes add": Case(("notes", "add", "user:t", "added here"),
+                      lambda o, r: None if o.stdout.strip() in _notes(r) else pytest.fail("add")),
+    "notes accept": Case(("notes", "accept", "pend"),
+                         lambda o, r: None if _notes(r)["pend"] == "accepted" else pytest.fail()),
+    "notes reject": Case(("notes", "reject", "pend"),
+                         lambda o, r: None if _notes(r)["pend"] == "rejected" else pytest.fail()),
+    "notes search": Case(("notes", "search", "targetword"), expect("targetword")),
+    "run": Case(("run", "{workflow}", "--format", "json"),
+                lambda o, r: None if json.loads(o.stdout)["run_id"] in runs(r) else pytest.fail()),
+    "runs": Case(("runs",), expect("r-target-done")),
+    "node": Case(("node", "plan", "--run", "r-target-done"), expect("Node: plan")),
+    "cancel": Case(("cancel", "r-target-wait"),
+                   lambda o, r: None if runs(r)["r-target-wait"]["status"] == "cancelled"
+                   else pytest.fail("cancel")),
+    "clear": Case(("clear", "r-target-bad"),
+                  lambda o, r: None if runs(r)["r-target-bad"]["status"] == "handed-off"
+                  else pytest.fail("clear")),
+    "doctor": Case(("doctor",), expect("target")),
+}
+IN_TERMINAL = {"tui", "demo"}  # tested below in a real terminal / subprocess
+
+
+def every_command() -> set[str]:
+    """Every command and subcommand the CLI offers ("memory set", "runs", ...)."""
+    found: set[str] = set()
+    with click.Context(cli) as ctx:
+        for name in cli.list_commands(ctx):
+            command = cli.get_command(ctx, name)
+            if isinstance(command, click.Group):
+                with click.Context(command, parent=ctx) as sub:
+                    found.update(f"{name} {child}" for child in command.list_commands(sub))
+            else:
+                found.add(name)
+    return found
+
+
+def test_the_cases_cover_every_command() -> None:
+    assert every_command() == set(CASES) | IN_TERMINAL
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    base = tmp_path_factory.mktemp("templates")
+    workflow = base / "tiny.py"
+    workflow.write_text(WORKFLOW)
+    import asyncio
+
+    asyncio.run(seed(base / "target", "target", workflow))
+    asyncio.run(seed(base / "project" / ".tether", "decoy", workflow))
+    return base / "target", base / "project", workflow
+
+
+def fresh(templates: tuple[Path, Path, Path], where: Path) -> tuple[Path, Path, list[str]]:
+    target, project, _ = templates
+    shutil.copytree(target, where / "target")
+    shutil.copytree(project, where / "project")
+    decoy = sqlite_dump(where / "project" / ".tether" / "tether.db")
+    return where / "target", where / "project", decoy
+
+
+def arguments(case: Case, way: str, target: Path, workflow: Path) -> tuple[list[str], dict]:
+    args = [a.replace("{workflow}", str(workflow)) for a in case.args]
+    if way == "after":
+        return [*args, "--workspace", str(target)], {}
+    if way == "before":
+        return ["--workspace", str(target), *args], {}
+    return args, {"TETHER_WORKSPACE": str(target)}
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_command_uses_the_named_workspace(
+    name: str, way: str, templates: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    target, project, decoy = fresh(templates, tmp_path)
+    args, env = arguments(CASES[name], way, target, templates[2])
+    outcome = run_cli(args, cwd=project, env=env)
+    assert outcome.code == 0, (args, outcome.stderr)
+    CASES[name].check(outcome, target)
+    assert sqlite_dump(project / ".tether" / "tether.db") == decoy  # the decoy is untouched
+    assert not (project / ".tether" / "artifacts").exists() or not any(
+        (project / ".tether" / "artifacts").iterdir())
+
+
+def test_two_different_workspaces_are_refused(tmp_path: Path) -> None:
+    outcome = run_cli(["--workspace", str(tmp_path / "a"), "runs", "--workspace",
+                       str(tmp_path / "b")], cwd=tmp_path)
+    assert outcome.code == 2 and "given twice" in outcome.stderr
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_demo_uses_the_named_workspace(
+    way: str, templates: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    _, project, decoy = fresh(templates, tmp_path)
+    target = tmp_path / "demo-here"
+    args, env = arguments(Case(("demo", "--headless"), expect("")), way, target, templates[2])
+    result = tether(None, *args, cwd=project, env=env)
+    assert result.returncode == 0, result.stderr
+    assert len(runs(target)) >= 4
+    assert sqlite_dump(project / ".tether" / "tether.db") == decoy
+    assert not (project / "tether-demo").exists()
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_the_dashboard_opens_the_named_workspace(
+    way: str, templates: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    from tests.tui_actions.test_hostile_dashboard import pty_env, run_in_pty
+
+    target, project, decoy = fresh(templates, tmp_path)
+    args, env = arguments(Case(("tui",), expect("")), way, target, templates[2])
+    code, output = run_in_pty(
+        [sys.executable, "-m", "tui.cli.main", *args], {**pty_env(), **env}, send=b"q",
+        ready=b"r-target-done", cwd=project,
+    )
+    assert code == 0, output[-2000:]
+    assert b"r-decoy" not in output
+    assert sqlite_dump(project / ".tether" / "tether.db") == decoy
