@@ -35,6 +35,11 @@ def load_workflow(path: str | Path) -> Workflow:
         raise InvalidInputError(
             f"{file} has a syntax error at line {error.lineno}: {error.msg}."
         ) from error
+    except SystemExit as error:
+        raise InvalidInputError(
+            f"{file} called sys.exit({error.code!r}) while loading; a workflow file must only "
+            "define its workflow."
+        ) from None
     except Exception as error:
         frames = traceback.extract_tb(error.__traceback__)
         line = next((f.lineno for f in reversed(frames) if f.filename == str(file)), None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -51,16 +52,27 @@ def one_sentence(stderr: str) -> str:
 
 
 def seed(workspace: Path) -> None:
-    """A workspace with facts, notes and a finished run (every table has rows)."""
-    for index in range(40):
-        assert tether(workspace, "memory", "set", "workflow:seed", f"k{index}",
-                      json.dumps({"n": index, "text": "x" * 200})).returncode == 0
-    for index in range(20):
-        assert tether(workspace, "notes", "add", "workflow:seed",
-                      f"note {index} about pytest fixtures " + "y" * 200).returncode == 0
-    run = tether(workspace, "run", str(EXAMPLES / "fanout_review.py"),
-                 "--input", json.dumps({"files": ["a.py", "b.py", "c.py"]}))
-    assert run.returncode == 0, run.stderr
+    """A workspace with facts, notes and a finished run (every table has rows), written by the
+    store and the real ``tether run``; no connection stays open afterwards."""
+    asyncio.run(_seed_memory(workspace))
+    from cli_harness import run_cli
+
+    run = run_cli(["run", str(EXAMPLES / "fanout_review.py"), "--input",
+                   json.dumps({"files": ["a.py", "b.py", "c.py"]}), "--workspace",
+                   str(workspace)], cwd=workspace.parent)
+    assert run.code == 0, run.stderr
+
+
+async def _seed_memory(workspace: Path) -> None:
+    from store.memory import MemoryStore
+    from store.workspace import Workspace
+
+    async with await MemoryStore.open(Workspace(workspace)) as memory:
+        for index in range(40):
+            await memory.set_fact("workflow:seed", f"k{index}", {"n": index, "text": "x" * 200})
+        for index in range(20):
+            await memory.save_note("workflow:seed",
+                                   f"note {index} about pytest fixtures " + "y" * 200)
 
 
 def file_digest(folder: Path) -> dict[str, str]:

@@ -88,6 +88,8 @@ def one_line(message: str) -> str:
     """``message`` on one line with control characters escaped (it may quote data, paths or
     SQLite's own multi-line reports)."""
     flat = " ".join(message.split())
+    if not flat.endswith((".", "?", "!")):
+        flat += "."  # messages quoting an exception's text end where it ends
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in flat)
 
 
