@@ -278,7 +278,7 @@ class ClaudeSession:
                     f"the stream showed {excess.total:,} more {group.model or 'session'} "
                     "tokens than the session totals; the per-message figures are kept"
                 )
-        if group.cost is None:
+        if group.cost is None or (not calls and group.cost == 0):
             return calls
         if not calls:
             calls.append(
@@ -299,6 +299,11 @@ class ClaudeSession:
         calls: list[ModelCall] = []
         for group in self._groups(result, notes):
             calls.extend(self._reconciled(group, now_ms, notes))
+        # Messages first, in stream order; then the reconciliation rows.
+        order = {message_id: index for index, message_id in enumerate(self.messages)}
+        calls.sort(
+            key=lambda c: (c.kind != "model", order.get((c.detail or {}).get("message_id"), 0))
+        )
         total_cost = _cost(result.get("total_cost_usd"), "the session")
         priced = sum(c.cost_usd or 0.0 for c in calls)
         if total_cost is not None and total_cost - priced > 1e-9:
