@@ -302,7 +302,7 @@ class ClaudeSession:
         # Messages first, in stream order; then the reconciliation rows.
         order = {message_id: index for index, message_id in enumerate(self.messages)}
         calls.sort(
-            key=lambda c: (c.kind != "model", order.get((c.detail or {}).get("message_id"), 0))
+            key=lambda c: (c.kind != "model", order.get(str((c.detail or {}).get("message_id")), 0))
         )
         total_cost = _cost(result.get("total_cost_usd"), "the session")
         priced = sum(c.cost_usd or 0.0 for c in calls)

@@ -4,7 +4,6 @@ command agent wiring it into Claude Code and Codex (the fake CLI calls the tools
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,18 +11,16 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from mcp import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from cli_agent_support import capture, fake_agent, recorded, run_one
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from engine.agents.mcp_wiring import tether_program  # noqa: E402
-from engine.memory.config import MemoryConfig  # noqa: E402
-from store.database import Database  # noqa: E402
-from store.errors import InvalidInputError  # noqa: E402
-from store.memory import MemoryStore  # noqa: E402
-from store.runs import RunStore  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
-from cli_agent_support import capture, fake_agent, recorded, run_one  # noqa: E402
+from engine.agents.mcp_wiring import tether_program
+from engine.memory.config import MemoryConfig
+from store.database import Database
+from store.errors import InvalidInputError
+from store.memory import MemoryStore
+from store.runs import RunStore
 
 BANK = "code-review"
 NAMESPACE = MemoryConfig(bank=BANK, tools=True).namespaces[0]
@@ -131,7 +128,10 @@ async def test_codex_task_with_tools_gets_the_server_through_config_flags(
         {
             "stdout": capture("codex/X3_0147_ok.jsonl"),
             "mcp_calls": [
-                {"tool": "remember", "arguments": {"content": "Pin plotext below 6.", "propose": True}}
+                {
+                    "tool": "remember",
+                    "arguments": {"content": "Pin plotext below 6.", "propose": True},
+                }
             ],
             "mcp_results": tmp_path / "mcp.json",
         },

@@ -16,7 +16,7 @@ from engine.workflow import Workflow
 from store.database import Database
 
 FAKE_CLI = Path(__file__).with_name("fake_agent_cli.py")
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents"
 CLAUDE_PROTOCOL = ["-p", "--output-format", "stream-json", "--verbose"]
 
 
