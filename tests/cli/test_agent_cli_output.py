@@ -101,7 +101,8 @@ def test_node_shows_per_call_tokens_models_and_cost(session_run: tuple[Path, str
 
 def test_node_json_and_runs_json_carry_cost(session_run: tuple[Path, str]) -> None:
     workspace, run_id = session_run
-    node = json.loads(tether(workspace, "node", "verify", "--run", run_id, "--format", "json").stdout)
+    shown = tether(workspace, "node", "verify", "--run", run_id, "--format", "json")
+    node = json.loads(shown.stdout)
     (attempt,) = node["attempts"]
     assert attempt["cost_usd"] == pytest.approx(0.0745213) and attempt["cost_complete"]
     assert [c["kind"] for c in attempt["calls"]] == ["model", "model"] + ["reconciliation"] * 2
