@@ -38,6 +38,7 @@ _PERMANENT_WORDS = (
     "invalid_request_error",
     "maximum number of turns",
     "max_turns",
+    "validation error",  # llama-cpp-python answers a request it cannot validate with HTTP 500
 )
 _TRANSIENT_WORDS = (
     "rate limit",

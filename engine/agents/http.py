@@ -22,12 +22,15 @@ raise ``max_completion_tokens`` / ``max_tokens``).
 Structured output: OpenAI-compatible servers get ``response_format`` ``json_schema`` (with
 ``strict: true`` when the schema allows it, see :func:`engine.structured.strict_schema`). A
 server that rejects json_schema (llama-cpp-python answers HTTP 500 "Input should be 'text' or
-'json_object'") is asked again at once with ``json_object`` and the schema in the prompt, then
+'json_object'") is asked again at once with ``json_object`` (carrying the schema as
+llama.cpp's ``schema`` extension) and the schema in the prompt, then
 with the prompt alone if that is rejected too; the agent remembers the mode that worked.
 ``structured_output = "json_object"`` or ``"prompt"`` starts there. Anthropic gets a forced
 ``final_output`` tool whose input schema is the output schema. Offered AgentTools become
 function tools (with ``tool_choice: "auto"``; llama-cpp-python ignores tools without it); tool
-calls run locally and the conversation continues (one call row per round).
+calls run locally and the conversation continues (one call row per round); after
+``max_tool_rounds`` rounds of tool calls, one last request sets ``tool_choice`` to ``none``
+(Anthropic: the ``final_output`` tool when the task has an output schema) to get the answer.
 """
 
 from __future__ import annotations
@@ -135,6 +138,30 @@ def _unfinished(name: str, request: AgentRequest, what: str, text: str) -> Agent
     kept = _keep_partial(request, text) if text else None
     where = f" (partial answer kept in {kept})" if kept else " (no partial answer)"
     return AgentError(f"{name}: {what}{where}.", retryable=False)
+
+
+def _assistant_turn(content: str, tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """The assistant message sent back with the tool results, rebuilt from the documented
+    fields only: servers add their own (llama-cpp-python a legacy ``function_call`` with a
+    mangled name) and then refuse them in the next request."""
+    calls = []
+    for call in tool_calls:
+        raw = call.get("function")
+        function: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        calls.append(
+            {
+                "id": str(call.get("id") or ""),
+                "type": "function",
+                "function": {
+                    "name": str(function.get("name") or ""),
+                    "arguments": function.get("arguments")
+                    if isinstance(function.get("arguments"), str)
+                    else json.dumps(function.get("arguments") or {}),
+                },
+            }
+        )
+    # A string, never null: llama-cpp-python refuses a null content.
+    return {"role": "assistant", "content": content, "tool_calls": calls}
 
 
 class HttpFailure(AgentError):
@@ -267,6 +294,7 @@ class OpenAIAgent(_HttpAgent):
     timeout_s: float = 600.0
     max_tool_rounds: int = 8
     headers: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
     retry: Any = None
     sleep: Sleep = field(default=asyncio.sleep, repr=False, compare=False)
     rng: random.Random = field(default_factory=_default_rng, repr=False, compare=False)
@@ -289,7 +317,9 @@ class OpenAIAgent(_HttpAgent):
 
     def _response_format(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         if self._mode == "json_object":
-            return {"type": "json_object"}
+            # "schema" is the llama.cpp / llama-cpp-python extension that constrains the JSON
+            # to the schema; servers without it ignore it or refuse (then: prompt mode).
+            return {"type": "json_object", "schema": schema}
         if self._mode == "prompt":
             return None
         strict = strict_schema(schema)
@@ -300,6 +330,7 @@ class OpenAIAgent(_HttpAgent):
 
     def _body(self, request: AgentRequest, prompt: str) -> dict[str, Any]:
         body: dict[str, Any] = {
+            **self.extra_body,  # server-specific parameters (seed, top_k, ...)
             "model": self.model,
             "messages": [{"role": "user", "content": prompt}],
         }
@@ -374,7 +405,7 @@ class OpenAIAgent(_HttpAgent):
             started = request.clock.now_ms()
             body, data = await self._first_answer(client, request)
             messages = body["messages"]
-            for _ in range(self.max_tool_rounds + 1):
+            for round_number in range(1, self.max_tool_rounds + 2):
                 model = data.get("model") or self.model
                 await request.on_call(
                     ModelCall(
@@ -412,10 +443,10 @@ class OpenAIAgent(_HttpAgent):
                         + "); raise max_completion_tokens or max_tokens",
                         content,
                     )
-                tool_calls = message.get("tool_calls") or []
+                tool_calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
                 if not tool_calls:
                     return AgentResult(text=content, model=model)
-                messages.append(message)
+                messages.append(_assistant_turn(content, tool_calls))
                 for call in tool_calls:
                     function = call.get("function", {})
                     result = await _run_tool(
@@ -424,6 +455,9 @@ class OpenAIAgent(_HttpAgent):
                     messages.append(
                         {"role": "tool", "tool_call_id": call.get("id"), "content": result}
                     )
+                if round_number == self.max_tool_rounds:
+                    # The tool-round budget is spent: the last request asks for the answer.
+                    body["tool_choice"] = "none"
                 started = request.clock.now_ms()
                 data = await self._post(client, "/chat/completions", body, request)
         raise AgentError(f"{self.name}: still calling tools after {self.max_tool_rounds} rounds.")
@@ -492,10 +526,16 @@ class AnthropicAgent(_HttpAgent):
     async def run(self, request: AgentRequest) -> AgentResult:
         """Converse until the model answers (or calls ``final_output`` with the structured
         answer), running offered tools in between."""
-        body, _ = self._body(request)
+        body, structured = self._body(request)
         messages = body["messages"]
         async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-            for _ in range(self.max_tool_rounds + 1):
+            for round_number in range(1, self.max_tool_rounds + 2):
+                if round_number == self.max_tool_rounds + 1 and "tools" in body:
+                    # The tool-round budget is spent: ask for the answer (the final_output
+                    # tool when the task has an output schema).
+                    body["tool_choice"] = (
+                        {"type": "tool", "name": FINAL_TOOL} if structured else {"type": "none"}
+                    )
                 started = request.clock.now_ms()
                 data = await self._post(client, "/v1/messages", body, request)
                 model = data.get("model") or self.model

@@ -413,7 +413,8 @@ async def test_json_schema_rejection_falls_back_once_and_is_remembered(
     formats = [body.get("response_format") for _, body, _ in FakeProvider.requests]
     assert formats[0]["type"] == "json_schema" and formats[0]["json_schema"]["strict"] is True
     assert formats[0]["json_schema"]["schema"]["additionalProperties"] is False
-    assert formats[1:] == [{"type": "json_object"}, {"type": "json_object"}]
+    schema = Verdict.model_json_schema()
+    assert formats[1:] == [{"type": "json_object", "schema": schema}] * 2
     for _, body, _ in FakeProvider.requests[1:]:
         assert body["messages"][0]["content"].count("REQUIRED OUTPUT") == 1
     calls = await RunStore(db).list_calls(outcome.run_id)
