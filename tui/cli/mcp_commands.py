@@ -1,7 +1,7 @@
 """``tether mcp``: serve the memory tools to an agent CLI over the Model Context Protocol.
 
-Exit codes: 0 when the client closed the connection; 2 invalid options (a bad bank or tag, a
-missing ``mcp`` extra); 3 the workspace could not be opened.
+Exit codes: 0 when the client closed the connection; 2 invalid options (a bad bank, tag or
+budget, a missing ``mcp`` extra) or an unusable workspace.
 """
 
 from __future__ import annotations
