@@ -367,3 +367,30 @@ async def test_codex_noise_on_stderr_is_kept_aside(db: Database, tmp_path: Path)
     folder = attempt_dir(db.workspace.artifacts_dir, outcome.run_id, "work", 0, 1)
     assert "failed to load models cache" in (folder / "stderr.log").read_text()
     assert (await RunStore(db).get_node(outcome.run_id, "work")).output == "Hello."
+
+
+async def test_a_custom_agent_reporting_bogus_usage_fails_only_its_attempt(
+    db: Database,
+) -> None:
+    from engine_test_support import run_workflow
+
+    from engine.agents.base import AgentRequest, AgentResult, ModelCall
+    from engine.workflow import Workflow
+
+    class Bogus:
+        name = "bogus"
+        native_structured_output = False
+        simulated = False
+
+        async def run(self, request: AgentRequest) -> AgentResult:
+            await request.on_call(ModelCall(TokenUsage(input=-3, output=2**70)))
+            return AgentResult(text="never")
+
+    workflow = Workflow("bogus", agents={"b": Bogus()}, default_agent="b")
+    workflow.add_task("work", "Do it.", retries=2, backoff=0.01)
+    outcome = await run_workflow(db, workflow)
+    assert outcome.status == "failed"
+    assert "Agent b reported an invalid token count for input: -3 is negative" in (
+        outcome.error or ""
+    )
+    assert await RunStore(db).list_calls(outcome.run_id) == []

@@ -445,3 +445,18 @@ async def test_unknown_model_cost_is_unknown_and_configured_prices_apply(
     outcome = await engine.start(_plain_wf(agent), None)
     (call,) = await RunStore(db).list_calls(outcome.run_id)
     assert call.cost_usd == pytest.approx((200 * 1.0 + 1000 * 0.5 + 90 * 2.0) / 1e6)
+
+
+@pytest.mark.parametrize("count", [-1, 7.5, 1e300])
+async def test_bogus_usage_from_a_server_fails_the_attempt_once(
+    db: Database, provider: str, count: float
+) -> None:
+    answer = _openai_answer({"role": "assistant", "content": "fine"}, "stop")
+    answer["usage"]["prompt_tokens"] = count
+    FakeProvider.script = [(200, answer, {})]
+    agent = OpenAIAgent(base_url=provider + "/v1")
+    outcome = await run_workflow(db, _plain_wf(agent, retries=2))
+    assert outcome.status == "failed"
+    assert "reported an invalid token count for prompt_tokens" in (outcome.error or "")
+    assert await RunStore(db).list_calls(outcome.run_id) == []
+    assert len(FakeProvider.requests) == 1
