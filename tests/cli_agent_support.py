@@ -18,6 +18,20 @@ from store.database import Database
 FAKE_CLI = Path(__file__).with_name("fake_agent_cli.py")
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents"
 CLAUDE_PROTOCOL = ["-p", "--output-format", "stream-json", "--verbose"]
+CLAUDE_SETTINGS = {
+    "model": "claude-sonnet-4-5",
+    "max_turns": 5,
+    "permission_mode": "acceptEdits",
+    "allowed_tools": ["Read", "Grep"],
+}
+"""Agent settings the Claude Code tests use, and the flags they must become."""
+CLAUDE_SETTINGS_FLAGS = [
+    CLAUDE_PROTOCOL,
+    ["--model", "claude-sonnet-4-5"],
+    ["--max-turns", "5"],
+    ["--permission-mode", "acceptEdits"],
+    ["--allowedTools", "Read,Grep"],
+]
 
 
 def capture(name: str) -> Path:

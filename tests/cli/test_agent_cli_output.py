@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from cli_agent_support import CLAUDE_PROTOCOL, FAKE_CLI, capture
+from cli_agent_support import CLAUDE_SETTINGS_FLAGS, FAKE_CLI, capture
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,13 +37,7 @@ def session_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         json.dumps(
             {
                 "stdout": str(capture("claude-code/B_vecsum_stream.jsonl")),
-                "expect": [
-                    CLAUDE_PROTOCOL,
-                    ["--model", "claude-sonnet-4-5"],
-                    ["--max-turns", "5"],
-                    ["--permission-mode", "acceptEdits"],
-                    ["--allowedTools", "Read,Grep"],
-                ],
+                "expect": CLAUDE_SETTINGS_FLAGS,
             }
         )
     )
@@ -90,8 +84,9 @@ def test_node_shows_per_call_tokens_models_and_cost(session_run: tuple[Path, str
     assert "model claude-opus-4-5-20251101: 23,187 tokens, cost $0.0171" in text
     calls = [line.strip() for line in text.splitlines() if line.strip().startswith("call ")]
     assert len(calls) == 4
-    assert "context   24,851 = input 1 + cache read 18,003 + cache write 6,847; output 158" in (
-        calls[0]
+    assert (
+        "context   24,851 = input 1 + cache read 18,003 + cache write 6,847; output 158"
+        in (calls[0])
     )
     assert "(claude/claude-sonnet-4-5-20250929) cost $0.0335" in calls[0]
     assert "(claude/claude-sonnet-4-5-20250929) cost $0.0219" in calls[1]

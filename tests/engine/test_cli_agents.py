@@ -11,7 +11,14 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from cli_agent_support import CLAUDE_PROTOCOL, capture, fake_agent, recorded, run_one
+from cli_agent_support import (
+    CLAUDE_SETTINGS,
+    CLAUDE_SETTINGS_FLAGS,
+    capture,
+    fake_agent,
+    recorded,
+    run_one,
+)
 from pydantic import BaseModel
 
 from engine.artifacts import attempt_dir, stream_log_path
@@ -36,22 +43,12 @@ async def test_claude_code_session_records_per_message_calls_models_and_cost(
         "claude-code",
         {
             "stdout": capture("claude-code/B_vecsum_stream.jsonl"),
-            "expect": [
-                CLAUDE_PROTOCOL,
-                ["--model", "claude-sonnet-4-5"],
-                ["--max-turns", "5"],
-                ["--permission-mode", "acceptEdits"],
-                ["--allowedTools", "Read,Grep"],
-                ["--append-system-prompt", "be brief"],
-            ],
+            "expect": [*CLAUDE_SETTINGS_FLAGS, ["--append-system-prompt", "be brief"]],
             "forbid": ["--json-schema", "--resume", "--mcp-config"],
             "record": tmp_path / "argv.json",
         },
-        model="claude-sonnet-4-5",
-        max_turns=5,
-        permission_mode="acceptEdits",
-        allowed_tools=["Read", "Grep"],
         extra_args=["--append-system-prompt", "be brief"],
+        **CLAUDE_SETTINGS,
     )
     outcome = await run_one(db, agent)
     assert outcome.status == "finished", outcome.error
