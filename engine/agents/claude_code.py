@@ -341,7 +341,10 @@ class ClaudeSession:
             info["tool_uses"] = len(self.tool_uses)
         tether = [s for s in self.mcp_servers if isinstance(s, dict) and s.get("name") == "tether"]
         if tether:
-            info["mcp_tether_status"] = tether[0].get("status")
+            status = tether[0].get("status")
+            info["mcp_tether_status"] = status
+            if status not in (None, "connected"):
+                notes.append(f"the tether MCP server did not connect ({status}): no memory tools")
         if notes:
             info["notes"] = notes
         return info
