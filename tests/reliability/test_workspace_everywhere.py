@@ -5,6 +5,7 @@ nearest ``.tether/`` of the current directory (a decoy here, checked unchanged e
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from pathlib import Path
 import click
 import pytest
 from cli_harness import Outcome, run_cli
-from storage_support import sqlite_dump, tether
+from storage_support import REPO_ROOT, sqlite_dump, tether
 
 from store.clock import SYSTEM_CLOCK
 from store.memory import MemoryStore
@@ -111,7 +112,7 @@ CASES = {
                   else pytest.fail("clear")),
     "doctor": Case(("doctor",), expect("target")),
 }
-IN_TERMINAL = {"tui", "demo"}  # tested below in a real terminal / subprocess
+SEPARATE = {"tui", "demo", "mcp"}  # tested below: a terminal, a subprocess, an MCP client
 
 
 def every_command() -> set[str]:
@@ -129,7 +130,7 @@ def every_command() -> set[str]:
 
 
 def test_the_cases_cover_every_command() -> None:
-    assert every_command() == set(CASES) | IN_TERMINAL
+    assert every_command() == set(CASES) | SEPARATE
 
 
 @pytest.fixture(scope="module")
@@ -211,4 +212,28 @@ def test_the_dashboard_opens_the_named_workspace(
     )
     assert code == 0, output[-2000:]
     assert b"r-decoy" not in output
+    assert sqlite_dump(project / ".tether" / "tether.db") == decoy
+
+
+@pytest.mark.parametrize("way", WAYS)
+async def test_the_mcp_server_uses_the_named_workspace(
+    way: str, templates: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    pytest.importorskip("mcp")
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    target, project, decoy = fresh(templates, tmp_path)
+    args, env = arguments(Case(("mcp", "--bank", "seedbank"), expect("")), way, target,
+                          templates[2])
+    environment = {k: v for k, v in os.environ.items() if k != "TETHER_WORKSPACE"}
+    environment.update(PYTHONPATH=str(REPO_ROOT), **env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tui.cli.main", *args],
+                                   env=environment, cwd=str(project))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("remember", {"content": "remembered through MCP"})
+        assert not result.is_error
+    listed = tether(target, "notes", "list", "--status", "pending", "--format", "json")
+    assert "remembered through MCP" in listed.stdout
     assert sqlite_dump(project / ".tether" / "tether.db") == decoy

@@ -21,6 +21,7 @@ COMMAND_MODULES = {
     "doctor": "tui.cli.doctor_commands",
     "memory": "tui.cli.memory_commands",
     "notes": "tui.cli.notes_commands",
+    "mcp": "tui.cli.mcp_commands",
 }
 
 
