@@ -12,6 +12,7 @@ from store.clock import ManualClock
 from store.database import Database
 from store.runs import RunStore
 from store.workspace import Workspace
+from tests.tui_actions.pilot_support import choose_in_palette, until
 from tui.app import TetherApp
 from tui.screens.handoffs import HandoffsScreen
 from tui.screens.help import HelpScreen
@@ -261,8 +262,7 @@ async def test_help_filter_pause_palette_and_quit_keys(make_app):
 
         # ctrl+p opens the command palette.
         await pilot.press("ctrl+p")
-        await pilot.pause()
-        assert "CommandPalette" in type(app.screen).__name__
+        await until(pilot, lambda: "CommandPalette" in type(app.screen).__name__, "the palette")
         await pilot.press("escape")
         await pilot.pause()
 
@@ -298,15 +298,8 @@ async def test_command_palette_jumps_to_a_run_by_workflow(make_app):
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"run-review")
-        await pilot.pause(0.5)  # the palette searches in a worker
-        await pilot.press("enter")
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, RunDetailScreen):
-                break
+        await choose_in_palette(pilot, app, "run-review", "run-review-1")
+        await until(pilot, lambda: isinstance(app.screen, RunDetailScreen), "the run's screen")
         assert isinstance(app.screen, RunDetailScreen)
         assert app.screen.run_id == "run-review-1"
 

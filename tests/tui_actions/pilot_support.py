@@ -40,3 +40,23 @@ def dialog_target(app: App[Any]) -> str:
 def shown_keys(app: App[Any]) -> set[str]:
     """The keys the footer offers right now (check_action False removes a key)."""
     return {key for key, active in app.screen.active_bindings.items() if active.enabled}
+
+
+async def choose_in_palette(pilot: Pilot[None], app: App[Any], query: str, expect: str) -> None:
+    """Open the command palette, type ``query``, wait until the highlighted hit shows
+    ``expect`` (the palette searches in workers, so hits arrive a little later, later still
+    on a busy machine), then choose it with enter."""
+    from textual.command import CommandList, CommandPalette
+
+    await pilot.press("ctrl+p")
+    await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the command palette")
+    await pilot.press(*query)
+
+    def highlighted() -> str:
+        hits = app.screen.query_one(CommandList)
+        if hits.highlighted is None or hits.option_count == 0:
+            return ""
+        return str(hits.get_option_at_index(hits.highlighted).prompt)
+
+    await until(pilot, lambda: expect in highlighted(), f"the palette to offer {expect!r}")
+    await pilot.press("enter")

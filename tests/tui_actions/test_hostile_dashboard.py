@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from textual.widgets import Button, Input, Static, TextArea
 
 from store.clock import ManualClock
@@ -57,9 +57,10 @@ async def test_the_command_palette_shows_run_names_literally(
         await until(pilot, lambda: len(app.known_runs) == len(HOSTILE_NAMES), "the runs list")
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
-        await pilot.pause(0.3)  # discovery hits (the newest runs) are listed without a query
         await pilot.press(*"open run")
-        await pilot.pause(0.5)
+        await until(pilot, lambda: app.screen.query_one(CommandList).option_count
+                    >= len(HOSTILE_NAMES), "every run in the palette")
+        await pilot.pause()
         shown = app.export_screenshot()
         assert app.is_running  # no markup error
         assert "bad[/oops" in shown and "[@click=app.quit]quit[/]" in shown

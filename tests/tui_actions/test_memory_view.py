@@ -19,7 +19,13 @@ from store.memory import MemoryStore
 from store.workspace import Workspace
 from tests.cli.memory_cli_support import tether
 from tests.tui_actions.memory_seed import Seeded
-from tests.tui_actions.pilot_support import dialog_target, press_for, shown_keys, until
+from tests.tui_actions.pilot_support import (
+    choose_in_palette,
+    dialog_target,
+    press_for,
+    shown_keys,
+    until,
+)
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, FactEditor, LaunchRunDialog, NewFactForm, ReasonDialog
 from tui.screens.memory import MemoryScreen, NoteReviewScreen
@@ -301,10 +307,10 @@ async def test_command_palette_opens_the_review_queue_and_the_launch_dialog(
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("ctrl+p", *"pending", "enter")
+        await choose_in_palette(pilot, app, "pending", "Review pending notes")
         await until(pilot, lambda: isinstance(app.screen, NoteReviewScreen)
                     and app.screen.note is not None, "the review screen")
         assert app.screen.note_id == seeded.rule  # type: ignore[attr-defined]
         await pilot.press("escape")
-        await pilot.press("ctrl+p", *"launch", "enter")
+        await choose_in_palette(pilot, app, "launch", "Launch a run")
         await until(pilot, lambda: isinstance(app.screen, LaunchRunDialog), "the launch dialog")
