@@ -237,3 +237,24 @@ def test_a_dashboard_crash_exits_3_and_keeps_the_traceback_under_the_workspace(
     assert "raise ValueError(\"boom while mounting\")" in report.read_text()
     assert stat.S_IMODE(report.stat().st_mode) == 0o600
     assert stat.S_IMODE((workspace.root / "crashes").stat().st_mode) == 0o700
+
+
+async def test_a_table_given_one_item_twice_shows_it_once() -> None:
+    """Views read with several queries; another process can move an item between them (a
+    note accepted between reading pending and accepted notes) so it arrives twice."""
+    from rich.text import Text
+    from textual.app import App, ComposeResult
+
+    from tui.widgets.keyed_table import KeyedTable
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield KeyedTable([("name", "Name")])
+
+    app = One()
+    async with app.run_test() as pilot:
+        table = app.query_one(KeyedTable)
+        table.sync([("a", [Text("first a")]), ("b", [Text("b")]), ("a", [Text("second a")])])
+        await pilot.pause()
+        assert table.keys == ["a", "b"]
+        assert str(table.get_cell("a", "name")) == "first a"

@@ -58,7 +58,16 @@ class KeyedTable(DataTable[Text]):
         return changed
 
     def sync(self, rows: Sequence[tuple[str, Cells]]) -> bool:
-        """Show exactly ``rows`` (in order); returns True when anything changed."""
+        """Show exactly ``rows`` (in order); returns True when anything changed.
+
+        A key listed twice is shown once (its first row): a view built from several queries
+        can see one item twice while another process moves it between them (a note accepted
+        between reading the pending and the accepted ones), and that must not crash the view.
+        """
+        unique: dict[str, tuple[str, Cells]] = {}
+        for key, cells in rows:
+            unique.setdefault(key, (key, cells))
+        rows = list(unique.values())
         keep = self.cursor_key
         new_order = [key for key, _ in rows]
         changed = False
