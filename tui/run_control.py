@@ -37,6 +37,7 @@ from store.memory import MemoryStore
 from store.run_records import RunRecord
 from store.runs import RunStore
 from store.workspace import Workspace
+from tui.demo_plan import DEMO_PLAN
 
 RECENT_RUNS_SCANNED = 500
 """How many recent runs are looked at for workflow files run in this workspace."""
@@ -102,8 +103,6 @@ def workflow_files(examples_dir: Path, recorded: Iterable[str | None]) -> list[P
 
 def suggested_inputs() -> dict[str, Any]:
     """Example inputs by example file name (the demo's plan), so a launch starts filled in."""
-    from tui.demo import DEMO_PLAN
-
     inputs: dict[str, Any] = {}
     for step in DEMO_PLAN:
         inputs.setdefault(step.example, step.input)

@@ -7,7 +7,7 @@ active and after every poll that found a commit, unless updates are paused.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult, ScreenStackError
@@ -16,12 +16,10 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tui.app_api import DashboardApp, dashboard
 from tui.tailing import Batch
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.status import PauseBanner, StatusLine
-
-if TYPE_CHECKING:
-    from tui.app import TetherApp
 
 VIEWS: tuple[tuple[str, str, str], ...] = (
     ("1", "runs", "Runs"),
@@ -68,13 +66,9 @@ class LiveScreen(Screen[None]):
     ]
 
     @property
-    def tether(self) -> TetherApp:
-        """The app, typed."""
-        from tui.app import TetherApp
-
-        app = self.app
-        assert isinstance(app, TetherApp)
-        return app
+    def tether(self) -> DashboardApp:
+        """The app, typed by what the views need from it."""
+        return dashboard(self.app)
 
     @property
     def filter_text(self) -> str:
