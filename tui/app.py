@@ -53,11 +53,12 @@ class TetherApp(App[None]):
     }
     DEFAULT_MODE = "runs"
     COMMANDS = App.COMMANDS | {RunsProvider}
+    # The view keys are on the tab line at the top; the footer keeps its width for the rest.
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("1", "show_view('runs')", "Runs"),
-        Binding("2", "show_view('tokens')", "Tokens"),
-        Binding("3", "show_view('memory')", "Memory"),
-        Binding("4", "show_view('handoffs')", "Handoffs"),
+        Binding("1", "show_view('runs')", "Runs", show=False),
+        Binding("2", "show_view('tokens')", "Tokens", show=False),
+        Binding("3", "show_view('memory')", "Memory", show=False),
+        Binding("4", "show_view('handoffs')", "Handoffs", show=False),
         Binding("p", "toggle_pause", "Pause"),
         Binding("q", "request_quit", "Quit"),
     ]

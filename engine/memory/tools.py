@@ -118,6 +118,18 @@ def effective_tool_budget(config: MemoryConfig, requested: Any) -> int:
     return min(requested, config.effective_budget)
 
 
+HINT_WORDS = 24
+"""How many words of the task prompt a proposed lesson starts from."""
+
+
+def first_words(text: str, count: int = HINT_WORDS) -> str:
+    """The first ``count`` whole words of ``text``, with `` …`` when more followed, so a
+    shortened lesson never ends as if it were complete."""
+    words = text.split()
+    head = " ".join(words[:count])
+    return head + " …" if len(words) > count else head
+
+
 def build_memory_tools(
     runtime: MemoryRuntime,
     run_id: str,
@@ -127,11 +139,11 @@ def build_memory_tools(
     task_prompt: str = "",
 ) -> list[AgentTool]:
     """The two tools bound to one node iteration (see the module docstring)."""
-    words = " ".join(task_prompt.split()[:24])
+    words = " ".join(task_prompt.split()[:HINT_WORDS])
     hints: dict[str, Any] = {"tags": [], "propose": True, "supersedes": []}
     if words:
         hints["query"] = config.recall if config.recall not in ("auto", "off") else words
-        hints["content"] = f"Lesson from {node_id}: {words}"
+        hints["content"] = f"Lesson from {node_id}: {first_words(task_prompt)}"
     if config.banks:
         hints["bank"] = config.banks[0]
 

@@ -122,3 +122,11 @@ def test_block_never_exceeds_budget(texts: list[str], budget: int) -> None:
     assert block.bytes_used <= budget
     if block.text is not None:
         assert utf8_len(block.text) == block.bytes_used
+
+
+def test_a_shortened_lesson_says_so_and_keeps_whole_words() -> None:
+    from engine.memory.tools import first_words
+
+    assert first_words("one two three", 5) == "one two three"
+    cut = first_words("alpha beta gamma delta", 2)
+    assert cut == "alpha beta …"

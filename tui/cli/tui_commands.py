@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 import click
 
 from store.database import inspect_database_file
 from store.errors import TetherError
-from store.workspace import Workspace
+from store.workspace import ENV_VAR, Workspace
 from tui.cli.common import fail, run_async, workspace_from, workspace_option
 
 
@@ -29,12 +31,27 @@ def _check_database(workspace: Workspace) -> None:
             fail(str(error), error.exit_code)
 
 
+def no_workspace_message(workspace: Workspace, named: bool, cwd: Path) -> str:
+    """One sentence saying no workspace was found, where, and how to make one."""
+    start = "create one with `tether demo` (./tether-demo) or `tether run WORKFLOW` (./.tether)"
+    if named:
+        return f"no Tether workspace at {workspace.root} (no tether.db there); {start}."
+    return (
+        f"no Tether workspace found in {cwd} or any folder above it (no .tether/ folder, no "
+        f"tether.db); {start}, or name one with --workspace DIR."
+    )
+
+
 @click.command("tui")
 @workspace_option
 @click.pass_context
 def tui_command(ctx: click.Context, workspace_dir: str | None) -> None:
     """Open the dashboard on the workspace (live: runs, tokens, memory, handoffs)."""
-    workspace = workspace_from(_workspace_dir(ctx, workspace_dir))
+    named = _workspace_dir(ctx, workspace_dir)
+    workspace = workspace_from(named)
+    if not workspace.exists():
+        fail(no_workspace_message(workspace, bool(named or os.environ.get(ENV_VAR)), Path.cwd()),
+             1)
     _check_database(workspace)
     from tui.app import run_dashboard
 
@@ -74,7 +91,12 @@ def demo_command(ctx: click.Context, workspace_dir: str | None, headless: bool) 
     asyncio.run(db.close())
     from tui.app import run_dashboard
 
+    click.echo(f"Demo workspace: {workspace.root}")
     run_dashboard(workspace, background=[demo.live_demo])
+    click.echo(
+        f"Demo workspace: {workspace.root}\nOpen it again with: tether --workspace "
+        f"{workspace.root}  (or `tether` inside that folder)"
+    )
 
 
 @run_async

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult, ScreenStackError
-from textual.binding import Binding
+from textual.binding import ActiveBinding, Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -50,7 +50,30 @@ class ViewTabs(Static):
         self.update(line)
 
 
-class LiveScreen(Screen[None]):
+FOOTER_FIRST = ("request_quit", "help")
+"""Actions the footer shows first, so a narrow terminal (80 columns) still offers them."""
+
+
+def footer_order(bindings: dict[str, ActiveBinding]) -> dict[str, ActiveBinding]:
+    """``bindings`` with :data:`FOOTER_FIRST` moved to the front (the footer's order)."""
+    first = {
+        key: active
+        for action in FOOTER_FIRST
+        for key, active in bindings.items()
+        if active.binding.action == action
+    }
+    return first | {key: active for key, active in bindings.items() if key not in first}
+
+
+class QuitFirstFooter:
+    """Mixin for screens with a footer: ``q Quit`` and ``? Help`` lead it."""
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        return footer_order(super().active_bindings)  # type: ignore[misc]
+
+
+class LiveScreen(QuitFirstFooter, Screen[None]):
     """Base class of the dashboard's views (the issue-6 Memory view subclasses it too)."""
 
     MODE: ClassVar[str] = "runs"

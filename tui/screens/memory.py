@@ -36,7 +36,7 @@ from tui.actions.feedback import write_safely
 from tui.format import literal
 from tui.modals import ConfirmDialog, FactEditor, NewFactForm, reject_note_dialog
 from tui.run_control import host_for
-from tui.screens.base import LiveScreen
+from tui.screens.base import LiveScreen, QuitFirstFooter
 from tui.screens.memory_render import (
     NoteBook,
     NoteLinks,
@@ -583,7 +583,7 @@ class MemoryScreen(LiveScreen):
         self.notes_table.focus()
 
 
-class NoteReviewScreen(Screen[None]):
+class NoteReviewScreen(QuitFirstFooter, Screen[None]):
     """A proposal beside the notes it would supersede, with its provenance; ``a``/``r`` decide.
 
     ``]`` and ``[`` step through the pending queue; after a decision the next pending note is

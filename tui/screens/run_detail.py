@@ -85,13 +85,6 @@ def node_cells(
     node: NodeRow, usage: NodeUsage | None, memory: MemorySummary | None, now_ms: int
 ) -> list[Text]:
     """The cells of one node-table row."""
-    mem = Text("–", style="dim")
-    if memory is not None:
-        mem = Text(f"{tokens(memory.bytes_used)}B/{tokens(memory.budget_bytes)}B")
-        if memory.truncated:
-            mem.append(" cut", style="yellow")
-        if memory.warning or memory.degraded:
-            mem.append(" ⚠", style="bold yellow")
     return [
         status_text(node.state),
         one_line(node.node_id, width=32),
@@ -103,8 +96,35 @@ def node_cells(
         Text(percent(usage.cached_share) if usage and usage.context_tokens else "–",
              justify="right"),
         Text("HIT", style="bold green") if node.cached else Text(""),
-        mem,
+        memory_cell(memory),
     ]
+
+
+def no_block_reason(warning: str | None) -> str:
+    """Why recall injected nothing, in a word or two, for a block that was not degraded."""
+    text = warning or ""
+    if "matched" in text:
+        return "no matches"
+    if "recall is off" in text:
+        return "recall off"
+    if "fitted" in text:
+        return "none fitted"
+    return "no block"
+
+
+def memory_cell(memory: MemorySummary | None) -> Text:
+    """The node table's memory cell: bytes used of the budget, ``cut`` when truncated, ``⚠``
+    only when recall degraded (timed out or failed); an empty bank reads "no matches"."""
+    if memory is None:
+        return Text("–", style="dim")
+    if memory.degraded:
+        return Text("⚠ degraded", style="bold yellow")
+    if not memory.bytes_used:
+        return Text(no_block_reason(memory.warning), style="dim")
+    cell = Text(f"{tokens(memory.bytes_used)}B/{tokens(memory.budget_bytes)}B")
+    if memory.truncated:
+        cell.append(" cut", style="yellow")
+    return cell
 
 
 def attempt_cells(attempt: AttemptRow) -> list[Text]:
@@ -154,9 +174,13 @@ def memory_block_text(block: MemoryBlockRow | None) -> Text:
         return Text("No memory block: recall was off for this node or has not run yet.",
                     style="dim")
     out = Text()
-    if block.warning or block.degraded:
+    if block.degraded:
         out.append("⚠ ", style="bold yellow")
         out.append_text(literal(block.warning or "recall degraded", "bold yellow"))
+        out.append("\n")
+    elif block.warning:
+        # Not a problem: recall ran and found nothing (or was off); said plainly.
+        out.append_text(literal(block.warning, "dim"))
         out.append("\n")
     used = Text(f"{block.bytes_used} of {block.budget_bytes} bytes used")
     if block.truncated:

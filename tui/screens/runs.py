@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import ClassVar
 
@@ -125,15 +126,11 @@ class RunsScreen(RunControlScreen):
         if not batch.first_read and not batch.events and not self.filter_text:
             # A clock tick, or a commit without events (heartbeats, memory edits): only the
             # running runs' elapsed time, heartbeat and stale badge can have changed.
-            for run in await reader.active_runs():
-                self.runs[run.run_id] = run
-                table.update_row(run.run_id, run_cells(run, now))
+            self._patch(await reader.active_runs(), table, now)
             return
         if self._can_patch(batch, table):
             # Only rows of runs the new events touch change: read those runs by key.
-            for run in (await reader.runs_by_ids(sorted(batch.run_ids))).values():
-                self.runs[run.run_id] = run
-                table.update_row(run.run_id, run_cells(run, now))
+            self._patch((await reader.runs_by_ids(sorted(batch.run_ids))).values(), table, now)
             self.query_one(FollowLog).append(event_line(e) for e in batch.events[-200:])
             return
         recent = await reader.recent_runs(RUNS_SHOWN)
@@ -159,6 +156,14 @@ class RunsScreen(RunControlScreen):
             events = batch.events[-200:]
         feed.append(event_line(e) for e in events)
         self.update_chrome()
+
+    def _patch(self, runs: Iterable[RunRow], table: KeyedTable, now: int) -> None:
+        """Rewrite the rows of ``runs`` in place. The run keys read the same records
+        (``known_runs``), so a run that just ended offers R/d instead of c at once."""
+        for run in runs:
+            self.runs[run.run_id] = run
+            self.tether.known_runs[run.run_id] = run
+            table.update_row(run.run_id, run_cells(run, now))
 
     def _can_patch(self, batch: Batch, table: KeyedTable) -> bool:
         """True when the new events only change rows already shown (no run was created or
