@@ -14,7 +14,7 @@ from store.workspace import ENV_VAR, Workspace
 from tui.cli.common import fail, run_async, workspace_from, workspace_option
 
 
-def _workspace_dir(ctx: click.Context, workspace_dir: str | None) -> str | None:
+def workspace_dir_of(ctx: click.Context, workspace_dir: str | None) -> str | None:
     # `tether --workspace DIR` (group option) and `tether tui --workspace DIR` both work.
     if workspace_dir:
         return workspace_dir
@@ -42,17 +42,24 @@ def no_workspace_message(workspace: Workspace, named: bool, cwd: Path) -> str:
     )
 
 
-@click.command("tui")
-@workspace_option
-@click.pass_context
-def tui_command(ctx: click.Context, workspace_dir: str | None) -> None:
-    """Open the dashboard on the workspace (live: runs, tokens, memory, handoffs)."""
-    named = _workspace_dir(ctx, workspace_dir)
+def existing_workspace(ctx: click.Context, workspace_dir: str | None) -> Workspace:
+    """The workspace the command names or finds; exits 1 with one sentence when it has no
+    database yet, 2 when its file is not a usable Tether database."""
+    named = workspace_dir_of(ctx, workspace_dir)
     workspace = workspace_from(named)
     if not workspace.exists():
         fail(no_workspace_message(workspace, bool(named or os.environ.get(ENV_VAR)), Path.cwd()),
              1)
     _check_database(workspace)
+    return workspace
+
+
+@click.command("tui")
+@workspace_option
+@click.pass_context
+def tui_command(ctx: click.Context, workspace_dir: str | None) -> None:
+    """Open the dashboard on the workspace (live: runs, tokens, memory, handoffs)."""
+    workspace = existing_workspace(ctx, workspace_dir)
     from tui.app import run_dashboard
 
     run_dashboard(workspace)
@@ -75,7 +82,7 @@ def demo_command(ctx: click.Context, workspace_dir: str | None, headless: bool) 
     """
     from tui import demo
 
-    chosen = _workspace_dir(ctx, workspace_dir) or demo.DEFAULT_DEMO_DIR
+    chosen = workspace_dir_of(ctx, workspace_dir) or demo.DEFAULT_DEMO_DIR
     workspace = Workspace(workspace_from(chosen).root)
     _check_database(workspace)
     if not demo.demo_steps():
