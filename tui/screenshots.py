@@ -82,7 +82,7 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
             if isinstance(screen, RunDetailScreen):
                 screen.query_one("#nodes-table").select_key(f"{node_key}#{iteration}")  # type: ignore[attr-defined]
                 await pilot.pause(0.5)
-                screen.query_one(TabbedContent).active = "tab-memory"
+                screen.query_one("#inspector", TabbedContent).active = "tab-memory"
                 await pilot.pause(0.5)
                 save("run_detail")
                 app.select(run_id=run_id)

@@ -45,7 +45,7 @@ async def test_dashboard_in_headless_chromium(sample_workspace: Workspace, tmp_p
         seen = await drive(url, [
             Step(None, "incident-runbook"),      # the Runs view, with the sample's runs
             Step("3", "Facts"),                   # the Memory view
-            Step("4", "ceiling breached"),        # the Handoffs view
+            Step("4", "ceiling 500000 exceeded"),  # the Handoffs view
             Step("?", "Help — Handoffs"),       # the help overlay of Handoffs
             Step("Escape", "distilled state"),  # help closed: the text it covered is redrawn
             Step("1", "run-incident-1"),

@@ -56,7 +56,7 @@ async def _run_detail_memory(pilot: Pilot[None], app: TetherApp) -> None:
         if isinstance(app.screen, RunDetailScreen):
             break
     await pilot.pause(0.2)
-    app.screen.query_one(TabbedContent).active = "tab-memory"
+    app.screen.query_one("#inspector", TabbedContent).active = "tab-memory"
 
 
 async def _tokens(pilot: Pilot[None], app: TetherApp) -> None:

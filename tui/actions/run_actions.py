@@ -25,7 +25,6 @@ from tui.actions.feedback import write_safely
 from tui.modals import ConfirmDialog, LaunchRunDialog, WorkflowChoice, clear_run_dialog
 from tui.run_control import EngineHost, KnownWorkflow, host_for
 from tui.screens.base import LiveScreen
-from tui.widgets.keyed_table import KeyedTable
 
 TERMINAL = ("finished", "failed", "cancelled", "handed-off")
 
@@ -144,8 +143,9 @@ class RunControlScreen(LiveScreen):
         chosen = by_key[request.choice.key]
         started = await write_safely(self, lambda: self.host.launch(chosen, request.input))
         if started is not None:
-            self.app.notify(f"Started {chosen.name} in the embedded engine.", markup=False)
-            self._wake()
+            self.app.notify(f"Started {chosen.name} ({started}) in the embedded engine.",
+                            markup=False)
+            await self.show_run(started)
 
     @work(group="run-action", exclusive=True)
     async def action_clear_run(self) -> None:
@@ -169,11 +169,14 @@ class RunControlScreen(LiveScreen):
         if result.new_run_id is not None:
             await self.show_run(result.new_run_id)
 
+    cursor_wanted: str | None = None
+    """A run just created here: the cursor goes to it as soon as the list shows it."""
+
     async def show_run(self, run_id: str) -> None:
-        """Re-read the list and put the cursor on ``run_id`` (a run just created here)."""
+        """Put the cursor on ``run_id`` (a run just created here), now or once it is listed."""
+        self.cursor_wanted = run_id
+        self._wake()
         await self.tether.refresh_screen(self)
-        for table in self.query(KeyedTable):
-            table.select_key(run_id)
 
     @work(group="run-action", exclusive=True)
     async def action_cancel_run(self) -> None:
@@ -229,9 +232,7 @@ class RunControlScreen(LiveScreen):
             self._wake()
 
     def _wake(self) -> None:
-        wake = getattr(self.app, "wake", None)
-        if callable(wake):
-            wake()
+        self.tether.wake()
 
 
 async def confirm_quit(app: Any) -> bool:

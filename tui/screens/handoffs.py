@@ -33,17 +33,19 @@ HANDOFF_COLUMNS = (
 
 
 def reason_text(handoff: HandoffRow) -> Text:
-    """"ceiling breached at N tokens" or "cleared by a person", then the recorded reason."""
+    """Why the run handed off: what triggered it (a breached ceiling or a person), then the
+    reason as recorded, said once (the recorded reason usually names the ceiling already)."""
+    text = Text()
     if handoff.trigger == "ceiling":
-        at = f" at {tokens(handoff.tokens_at_handoff)} tokens" if handoff.tokens_at_handoff else ""
-        text = Text()
-        text.append(f"ceiling breached{at}", style="yellow")
+        text.append("ceiling", style="yellow")
+        fallback = "token ceiling breached"
+        if handoff.tokens_at_handoff:
+            fallback += f" at {tokens(handoff.tokens_at_handoff)} tokens"
     else:
-        text = Text()
-        text.append("cleared by a person", style="cyan")
-    if handoff.reason:
-        text.append(": ")
-        text.append_text(one_line(handoff.reason, width=56))
+        text.append("person", style="cyan")
+        fallback = "cleared by a person"
+    text.append(" · ", style="dim")
+    text.append_text(literal(handoff.reason or fallback, keep_newlines=False))
     return text
 
 
@@ -117,7 +119,7 @@ class HandoffsScreen(LiveScreen):
 
     def compose_view(self) -> ComposeResult:
         with Vertical(id="handoffs-body"):
-            yield KeyedTable(HANDOFF_COLUMNS, id="handoffs-table")
+            yield KeyedTable(HANDOFF_COLUMNS, id="handoffs-table", stretch="reason")
             yield VerticalScroll(Static(id="handoff-detail"), id="handoff-detail-box")
 
     def crumb(self) -> Text:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import ScrollableContainer, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
@@ -37,11 +37,13 @@ from tui.format import (
     status_text,
     tokens,
 )
+from tui.graph_layout import build_graph
 from tui.screens.base import LiveScreen
 from tui.tailing import Batch, FileTail
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.log_view import FollowLog
+from tui.widgets.workflow_graph import WorkflowGraph
 
 NODE_COLUMNS = (
     ("state", "State"),
@@ -87,7 +89,7 @@ def node_cells(
     """The cells of one node-table row."""
     return [
         status_text(node.state),
-        one_line(node.node_id, width=32),
+        one_line(node.node_id),
         Text(str(node.iteration), justify="right"),
         Text(str(node.attempts), justify="right"),
         Text(duration(node.elapsed_ms(now_ms)), justify="right"),
@@ -141,7 +143,7 @@ def attempt_cells(attempt: AttemptRow) -> list[Text]:
         one_line(attempt.model or "–"),
         Text(elapsed, justify="right"),
         Text(tokens(attempt.total_tokens), justify="right"),
-        one_line(attempt.error or "", "red", width=60),
+        one_line(attempt.error or "", "red"),
     ]
 
 
@@ -266,7 +268,9 @@ class RunDetailScreen(LiveScreen):
     FILTER_KEY = "run-detail"
     HELP_TITLE = "Run"
     HELP_TEXT = (
-        "The run's nodes (one row per loop iteration) and the inspector for the selected node. "
+        "The run as a live graph (one box per task, columns by dependency; a fan-out is one box "
+        "with its items counted, a loop shows its iteration; arrows move the cursor) and, on "
+        "the Nodes tab (g), one row per node iteration; below, the inspector for the node. "
         "Tabs: prompt as sent, memory block (what recall injected and why), output, live log "
         "(follows the end; scroll up to stop following), attempts, calls. "
         "escape goes back to the runs list."
@@ -275,10 +279,11 @@ class RunDetailScreen(LiveScreen):
         Binding("escape", "back", "Back"),
         Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
         Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
+        Binding("g", "toggle_graph", "Graph/table"),
         Binding("t", "tokens", "Tokens of node"),
         Binding("f", "follow_log", "Follow log"),
     ]
-    AUTO_FOCUS = "#nodes-table"
+    AUTO_FOCUS = "#run-graph"
 
     def __init__(self, run_id: str) -> None:
         super().__init__()
@@ -292,7 +297,11 @@ class RunDetailScreen(LiveScreen):
     def compose_view(self) -> ComposeResult:
         with Vertical(id="detail-body"):
             yield Static(id="run-summary")
-            yield KeyedTable(NODE_COLUMNS, id="nodes-table")
+            with TabbedContent(id="run-views"):
+                with TabPane("Graph", id="tab-graph"), ScrollableContainer(id="graph-box"):
+                    yield WorkflowGraph(id="run-graph")
+                with TabPane("Nodes", id="tab-nodes"):
+                    yield KeyedTable(NODE_COLUMNS, id="nodes-table", stretch="node")
             with TabbedContent(id="inspector"):
                 with TabPane("Prompt", id="tab-prompt"), VerticalScroll():
                     yield Static(id="prompt-text")
@@ -304,10 +313,10 @@ class RunDetailScreen(LiveScreen):
                     yield Static(id="log-status")
                     yield FollowLog(id="node-log")
                 with TabPane("Attempts", id="tab-attempts"), Vertical():
-                    yield KeyedTable(ATTEMPT_COLUMNS, id="attempts-table")
+                    yield KeyedTable(ATTEMPT_COLUMNS, id="attempts-table", stretch="error")
                     yield VerticalScroll(Static(id="attempt-errors"), id="attempt-errors-box")
                 with TabPane("Calls", id="tab-calls"):
-                    yield KeyedTable(CALL_COLUMNS, id="calls-table")
+                    yield KeyedTable(CALL_COLUMNS, id="calls-table", stretch="agent")
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -348,7 +357,10 @@ class RunDetailScreen(LiveScreen):
             for n in nodes
             if matches(needle, n.node_id, n.state)
         ]
-        self.query_one("#nodes-table", KeyedTable).sync(rows)
+        table = self.query_one("#nodes-table", KeyedTable)
+        table.sync(rows)
+        shown = [n for n in nodes if matches(needle, n.node_id, n.state)]
+        self.query_one(WorkflowGraph).show(build_graph(shown, usage), table.cursor_key)
         self._show_summary(now)
         node = self.selected_node
         if node is not None and (
@@ -431,12 +443,37 @@ class RunDetailScreen(LiveScreen):
             [(str(c.call_id), call_cells(c)) for c in calls]
         )
 
+    def on_workflow_graph_moved(self, event: WorkflowGraph.Moved) -> None:
+        # The node table is the one selection: the inspector follows its row.
+        self.query_one("#nodes-table", KeyedTable).select_key(event.row_key)
+
+    def on_workflow_graph_opened(self, event: WorkflowGraph.Opened) -> None:
+        table = self.query_one("#nodes-table", KeyedTable)
+        table.select_key(event.row_key)
+        self.query_one("#run-views", TabbedContent).active = "tab-nodes"
+        table.focus()
+
+    def action_toggle_graph(self) -> None:
+        """Switch between the graph and the node table (the selection is shared)."""
+        views = self.query_one("#run-views", TabbedContent)
+        if views.active == "tab-graph":
+            views.active = "tab-nodes"
+            self.query_one("#nodes-table", KeyedTable).focus()
+        else:
+            views.active = "tab-graph"
+            self.query_one(WorkflowGraph).focus()
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id != "nodes-table":
             return
         node = self.selected_node
         if node is None:
             return
+        graph = self.query_one(WorkflowGraph)
+        position = graph.graph.position_of(node.key)
+        if position is not None and position != graph.cursor:
+            graph.cursor = position
+            graph.show(graph.graph)
         self.tether.select(run_id=self.run_id, node_id=node.node_id, iteration=node.iteration)
         if node.key != self._shown_node:
             self.update_chrome()
@@ -496,7 +533,7 @@ class RunDetailScreen(LiveScreen):
 
     def action_tab(self, step: int) -> None:
         """Switch the inspector tab."""
-        tabs = self.query_one(TabbedContent)
+        tabs = self.query_one("#inspector", TabbedContent)
         panes = [pane.id for pane in tabs.query(TabPane) if pane.id]
         if tabs.active in panes:
             tabs.active = panes[(panes.index(tabs.active) + step) % len(panes)]

@@ -9,19 +9,16 @@ and the largest calls. Every number comes from the usage rollups or an indexed q
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import ClassVar
 
-import plotext._utility as _plotext_utility
 from rich.text import Text
-from textual.app import ComposeResult, RenderResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Static
 from textual.widgets.data_table import ColumnKey
-from textual_plotext import PlotextPlot
 
 from store.buckets import BUCKET_LABELS
 from store.dashboard import BucketUsage, CallRow, sum_usage
@@ -29,20 +26,12 @@ from store.run_records import TokenUsage
 from tui.format import one_line, percent, tokens
 from tui.screens.base import LiveScreen
 from tui.tailing import Batch
+from tui.widgets.cached_plot import CachedPlot
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
 
 PLOT_MIN_INTERVAL_S = 1.0
 
-
-def _stable_no_duplicates(data: Iterable[Any]) -> list[Any]:
-    return list(dict.fromkeys(data))
-
-
-# plotext 5.x de-duplicates plot points through a set, so the drawing order (and the picture)
-# depends on the process's hash seed. An order-keeping de-duplication draws the same picture
-# every time, which keeps the dashboard's SVG snapshots stable.
-_plotext_utility.no_duplicates = _stable_no_duplicates
 
 USAGE_COLUMNS = (
     ("name", "Node"),
@@ -134,25 +123,8 @@ def totals_text(buckets: list[BucketUsage]) -> Text:
     return out
 
 
-class BucketPlot(PlotextPlot):
-    """A plotext plot that keeps its last rendering while the data, size and theme stay put.
-
-    Building the plot and parsing its ANSI output takes ~25 ms; without the cache every repaint
-    of the region (switching back to the view, a dialog closing) would pay it again.
-    """
-
-    version = 0
-    """Bumped by whoever changes the plotted data."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._cached: tuple[tuple[object, ...], RenderResult] | None = None
-
-    def render(self) -> RenderResult:
-        key = (self.size, self.version, self.app.theme, self.theme)
-        if self._cached is None or self._cached[0] != key:
-            self._cached = (key, super().render())
-        return self._cached[1]
+class BucketPlot(CachedPlot):
+    """The histogram of calls per context-window bucket."""
 
 
 class TokensScreen(LiveScreen):
@@ -185,8 +157,8 @@ class TokensScreen(LiveScreen):
                 yield BucketPlot(id="bucket-plot")
                 yield Static(id="lanes", classes="panel")
             with Horizontal(id="tokens-bottom"):
-                yield KeyedTable(USAGE_COLUMNS, id="usage-table")
-                yield KeyedTable(TOP_COLUMNS, id="top-calls")
+                yield KeyedTable(USAGE_COLUMNS, id="usage-table", stretch="name")
+                yield KeyedTable(TOP_COLUMNS, id="top-calls", stretch="where")
 
     def on_mount(self) -> None:
         super().on_mount()

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
 
 Cells = Sequence[Text]
+MIN_MAIN_WIDTH = 12
+"""The main column never shrinks below this; longer text is cut with an ellipsis."""
 
 
 class KeyedTable(DataTable[Text]):
@@ -20,12 +24,45 @@ class KeyedTable(DataTable[Text]):
     rows bounded (a window of the newest items): every DataTable mutation costs O(rows).
     """
 
-    def __init__(self, columns: Sequence[tuple[str, str]], **kwargs: object) -> None:
+    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("home", "scroll_top", "First row", show=False),
+        Binding("end", "scroll_bottom", "Last row", show=False),
+    ]
+
+    def __init__(
+        self, columns: Sequence[tuple[str, str]], *, stretch: str | None = None,
+        **kwargs: object,
+    ) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
         self._columns = list(columns)
         self._order: list[str] = []
+        self._stretch = stretch
+        """The main column, widened to take the width the others leave (None: no stretch)."""
         for key, label in self._columns:
             self.add_column(label, key=key)
+
+    def on_resize(self) -> None:
+        self.stretch_main_column()
+
+    def stretch_main_column(self) -> None:
+        """Give the main column what the other columns leave of the table's width, so a wide
+        terminal shows whole names instead of a table in the left half."""
+        if self._stretch is None or not self.size.width:
+            return
+        main = self.columns.get(ColumnKey(self._stretch))
+        if main is None:
+            return
+        others = sum(
+            column.get_render_width(self) for key, column in self.columns.items()
+            if key != main.key
+        )
+        spare = self.scrollable_content_region.width - others - 2 * self.cell_padding
+        wanted = max(MIN_MAIN_WIDTH, spare)
+        if main.auto_width or main.width != wanted:
+            main.auto_width = False
+            main.width = wanted
+            self._require_update_dimensions = True
+            self.refresh()
 
     @property
     def keys(self) -> list[str]:
@@ -82,4 +119,6 @@ class KeyedTable(DataTable[Text]):
                         if current != cell:
                             changed = True
                             self.update_cell(key, column, cell, update_width=False)
+        if changed:
+            self.call_after_refresh(self.stretch_main_column)
         return changed

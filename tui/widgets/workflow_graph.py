@@ -1,0 +1,213 @@
+"""The run's workflow as a live graph: one box per task, columns by dependency depth.
+
+Boxes are coloured by live state and show tokens (and cost when the usage carries one); a
+fan-out is one box with its items counted, a loop one box with its latest iteration. The arrow
+keys move a cursor along the graph; the screen shows the node under it in the inspector.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.widget import Widget
+
+from tui.format import STATUS_GLYPHS, STATUS_STYLES, one_line, tokens
+from tui.graph_layout import GraphBox, RunGraph, move
+
+BOX_WIDTH = 26
+"""Cells per box, borders included."""
+GUTTER = 5
+"""Cells between two columns (where the arrows are drawn)."""
+BOX_HEIGHT = 5
+ROW_GAP = 1
+
+
+def box_lines(box: GraphBox) -> tuple[Text, Text, Text]:
+    """The three text lines inside a box: state glyph and name; tokens and cost; progress."""
+    inner = BOX_WIDTH - 4
+    style = STATUS_STYLES.get(box.state, "")
+    name = Text(f"{STATUS_GLYPHS.get(box.state, '?')} ", style=style)
+    name.append_text(one_line(box.key, "bold", width=inner - 2))
+    usage = Text(f"{tokens(box.tokens)} tok" if box.tokens else "no calls yet",
+                 style="" if box.tokens else "dim")
+    if box.cost is not None:
+        usage.append(f" · ${box.cost:.4f}" if box.cost < 1 else f" · ${box.cost:.2f}",
+                     style="green")
+    if box.is_fan_out:
+        progress = Text(f"{box.done}/{len(box.members)} items done")
+    elif box.is_loop:
+        progress = Text(f"↻ iteration {box.iteration}", style="cyan")
+    else:
+        member = box.members[0]
+        attempts = member.attempts
+        progress = Text(box.state if attempts <= 1 else f"{box.state} · attempt {attempts}",
+                        style="yellow" if attempts > 1 else "dim")
+    for line in (name, usage, progress):
+        line.truncate(inner, overflow="ellipsis")
+    return name, usage, progress
+
+
+def render_graph(graph: RunGraph, cursor: tuple[int, int] | None) -> list[Text]:
+    """The graph as lines of text (boxes, borders coloured by state, arrows between columns)."""
+    rows = max((len(column) for column in graph.columns), default=0)
+    height = max(1, rows * (BOX_HEIGHT + ROW_GAP))
+    width = max(1, len(graph.columns) * (BOX_WIDTH + GUTTER) - GUTTER)
+    lines = [Text(" " * width) for _ in range(height)]
+    placed: dict[str, tuple[int, int]] = {}
+    for x, column in enumerate(graph.columns):
+        for y, box in enumerate(column):
+            placed[box.key] = (x, y)
+    for x, column in enumerate(graph.columns):
+        left = x * (BOX_WIDTH + GUTTER)
+        for y, box in enumerate(column):
+            top = y * (BOX_HEIGHT + ROW_GAP)
+            selected = cursor == (x, y)
+            border = Style.parse(STATUS_STYLES.get(box.state, "") or "white")
+            border = Style(color=border.color or border.bgcolor, bold=selected)
+            glyphs = "┏━┓┃┗┛" if selected else "╭─╮│╰╯"
+            inner = BOX_WIDTH - 2
+            _put(lines[top], left, Text(glyphs[0] + glyphs[1] * inner + glyphs[2], border))
+            for offset, content in enumerate(box_lines(box), start=1):
+                row = Text(glyphs[3], border)
+                body = Text(" ") + content
+                body.pad_right(inner - body.cell_len)
+                if selected:
+                    body.stylize("reverse" if offset == 1 else "")
+                row.append_text(body)
+                row.append(glyphs[3], border)
+                _put(lines[top + offset], left, row)
+            _put(lines[top + BOX_HEIGHT - 1], left,
+                 Text(glyphs[4] + glyphs[1] * inner + glyphs[5], border))
+            if box.depends_on and x > 0:
+                near = all(placed.get(dep, (-1, 0))[0] == x - 1 for dep in box.depends_on)
+                arrow = ("─" if near else "╌") * (GUTTER - 2) + "▶ "
+                _put(lines[top + 2], left - GUTTER, Text(arrow, "dim" if near else "dim italic"))
+    return lines
+
+
+def _put(line: Text, at: int, piece: Text) -> None:
+    """Overwrite ``line`` from cell ``at`` with ``piece`` (single-width characters only)."""
+    end = at + piece.cell_len
+    before = line[:at]
+    after = line[end:]
+    line.truncate(0)
+    line.append_text(before)
+    line.append_text(piece)
+    line.append_text(after)
+
+
+class WorkflowGraph(Widget, can_focus=True):
+    """The graph of one run; arrow keys move the cursor from box to box."""
+
+    DEFAULT_CSS = """
+    WorkflowGraph { width: auto; height: auto; padding: 0 1; }
+    """
+
+    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("left,h", "move(-1, 0)", "Previous column", show=False),
+        Binding("right,l", "move(1, 0)", "Next column", show=False),
+        Binding("up,k", "move(0, -1)", "Up", show=False),
+        Binding("down,j", "move(0, 1)", "Down", show=False),
+        Binding("home", "edge(-1)", "First task", show=False),
+        Binding("end", "edge(1)", "Last task", show=False),
+        Binding("enter", "open", "Node in table"),
+    ]
+
+    class Moved(Message):
+        """The cursor is on another box; ``row_key`` is the node iteration to inspect."""
+
+        def __init__(self, row_key: str) -> None:
+            super().__init__()
+            self.row_key = row_key
+
+    class Opened(Message):
+        """Enter on a box: show its node iteration in the node table."""
+
+        def __init__(self, row_key: str) -> None:
+            super().__init__()
+            self.row_key = row_key
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.graph = RunGraph()
+        self.cursor: tuple[int, int] = (0, 0)
+        self._lines: list[Text] = [Text("")]
+
+    def show(self, graph: RunGraph, row_key: str | None = None) -> None:
+        """Draw ``graph``; the cursor goes to the box holding ``row_key`` when given."""
+        self.graph = graph
+        if row_key is not None:
+            position = graph.position_of(row_key)
+            if position is not None:
+                self.cursor = position
+        self.cursor = move(graph, self.cursor, 0, 0)
+        self._redraw()
+
+    @property
+    def selected(self) -> GraphBox | None:
+        """The box under the cursor."""
+        x, y = self.cursor
+        if x < len(self.graph.columns) and y < len(self.graph.columns[x]):
+            return self.graph.columns[x][y]
+        return None
+
+    def _redraw(self) -> None:
+        if self.graph.columns:
+            self._lines = render_graph(self.graph, self.cursor)
+        else:
+            self._lines = [Text("No nodes yet: the graph appears as the run schedules tasks.",
+                                style="dim")]
+        self.refresh(layout=True)
+        self.call_after_refresh(self._show_cursor)
+
+    def _show_cursor(self) -> None:
+        x, y = self.cursor
+        region = Region(x * (BOX_WIDTH + GUTTER), y * (BOX_HEIGHT + ROW_GAP), BOX_WIDTH,
+                        BOX_HEIGHT)
+        parent = self.parent
+        if isinstance(parent, Widget):
+            # The graph sits in a scrolling container: bring the selected box into view.
+            parent.scroll_to_region(region.translate((1, 0)), animate=False)
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return max(line.cell_len for line in self._lines)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._lines)
+
+    def render(self) -> Text:
+        return Text("\n").join(self._lines)
+
+    def _moved(self, position: tuple[int, int]) -> None:
+        if position == self.cursor:
+            return
+        self.cursor = position
+        self._redraw()
+        box = self.selected
+        if box is not None:
+            self.post_message(self.Moved(box.focus_member.key))
+
+    def action_move(self, dx: int, dy: int) -> None:
+        """Move the cursor one box along the graph."""
+        self._moved(move(self.graph, self.cursor, dx, dy))
+
+    def action_edge(self, direction: int) -> None:
+        """The first box of the first column, or the last box of the last column."""
+        if not self.graph.columns:
+            return
+        if direction < 0:
+            self._moved((0, 0))
+        else:
+            last = len(self.graph.columns) - 1
+            self._moved((last, len(self.graph.columns[last]) - 1))
+
+    def action_open(self) -> None:
+        """Show the box's node iteration in the node table."""
+        box = self.selected
+        if box is not None:
+            self.post_message(self.Opened(box.focus_member.key))
