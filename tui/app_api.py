@@ -58,6 +58,9 @@ class DashboardApp(Protocol):
     def show_tokens(self, scope: str) -> None:
         """Switch to the Tokens view with ``scope`` (workspace, run or node)."""
 
+    def can_go_back(self) -> bool:
+        """Whether there is a previous place to return to."""
+
     def go_back(self) -> None:
         """Return to the previous place (the back stack of views)."""
 

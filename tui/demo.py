@@ -27,6 +27,7 @@ from store.memory import MemoryStore
 from store.runs import RunStore
 from store.workspace import Workspace
 from tui.demo_plan import DEMO_PLAN, DemoStep
+from tui.format import plural
 from tui.run_control import host_for
 
 DEFAULT_DEMO_DIR = "tether-demo"
@@ -158,7 +159,8 @@ async def summary_lines(workspace: Workspace, result: DemoResult) -> list[str]:
                 f"{retries:>7} {hits:>10}"
             )
         lines.append("")
-        lines.append(f"{len(handoffs)} handoff(s); {len(pending)} note proposal(s) pending review.")
+        lines.append(f"{plural(len(handoffs), 'handoff')}; "
+                     f"{plural(len(pending), 'note proposal')} pending review.")
         for problem in result.problems:
             lines.append(f"problem: {problem}")
         lines.append("Open the dashboard on it: tether tui --workspace " + str(workspace.root))

@@ -85,6 +85,13 @@ class RunControlScreen(LiveScreen):
         Binding("R", "resume_run", "Resume"),
         Binding("d", "delete_run", "Delete run"),
     ]
+    KEY_NOTES: ClassVar[dict[str, str]] = {
+        "clear_run": "a run that is not finished or handed off",
+        "cancel_run": "a running (or stale) or pending run",
+        "resume_run": "a stale, failed or cancelled run",
+        "delete_run": "a finished, failed, cancelled, handed-off or stale run",
+    }
+    """When each run key applies (listed by ? help)."""
     RUN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {"launch_run", "clear_run", "cancel_run", "resume_run", "delete_run"}
     )
@@ -185,7 +192,8 @@ class RunControlScreen(LiveScreen):
         if run is None:
             return
         confirmed = await self.app.push_screen_wait(
-            ConfirmDialog("Cancel this run?", run_target(run), confirm_label="Cancel run",
+            ConfirmDialog("Cancel this run?", run_target(run), confirm_label="Stop the run",
+                          cancel_label="Keep it running",
                           detail="Its running tasks stop; finished nodes keep their outputs.")
         )
         if not confirmed:
@@ -263,6 +271,7 @@ async def confirm_quit(app: Any) -> bool:
             f"Quit with {count} embedded run{'s' if count != 1 else ''} still running?",
             names,
             confirm_label="Quit",
+            cancel_label="Stay",
             detail="They stop with the dashboard and stay resumable: after 30 s they show as "
                    "stale, and R (or tether run --resume) continues them.",
         ),

@@ -48,17 +48,21 @@ class ConfirmDialog(ModalScreen[bool]):
         *,
         detail: Text | str = "",
         confirm_label: str = "Delete",
+        cancel_label: str = "Keep it",
     ) -> None:
         super().__init__(classes="dialog")
         self._header = (title, as_text(target), as_text(detail))
         self._confirm_label = confirm_label
+        self._cancel_label = cancel_label
+        """What "no" keeps (never the word of the action itself: "Cancel run" beside "Cancel"
+        made the cancel dialog ambiguous)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog-box", classes="-danger"):
             yield from target_header(*self._header)
             with Horizontal(id="dialog-buttons"):
                 yield Button(f"{self._confirm_label} (y)", variant="error", id="confirm-yes")
-                yield Button("Cancel (n)", variant="default", id="confirm-no")
+                yield Button(f"{self._cancel_label} (n)", variant="default", id="confirm-no")
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -90,6 +92,35 @@ def reject_note_dialog(note_id: str, namespace: str, body: str) -> ReasonDialog:
         confirm_label="Reject",
         placeholder="Why? (optional, recorded with the note)",
         danger=True,
+    )
+
+
+def bulk_decision_dialog(verb: str, notes: Sequence[Any]) -> ReasonDialog:
+    """One confirmation for accepting or rejecting several notes, with one optional reason
+    recorded on each; names every note (the first ten, then how many more)."""
+    target = Text()
+    for index, note in enumerate(notes[:10]):
+        if index:
+            target.append("\n")
+        target.append(note.id, style="bold")
+        target.append(f"  {note.namespace}  ", style="dim")
+        body = note.body if len(note.body) <= 60 else note.body[:59] + "…"
+        target.append(Text(body.replace("\n", " ")))
+    if len(notes) > 10:
+        target.append(f"\n… and {len(notes) - 10} more", style="dim")
+    effect = (
+        "Each becomes live for recall and retires the notes it supersedes."
+        if verb == "Accept"
+        else "None reaches a prompt; the notes they would supersede stay live."
+    )
+    count = f"{len(notes)} note" + ("" if len(notes) == 1 else "s")
+    return ReasonDialog(
+        f"{verb} {count}?",
+        target,
+        detail=Text(effect),
+        confirm_label=f"{verb} {count}",
+        placeholder="Reason (optional, recorded on each note)",
+        danger=verb == "Reject",
     )
 
 

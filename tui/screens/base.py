@@ -84,6 +84,7 @@ class LiveScreen(QuitFirstFooter, Screen[None]):
     """Plain-text help shown by ``?`` above the list of keys."""
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("escape", "back", "Back"),
         Binding("slash", "open_filter", "Filter"),
         Binding("question_mark", "help", "Help"),
     ]
@@ -160,6 +161,16 @@ class LiveScreen(QuitFirstFooter, Screen[None]):
     async def on_screen_resume(self) -> None:
         self.update_chrome()
         await self.tether.refresh_screen(self)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """escape is offered only when there is somewhere to go back to."""
+        if action == "back":
+            return self.tether.can_go_back()
+        return True
+
+    def action_back(self) -> None:
+        """Back to where the user came from (the back stack of views)."""
+        self.tether.go_back()
 
     def action_open_filter(self) -> None:
         """Open the filter bar with the last filter used in this view."""

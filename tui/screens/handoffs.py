@@ -16,7 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from store.dashboard import HandoffChain, HandoffRow
-from tui.format import literal, one_line, tokens
+from tui.format import literal, one_line, plural, tokens
 from tui.screens.base import LiveScreen
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
@@ -123,7 +123,7 @@ class HandoffsScreen(LiveScreen):
             yield VerticalScroll(Static(id="handoff-detail"), id="handoff-detail-box")
 
     def crumb(self) -> Text:
-        return Text(f"{len(self.handoffs)} handoffs")
+        return Text(plural(len(self.handoffs), "handoff"))
 
     async def refresh_data(self, batch: Batch) -> None:
         reader = self.tether.reader

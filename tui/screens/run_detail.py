@@ -33,6 +33,7 @@ from tui.format import (
     literal,
     one_line,
     percent,
+    plural,
     pretty_json,
     status_text,
     tokens,
@@ -200,7 +201,7 @@ def memory_block_text(block: MemoryBlockRow | None) -> Text:
         out.append_text(one_line(block.query, width=400))
         out.append("\n")
     items = block.items
-    out.append(f"\n{len(items)} recalled item(s)\n", style="bold")
+    out.append(f"\n{plural(len(items), 'recalled item')}\n", style="bold")
     for index, item in enumerate(items, start=1):
         out.append_text(recalled_item_text(index, item))
     out.append("\nBlock as injected before the prompt\n", style="bold")
@@ -273,10 +274,9 @@ class RunDetailScreen(LiveScreen):
         "the Nodes tab (g), one row per node iteration; below, the inspector for the node. "
         "Tabs: prompt as sent, memory block (what recall injected and why), output, live log "
         "(follows the end; scroll up to stop following), attempts, calls. "
-        "escape goes back to the runs list."
+        "escape goes back to where the run was opened from."
     )
     BINDINGS: ClassVar[list[Binding]] = [
-        Binding("escape", "back", "Back"),
         Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
         Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
         Binding("g", "toggle_graph", "Graph/table"),
@@ -285,9 +285,11 @@ class RunDetailScreen(LiveScreen):
     ]
     AUTO_FOCUS = "#run-graph"
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, *, came_from: str = "runs") -> None:
         super().__init__()
         self.run_id = run_id
+        self.came_from = came_from
+        """The view the run was opened from (escape returns there)."""
         self.run: RunRow | None = None
         self.nodes: dict[str, NodeRow] = {}
         self._shown_node: str | None = None
@@ -519,7 +521,8 @@ class RunDetailScreen(LiveScreen):
         if self._log_tail is None:
             text = Text("No log artifact for this node yet.", style="dim")
         elif log.pending:
-            text = Text(f"▼ {log.pending} new lines — press f to follow", style="bold yellow")
+            text = Text(f"▼ {plural(log.pending, 'new line')} — press f to follow",
+                        style="bold yellow")
         else:
             text = Text("following ", style="green")
             text.append_text(one_line(self._log_tail.path.name, "dim"))
@@ -538,9 +541,6 @@ class RunDetailScreen(LiveScreen):
         if tabs.active in panes:
             tabs.active = panes[(panes.index(tabs.active) + step) % len(panes)]
 
-    def action_back(self) -> None:
-        """Back to the runs list."""
-        self.dismiss(None)
 
     def action_tokens(self) -> None:
         """Open the Tokens view scoped to the selected node."""

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Static
 from store.dashboard import RunRow
 from tui.actions.run_actions import RunControlScreen
 from tui.event_text import event_line
-from tui.format import duration, literal, one_line, percent, status_text, tokens
+from tui.format import duration, literal, one_line, percent, plural, status_text, tokens
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
@@ -112,7 +112,7 @@ class RunsScreen(RunControlScreen):
 
     def crumb(self) -> Text:
         shown = len(self.query_one(KeyedTable).keys) if self.is_mounted else 0
-        text = Text(f"{shown} runs shown")
+        text = Text(f"{plural(shown, 'run')} shown")
         if self.filter_text:
             text.append("  filter: ", style="dim")
             text.append_text(literal(self.filter_text))

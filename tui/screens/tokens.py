@@ -23,7 +23,7 @@ from textual.widgets.data_table import ColumnKey
 from store.buckets import BUCKET_LABELS
 from store.dashboard import BucketUsage, CallRow, sum_usage
 from store.run_records import TokenUsage
-from tui.format import one_line, percent, tokens
+from tui.format import one_line, percent, plural, tokens
 from tui.screens.base import LiveScreen
 from tui.tailing import Batch
 from tui.widgets.cached_plot import CachedPlot
@@ -102,7 +102,7 @@ def totals_text(buckets: list[BucketUsage]) -> Text:
     calls = sum(b.calls for b in buckets)
     total = usage.total or 1
     out = Text()
-    out.append(f"{calls} calls · {tokens(usage.total)} tokens\n\n", style="bold")
+    out.append(f"{plural(calls, 'call')} · {tokens(usage.total)} tokens\n\n", style="bold")
     lanes = (
         ("fresh input", usage.input, "cyan"),
         ("cache read", usage.cache_read, "green"),

@@ -21,7 +21,7 @@ from textual.widgets import Static
 
 from store.buckets import BUCKET_EDGES
 from store.dashboard import CallRow
-from tui.format import one_line, tokens
+from tui.format import one_line, plural, tokens
 from tui.widgets.cached_plot import CachedPlot
 
 CALLS_CHARTED = 300
@@ -127,7 +127,7 @@ class RunChart(Vertical):
         else:
             title.append_text(one_line(run_id, "bold"))
             total = sum(call.total_tokens for call in calls)
-            title.append(f"  {len(calls)} calls · {tokens(total)} tokens", style="dim")
+            title.append(f"  {plural(len(calls), 'call')} · {tokens(total)} tokens", style="dim")
             if len(calls) >= CALLS_CHARTED:
                 title.append(f" (newest {CALLS_CHARTED})", style="dim")
         self.query_one("#chart-title", Static).update(title)
@@ -172,7 +172,7 @@ class RunChart(Vertical):
             plt.plot(numbers, list(contexts), color="magenta", marker="braille")
             plt.yticks(*axis_ticks(max(contexts)))
             positions = call_ticks(len(contexts))
-            plt.xticks(positions, [str(p) for p in positions])
+            plt.xticks([float(p) for p in positions], [str(p) for p in positions])
             plt.xlabel("call (gray lines: context-window bucket edges)")
         context_plot.version += 1
         context_plot.refresh()
