@@ -10,11 +10,10 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
+from textual.containers import Horizontal
 from textual.widgets import Button, Input
 
-from tui.modals.confirm import CSS_FILE, as_text, target_header
+from tui.modals.confirm import Dialog, DialogBox, as_text, target_header
 
 REASON_MAX_CHARS = 500
 
@@ -26,13 +25,12 @@ class ReasonResult:
     reason: str | None
 
 
-class ReasonDialog(ModalScreen[ReasonResult | None]):
+class ReasonDialog(Dialog[ReasonResult | None]):
     """Confirm an action on a named target, with an optional one-line reason.
 
     Dismisses with a :class:`ReasonResult` on confirm and ``None`` on cancel.
     """
 
-    CSS_PATH = CSS_FILE
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(
@@ -52,7 +50,7 @@ class ReasonDialog(ModalScreen[ReasonResult | None]):
         self._danger = danger
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="dialog-box", classes="-danger" if self._danger else ""):
+        with DialogBox(id="dialog-box", classes="-danger" if self._danger else ""):
             yield from target_header(*self._header)
             yield Input(
                 placeholder=self._placeholder, max_length=REASON_MAX_CHARS, id="reason-input"
@@ -66,6 +64,7 @@ class ReasonDialog(ModalScreen[ReasonResult | None]):
                 yield Button("Cancel (esc)", id="reason-cancel")
 
     def on_mount(self) -> None:
+        self._fit()
         self.query_one("#reason-input", Input).focus()
 
     @on(Input.Submitted, "#reason-input")

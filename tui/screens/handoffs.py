@@ -146,8 +146,14 @@ class HandoffsScreen(LiveScreen):
         handoff = self.handoffs.get(key) if key else None
         if handoff is None:
             detail.update(
-                Text("No handoffs yet. A run hands off when its token ceiling is breached "
-                     "(on-exceeded: handoff) or when you clear it.", style="dim")
+                Text.assemble(
+                    ("No handoffs yet.\n\n", "bold"),
+                    "This view shows chains of runs linked by a durable /clear: a run stops and "
+                    "a fresh run continues with only its distilled state. It happens when a "
+                    "token ceiling is breached (on_exceeded=\"handoff\") or when a person "
+                    "clears a run: ", ("x", "bold"), " in ", ("1", "bold"), " Runs, or ",
+                    ("tether clear RUN", "bold"), ".",
+                )
             )
         else:
             detail.update(handoff_detail(handoff))

@@ -72,6 +72,20 @@ SEARCH_LIMIT = 100
 REREAD_MIN_INTERVAL_S = 1.0
 """While another process keeps committing, re-read at most this often (a view, not a log)."""
 
+EMPTY_FACTS = Text.assemble(
+    ("No facts here yet.\n\n", "bold"),
+    "Facts are namespaced JSON values (kind:id, e.g. workflow:code-review) that recall can "
+    "inject into prompts; the last write wins and a TTL can expire them. Press ",
+    ("n", "bold"), " to add one, or run ", ("tether memory set NAMESPACE KEY VALUE", "bold"), ".",
+)
+EMPTY_NOTES = Text.assemble(
+    ("No notes here yet.\n\n", "bold"),
+    "Notes are knowledge agents propose (the remember tool, retained outputs) and people "
+    "accept or reject here (", ("a", "bold"), " / ", ("r", "bold"), ", or ",
+    ("space", "bold"), " to mark several). Run a workflow with memory, or ",
+    ("tether notes add NAMESPACE BODY", "bold"), ".",
+)
+
 FACT_COLUMNS = (("key", "Key"), ("value", "Value"), ("ttl", "TTL"),
                 ("updated", "Updated"), ("writer", "Written by"))
 NOTE_COLUMNS = (("status", "Status"), ("namespace", "Namespace"), ("body", "Note"),
@@ -478,11 +492,12 @@ class MemoryScreen(LiveScreen):
             elif namespace is not None:
                 body = namespace_detail(namespace, self._namespace_facts.get(namespace, []))
             else:
-                body = Text("No facts yet. n adds one.", style="dim")
+                body = EMPTY_FACTS
         else:
             note = self.selected_note()
             if note is None:
-                body = Text("No notes.", style="dim")
+                body = EMPTY_NOTES if not self.filter_text else Text(
+                    "No note matches the filter; press / and clear it.", style="dim")
             else:
                 links = await load_links(await self.memory(), note)
                 if generation != self._detail_generation:

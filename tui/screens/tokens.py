@@ -96,10 +96,24 @@ def whole_ticks(highest: int, count: int = 5) -> list[int]:
     return list(range(0, max(highest, 1) + step, step))
 
 
+EMPTY_TOKENS = Text.assemble(
+    ("No model calls yet.\n\n", "bold"),
+    "This view counts every model call by its context window (input + cache read + cache "
+    "write) and splits the tokens into fresh input, cache reads and writes, output and "
+    "reasoning, for the workspace, a run or a node (",
+    ("s", "bold"),
+    ").\n\nCalls appear as runs make them: press ",
+    ("1", "bold"), " then ", ("n", "bold"), " to launch a run, or run ",
+    ("tether run WORKFLOW", "bold"), ".",
+)
+
+
 def totals_text(buckets: list[BucketUsage]) -> Text:
     """The lanes split: fresh vs cached input, output, reasoning, with shares."""
     usage = sum_usage(buckets)
     calls = sum(b.calls for b in buckets)
+    if not calls:
+        return EMPTY_TOKENS
     total = usage.total or 1
     out = Text()
     out.append(f"{plural(calls, 'call')} · {tokens(usage.total)} tokens\n\n", style="bold")
