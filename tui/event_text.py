@@ -19,12 +19,13 @@ MAX_SUMMARY_CHARS = 240
 """A longer summary is cut with an ellipsis (the run and node views show everything)."""
 
 
-def _payload(raw: str | None) -> dict[str, Any]:
+def _payload(raw: str | None) -> dict[str, Any] | None:
+    """The payload object, or None when it is not a JSON object."""
     try:
         value = json.loads(raw) if raw else {}
     except ValueError:
-        return {"payload": raw}
-    return value if isinstance(value, dict) else {"payload": value}
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _count(value: Any) -> str:
@@ -125,6 +126,8 @@ def pairs(payload: Mapping[str, Any]) -> str:
 def event_summary(event_type: str, payload_json: str | None) -> str:
     """What an event says, in one line of words (no JSON)."""
     payload = _payload(payload_json)
+    if payload is None:
+        return pairs({"payload": payload_json})
     summarise = SUMMARIES.get(event_type)
     if summarise is not None:
         try:

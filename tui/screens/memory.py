@@ -569,9 +569,10 @@ class MemoryScreen(LiveScreen):
         self._redraw_marks()
 
     def action_mark_all(self) -> None:
-        """Mark every pending note shown (all matching the filter); unmark when all are."""
+        """Mark every pending note shown (all matching the filter); when all of them are
+        marked already, unmark them (marks on notes the filter hides stay)."""
         shown = set(self._shown_pending())
-        self._marked = set() if shown <= self._marked else self._marked | shown
+        self._marked = self._marked - shown if shown <= self._marked else self._marked | shown
         self._redraw_marks()
 
     async def _decide_marked(self, status: str) -> None:

@@ -23,13 +23,14 @@ BOX_WIDTH = 26
 """Cells per box, borders included."""
 GUTTER = 5
 """Cells between two columns (where the arrows are drawn)."""
-BOX_HEIGHT = 5
+BOX_HEIGHT = 3
+"""A box is three lines: its name in the top border, usage inside, progress in the bottom."""
 ROW_GAP = 1
 
 
 def box_lines(box: GraphBox) -> tuple[Text, Text, Text]:
-    """The three text lines inside a box: state glyph and name; tokens and cost; progress."""
-    inner = BOX_WIDTH - 4
+    """The box's three texts: state glyph and name; tokens (and cost); progress."""
+    inner = BOX_WIDTH - 6
     style = STATUS_STYLES.get(box.state, "")
     name = Text(f"{STATUS_GLYPHS.get(box.state, '?')} ", style=style)
     name.append_text(one_line(box.key, "bold", width=inner - 2))
@@ -39,12 +40,11 @@ def box_lines(box: GraphBox) -> tuple[Text, Text, Text]:
         usage.append(f" · ${box.cost:.4f}" if box.cost < 1 else f" · ${box.cost:.2f}",
                      style="green")
     if box.is_fan_out:
-        progress = Text(f"{box.done}/{len(box.members)} items done")
+        progress = Text(f"{box.done}/{len(box.members)} done")
     elif box.is_loop:
         progress = Text(f"↻ iteration {box.iteration}", style="cyan")
     else:
-        member = box.members[0]
-        attempts = member.attempts
+        attempts = box.members[0].attempts
         progress = Text(box.state if attempts <= 1 else f"{box.state} · attempt {attempts}",
                         style="yellow" if attempts > 1 else "dim")
     for line in (name, usage, progress):
@@ -52,10 +52,21 @@ def box_lines(box: GraphBox) -> tuple[Text, Text, Text]:
     return name, usage, progress
 
 
+def _border_line(left: str, fill: str, right: str, label: Text, border: Style) -> Text:
+    """``╭─ label ─────╮``: a border line with a label set into it."""
+    line = Text(left + fill, border)
+    line.append(" ")
+    line.append_text(label)
+    line.append(" ")
+    line.append(fill * max(0, BOX_WIDTH - 1 - line.cell_len), border)
+    line.append(right, border)
+    return line
+
+
 def render_graph(graph: RunGraph, cursor: tuple[int, int] | None) -> list[Text]:
     """The graph as lines of text (boxes, borders coloured by state, arrows between columns)."""
     rows = max((len(column) for column in graph.columns), default=0)
-    height = max(1, rows * (BOX_HEIGHT + ROW_GAP))
+    height = max(1, rows * (BOX_HEIGHT + ROW_GAP) - ROW_GAP)
     width = max(1, len(graph.columns) * (BOX_WIDTH + GUTTER) - GUTTER)
     lines = [Text(" " * width) for _ in range(height)]
     placed: dict[str, tuple[int, int]] = {}
@@ -67,26 +78,25 @@ def render_graph(graph: RunGraph, cursor: tuple[int, int] | None) -> list[Text]:
         for y, box in enumerate(column):
             top = y * (BOX_HEIGHT + ROW_GAP)
             selected = cursor == (x, y)
-            border = Style.parse(STATUS_STYLES.get(box.state, "") or "white")
-            border = Style(color=border.color or border.bgcolor, bold=selected)
+            colour = Style.parse(STATUS_STYLES.get(box.state, "") or "white")
+            border = Style(color=colour.color or colour.bgcolor, bold=selected)
             glyphs = "┏━┓┃┗┛" if selected else "╭─╮│╰╯"
-            inner = BOX_WIDTH - 2
-            _put(lines[top], left, Text(glyphs[0] + glyphs[1] * inner + glyphs[2], border))
-            for offset, content in enumerate(box_lines(box), start=1):
-                row = Text(glyphs[3], border)
-                body = Text(" ") + content
-                body.pad_right(inner - body.cell_len)
-                if selected:
-                    body.stylize("reverse" if offset == 1 else "")
-                row.append_text(body)
-                row.append(glyphs[3], border)
-                _put(lines[top + offset], left, row)
-            _put(lines[top + BOX_HEIGHT - 1], left,
-                 Text(glyphs[4] + glyphs[1] * inner + glyphs[5], border))
+            name, usage, progress = box_lines(box)
+            if selected:
+                name.stylize("reverse")
+            _put(lines[top], left, _border_line(glyphs[0], glyphs[1], glyphs[2], name, border))
+            middle = Text(glyphs[3], border)
+            body = Text("  ") + usage
+            body.pad_right(BOX_WIDTH - 2 - body.cell_len)
+            middle.append_text(body)
+            middle.append(glyphs[3], border)
+            _put(lines[top + 1], left, middle)
+            _put(lines[top + 2], left,
+                 _border_line(glyphs[4], glyphs[1], glyphs[5], progress, border))
             if box.depends_on and x > 0:
                 near = all(placed.get(dep, (-1, 0))[0] == x - 1 for dep in box.depends_on)
                 arrow = ("─" if near else "╌") * (GUTTER - 2) + "▶ "
-                _put(lines[top + 2], left - GUTTER, Text(arrow, "dim" if near else "dim italic"))
+                _put(lines[top + 1], left - GUTTER, Text(arrow, "dim" if near else "dim italic"))
     return lines
 
 
