@@ -101,8 +101,9 @@ async def test_facts_grouped_by_namespace_and_pending_notes_first(
         assert notes[:2] == [note_row_key(seeded.rule), note_row_key(seeded.lone)]
         assert set(notes[2:]) == {note_row_key(seeded.lesson_a), note_row_key(seeded.lesson_b)}
         # Data is shown literally: markup in a note body is just characters.
-        assert cell_text(screen, "notes-table", note_row_key(seeded.lone), "body") == (
-            "[bold red]x[/] prefers small diffs"
+        # Literal; cut to the width the namespace column leaves at 150 columns.
+        assert cell_text(screen, "notes-table", note_row_key(seeded.lone), "body").startswith(
+            "[bold red]x[/] prefers s"
         )
 
 

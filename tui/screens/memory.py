@@ -93,7 +93,9 @@ NOTE_COLUMNS = (("status", "Status"), ("namespace", "Namespace"), ("body", "Note
 # Cells of the columns other than the text one, plus two cells of padding per column: what is
 # left of the table's width goes to the fact value / note body (no horizontal scrolling).
 FACT_OTHER_CELLS = 30 + 6 + 8 + 20 + 2 * len(FACT_COLUMNS)
-NOTE_OTHER_CELLS = 13 + NOTE_NAMESPACE_CELLS + 3 + 14 + 8 + 2 * len(NOTE_COLUMNS)
+NOTE_OTHER_CELLS = 11 + 3 + 14 + 8 + 2 * len(NOTE_COLUMNS)
+"""The notes list's columns but the body and the namespace."""
+MIN_NOTE_BODY_CELLS = 30
 MIN_TEXT_CELLS = 16
 
 
@@ -371,11 +373,14 @@ class MemoryScreen(LiveScreen):
         # from the screen so it is right before the tables are first laid out.
         list_width = self.size.width * 3 // 5 - 4
         value_width = text_width(list_width, FACT_OTHER_CELLS)
-        body_width = text_width(list_width, NOTE_OTHER_CELLS)
+        # The namespace column gives way to the note body on narrow terminals.
+        namespace_width = max(10, min(NOTE_NAMESPACE_CELLS,
+                                      list_width - NOTE_OTHER_CELLS - MIN_NOTE_BODY_CELLS))
+        body_width = text_width(list_width, NOTE_OTHER_CELLS + namespace_width)
         fact_list = fact_rows(facts, needle, now, value_width)
         self.facts_table.sync(fact_list)
         self._marked &= {note.id for note in book.notes if note.status == "pending"}
-        note_list = note_rows(book, needle, now, body_width, self._marked)
+        note_list = note_rows(book, needle, now, body_width, self._marked, namespace_width)
         self.notes_table.sync(note_list)
         # Titles count what is shown (after the / filter), and say when a filter narrows it.
         shown_facts = sum(1 for key, _ in fact_list if key in self._facts)

@@ -288,6 +288,7 @@ NOTE_NAMESPACE_CELLS = 24
 def note_rows(
     book: NoteBook, needle: str, now_ms: int, body_width: int = 44,
     marked: frozenset[str] | set[str] = frozenset(),
+    namespace_width: int = NOTE_NAMESPACE_CELLS,
 ) -> list[tuple[str, Cells]]:
     """Rows of the notes table in review order (columns: see the Memory view's NOTE_COLUMNS);
     notes marked for a bulk decision show ``●``."""
@@ -299,14 +300,16 @@ def note_rows(
         rows.append((
             note_row_key(note.id),
             _note_cells(note, shown_status(note, book.retired), len(links.supersedes),
-                        now_ms // 60_000 * 60_000, body_width, note.id in marked),
+                        now_ms // 60_000 * 60_000, body_width, note.id in marked,
+                        namespace_width),
         ))
     return rows
 
 
 @functools.lru_cache(maxsize=8192)
 def _note_cells(
-    note: Note, status: str, supersedes: int, now_ms: int, body_width: int, marked: bool = False
+    note: Note, status: str, supersedes: int, now_ms: int, body_width: int, marked: bool = False,
+    namespace_width: int = NOTE_NAMESPACE_CELLS,
 ) -> tuple[Text, ...]:
     edges = Text(f"⇢{supersedes}", style="yellow") if supersedes else Text("")
     body_style = "dim" if status in ("retired", "rejected") else ""
@@ -314,7 +317,7 @@ def _note_cells(
     state = (Text("● ", style="bold magenta") if marked else Text("  ")) + state
     return (
         state,
-        one_line(note.namespace, "cyan", width=NOTE_NAMESPACE_CELLS),
+        one_line(note.namespace, "cyan", width=namespace_width),
         one_line(note.body, body_style, width=body_width),
         edges,
         one_line(note.author or "–", width=14),
