@@ -17,7 +17,16 @@ from textual.widgets import DataTable, Static
 from store.dashboard import RunRow
 from tui.actions.run_actions import RunControlScreen
 from tui.event_text import event_line
-from tui.format import duration, literal, one_line, percent, plural, status_text, tokens
+from tui.format import (
+    duration,
+    literal,
+    one_line,
+    percent,
+    plural,
+    row_cost,
+    status_text,
+    tokens,
+)
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
@@ -42,6 +51,7 @@ RUN_COLUMNS = (
     ("elapsed", "Elapsed"),
     ("nodes", "Nodes"),
     ("tokens", "Tokens"),
+    ("cost", "Cost"),
     ("cached", "Cached"),
     ("beat", "Heartbeat"),
 )
@@ -65,6 +75,7 @@ def run_cells(run: RunRow, now_ms: int) -> list[Text]:
         Text(duration(run.elapsed_ms(now_ms)), justify="right"),
         Text(f"{run.nodes_done}/{run.nodes_total}", justify="right"),
         Text(tokens(run.total_tokens), justify="right"),
+        Text(row_cost(run), justify="right"),
         Text(percent(run.cached_share) if run.context_tokens else "–", justify="right"),
         Text(beat, style="bold yellow" if stale else "dim"),
     ]

@@ -16,7 +16,7 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.widget import Widget
 
-from tui.format import STATUS_GLYPHS, STATUS_STYLES, one_line, tokens
+from tui.format import STATUS_GLYPHS, STATUS_STYLES, money, one_line, tokens
 from tui.graph_layout import GraphBox, RunGraph, move
 
 BOX_WIDTH = 26
@@ -37,8 +37,7 @@ def box_lines(box: GraphBox) -> tuple[Text, Text, Text]:
     usage = Text(f"{tokens(box.tokens)} tok" if box.tokens else "no calls yet",
                  style="" if box.tokens else "dim")
     if box.cost is not None:
-        usage.append(f" · ${box.cost:.4f}" if box.cost < 1 else f" · ${box.cost:.2f}",
-                     style="green")
+        usage.append(f" · {money(box.cost)}", style="green")
     if box.is_fan_out:
         progress = Text(f"{box.done}/{len(box.members)} done")
     elif box.is_loop:
