@@ -96,7 +96,29 @@ def render_graph(graph: RunGraph, cursor: tuple[int, int] | None) -> list[Text]:
                 near = all(placed.get(dep, (-1, 0))[0] == x - 1 for dep in box.depends_on)
                 arrow = ("─" if near else "╌") * (GUTTER - 2) + "▶ "
                 _put(lines[top + 1], left - GUTTER, Text(arrow, "dim" if near else "dim italic"))
+        _join_arrows(lines, x, column)
     return lines
+
+
+def _join_arrows(lines: list[Text], x: int, column: list[GraphBox]) -> None:
+    """Where several boxes of a column have arrows, join them into one fork in the gutter
+    (``─┬─▶``, `` ├─▶``, `` └─▶``) so a fan-in or fan-out reads as one."""
+    if x == 0:
+        return
+    rows = [y * (BOX_HEIGHT + ROW_GAP) + 1 for y, box in enumerate(column) if box.depends_on]
+    if len(rows) < 2:
+        return
+    at = x * (BOX_WIDTH + GUTTER) - GUTTER + 1
+    for row in range(rows[0], rows[-1] + 1):
+        if row == rows[0]:
+            glyph = "┬"
+        elif row == rows[-1]:
+            glyph = "└"
+        else:
+            glyph = "├" if row in rows else "│"
+        _put(lines[row], at, Text(glyph, "dim"))
+        if row in rows and row != rows[0]:
+            _put(lines[row], at - 1, Text(" ", "dim"))
 
 
 def _put(line: Text, at: int, piece: Text) -> None:
