@@ -91,9 +91,11 @@ def test_tokens_per_minute_bins_by_start_time():
     rate = tokens_per_minute(calls)
     assert rate.bin_s == 1  # a short run still shows several bars
     assert len(rate.starts) == 6
-    assert rate.per_minute[0] == (1100 + 1100) * 60 and rate.per_minute[5] == 2100 * 60
+    # The tokens of the minute before each point (no extrapolation of the first seconds).
+    assert rate.per_minute[0] == 1100 + 1100 and rate.per_minute[5] == 1100 + 1100 + 2100
     long_run = [call(i, i * 60.0, 10) for i in range(30)]  # 29 minutes
-    assert tokens_per_minute(long_run).bin_s == 60
+    steady = tokens_per_minute(long_run)
+    assert steady.bin_s == 60 and set(steady.per_minute) == {110.0}
     assert tokens_per_minute([]).starts == ()
     assert context_per_call(calls) == (1000, 1000, 2000)
 

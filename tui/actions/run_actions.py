@@ -22,7 +22,9 @@ from textual.widgets import DataTable
 from engine.handoff import DEFAULT_CLEAR_REASON
 from store.dashboard import RunRow
 from tui.actions.feedback import write_safely
+from tui.format import one_line
 from tui.modals import ConfirmDialog, LaunchRunDialog, WorkflowChoice, clear_run_dialog
+from tui.modals.confirm import named_targets
 from tui.run_control import EngineHost, KnownWorkflow, host_for
 from tui.screens.base import LiveScreen
 
@@ -250,14 +252,8 @@ async def confirm_quit(app: Any) -> bool:
     active = await host.active_runs()
     if not active:
         return True
-    names = Text()
-    for index, run in enumerate(active[:8]):
-        if index:
-            names.append("\n")
-        names.append(run.run_id, style="bold")
-        names.append(f"  {run.workflow}", style="dim")
-    if len(active) > 8:
-        names.append(f"\n… and {len(active) - 8} more", style="dim")
+    names = named_targets([(run.run_id, one_line(run.workflow, "dim")) for run in active],
+                          limit=8)
 
     async def decided(quit_now: bool | None) -> None:
         if quit_now:

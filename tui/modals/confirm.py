@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -46,6 +47,21 @@ class Dialog(ModalScreen[ResultT]):
 def as_text(value: Text | str) -> Text:
     """Data becomes a plain Text (never parsed as markup); Text passes through."""
     return value if isinstance(value, Text) else Text(value)
+
+
+def named_targets(items: Sequence[tuple[str, Text]], limit: int) -> Text:
+    """Several targets of one confirmation, one a line: the id in bold, then what it is; the
+    first ``limit``, then how many more."""
+    text = Text()
+    for index, (name, what) in enumerate(items[:limit]):
+        if index:
+            text.append("\n")
+        text.append_text(Text(name, style="bold"))
+        text.append("  ")
+        text.append_text(what)
+    if len(items) > limit:
+        text.append(f"\n… and {len(items) - limit} more", style="dim")
+    return text
 
 
 def target_header(title: str, target: Text, detail: Text) -> ComposeResult:

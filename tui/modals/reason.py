@@ -13,7 +13,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Button, Input
 
-from tui.modals.confirm import Dialog, DialogBox, as_text, target_header
+from tui.format import one_line
+from tui.modals.confirm import Dialog, DialogBox, as_text, named_targets, target_header
 
 REASON_MAX_CHARS = 500
 
@@ -97,16 +98,11 @@ def reject_note_dialog(note_id: str, namespace: str, body: str) -> ReasonDialog:
 def bulk_decision_dialog(verb: str, notes: Sequence[Any]) -> ReasonDialog:
     """One confirmation for accepting or rejecting several notes, with one optional reason
     recorded on each; names every note (the first ten, then how many more)."""
-    target = Text()
-    for index, note in enumerate(notes[:10]):
-        if index:
-            target.append("\n")
-        target.append(note.id, style="bold")
-        target.append(f"  {note.namespace}  ", style="dim")
-        body = note.body if len(note.body) <= 60 else note.body[:59] + "…"
-        target.append(Text(body.replace("\n", " ")))
-    if len(notes) > 10:
-        target.append(f"\n… and {len(notes) - 10} more", style="dim")
+    target = named_targets(
+        [(note.id, one_line(note.namespace, "dim") + Text("  ") + one_line(note.body, width=60))
+         for note in notes],
+        limit=10,
+    )
     effect = (
         "Each becomes live for recall and retires the notes it supersedes."
         if verb == "Accept"

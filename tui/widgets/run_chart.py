@@ -43,9 +43,10 @@ MAX_BINS = 40
 
 
 def tokens_per_minute(calls: Sequence[CallRow]) -> RateSeries:
-    """Tokens per minute of the run, binned by when each call started. The bin is the
-    smallest of :data:`BIN_SIZES_S` giving at most :data:`MAX_BINS` bins, so a short run still
-    shows a few bars and a long one stays readable."""
+    """Tokens per minute along the run: at the end of each bin, the tokens of the calls that
+    started in the minute before it (a trailing minute, so the first seconds of a run are not
+    extrapolated into a rate). The bin is the smallest of :data:`BIN_SIZES_S` giving at most
+    :data:`MAX_BINS` bins, so a short run still shows a few bars and a long one stays readable."""
     if not calls:
         return RateSeries(60, (), ())
     first = min(call.started_at_ms for call in calls)
@@ -53,17 +54,15 @@ def tokens_per_minute(calls: Sequence[CallRow]) -> RateSeries:
     bin_s = next((size for size in BIN_SIZES_S if span_ms // (size * 1000) < MAX_BINS),
                  BIN_SIZES_S[-1])
     count = span_ms // (bin_s * 1000) + 1
-    totals = [0] * count
-    for call in calls:
-        totals[min(count - 1, (call.started_at_ms - first) // (bin_s * 1000))] += (
-            call.total_tokens
-        )
-    scale = 60 / bin_s
-    return RateSeries(
-        bin_s,
-        tuple(float(i * bin_s) for i in range(count)),
-        tuple(total * scale for total in totals),
-    )
+    starts = tuple(float(i * bin_s) for i in range(count))
+    per_minute = []
+    for start in starts:
+        end_ms = first + int((start + bin_s) * 1000)
+        per_minute.append(float(sum(
+            call.total_tokens for call in calls
+            if end_ms - 60_000 <= call.started_at_ms < end_ms
+        )))
+    return RateSeries(bin_s, starts, tuple(per_minute))
 
 
 def axis_ticks(highest: float, count: int = 4) -> tuple[list[float], list[str]]:
@@ -156,8 +155,10 @@ class RunChart(Vertical):
         plt.title("tokens per minute")
         if rate.starts:
             plt.bar(list(rate.starts), list(rate.per_minute), color="cyan", width=0.8)
+            # At least a minute wide, so the first bars of a young run are not page-wide.
+            plt.xlim(-rate.bin_s, max(rate.starts[-1] + rate.bin_s, 60.0))
             plt.yticks(*axis_ticks(max(rate.per_minute)))
-            plt.xlabel(f"seconds since the first call ({rate.bin_s} s bins)")
+            plt.xlabel(f"seconds since the first call (trailing minute, every {rate.bin_s} s)")
         rate_plot.version += 1
         rate_plot.refresh()
         contexts = context_per_call(self._calls)
