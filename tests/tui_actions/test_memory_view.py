@@ -366,3 +366,18 @@ async def test_bulk_accept_of_the_notes_matching_the_filter(
         await until(pilot, lambda: not screen._marked, "the decision")
     accepted = {n["id"] for n in cli_json(workspace, "notes", "list")}
     assert accepted == {seeded.rule}  # live, and both lessons it supersedes retired
+
+
+async def test_help_lists_accept_and_reject_with_when_they_apply(
+    make_app: MakeApp, seeded: Seeded
+) -> None:
+    async with memory_view(make_app) as (app, pilot, screen):
+        await on_fact(screen, pilot, fact_row_key("user:ada", "editor"))
+        assert "a" not in shown_keys(app)  # not on a fact...
+        await pilot.press("question_mark")
+        await until(pilot, lambda: app.screen.query("#help-keys"), "the help")
+        text = str(app.screen.query_one("#help-keys").render())
+        # ...but ? still lists it, saying when it applies.
+        assert "Accept — on a pending note, or on every marked note at once" in text
+        assert "Reject — on a pending note" in text
+        assert "Mark — on a pending note" in text

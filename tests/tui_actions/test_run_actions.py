@@ -294,3 +294,18 @@ async def test_quit_asks_while_embedded_runs_are_active_and_leaves_them_resumabl
         assert record.status == "running" and record.is_stale(clock.now_ms())
         outcome = await open_engine(db).resume(load_workflow(CODE_REVIEW), left.run_id)
     assert outcome.status == "finished"
+
+
+async def test_launch_dialog_fits_120x30_and_tab_reaches_its_buttons(
+    make_app: MakeApp, workspace: Workspace, clock: ManualClock
+) -> None:
+    await make_run(workspace, clock, status="finished")
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_runs(app, pilot)
+        dialog = await press_for(pilot, app, "n", LaunchRunDialog)
+        await pilot.pause(0.2)
+        screen_region = app.screen.region
+        for button in dialog.query(Button):
+            assert screen_region.contains_region(button.region), button.id
+        assert dialog.query_one("#json-status").region.height > 0

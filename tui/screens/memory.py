@@ -391,8 +391,8 @@ class MemoryScreen(LiveScreen):
             title += f" matching the filter, of {len(facts)}"
         self.facts_table.border_title = title + ")"
         shown_notes = [parse_row_key(key)[1] for key, _ in note_list]
-        pending = sum(1 for note_id in shown_notes
-                      if (note := book.by_id(note_id)) and note.status == "pending")
+        status_of = {note.id: note.status for note in book.notes}
+        pending = sum(1 for note_id in shown_notes if status_of.get(note_id) == "pending")
         heading = "Search results" if self._search else "Notes"
         title = f"{heading} ({pending} pending, {len(shown_notes)} shown"
         if needle:
@@ -545,8 +545,9 @@ class MemoryScreen(LiveScreen):
 
     def _shown_pending(self) -> list[str]:
         """Ids of the pending notes the list shows (after the / filter), in list order."""
+        pending = {note.id for note in self._book.notes if note.status == "pending"}
         ids = [parse_row_key(key)[1] for key in self.notes_table.keys]
-        return [i for i in ids if (note := self._book.by_id(i)) and note.status == "pending"]
+        return [i for i in ids if i in pending]
 
     def _redraw_marks(self) -> None:
         self._redraw(self._fact_list, self._book, self.tether.now_ms())

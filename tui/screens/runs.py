@@ -105,7 +105,9 @@ class RunsScreen(RunControlScreen):
         self._chart_timer: Timer | None = None
 
     def compose_view(self) -> ComposeResult:
-        with Vertical(id="runs-body"):
+        # Decided before the first layout: switching it after would lay the list out twice.
+        wide = "-wide" if self.app.size.width >= CHART_MIN_WIDTH else ""
+        with Vertical(id="runs-body", classes=wide):
             with Horizontal(id="runs-top"):
                 yield KeyedTable(RUN_COLUMNS, id="runs-table", stretch="workflow")
                 yield RunChart(id="run-chart")
@@ -246,7 +248,7 @@ class RunsScreen(RunControlScreen):
         run_id = self.selected_run_id
         calls = await reader.recent_calls_of_run(run_id, CALLS_CHARTED) if run_id else []
         try:
-            self.query_one(RunChart).show(run_id, calls)
+            await self.query_one(RunChart).show(run_id, calls)
         except NoMatches:
             return  # the view is being closed
 

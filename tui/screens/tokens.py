@@ -185,8 +185,12 @@ class TokensScreen(LiveScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.query_one("#usage-table", KeyedTable).border_title = "Usage"
-        self.query_one("#top-calls", KeyedTable).border_title = "Largest calls"
+        try:
+            self.query_one("#usage-table", KeyedTable).border_title = "Usage"
+            self.query_one("#top-calls", KeyedTable).border_title = "Largest calls"
+        except NoMatches:
+            return  # warmed in the background while the app shuts down
+
 
     def scope(self) -> tuple[str, str | None, str | None]:
         """(scope name, run id, node id) actually in effect (falls back when nothing selected)."""

@@ -38,11 +38,28 @@ class KeyedTable(DataTable[Text]):
         self._order: list[str] = []
         self._stretch = stretch
         """The main column, widened to take the width the others leave (None: no stretch)."""
+        self._others_width = 0
         for key, label in self._columns:
             self.add_column(label, key=key)
 
     def on_resize(self) -> None:
         self.stretch_main_column()
+
+    def _measure(self, rows: Sequence[tuple[str, Cells]]) -> None:
+        """Width the other columns will take with ``rows`` (as DataTable sizes an automatic
+        column: its widest cell or label), so the main column is sized before the first
+        render instead of after it (each extra render redraws every visible cell)."""
+        if self._stretch is None:
+            return
+        widths = {
+            key: max(Text(label).cell_len, self.columns[ColumnKey(key)].content_width)
+            for key, label in self._columns if key != self._stretch
+        }
+        for _key, cells in rows:
+            for (column, _label), cell in zip(self._columns, cells, strict=False):
+                if column in widths:
+                    widths[column] = max(widths[column], cell.cell_len)
+        self._others_width = sum(width + 2 * self.cell_padding for width in widths.values())
 
     def stretch_main_column(self) -> None:
         """Give the main column what the other columns leave of the table's width, so a wide
@@ -52,11 +69,7 @@ class KeyedTable(DataTable[Text]):
         main = self.columns.get(ColumnKey(self._stretch))
         if main is None:
             return
-        others = sum(
-            column.get_render_width(self) for key, column in self.columns.items()
-            if key != main.key
-        )
-        spare = self.scrollable_content_region.width - others - 2 * self.cell_padding
+        spare = self.scrollable_content_region.width - self._others_width - 2 * self.cell_padding
         wanted = max(MIN_MAIN_WIDTH, spare)
         if main.auto_width or main.width != wanted:
             main.auto_width = False
@@ -100,6 +113,8 @@ class KeyedTable(DataTable[Text]):
         new_order = [key for key, _ in rows]
         changed = False
         with self.app.batch_update():
+            self._measure(rows)
+            self.stretch_main_column()
             if new_order != self._order:
                 changed = True
                 self.clear()
@@ -119,6 +134,4 @@ class KeyedTable(DataTable[Text]):
                         if current != cell:
                             changed = True
                             self.update_cell(key, column, cell, update_width=False)
-        if changed:
-            self.call_after_refresh(self.stretch_main_column)
         return changed

@@ -113,11 +113,13 @@ class RunChart(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="chart-title")
-        yield CachedPlot(id="rate-plot")
-        yield CachedPlot(id="context-plot")
 
-    def show(self, run_id: str | None, calls: Sequence[CallRow]) -> None:
+    async def show(self, run_id: str | None, calls: Sequence[CallRow]) -> None:
         """Chart ``calls`` of ``run_id`` (redrawn at most once a second)."""
+        if not self.query(CachedPlot):
+            # The plots are built on first use, after the Runs view's first paint: an empty
+            # plotext figure still costs tens of milliseconds to draw.
+            await self.mount(CachedPlot(id="rate-plot"), CachedPlot(id="context-plot"))
         self._run_id = run_id
         self._calls = tuple(calls)
         title = Text("Selected run ", style="bold")
