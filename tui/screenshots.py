@@ -51,7 +51,12 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
     app = TetherApp(workspace, background=[demo.live_demo])
     saved: list[Path] = []
 
-    def save(name: str) -> None:
+    async def save(name: str) -> None:
+        # The footer recomposes a beat after the keys change: never capture it half drawn.
+        for _ in range(30):
+            if app.screen.query("FooterKey"):
+                break
+            await pilot.pause(0.1)
         path = out / f"{name}.svg"
         svg = app.export_screenshot(title=f"tether — {name}")
         # Rich writes each styled run as its own <text>; without xml:space="preserve" renderers
@@ -69,7 +74,7 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
 
         await _until(pilot, runs_moving, 30)
         await pilot.pause(3.0)
-        save("runs")
+        await save("runs")
 
         async def has_block() -> bool:
             reader = app.reader
@@ -81,7 +86,7 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
             app.open_run(fan_out.run_id)
             await _until(pilot, _detail_ready(app), 10)
             await pilot.pause(2.0)
-            save("run_graph")
+            await save("run_graph")
             await pilot.press("escape")
             await pilot.pause(0.5)
 
@@ -99,20 +104,20 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
                 await pilot.pause(0.5)
                 screen.query_one("#inspector", TabbedContent).active = "tab-memory"
                 await pilot.pause(0.5)
-                save("run_detail")
+                await save("run_detail")
                 app.select(run_id=run_id)
                 await pilot.press("escape")
         await pilot.pause(8.0)
         app.show_tokens("run")
         await pilot.pause(1.5)
-        save("tokens")
+        await save("tokens")
         await pilot.press("3")
         await pilot.pause(1.0)
         await _show_proposal(app, pilot)
-        save("memory")
+        await save("memory")
         await pilot.press("enter")  # the review screen: the proposal beside what it supersedes
         await pilot.pause(1.0)
-        save("review")
+        await save("review")
         await pilot.press("escape")
         await pilot.pause(0.5)
 
@@ -123,7 +128,7 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
         await _until(pilot, has_handoff, 40)
         await pilot.press("4")
         await pilot.pause(1.0)
-        save("handoffs")
+        await save("handoffs")
     return saved
 
 
@@ -149,8 +154,8 @@ async def browser_screenshot(workspace: Workspace, out: Path) -> Path | None:
         return None
     path = out / "browser.png"
     async with served(workspace.root) as url:
-        await drive(url, [Step(None, "runs shown"), Step("down", "Selected run")], path,
-                    viewport=(1600, 900))
+        await drive(url, [Step(None, "runs shown"), Step("ArrowDown", "Selected run")], path,
+                    viewport=(1800, 960))
     return path
 
 

@@ -36,7 +36,7 @@ from tui.widgets.run_chart import CALLS_CHARTED, RunChart
 RUNS_SHOWN = 200
 """The runs list is a window on the newest runs (plus every running one)."""
 
-CHART_MIN_WIDTH = 140
+CHART_MIN_WIDTH = 160
 """From this many columns the selected run's chart is shown beside the list."""
 CHART_MIN_INTERVAL_S = 1.0
 
