@@ -32,15 +32,15 @@ from store.namespaces import (
 )
 from store.schema import NOTE_STATUSES
 from store.search_policy import (
-    COMMON_DF,
-    RANK_POOL,
-    RECENT_POOL,
-    density_scores,
-    fts_literal,
-    plan_search,
+    MODE_ALL_WORDS,
+    MODE_ANY_WORD,
+    needs_fallback,
+    prompt_terms,
     query_terms,
 )
 from store.sql import memory as sql
+from store.sql import term_index as term_sql
+from store.term_index import STATUS_CODES, Scope, demote_echoes, index_for
 
 if TYPE_CHECKING:
     from store.database import Database, Row
@@ -83,10 +83,23 @@ class Note:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """A search result: the note and its BM25 relevance (higher is more relevant)."""
+    """A search result: the note, its BM25 relevance (higher is more relevant), the query
+    terms it holds and the search mode that found it (all words, or the any-word fallback)."""
 
     note: Note
     score: float
+    matched: tuple[str, ...] = ()
+    mode: str = "all words"
+
+
+@dataclass(frozen=True)
+class NoteSearch:
+    """What a note search found and how: ``mode`` says which search answered (all words, the
+    any-word fallback, or both); ``terms`` are the stemmed query terms."""
+
+    hits: list[SearchHit]
+    mode: str
+    terms: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -368,49 +381,102 @@ class NoteOps:
         include_superseded: bool = False,
         kind: str | None = None,
     ) -> list[SearchHit]:
-        """BM25 search over note bodies, most relevant first, under the default read contract.
+        """The hits of :meth:`search_notes_with_mode` (most relevant first)."""
+        found = await self.search_notes_with_mode(
+            query,
+            namespace=namespace,
+            namespace_kind=namespace_kind,
+            limit=limit,
+            status=status,
+            include_superseded=include_superseded,
+            kind=kind,
+        )
+        return found.hits
 
-        Every word of ``query`` must occur (words are matched literally; see
-        :mod:`store.search_policy`). ``namespace`` or ``namespace_kind`` (workflow, agent, user,
-        global) narrows the scope; ``status``/``include_superseded``/``kind`` widen or narrow
-        the contract as in :meth:`list_notes`. Scope and contract are applied inside the
-        bounded pool of newest matches, so fewer than ``limit`` hits means fewer live matches.
-        Very common words are dropped when rarer words remain; see :mod:`store.search_policy`.
+    async def search_notes_with_mode(
+        self,
+        query: str,
+        *,
+        namespace: str | Namespace | None = None,
+        namespace_kind: str | None = None,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        status: StatusFilter = "accepted",
+        include_superseded: bool = False,
+        kind: str | None = None,
+    ) -> NoteSearch:
+        """Exact BM25 search over note bodies, most relevant first, under the read contract.
+
+        First every word of ``query`` must occur (words are matched as stemmed terms, never as
+        syntax; see :mod:`store.search_policy`). When that finds fewer than ``limit`` notes, the
+        rest are filled by the recall policy: stop words dropped, any remaining word, weak
+        matches refused, questions that merely repeat the query demoted. Each hit says which
+        mode found it. ``namespace`` or ``namespace_kind`` (workflow, agent, user, global)
+        narrows the scope; ``status``/``include_superseded``/``kind`` widen or narrow the
+        contract as in :meth:`list_notes`. BM25's statistics are those of the notes in scope.
         """
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidInputError(f"The search limit must be from 1 to {MAX_SEARCH_LIMIT}.")
         ensure_clean_text(query, "the search query", allow="\t\n\r")
         terms = query_terms(query)
-        where, params = _filter(namespace, namespace_kind, status, include_superseded, kind)
-        common_df, rank_pool, recent_pool = COMMON_DF, RANK_POOL, RECENT_POOL
+        sentence = prompt_terms(query)
+        exact_ns = None if namespace is None else canonical_namespace(namespace)
+        kind_range = None if namespace_kind is None else namespace_kind_range(namespace_kind)
+        statuses = status_list(status)
+        scope = Scope(
+            tuple(STATUS_CODES[s] for s in (statuses or NOTE_STATUSES)),
+            include_superseded,
+            kind,
+        )
+        index = index_for(self.db)
 
-        def read(conn: sqlite3.Connection) -> list[SearchHit]:
-            # Probes, plan and search in one hop to the database thread.
-            counts = capped_match_counts(conn, terms, common_df + 1)
-            plan = plan_search(terms, counts, common_df=common_df)
-            pool = max(rank_pool if plan.bm25 else recent_pool, limit)
-            query = {**params, "query": plan.match_query, "limit": limit, "pool": pool}
-            rows = conn.execute(sql.search_notes_sql(where, bm25=plan.bm25), query).fetchall()
-            if plan.bm25:
-                return [SearchHit(note_from_row(row), -float(row["bm25"])) for row in rows]
-            notes = [note_from_row(row) for row in rows]
-            scores = density_scores([note.body for note in notes], terms)
-            hits = [SearchHit(note, score) for note, score in zip(notes, scores, strict=True)]
-            # Stable sort: equal scores keep newest-first order.
-            hits.sort(key=lambda hit: hit.score, reverse=True)
-            return hits[:limit]
+        def read(conn: sqlite3.Connection) -> NoteSearch:
+            if exact_ns is not None:
+                namespaces = [exact_ns]
+            else:
+                low, high = kind_range or (None, None)
+                namespaces = index.namespaces(conn, low, high)
+            ranked = [
+                (item, MODE_ALL_WORDS)
+                for item in index.search(
+                    conn, namespaces, terms, limit=limit, require_all=True, scope=scope
+                )
+            ]
+            mode = MODE_ALL_WORDS
+            if needs_fallback(len(ranked), limit) and sentence:
+                seen = {item.rowid for item, _ in ranked}
+                more = index.search(
+                    conn, namespaces, sentence, limit=limit + len(seen), require_all=False,
+                    scope=scope, guard=True, echo_text=query,
+                )
+                texts = _bodies(conn, [item.rowid for item in more])
+                more = demote_echoes(more, sentence, texts)
+                extra = [(item, MODE_ANY_WORD) for item in more if item.rowid not in seen]
+                if extra:
+                    mode = MODE_ANY_WORD if not ranked else f"{MODE_ALL_WORDS} + {MODE_ANY_WORD}"
+                ranked += extra[: limit - len(ranked)]
+            notes = _notes_by_rowid(conn, [item.rowid for item, _ in ranked])
+            hits = [
+                SearchHit(notes[item.rowid], item.score, item.matched, hit_mode)
+                for item, hit_mode in ranked
+                if item.rowid in notes
+            ]
+            return NoteSearch(hits, mode, terms)
 
         return await self.db.run_read(read)
 
 
-def capped_match_counts(
-    conn: sqlite3.Connection, terms: Sequence[str], cap: int
-) -> dict[str, int]:
-    """How many notes contain each term, counted no further than ``cap``: the probe that
-    bounds the cost of very common words (see :mod:`store.search_policy`)."""
-    literals = json.dumps([fts_literal(term) for term in terms])
-    counts = conn.execute(sql.TERM_MATCH_COUNTS_CAPPED, {"literals": literals, "cap": cap})
-    return dict(zip(terms, (int(row[0]) for row in counts), strict=True))
+def _bodies(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, str]:
+    if not rowids:
+        return {}
+    rows = conn.execute(term_sql.NOTES_BY_ROWID, {"rowids": json.dumps(list(rowids))})
+    return {int(row["rowid"]): str(row["body"]) for row in rows}
+
+
+def _notes_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, Note]:
+    if not rowids:
+        return {}
+    rows = conn.execute(term_sql.NOTES_BY_ROWID, {"rowids": json.dumps(list(rowids))})
+    return {int(row["rowid"]): note_from_row(row) for row in rows}
 
 
 def _filter(

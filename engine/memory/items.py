@@ -10,7 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-ItemSource = Literal["note", "fact"]
+ItemSource = Literal["note", "fact", "primer"]
+
+
+def explain(
+    matched_terms: tuple[str, ...], similarity: float | None, found_by: tuple[str, ...]
+) -> str:
+    """One line saying how an item was found: the words it matched (as stemmed terms), its
+    semantic similarity, or that it is a primer inserted as configured."""
+    if "primer" in found_by:
+        return "primer (configured)"
+    parts = []
+    if matched_terms:
+        parts.append("words " + ", ".join(matched_terms))
+    if similarity is not None:
+        parts.append(f"similarity {similarity:.2f}")
+    return "; ".join(parts) or "no match recorded"
 
 
 @dataclass(frozen=True)
@@ -30,6 +45,13 @@ class RecallItem:
     matched_terms: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     at_ms: int | None = None
+    similarity: float | None = None
+    found_by: tuple[str, ...] = ("keyword",)
+
+    @property
+    def why(self) -> str:
+        """How this item was found (see :func:`explain`)."""
+        return explain(self.matched_terms, self.similarity, self.found_by)
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready provenance (without the text, which the block itself carries)."""
@@ -40,6 +62,9 @@ class RecallItem:
             "key": self.key,
             "score": round(self.score, 6),
             "matched_terms": list(self.matched_terms),
+            "similarity": None if self.similarity is None else round(self.similarity, 4),
+            "found_by": list(self.found_by),
+            "why": self.why,
             "tags": list(self.tags),
         }
 

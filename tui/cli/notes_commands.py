@@ -17,12 +17,13 @@ from store.notes import (
     DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
     Note,
+    SearchHit,
     validate_body,
     validate_label,
     validate_tags,
 )
 from store.schema import NOTE_STATUSES
-from store.search_policy import query_terms
+from store.search_policy import MODE_ALL_WORDS, MODE_ANY_WORD, query_terms
 from tui.cli.common import format_option, print_json, run_async, workspace_option
 from tui.cli.memory_commands import (
     chosen_workspace,
@@ -208,24 +209,44 @@ async def reject_command(note_id: str, reason: str | None, workspace_dir: str | 
 async def search_command(
     query: str, namespace: str | None, limit: int, workspace_dir: str | None, output_format: str
 ) -> None:
-    """Full-text search (BM25) over live notes; every word of QUERY must occur."""
+    """Full-text search (BM25) over live notes: notes holding every word of QUERY first; when
+    fewer than --limit do, the rest hold any of its words (stop words dropped), so a question
+    typed as a sentence still finds its answer. The first line says which search answered."""
     query_terms(query)
     ns = None if namespace is None else validate_namespace(namespace)
     workspace = chosen_workspace(workspace_dir)
-    hits = []
+    hits: list[SearchHit] = []
+    mode = MODE_ALL_WORDS
     now = 0
     if workspace.exists():
         async with open_store(workspace, create=False) as store:
-            hits = await store.search_notes(query, namespace=ns, limit=limit)
+            found = await store.search_notes_with_mode(query, namespace=ns, limit=limit)
+            hits, mode = found.hits, found.mode
             now = store.now_ms()
     if output_format == "json":
-        print_json([{"score": hit.score, **hit.note.to_json()} for hit in hits])
+        print_json([
+            {"score": hit.score, "mode": hit.mode, "matched_terms": list(hit.matched),
+             **hit.note.to_json()}
+            for hit in hits
+        ])
         return
     if not hits:
         click.echo("No matching notes.")
         return
+    click.echo(styled(f"{len(hits)} note{'s' if len(hits) != 1 else ''} ({search_mode_line(mode)})",
+                      dim=True))
     for hit in hits:
         _print_note(hit.note, now)
+        click.echo(styled(f"    {hit.mode}: {', '.join(hit.matched)}", dim=True))
+
+
+def search_mode_line(mode: str) -> str:
+    """How a note search answered, in words for people."""
+    if mode == MODE_ALL_WORDS:
+        return "every word matched"
+    if mode == MODE_ANY_WORD:
+        return "no note holds every word; matched any word, common words left out"
+    return "every word matched, then any word"
 
 
 COMMANDS = [notes]

@@ -203,6 +203,7 @@ class MemoryScreen(LiveScreen):
         self._namespace_facts: dict[str, list[Fact]] = {}
         self._book = NoteBook()
         self._search = ""
+        self._search_mode = ""  # which note search answered: all words or any word
         self._active = "facts"
         self._memory: MemoryStore | None = None
         self._problem: str | None = None
@@ -352,15 +353,17 @@ class MemoryScreen(LiveScreen):
         banner = self.query_one("#memory-search-banner", Static)
         banner.set_class(bool(self._search), "-visible")
         banner.update(Text.assemble("search: ", (self._search, "bold"),
-                                    f" — {len(book.notes)} notes; s to change, empty to clear"))
+                                    f" — {len(book.notes)} notes ({self._search_mode}); "
+                                    "s to change, empty to clear"))
         self.update_chrome()
 
     async def _read_notes(self, memory: MemoryStore) -> NoteBook:
         if self._search:
-            hits = await memory.search_notes(
+            found = await memory.search_notes_with_mode(
                 self._search, status="any", include_superseded=True, limit=SEARCH_LIMIT
             )
-            notes = [hit.note for hit in hits]
+            self._search_mode = found.mode
+            notes = [hit.note for hit in found.hits]
         else:
             notes = await memory.list_notes(
                 status="pending", include_superseded=True, limit=PENDING_LIMIT

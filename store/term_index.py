@@ -1,0 +1,497 @@
+"""Exact BM25 over a bank's notes: an in-memory inverted index per bank, kept current from the
+database's tail.
+
+Why not SQLite's ``bm25()``: FTS5 ranks with statistics over the whole table (every bank and
+every status), and ranking a word that occurs in most of a million notes walks its whole
+posting list before the first row comes back (tens of milliseconds). Here each bank has its
+own postings (numpy arrays of note numbers and term frequencies, grouped by term), so a query
+costs only the postings of its own terms, and the statistics (live note count, average length,
+document frequencies) are those of the notes the search may return: by default a bank's live
+notes (accepted, not superseded by an accepted note). Results equal exact BM25 over those notes
+(``bench/bench_note_search.py`` checks against FTS5's ``bm25()`` and ``bm25s`` in the same run).
+
+Keeping current: every note of a bank (any status) has a number in its bank's index, with its
+status and whether an accepted note supersedes it, so a decision only flips two small arrays.
+Before each search the index reads the database's tail in the same hop: notes with a larger
+rowid than any seen (notes are append-only) and the ``note_changes`` log written by triggers
+(status decisions, new supersession edges). New notes land in a small delta segment that is
+merged into the arrays when it grows.
+
+A bank is built on its first search in a process (about a second per 100k notes); a
+long-running process (engine, dashboard, ``tether mcp``) pays that once.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from store.search_policy import (
+    BM25_B,
+    BM25_K1,
+    ECHO_PENALTY,
+    idf,
+    index_terms,
+    is_question_echo,
+    weak_terms,
+)
+from store.sql import term_index as sql
+
+if TYPE_CHECKING:
+    from store.database import Database
+
+STATUS_CODES = {"pending": 0, "accepted": 1, "rejected": 2}
+# Merge the delta segment into the arrays when it holds this many notes (or a tenth of them).
+MERGE_AT_NOTES = 2_000
+# Echo demotion can only reorder what it sees: rank this many extra candidates before cutting.
+ECHO_HEADROOM = 16
+
+Int = np.int64
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which notes a search may return: statuses (codes) and whether superseded ones count."""
+
+    statuses: tuple[int, ...] = (STATUS_CODES["accepted"],)
+    include_superseded: bool = False
+    kind: str | None = None
+
+
+LIVE = Scope()
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One ranked note: its rowid, BM25 score, the query terms it holds, and whether it was
+    demoted as an echo of the question."""
+
+    rowid: int
+    namespace: str
+    score: float
+    matched: tuple[str, ...]
+    echo: bool = False
+
+
+@dataclass
+class Stats:
+    """BM25 statistics of a set of notes: how many, their total length, and per-term counts."""
+
+    notes: int = 0
+    length: float = 0.0
+    df: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: Stats) -> None:
+        self.notes += other.notes
+        self.length += other.length
+        for term, count in other.df.items():
+            self.df[term] = self.df.get(term, 0) + count
+
+    @property
+    def average_length(self) -> float:
+        return self.length / self.notes if self.notes else 1.0
+
+
+class BankIndex:
+    """The postings and per-note arrays of one bank (namespace)."""
+
+    def __init__(self, namespace: str, vocabulary: dict[str, int]) -> None:
+        self.namespace = namespace
+        self.vocabulary = vocabulary
+        self.built_rowid = 0
+        self.rowids = np.zeros(0, dtype=Int)
+        self.lengths = np.zeros(0, dtype=np.float32)
+        self.status = np.zeros(0, dtype=np.int8)
+        self.superseded = np.zeros(0, dtype=bool)
+        self.kinds: list[str | None] = []
+        self.offsets = np.zeros(1, dtype=Int)  # CSR offsets by term id (base segment)
+        self.post_doc = np.zeros(0, dtype=np.int32)
+        self.post_tf = np.zeros(0, dtype=np.float32)
+        self.delta: dict[int, tuple[list[int], list[int]]] = {}
+        self.delta_notes = 0
+        self.tags: dict[str, list[int]] = {}
+        self._mask_cache: dict[Scope, np.ndarray] = {}
+
+    # -- building and updating -------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        return int(self.rowids.shape[0])
+
+    def _term_ids(self, text: str) -> list[int]:
+        vocabulary = self.vocabulary
+        ids = []
+        for term in index_terms(text):
+            term_id = vocabulary.get(term)
+            if term_id is None:
+                term_id = vocabulary[term] = len(vocabulary)
+            ids.append(term_id)
+        return ids
+
+    def build(self, rows: Iterable[sqlite3.Row], built_rowid: int) -> None:
+        """(Re)build from every note of the bank: rowid, body, status, superseded, kind, tags."""
+        rowids: list[int] = []
+        lengths: list[int] = []
+        statuses: list[int] = []
+        superseded: list[bool] = []
+        kinds: list[str | None] = []
+        tokens: list[list[int]] = []
+        tags: dict[str, list[int]] = {}
+        for doc, row in enumerate(rows):
+            ids = self._term_ids(row["body"])
+            rowids.append(int(row["rowid"]))
+            lengths.append(len(ids))
+            statuses.append(STATUS_CODES.get(row["status"], 0))
+            superseded.append(bool(row["superseded"]))
+            kinds.append(row["kind"])
+            tokens.append(ids)
+            for tag in _tags(row["tags_json"]):
+                tags.setdefault(tag, []).append(doc)
+        self.rowids = np.asarray(rowids, dtype=Int)
+        self.lengths = np.asarray(lengths, dtype=np.float32)
+        self.status = np.asarray(statuses, dtype=np.int8)
+        self.superseded = np.asarray(superseded, dtype=bool)
+        self.kinds = kinds
+        self.tags = tags
+        self.delta, self.delta_notes = {}, 0
+        self._set_postings(tokens)
+        self.built_rowid = built_rowid
+        self._mask_cache.clear()
+
+    def _set_postings(self, tokens: Sequence[Sequence[int]]) -> None:
+        vocabulary_size = max(1, len(self.vocabulary))
+        flat = np.fromiter(
+            (term for ids in tokens for term in ids), dtype=Int, count=sum(map(len, tokens))
+        )
+        docs = np.repeat(np.arange(len(tokens), dtype=Int), [len(ids) for ids in tokens])
+        self._set_from_pairs(docs, flat, np.ones(flat.shape[0], dtype=np.float32),
+                             vocabulary_size)
+
+    def _set_from_pairs(
+        self, docs: np.ndarray, terms: np.ndarray, tfs: np.ndarray, vocabulary_size: int
+    ) -> None:
+        """Postings from (doc, term, tf) triples (repeats summed), grouped by term then doc."""
+        keys = terms * np.int64(1 << 32) + docs
+        unique, inverse = np.unique(keys, return_inverse=True)
+        summed = np.bincount(inverse, weights=tfs, minlength=unique.shape[0])
+        term_of = unique >> 32
+        self.post_doc = (unique & 0xFFFFFFFF).astype(np.int32)
+        self.post_tf = summed.astype(np.float32)
+        self.offsets = np.searchsorted(term_of, np.arange(vocabulary_size + 1, dtype=Int))
+
+    def append(self, row: sqlite3.Row) -> None:
+        """Add one note inserted after the build (into the delta segment)."""
+        doc = self.size
+        ids = self._term_ids(row["body"])
+        counts: dict[int, int] = {}
+        for term_id in ids:
+            counts[term_id] = counts.get(term_id, 0) + 1
+        for term_id, tf in counts.items():
+            docs, tfs = self.delta.setdefault(term_id, ([], []))
+            docs.append(doc)
+            tfs.append(tf)
+        self.rowids = np.append(self.rowids, int(row["rowid"]))
+        self.lengths = np.append(self.lengths, np.float32(len(ids)))
+        self.status = np.append(self.status, np.int8(STATUS_CODES.get(row["status"], 0)))
+        self.superseded = np.append(self.superseded, bool(row["superseded"]))
+        self.kinds.append(row["kind"])
+        for tag in _tags(row["tags_json"]):
+            self.tags.setdefault(tag, []).append(doc)
+        self.delta_notes += 1
+        self._mask_cache.clear()
+        if self.delta_notes >= max(MERGE_AT_NOTES, self.size // 10):
+            self.merge_delta()
+
+    def merge_delta(self) -> None:
+        """Fold the delta segment into the postings arrays."""
+        if not self.delta:
+            return
+        base_terms = np.repeat(
+            np.arange(self.offsets.shape[0] - 1, dtype=Int), np.diff(self.offsets)
+        )
+        extra_terms = [t for t, (docs, _) in self.delta.items() for _ in docs]
+        extra_docs = [d for docs, _ in self.delta.values() for d in docs]
+        extra_tfs = [f for _, tfs in self.delta.values() for f in tfs]
+        self._set_from_pairs(
+            np.concatenate([self.post_doc.astype(Int), np.asarray(extra_docs, dtype=Int)]),
+            np.concatenate([base_terms, np.asarray(extra_terms, dtype=Int)]),
+            np.concatenate([self.post_tf, np.asarray(extra_tfs, dtype=np.float32)]),
+            max(1, len(self.vocabulary)),
+        )
+        self.delta, self.delta_notes = {}, 0
+
+    def set_state(self, rowid: int, status: str | None, superseded: bool) -> None:
+        """A note's status or supersession changed (``status`` None: the note is gone)."""
+        doc = self.doc_of(rowid)
+        if doc is None:
+            return
+        self.status[doc] = -1 if status is None else STATUS_CODES.get(status, 0)
+        self.superseded[doc] = superseded
+        self._mask_cache.clear()
+
+    def doc_of(self, rowid: int) -> int | None:
+        doc = int(np.searchsorted(self.rowids, rowid))
+        return doc if doc < self.size and int(self.rowids[doc]) == rowid else None
+
+    # -- searching -------------------------------------------------------------------------
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Note numbers (ascending) and term frequencies of ``term`` in this bank."""
+        term_id = self.vocabulary.get(term)
+        if term_id is None:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        if term_id + 1 < self.offsets.shape[0]:
+            start, end = int(self.offsets[term_id]), int(self.offsets[term_id + 1])
+            docs, tfs = self.post_doc[start:end], self.post_tf[start:end]
+        else:
+            docs, tfs = self.post_doc[:0], self.post_tf[:0]
+        extra = self.delta.get(term_id)
+        if extra:
+            docs = np.concatenate([docs, np.asarray(extra[0], dtype=np.int32)])
+            tfs = np.concatenate([tfs, np.asarray(extra[1], dtype=np.float32)])
+        return docs, tfs
+
+    def mask(self, scope: Scope, tags: Sequence[str] = ()) -> np.ndarray:
+        """Which notes the search may return (and which the statistics count)."""
+        key = scope
+        base = self._mask_cache.get(key)
+        if base is None:
+            base = np.isin(self.status, scope.statuses)
+            if not scope.include_superseded:
+                base &= ~self.superseded
+            if scope.kind is not None:
+                base &= np.fromiter((k == scope.kind for k in self.kinds), bool, self.size)
+            self._mask_cache[key] = base
+        if not tags:
+            return base
+        result = base.copy()
+        for tag in tags:
+            having = np.zeros(self.size, dtype=bool)
+            having[np.asarray(self.tags.get(tag, []), dtype=Int)] = True
+            result &= having
+        return result
+
+    def stats(self, terms: Sequence[str], mask: np.ndarray) -> Stats:
+        """Statistics of the notes in ``mask`` for ``terms``."""
+        df = {}
+        for term in terms:
+            docs, _ = self.postings(term)
+            df[term] = int(np.count_nonzero(mask[docs])) if docs.shape[0] else 0
+        return Stats(int(np.count_nonzero(mask)), float(self.lengths[mask].sum()), df)
+
+
+@dataclass
+class _Query:
+    terms: tuple[str, ...]
+    require_all: bool
+    limit: int
+    guard: bool
+    echo_text: str | None
+
+
+def _score_bank(
+    bank: BankIndex, mask: np.ndarray, stats: Stats, query: _Query
+) -> list[Ranked]:
+    """Exact BM25 of the admitted notes of one bank under ``stats``; the best ``limit``
+    (plus headroom for echo demotion), with the terms each matched.
+
+    Scores accumulate into a dense array over the bank's notes, one pass over each term's
+    postings: the cost is the postings of the query's own terms, never the bank's size times
+    the terms.
+    """
+    if not stats.notes:
+        return []
+    lists = {term: bank.postings(term) for term in query.terms}
+    scores = np.zeros(bank.size, dtype=np.float64)
+    matches = np.zeros(bank.size, dtype=np.int16)
+    strong = np.zeros(bank.size, dtype=bool) if query.guard else None
+    weak = weak_terms(stats.df, stats.notes) if query.guard else frozenset()
+    average = stats.average_length
+    for term, (docs, tfs) in lists.items():
+        if docs.shape[0] == 0:
+            if query.require_all:
+                return []
+            continue
+        norms = BM25_K1 * (1 - BM25_B + BM25_B * bank.lengths[docs] / average)
+        weight = idf(stats.df.get(term, 0), stats.notes)
+        scores[docs] += weight * tfs * (BM25_K1 + 1) / (tfs + norms)
+        matches[docs] += 1
+        if strong is not None and term not in weak:
+            strong[docs] = True
+    allowed = mask & (matches == len(lists) if query.require_all else matches > 0)
+    if strong is not None:
+        allowed &= strong
+    candidates = np.flatnonzero(allowed)
+    if candidates.shape[0] == 0:
+        return []
+    candidate_scores = scores[candidates]
+    want = query.limit + (ECHO_HEADROOM if query.echo_text is not None else 0)
+    if candidates.shape[0] > want:
+        # Everything scoring at least the want-th best (ties included), then cut below.
+        kth = np.partition(candidate_scores, candidates.shape[0] - want)[
+            candidates.shape[0] - want
+        ]
+        keep = candidate_scores >= kth
+        candidates, candidate_scores = candidates[keep], candidate_scores[keep]
+    rowids = bank.rowids[candidates]
+    # Best score first; among equal scores the newest note (largest rowid) first.
+    best = np.lexsort((-rowids, -candidate_scores))[:want]
+    top_docs = candidates[best]
+    present = {}
+    for term, (docs, _) in lists.items():
+        if docs.shape[0]:
+            where = np.minimum(np.searchsorted(docs, top_docs), docs.shape[0] - 1)
+            present[term] = docs[where] == top_docs
+    ranked = []
+    for position, doc in enumerate(top_docs):
+        matched = tuple(t for t in query.terms if t in present and present[t][position])
+        ranked.append(
+            Ranked(int(bank.rowids[doc]), bank.namespace, float(scores[doc]), matched)
+        )
+    return ranked
+
+
+def order(ranked: Iterable[Ranked]) -> list[Ranked]:
+    """Best score first; ties go to the newest note (larger rowid)."""
+    return sorted(ranked, key=lambda r: (-r.score, -r.rowid))
+
+
+def demote_echoes(
+    ranked: Sequence[Ranked], terms: Sequence[str], texts: dict[int, str]
+) -> list[Ranked]:
+    """Multiply the score of notes that repeat the question (see
+    :func:`store.search_policy.is_question_echo`) by the echo penalty, then re-order."""
+    out = []
+    for item in ranked:
+        if is_question_echo(terms, item.matched, texts.get(item.rowid, "")):
+            item = Ranked(item.rowid, item.namespace, item.score * ECHO_PENALTY, item.matched,
+                          echo=True)
+        out.append(item)
+    return order(out)
+
+
+class TermIndex:
+    """Per-bank indexes of one database, refreshed from its tail before every search."""
+
+    def __init__(self) -> None:
+        self.vocabulary: dict[str, int] = {}
+        self.banks: dict[str, BankIndex] = {}
+        self.seen_rowid = 0
+        self.seen_change = 0
+
+    def refresh(self, conn: sqlite3.Connection) -> None:
+        """Apply new notes and liveness changes committed since the last call."""
+        max_rowid, max_change = conn.execute(sql.TAIL_MARKS).fetchone()
+        max_rowid, max_change = int(max_rowid or 0), int(max_change or 0)
+        if max_rowid > self.seen_rowid:
+            if self.banks:
+                for row in conn.execute(sql.NOTES_AFTER, {"after": self.seen_rowid}):
+                    bank = self.banks.get(row["namespace"])
+                    if bank is not None and int(row["rowid"]) > bank.built_rowid:
+                        bank.append(row)
+            self.seen_rowid = max_rowid
+        if max_change > self.seen_change:
+            if self.banks:
+                for row in conn.execute(sql.CHANGED_NOTES, {"after": self.seen_change}):
+                    rowid = int(row["note_rowid"])
+                    if row["namespace"] is None:  # deleted: find it in whichever bank has it
+                        for bank in self.banks.values():
+                            bank.set_state(rowid, None, False)
+                        continue
+                    bank = self.banks.get(row["namespace"])
+                    if bank is not None:
+                        bank.set_state(rowid, row["status"], bool(row["superseded"]))
+            self.seen_change = max_change
+
+    def bank(self, conn: sqlite3.Connection, namespace: str) -> BankIndex:
+        """The index of one bank, built on first use (after :meth:`refresh`)."""
+        bank = self.banks.get(namespace)
+        if bank is None:
+            bank = BankIndex(namespace, self.vocabulary)
+            bank.build(conn.execute(sql.BANK_NOTES, {"namespace": namespace}), self.seen_rowid)
+            # Notes committed between the refresh and this read are already in the build.
+            self.banks[namespace] = bank
+        return bank
+
+    def namespaces(self, conn: sqlite3.Connection, low: str | None, high: str | None) -> list[str]:
+        """Every namespace holding notes (within ``[low, high)`` when given)."""
+        if low is None or high is None:
+            return [str(row[0]) for row in conn.execute(sql.ALL_NAMESPACES)]
+        return [str(row[0]) for row in conn.execute(sql.NAMESPACES_IN_RANGE,
+                                                     {"low": low, "high": high})]
+
+    def search(
+        self,
+        conn: sqlite3.Connection,
+        namespaces: Sequence[str],
+        terms: Sequence[str],
+        *,
+        limit: int,
+        require_all: bool,
+        scope: Scope = LIVE,
+        tags: Sequence[str] = (),
+        per_bank_stats: bool = False,
+        guard: bool = False,
+        echo_text: str | None = None,
+    ) -> list[Ranked]:
+        """The best ``limit`` notes of ``namespaces`` for ``terms`` by exact BM25.
+
+        ``require_all``: a note must hold every term (note search), else any term (recall).
+        Statistics are those of the notes ``scope`` admits: pooled over all ``namespaces``, or
+        each bank's own with ``per_bank_stats`` (recall over several banks). ``guard`` refuses
+        notes matched only by weak terms; ``echo_text`` (the question) demotes echoes.
+        """
+        self.refresh(conn)
+        query = _Query(tuple(dict.fromkeys(terms)), require_all, limit, guard, echo_text)
+        banks = [self.bank(conn, ns) for ns in dict.fromkeys(namespaces)]
+        masks = [bank.mask(scope, tags) for bank in banks]
+        per_bank = [bank.stats(query.terms, mask) for bank, mask in zip(banks, masks,
+                                                                         strict=True)]
+        pooled = Stats()
+        if not per_bank_stats:
+            for stats in per_bank:
+                pooled.add(stats)
+        ranked: list[Ranked] = []
+        for bank, mask, stats in zip(banks, masks, per_bank, strict=True):
+            ranked += _score_bank(bank, mask, stats if per_bank_stats else pooled, query)
+        ranked = order(ranked)
+        if echo_text is not None:
+            return ranked  # the caller demotes echoes once it has the texts, then cuts
+        return ranked[:limit]
+
+
+_INDEXES: weakref.WeakKeyDictionary[Database, TermIndex] = weakref.WeakKeyDictionary()
+
+
+def index_for(db: Database) -> TermIndex:
+    """The term index of this open database (one per :class:`Database` in a process)."""
+    index = _INDEXES.get(db)
+    if index is None:
+        index = _INDEXES[db] = TermIndex()
+    return index
+
+
+def _tags(tags_json: str | None) -> list[str]:
+    if not tags_json:
+        return []
+    value: Any = json.loads(tags_json)
+    return [tag for tag in value if isinstance(tag, str)] if isinstance(value, list) else []
+
+
+__all__ = [
+    "LIVE",
+    "STATUS_CODES",
+    "BankIndex",
+    "Ranked",
+    "Scope",
+    "TermIndex",
+    "demote_echoes",
+    "index_for",
+    "order",
+]
