@@ -430,23 +430,22 @@ class NoteOps:
         index = index_for(self.db)
 
         def read(conn: sqlite3.Connection) -> NoteSearch:
-            if exact_ns is not None:
-                namespaces = [exact_ns]
-            else:
-                low, high = kind_range or (None, None)
-                namespaces = index.namespaces(conn, low, high)
+            namespaces = None if exact_ns is None else [exact_ns]
             ranked = [
                 (item, MODE_ALL_WORDS)
                 for item in index.search(
-                    conn, namespaces, terms, limit=limit, require_all=True, scope=scope
+                    conn, namespaces, terms, limit=limit, require_all=True, scope=scope,
+                    namespace_range=kind_range,
                 )
             ]
             mode = MODE_ALL_WORDS
-            if needs_fallback(len(ranked), limit) and sentence:
+            # The query's only word, already required, would find nothing new.
+            adds = not (len(terms) == 1 and sentence == terms)
+            if needs_fallback(len(ranked), limit) and sentence and adds:
                 seen = {item.rowid for item, _ in ranked}
                 more = index.search(
                     conn, namespaces, sentence, limit=limit + len(seen), require_all=False,
-                    scope=scope, guard=True, echo_text=query,
+                    scope=scope, guard=True, echo_text=query, namespace_range=kind_range,
                 )
                 texts = _bodies(conn, [item.rowid for item in more])
                 more = demote_echoes(more, sentence, texts)

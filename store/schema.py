@@ -395,6 +395,13 @@ CREATE TABLE memory_vectors (
     PRIMARY KEY (model, ref)
 );
 CREATE INDEX memory_vectors_namespace_idx ON memory_vectors (model, namespace);
+-- How far each model's embedder got: notes by rowid (append-only), facts by update time.
+CREATE TABLE vector_progress (
+    model       TEXT    NOT NULL,
+    source      TEXT    NOT NULL CHECK (source IN ('note', 'fact')),
+    mark        INTEGER NOT NULL,
+    PRIMARY KEY (model, source)
+);
 """
 
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.

@@ -53,6 +53,9 @@ MERGE_AT_NOTES = 2_000
 ECHO_HEADROOM = 16
 
 Int = np.int64
+# The name of the one index holding every note of the workspace (searches over several banks
+# with pooled statistics: all of them, or one namespace kind).
+WORKSPACE = "*"
 
 
 @dataclass(frozen=True)
@@ -102,8 +105,11 @@ class BankIndex:
     """The postings and per-note arrays of one bank (namespace)."""
 
     def __init__(self, namespace: str, vocabulary: dict[str, int]) -> None:
-        self.namespace = namespace
+        self.namespace = namespace  # WORKSPACE: every note, each with its namespace code
         self.vocabulary = vocabulary
+        self.namespace_codes: dict[str, int] = {}
+        self.namespace_names: list[str] = []
+        self.note_namespaces = np.zeros(0, dtype=np.int32)
         self.built_rowid = 0
         self.rowids = np.zeros(0, dtype=Int)
         self.lengths = np.zeros(0, dtype=np.float32)
@@ -116,7 +122,7 @@ class BankIndex:
         self.delta: dict[int, tuple[list[int], list[int]]] = {}
         self.delta_notes = 0
         self.tags: dict[str, list[int]] = {}
-        self._mask_cache: dict[Scope, np.ndarray] = {}
+        self._mask_cache: dict[tuple[Scope, tuple[str, ...] | None], np.ndarray] = {}
 
     # -- building and updating -------------------------------------------------------------
 
@@ -143,8 +149,10 @@ class BankIndex:
         kinds: list[str | None] = []
         tokens: list[list[int]] = []
         tags: dict[str, list[int]] = {}
+        spaces: list[int] = []
         for doc, row in enumerate(rows):
             ids = self._term_ids(row["body"])
+            spaces.append(self._namespace_code(row["namespace"]))
             rowids.append(int(row["rowid"]))
             lengths.append(len(ids))
             statuses.append(STATUS_CODES.get(row["status"], 0))
@@ -157,12 +165,20 @@ class BankIndex:
         self.lengths = np.asarray(lengths, dtype=np.float32)
         self.status = np.asarray(statuses, dtype=np.int8)
         self.superseded = np.asarray(superseded, dtype=bool)
+        self.note_namespaces = np.asarray(spaces, dtype=np.int32)
         self.kinds = kinds
         self.tags = tags
         self.delta, self.delta_notes = {}, 0
         self._set_postings(tokens)
         self.built_rowid = built_rowid
         self._mask_cache.clear()
+
+    def _namespace_code(self, namespace: str) -> int:
+        code = self.namespace_codes.get(namespace)
+        if code is None:
+            code = self.namespace_codes[namespace] = len(self.namespace_codes)
+            self.namespace_names.append(namespace)
+        return code
 
     def _set_postings(self, tokens: Sequence[Sequence[int]]) -> None:
         vocabulary_size = max(1, len(self.vocabulary))
@@ -200,6 +216,9 @@ class BankIndex:
         self.lengths = np.append(self.lengths, np.float32(len(ids)))
         self.status = np.append(self.status, np.int8(STATUS_CODES.get(row["status"], 0)))
         self.superseded = np.append(self.superseded, bool(row["superseded"]))
+        self.note_namespaces = np.append(
+            self.note_namespaces, np.int32(self._namespace_code(row["namespace"]))
+        )
         self.kinds.append(row["kind"])
         for tag in _tags(row["tags_json"]):
             self.tags.setdefault(tag, []).append(doc)
@@ -235,6 +254,11 @@ class BankIndex:
         self.superseded[doc] = superseded
         self._mask_cache.clear()
 
+    def namespace_of(self, doc: int) -> str:
+        if self.namespace != WORKSPACE:
+            return self.namespace
+        return self.namespace_names[int(self.note_namespaces[doc])]
+
     def doc_of(self, rowid: int) -> int | None:
         doc = int(np.searchsorted(self.rowids, rowid))
         return doc if doc < self.size and int(self.rowids[doc]) == rowid else None
@@ -257,9 +281,15 @@ class BankIndex:
             tfs = np.concatenate([tfs, np.asarray(extra[1], dtype=np.float32)])
         return docs, tfs
 
-    def mask(self, scope: Scope, tags: Sequence[str] = ()) -> np.ndarray:
-        """Which notes the search may return (and which the statistics count)."""
-        key = scope
+    def mask(
+        self,
+        scope: Scope,
+        tags: Sequence[str] = (),
+        namespaces: Sequence[str] | None = None,
+    ) -> np.ndarray:
+        """Which notes the search may return (and which the statistics count); in the
+        workspace index, ``namespaces`` keeps only the notes of those namespaces."""
+        key = (scope, tuple(namespaces) if namespaces is not None else None)
         base = self._mask_cache.get(key)
         if base is None:
             base = np.isin(self.status, scope.statuses)
@@ -267,6 +297,9 @@ class BankIndex:
                 base &= ~self.superseded
             if scope.kind is not None:
                 base &= np.fromiter((k == scope.kind for k in self.kinds), bool, self.size)
+            if namespaces is not None:
+                codes = [self.namespace_codes[n] for n in namespaces if n in self.namespace_codes]
+                base &= np.isin(self.note_namespaces, np.asarray(codes, dtype=np.int32))
             self._mask_cache[key] = base
         if not tags:
             return base
@@ -352,7 +385,8 @@ def _score_bank(
     for position, doc in enumerate(top_docs):
         matched = tuple(t for t in query.terms if t in present and present[t][position])
         ranked.append(
-            Ranked(int(bank.rowids[doc]), bank.namespace, float(scores[doc]), matched)
+            Ranked(int(bank.rowids[doc]), bank.namespace_of(int(doc)), float(scores[doc]),
+                   matched)
         )
     return ranked
 
@@ -392,9 +426,10 @@ class TermIndex:
         if max_rowid > self.seen_rowid:
             if self.banks:
                 for row in conn.execute(sql.NOTES_AFTER, {"after": self.seen_rowid}):
-                    bank = self.banks.get(row["namespace"])
-                    if bank is not None and int(row["rowid"]) > bank.built_rowid:
-                        bank.append(row)
+                    for name in (row["namespace"], WORKSPACE):
+                        bank = self.banks.get(name)
+                        if bank is not None and int(row["rowid"]) > bank.built_rowid:
+                            bank.append(row)
             self.seen_rowid = max_rowid
         if max_change > self.seen_change:
             if self.banks:
@@ -404,9 +439,10 @@ class TermIndex:
                         for bank in self.banks.values():
                             bank.set_state(rowid, None, False)
                         continue
-                    bank = self.banks.get(row["namespace"])
-                    if bank is not None:
-                        bank.set_state(rowid, row["status"], bool(row["superseded"]))
+                    for name in (row["namespace"], WORKSPACE):
+                        bank = self.banks.get(name)
+                        if bank is not None:
+                            bank.set_state(rowid, row["status"], bool(row["superseded"]))
             self.seen_change = max_change
 
     def bank(self, conn: sqlite3.Connection, namespace: str) -> BankIndex:
@@ -414,22 +450,19 @@ class TermIndex:
         bank = self.banks.get(namespace)
         if bank is None:
             bank = BankIndex(namespace, self.vocabulary)
-            bank.build(conn.execute(sql.BANK_NOTES, {"namespace": namespace}), self.seen_rowid)
+            if namespace == WORKSPACE:
+                rows = conn.execute(sql.ALL_NOTES)
+            else:
+                rows = conn.execute(sql.BANK_NOTES, {"namespace": namespace})
+            bank.build(rows, self.seen_rowid)
             # Notes committed between the refresh and this read are already in the build.
             self.banks[namespace] = bank
         return bank
 
-    def namespaces(self, conn: sqlite3.Connection, low: str | None, high: str | None) -> list[str]:
-        """Every namespace holding notes (within ``[low, high)`` when given)."""
-        if low is None or high is None:
-            return [str(row[0]) for row in conn.execute(sql.ALL_NAMESPACES)]
-        return [str(row[0]) for row in conn.execute(sql.NAMESPACES_IN_RANGE,
-                                                     {"low": low, "high": high})]
-
     def search(
         self,
         conn: sqlite3.Connection,
-        namespaces: Sequence[str],
+        namespaces: Sequence[str] | None,
         terms: Sequence[str],
         *,
         limit: int,
@@ -439,8 +472,10 @@ class TermIndex:
         per_bank_stats: bool = False,
         guard: bool = False,
         echo_text: str | None = None,
+        namespace_range: tuple[str, str] | None = None,
     ) -> list[Ranked]:
-        """The best ``limit`` notes of ``namespaces`` for ``terms`` by exact BM25.
+        """The best ``limit`` notes of ``namespaces`` (None: every namespace, or those in
+        ``namespace_range`` ``[low, high)``) for ``terms`` by exact BM25.
 
         ``require_all``: a note must hold every term (note search), else any term (recall).
         Statistics are those of the notes ``scope`` admits: pooled over all ``namespaces``, or
@@ -449,8 +484,18 @@ class TermIndex:
         """
         self.refresh(conn)
         query = _Query(tuple(dict.fromkeys(terms)), require_all, limit, guard, echo_text)
-        banks = [self.bank(conn, ns) for ns in dict.fromkeys(namespaces)]
-        masks = [bank.mask(scope, tags) for bank in banks]
+        wanted = None if namespaces is None else list(dict.fromkeys(namespaces))
+        if wanted is None or (len(wanted) > 1 and not per_bank_stats):
+            # Pooled statistics over several banks: one pass over the workspace index.
+            workspace = self.bank(conn, WORKSPACE)
+            if wanted is None and namespace_range is not None:
+                low, high = namespace_range
+                wanted = [n for n in workspace.namespace_names if low <= n < high]
+            banks = [workspace]
+            masks = [workspace.mask(scope, tags, wanted)]
+        else:
+            banks = [self.bank(conn, ns) for ns in wanted]
+            masks = [bank.mask(scope, tags) for bank in banks]
         per_bank = [bank.stats(query.terms, mask) for bank, mask in zip(banks, masks,
                                                                          strict=True)]
         pooled = Stats()
@@ -491,6 +536,7 @@ __all__ = [
     "Ranked",
     "Scope",
     "TermIndex",
+    "WORKSPACE",
     "demote_echoes",
     "index_for",
     "order",

@@ -36,7 +36,8 @@ from engine.memory.block import (
 )
 from engine.memory.config import MemoryConfig, write_tags
 from engine.memory.items import RecallRequest, RecallResult
-from engine.memory.recall import LocalRecallBackend, RecallBackend
+from engine.memory.recall import RecallBackend
+from engine.memory.semantic import default_backend
 from store.clock import Clock
 from store.database import Database
 from store.memory import MemoryStore
@@ -184,7 +185,7 @@ class MemoryRuntime:
         self.memory = memory_store or MemoryStore(db)
         self.clock = clock or db.clock
         self.timeout_ms = timeout_ms if timeout_ms is not None else timeout_from_env()
-        self.backend: RecallBackend = recall_backend or LocalRecallBackend(db, self.clock)
+        self.backend: RecallBackend = recall_backend or default_backend(db)
         self.runs = RunStore(db)
         self.retain_max_bytes = retain_max_bytes
         self._blocks: dict[Key, PreparedBlock] = {}
@@ -376,6 +377,7 @@ class MemoryRuntime:
                     iteration=iteration,
                 )
                 saved.append(note.id)
+            self.written()
             await self.runs.append_event(
                 "memory.retained",
                 run_id=run_id,
@@ -399,9 +401,22 @@ class MemoryRuntime:
                 )
 
     async def drain(self) -> None:
-        """Wait until every background retention has finished (used at shutdown and in tests)."""
+        """Wait until every background retention (and the embedding of what it wrote) has
+        finished (used at shutdown and in tests)."""
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
+        drain = getattr(self.backend, "drain", None)
+        if drain is not None:
+            with contextlib.suppress(Exception):
+                await drain()
+
+    def written(self) -> None:
+        """A note or fact was written: a semantic backend embeds it in the background (a
+        failure only leaves it to keyword recall until the next pass)."""
+        notify = getattr(self.backend, "written", None)
+        if notify is not None:
+            task = notify()
+            task.add_done_callback(_consume)
 
     # -- tools -------------------------------------------------------------------------------
 

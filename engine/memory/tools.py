@@ -163,6 +163,7 @@ def build_memory_tools(
         except TetherError as error:
             await event({"tool": "remember", "ok": False, "error": str(error)})
             return {"ok": False, "error": str(error)}
+        runtime.written()
         await event(
             {
                 "tool": "remember",

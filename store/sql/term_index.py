@@ -20,9 +20,18 @@ SELECT (SELECT max(rowid) FROM notes), (SELECT max(seq) FROM note_changes)
 
 # Every note of one bank, in rowid order, with what the index keeps of it.
 BANK_NOTES = f"""
-SELECT n.rowid AS rowid, n.body, n.status, n.kind, n.tags_json, {_SUPERSEDED} AS superseded
+SELECT n.rowid AS rowid, n.namespace, n.body, n.status, n.kind, n.tags_json,
+       {_SUPERSEDED} AS superseded
 FROM notes n
 WHERE n.namespace = :namespace
+ORDER BY n.rowid
+"""
+
+# Every note of the workspace, for the index that serves searches over several banks.
+ALL_NOTES = f"""
+SELECT n.rowid AS rowid, n.namespace, n.body, n.status, n.kind, n.tags_json,
+       {_SUPERSEDED} AS superseded
+FROM notes n
 ORDER BY n.rowid
 """
 
@@ -42,14 +51,6 @@ SELECT c.note_rowid, n.namespace, n.status, CASE WHEN n.id IS NULL THEN 0 ELSE {
        AS superseded
 FROM (SELECT DISTINCT note_rowid FROM note_changes WHERE seq > :after) c
 LEFT JOIN notes n ON n.rowid = c.note_rowid
-"""
-
-ALL_NAMESPACES = "SELECT DISTINCT namespace FROM notes ORDER BY namespace"
-
-NAMESPACES_IN_RANGE = """
-SELECT DISTINCT namespace FROM notes
-WHERE namespace >= :low AND namespace < :high
-ORDER BY namespace
 """
 
 # Full rows of ranked notes (:rowids is a JSON array).
