@@ -40,7 +40,6 @@ from store.search_policy import (
 )
 from store.sql import memory as sql
 from store.sql import term_index as term_sql
-from store.term_index import STATUS_CODES, Scope, demote_echoes, index_for
 
 if TYPE_CHECKING:
     from store.database import Database, Row
@@ -414,6 +413,10 @@ class NoteOps:
         narrows the scope; ``status``/``include_superseded``/``kind`` widen or narrow the
         contract as in :meth:`list_notes`. BM25's statistics are those of the notes in scope.
         """
+        # numpy is imported on the first search only: `tether notes add` and `memory get` are
+        # called in loops from hooks and scripts, and must start fast.
+        from store.term_index import STATUS_CODES, Scope, demote_echoes, index_for
+
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidInputError(f"The search limit must be from 1 to {MAX_SEARCH_LIMIT}.")
         ensure_clean_text(query, "the search query", allow="\t\n\r")

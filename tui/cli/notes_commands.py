@@ -24,6 +24,7 @@ from store.notes import (
 )
 from store.schema import NOTE_STATUSES
 from store.search_policy import MODE_ALL_WORDS, MODE_ANY_WORD, query_terms
+from tui.cli.background import embed_in_background
 from tui.cli.common import format_option, print_json, run_async, workspace_option
 from tui.cli.memory_commands import (
     chosen_workspace,
@@ -149,12 +150,14 @@ async def add_command(
         validate_label(target, "a superseded note id")
     if kind is not None:
         validate_label(kind, "the note kind")
-    async with open_store(chosen_workspace(workspace_dir), create=True) as store:
+    workspace = chosen_workspace(workspace_dir)
+    async with open_store(workspace, create=True) as store:
         note = await store.save_note(
             ns, text, status=status, supersedes=supersedes, tags=tags, kind=kind,
             author="cli",
         )
     click.echo(note.id)
+    embed_in_background(workspace)
 
 
 async def _decide(note_id: str, status: str, reason: str | None, workspace_dir: str | None) -> None:
