@@ -80,7 +80,8 @@ class VectorStore:
             facts_mark = self._mark(conn, "fact")
             notes = conn.execute(sql.COUNT_NOTES_TO_EMBED, {"mark": notes_mark}).fetchone()[0]
             facts = conn.execute(
-                sql.COUNT_FACTS_TO_EMBED, {"mark": facts_mark, "now": self.db.clock.now_ms()}
+                sql.COUNT_FACTS_TO_EMBED,
+                {"mark": facts_mark, "now": self.db.clock.now_ms(), "model": self.model},
             ).fetchone()[0]
             return int(notes) + int(facts)
 
@@ -90,7 +91,7 @@ class VectorStore:
         row = conn.execute(sql.GET_MARK, {"model": self.model, "source": source}).fetchone()
         return int(row[0]) if row else (0 if source == "note" else -1)
 
-    async def pending(self, limit: int, fact_offset: int = 0) -> list[PendingRecord]:
+    async def pending(self, limit: int) -> list[PendingRecord]:
         """Up to ``limit`` records lacking a vector: notes first (by rowid), then facts."""
 
         def read(conn: sqlite3.Connection) -> list[PendingRecord]:
@@ -103,7 +104,8 @@ class VectorStore:
             ]
             if len(out) < limit:
                 params = {"mark": self._mark(conn, "fact"), "limit": limit - len(out),
-                          "offset": fact_offset, "now": self.db.clock.now_ms()}
+                          "now": self.db.clock.now_ms(),
+                          "model": self.model}
                 out += [
                     PendingRecord(f"fact:{r['namespace']}/{r['key']}", r["namespace"],
                                   int(r["rowid"]), fact_embedding_text(r["key"], r["value_json"]),

@@ -79,14 +79,14 @@ class Embedder:
         total = await self.store.pending_count()
         started_ms = self.db.clock.now_ms()
         done = 0
-        fact_offset = 0
+        seen: set[str] = set()
         while limit is None or done < limit:
-            batch = await self.store.pending(EMBED_BATCH, fact_offset)
-            if not batch:
-                break
+            batch = await self.store.pending(EMBED_BATCH)
+            if not batch or all(r.ref in seen for r in batch):
+                break  # done (or a fact stamped in the future: it is embedded once per pass)
+            seen.update(r.ref for r in batch)
             vectors = await asyncio.to_thread(self.encoder.embed, [r.text for r in batch])
             await self.store.save(batch, vectors)
-            fact_offset += sum(1 for r in batch if r.ref.startswith("fact:"))
             done += len(batch)
             if progress is not None:
                 progress(done, max(total, done))

@@ -25,16 +25,20 @@ SELECT rowid, id, namespace, body FROM notes WHERE rowid > :mark ORDER BY rowid 
 
 COUNT_NOTES_TO_EMBED = "SELECT count(*) FROM notes WHERE rowid > :mark"
 
-# Facts change in place: every live fact written at or after the mark needs a (new) vector.
+# Facts change in place: a live fact written at or after the mark needs a (new) vector unless
+# it already has one made since that write.
+_FACT_NEEDS_VECTOR = f"""updated_at_ms >= :mark AND {fact_live()} AND NOT EXISTS (
+    SELECT 1 FROM memory_vectors v
+    WHERE v.model = :model AND v.ref = 'fact:' || facts.namespace || '/' || facts.key
+      AND v.created_at_ms >= facts.updated_at_ms)"""
+
 FACTS_TO_EMBED = f"""
 SELECT rowid, namespace, key, value_json, updated_at_ms FROM facts
-WHERE updated_at_ms >= :mark AND {fact_live()}
-ORDER BY updated_at_ms, rowid LIMIT :limit OFFSET :offset
+WHERE {_FACT_NEEDS_VECTOR}
+ORDER BY updated_at_ms, rowid LIMIT :limit
 """
 
-COUNT_FACTS_TO_EMBED = f"""
-SELECT count(*) FROM facts WHERE updated_at_ms >= :mark AND {fact_live()}
-"""
+COUNT_FACTS_TO_EMBED = f"SELECT count(*) FROM facts WHERE {_FACT_NEEDS_VECTOR}"
 
 # A bank's vectors (the in-memory matrix is built from these, then kept current by rowid).
 BANK_VECTORS = """
