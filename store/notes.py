@@ -111,6 +111,47 @@ class SupersessionEdge:
     target_status: str
 
 
+@dataclass(frozen=True)
+class NoteInput:
+    """One note to save in a batch (:meth:`NoteOps.save_notes`); the fields of
+    :meth:`NoteOps.save_note`, plus an optional creation time (imports keep their dates)."""
+
+    namespace: str
+    body: str
+    id: str | None = None
+    kind: str | None = None
+    tags: tuple[str, ...] = ()
+    author: str | None = None
+    status: str = "accepted"
+    supersedes: tuple[str, ...] = ()
+    created_at_ms: int | None = None
+
+
+def note_params(note: NoteInput) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Validate one batch entry: the INSERT parameters (with a fresh id when none is given)
+    and its supersession targets. Raises InvalidInputError with one sentence."""
+    note_id = validate_label(note.id, "the note id") if note.id else uuid.uuid4().hex[:16]
+    tags = validate_tags(note.tags)
+    created = note.created_at_ms
+    if created is not None and (isinstance(created, bool) or not isinstance(created, int)
+                                or created < 0):
+        raise InvalidInputError("created_at_ms must be a whole number of milliseconds.")
+    params: dict[str, Any] = {
+        "id": note_id,
+        "namespace": canonical_namespace(note.namespace),
+        "body": validate_body(note.body),
+        "kind": None if note.kind is None else validate_label(note.kind, "the note kind"),
+        "tags_json": json.dumps(list(tags), ensure_ascii=False) if tags else None,
+        "author": None if note.author is None else validate_label(note.author, "the note author"),
+        "status": validate_status(note.status),
+        "run_id": None,
+        "node_id": None,
+        "iteration": None,
+        "created_at_ms": created,
+    }
+    return params, validate_supersedes(note_id, note.supersedes)
+
+
 def note_tags(tags_json: str | None) -> tuple[str, ...]:
     """A note's tags from its ``tags_json`` column (NULL when it has none)."""
     return tuple(json.loads(tags_json)) if tags_json else ()
@@ -277,6 +318,62 @@ class NoteOps:
                 )
                 _check_same_note(stored, stored_targets, params, tags_tuple, targets)
             return stored
+
+        return await self.db.run_in_transaction(write)
+
+    async def save_notes(self, notes: Sequence[NoteInput]) -> list[str]:
+        """Append many notes (and their supersession edges) in one transaction; returns their
+        ids in order. All or nothing: any invalid entry, a missing or cross-namespace target,
+        or an existing id with different content writes nothing.
+
+        Targets may be notes earlier in the same batch. An id that already exists with the same
+        content is kept as it is (re-importing a file is harmless).
+
+        Raises:
+            InvalidInputError: an invalid entry (the message names its position, from 1).
+            NotFoundError: a superseded id does not exist.
+            ConflictError: an id exists with different content.
+        """
+        prepared = []
+        for position, note in enumerate(notes, start=1):
+            try:
+                prepared.append(note_params(note))
+            except InvalidInputError as error:
+                raise InvalidInputError(f"Note {position}: {error}") from None
+        ids = [params["id"] for params, _ in prepared]
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError("The batch holds the same note id twice.")
+        clock = self.db.clock
+
+        def write(conn: sqlite3.Connection) -> list[str]:
+            now = clock.now_ms()
+            existing = {
+                row[0] for row in conn.execute(sql.EXISTING_NOTE_IDS, {"ids": json.dumps(ids)})
+            }
+            rows = [{**params, "created_at_ms": params["created_at_ms"] or now}
+                    for params, _ in prepared if params["id"] not in existing]
+            conn.executemany(sql.INSERT_NOTE_AT, rows)
+            edges = [
+                {"note_id": params["id"], "supersedes_id": target, "now": now}
+                for params, targets in prepared if params["id"] not in existing
+                for target in targets
+            ]
+            if edges:
+                wanted = sorted({edge["supersedes_id"] for edge in edges})
+                found = dict(conn.execute(sql.NOTE_NAMESPACES, {"ids": json.dumps(wanted)}))
+                for params, targets in prepared:
+                    check_targets(params["namespace"], targets, found)
+                conn.executemany(sql.INSERT_SUPERSESSION, edges)
+            for params, targets in prepared:
+                if params["id"] in existing:
+                    stored = note_from_row(
+                        conn.execute(sql.GET_NOTE, {"id": params["id"]}).fetchone())
+                    stored_targets = tuple(
+                        row[0] for row in conn.execute(sql.SUPERSEDED_IDS, {"id": params["id"]})
+                    )
+                    _check_same_note(stored, stored_targets, params, note_tags(
+                        params["tags_json"]), targets)
+            return ids
 
         return await self.db.run_in_transaction(write)
 

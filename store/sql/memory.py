@@ -176,6 +176,17 @@ VALUES (:id, :namespace, :body, :kind, :tags_json, :author, :status, NULL, NULL,
 ON CONFLICT (id) DO NOTHING
 """
 
+# The same insert with an explicit creation time (batch imports keep their dates).
+INSERT_NOTE_AT = f"""
+INSERT INTO notes ({NOTE_COLUMNS})
+VALUES (:id, :namespace, :body, :kind, :tags_json, :author, :status, NULL, NULL,
+        :created_at_ms, :run_id, :node_id, :iteration)
+ON CONFLICT (id) DO NOTHING
+"""
+
+# Which of :ids (a JSON array) are already notes.
+EXISTING_NOTE_IDS = "SELECT id FROM notes WHERE id IN (SELECT value FROM json_each(:ids))"
+
 INSERT_SUPERSESSION = """
 INSERT INTO note_supersessions (note_id, supersedes_id, created_at_ms)
 VALUES (:note_id, :supersedes_id, :now)
