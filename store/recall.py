@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -108,13 +108,14 @@ class RecallIndex:
         terms: Sequence[str],
         namespaces: Sequence[str],
         *,
-        tags: Sequence[str] = (),
+        tags: Mapping[str, Sequence[Sequence[str]]] | None = None,
         limit: int,
         now_ms: int,
         question: str | None = None,
         words: Sequence[str] = (),
     ) -> Candidates:
-        """The best ``limit`` live notes of ``namespaces`` holding any of ``terms`` (each bank
+        """The best ``limit`` live notes of ``namespaces`` (tag-scoped per namespace: groups,
+        each met by any one tag) holding any of ``terms`` (each bank
         ranked with its own statistics; weak-only matches refused; echoes of ``question``
         demoted) and the newest :data:`FACT_POOL` live facts holding any of ``words`` (the
         unstemmed words of the query: the facts' FTS5 index stems them itself)."""

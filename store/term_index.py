@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -284,11 +284,12 @@ class BankIndex:
     def mask(
         self,
         scope: Scope,
-        tags: Sequence[str] = (),
+        tags: Sequence[Sequence[str]] = (),
         namespaces: Sequence[str] | None = None,
     ) -> np.ndarray:
-        """Which notes the search may return (and which the statistics count); in the
-        workspace index, ``namespaces`` keeps only the notes of those namespaces."""
+        """Which notes the search may return (and which the statistics count): ``tags`` is a
+        list of groups, each met by any one of its tags; in the workspace index,
+        ``namespaces`` keeps only the notes of those namespaces."""
         key = (scope, tuple(namespaces) if namespaces is not None else None)
         base = self._mask_cache.get(key)
         if base is None:
@@ -304,9 +305,10 @@ class BankIndex:
         if not tags:
             return base
         result = base.copy()
-        for tag in tags:
+        for group in tags:
             having = np.zeros(self.size, dtype=bool)
-            having[np.asarray(self.tags.get(tag, []), dtype=Int)] = True
+            for tag in group:
+                having[np.asarray(self.tags.get(tag, []), dtype=Int)] = True
             result &= having
         return result
 
@@ -468,7 +470,7 @@ class TermIndex:
         limit: int,
         require_all: bool,
         scope: Scope = LIVE,
-        tags: Sequence[str] = (),
+        tags: Mapping[str, Sequence[Sequence[str]]] | None = None,
         per_bank_stats: bool = False,
         guard: bool = False,
         echo_text: str | None = None,
@@ -479,7 +481,8 @@ class TermIndex:
 
         ``require_all``: a note must hold every term (note search), else any term (recall).
         Statistics are those of the notes ``scope`` admits: pooled over all ``namespaces``, or
-        each bank's own with ``per_bank_stats`` (recall over several banks). ``guard`` refuses
+        each bank's own with ``per_bank_stats`` (recall over several banks). ``tags`` maps a
+        namespace to its tag scope (groups, each met by any one tag). ``guard`` refuses
         notes matched only by weak terms; ``echo_text`` (the question) demotes echoes.
         """
         self.refresh(conn)
@@ -492,10 +495,10 @@ class TermIndex:
                 low, high = namespace_range
                 wanted = [n for n in workspace.namespace_names if low <= n < high]
             banks = [workspace]
-            masks = [workspace.mask(scope, tags, wanted)]
+            masks = [workspace.mask(scope, (), wanted)]
         else:
             banks = [self.bank(conn, ns) for ns in wanted]
-            masks = [bank.mask(scope, tags) for bank in banks]
+            masks = [bank.mask(scope, (tags or {}).get(bank.namespace, ())) for bank in banks]
         per_bank = [bank.stats(query.terms, mask) for bank, mask in zip(banks, masks,
                                                                          strict=True)]
         pooled = Stats()

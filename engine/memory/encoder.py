@@ -226,6 +226,11 @@ def load_encoder() -> Encoder | None:
         return _loaded
 
 
+def loaded_encoder() -> Encoder | None:
+    """The encoder if this process has already loaded it (never loads)."""
+    return _loaded
+
+
 def semantic_available() -> bool:
     """True when the extra and the weights are installed (cheap: nothing is loaded)."""
     if any(importlib.util.find_spec(m) is None for m in ("tokenizers", "safetensors")):

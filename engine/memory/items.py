@@ -7,6 +7,7 @@ warning.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -69,14 +70,32 @@ class RecallItem:
         }
 
 
+# A tag scope: every group must be met, a group by any one of its tags.
+TagGroups = tuple[tuple[str, ...], ...]
+
+
 @dataclass(frozen=True)
 class RecallRequest:
-    """What to recall: from which namespaces, with which query, scoped by which tags."""
+    """What to recall: from which namespaces, with which query, scoped by which tags.
+
+    ``tags`` must all be present on a record unless ``tag_groups`` gives a namespace its own
+    scope (the bank-type rules of :mod:`engine.memory.tag_rules`)."""
 
     namespaces: tuple[str, ...]
     query: str
     tags: tuple[str, ...] = ()
     limit: int = 16
+    tag_groups: Mapping[str, TagGroups] | None = None
+
+    def groups_for(self, namespace: str) -> TagGroups:
+        """The tag scope of one namespace."""
+        if self.tag_groups is not None and namespace in self.tag_groups:
+            return self.tag_groups[namespace]
+        return tuple((tag,) for tag in self.tags)
+
+    def scopes(self) -> dict[str, TagGroups]:
+        """The tag scope of every namespace of the request."""
+        return {namespace: self.groups_for(namespace) for namespace in self.namespaces}
 
 
 @dataclass(frozen=True)

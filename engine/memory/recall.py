@@ -62,6 +62,12 @@ def has_all_tags(have: Iterable[str], required: Iterable[str]) -> bool:
     return set(required) <= set(have)
 
 
+def satisfies(tags: Iterable[str], groups: Sequence[Sequence[str]]) -> bool:
+    """True when ``tags`` meet every group of a tag scope (any one tag of each group)."""
+    have = set(tags)
+    return all(any(tag in have for tag in group) for group in groups)
+
+
 def row_text(row: RecallRow) -> str:
     """The text a candidate contributes to the block."""
     return str(row.value) if row.source == "note" else fact_text(row.value)
@@ -121,13 +127,13 @@ class KeywordRecallBackend:
         found = await self.index.candidates(
             terms,
             request.namespaces,
-            tags=request.tags,
+            tags=request.scopes(),
             limit=request.limit,
             now_ms=self.clock.now_ms(),
             question=request.query,
             words=prompt_words(request.query),
         )
-        facts = [f for f in found.facts if has_all_tags(f.tags, request.tags)]
+        facts = [f for f in found.facts if satisfies(f.tags, request.groups_for(f.namespace))]
         items = rank(
             [*(note_item(row) for row in found.notes), *score_facts(facts, terms, found.stats)],
             request.limit,

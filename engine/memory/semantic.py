@@ -33,11 +33,12 @@ from engine.memory.encoder import (
     Encoder,
     describe,
     load_encoder,
+    loaded_encoder,
     semantic_available,
     unavailable_reason,
 )
 from engine.memory.items import RecallItem, RecallRequest, RecallResult
-from engine.memory.recall import KeywordRecallBackend, RecallBackend, fact_text, has_all_tags
+from engine.memory.recall import KeywordRecallBackend, RecallBackend, fact_text, satisfies
 from store.database import Database
 from store.notes import note_tags
 from store.recall import notes_by_rowid
@@ -157,7 +158,7 @@ class SemanticRecallBackend:
             found = self.vectors.search(
                 conn, self.terms, request.namespaces, vector, depth, MIN_SIMILARITY
             )
-            return _materialise(conn, found, request.tags, self.db.clock.now_ms())
+            return _materialise(conn, found, request, self.db.clock.now_ms())
 
         return await self.db.run_read(read)
 
@@ -199,10 +200,19 @@ class HybridRecallBackend:
         await self.semantic.drain()
 
     async def recall(self, request: RecallRequest) -> RecallResult:
-        """Fuse the keyword and semantic candidates and keep the best ``request.limit``."""
+        """Fuse the keyword and semantic candidates and keep the best ``request.limit``.
+
+        While the model is still loading (the first seconds of a process), recall answers by
+        keyword alone and says so: loading must never eat the recall timeout."""
         if not request.namespaces:
             return RecallResult(details={"mode": self.name})
-        deep = RecallRequest(request.namespaces, request.query, request.tags, FUSION_DEPTH)
+        if self.semantic._encoder is None and loaded_encoder() is None:
+            self.semantic.written()  # loads the model and embeds what is pending, meanwhile
+            result = await self.keyword.recall(request)
+            return RecallResult(result.items, result.terms, result.degraded, result.reason,
+                                {**result.details, "mode": "keyword (semantic model loading)"})
+        deep = RecallRequest(request.namespaces, request.query, request.tags, FUSION_DEPTH,
+                             request.tag_groups)
         vector_task = asyncio.ensure_future(self.semantic.query_vector(request.query))
         keyword = await self.keyword.recall(deep)
         vector = await vector_task
@@ -251,7 +261,7 @@ def _with_terms(item: RecallItem, terms: Sequence[str]) -> RecallItem:
 
 
 def _materialise(
-    conn: sqlite3.Connection, found: Sequence[Similar], tags: Sequence[str], now_ms: int
+    conn: sqlite3.Connection, found: Sequence[Similar], request: RecallRequest, now_ms: int
 ) -> list[tuple[Similar, RecallItem]]:
     """Read the notes and live facts behind semantic candidates, tag-scoped, in order."""
     note_rows = notes_by_rowid(conn, [s.source_rowid for s in found if s.ref.startswith("note:")])
@@ -267,7 +277,8 @@ def _materialise(
         item: RecallItem | None = None
         if sim.ref.startswith("note:"):
             row = note_rows.get(sim.source_rowid)
-            if row is not None and has_all_tags(note_tags(row["tags_json"]), tags):
+            if row is not None and satisfies(note_tags(row["tags_json"]),
+                                             request.groups_for(sim.namespace)):
                 item = RecallItem(sim.ref, "note", row["namespace"], None, str(row["body"]),
                                   sim.similarity, (), note_tags(row["tags_json"]),
                                   int(row["created_at_ms"]), sim.similarity, ("semantic",))
@@ -278,7 +289,7 @@ def _materialise(
                 fact_tags = value.get("tags") if isinstance(value, dict) else None
                 have = tuple(t for t in fact_tags if isinstance(t, str)) if isinstance(
                     fact_tags, list) else ()
-                if has_all_tags(have, tags):
+                if satisfies(have, request.groups_for(sim.namespace)):
                     item = RecallItem(sim.ref, "fact", row["namespace"], row["key"],
                                       fact_text(value), sim.similarity, (), have,
                                       int(row["updated_at_ms"]), sim.similarity, ("semantic",))

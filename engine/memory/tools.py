@@ -31,8 +31,8 @@ from engine.memory.config import (
     SOURCE_VALUES,
     MemoryConfig,
     validate_tags,
-    write_tags,
 )
+from engine.memory.tag_rules import write_tags_for
 from store.errors import TetherError
 
 if TYPE_CHECKING:
@@ -145,7 +145,8 @@ def build_memory_tools(
             content = _text_argument(arguments, "content")
             bank = arguments.get("bank")
             (namespace,) = config.namespace_of(bank)[:1]
-            tags = write_tags(config.tags, _list_argument(arguments, "tags"), "reflection")
+            tags = write_tags_for(namespace, config.tags, _list_argument(arguments, "tags"),
+                                  "reflection")
             supersedes = [str(i) for i in _list_argument(arguments, "supersedes")]
             status = "pending" if arguments.get("propose") else config.effective_retain_status
             note = await runtime.memory.save_note(
