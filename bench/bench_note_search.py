@@ -55,6 +55,7 @@ from store.database import Database
 from store.memory import MemoryStore
 from store.schema import SCHEMA_VERSION
 from store.search_policy import index_terms, match_all, match_any, query_terms
+from store.sql.memory import NOT_SUPERSEDED_BY_ACCEPTED
 from store.term_index import index_for
 from store.workspace import Workspace
 
@@ -138,11 +139,9 @@ async def database_for(count: int) -> Path:
     return folder / "tether.db"
 
 
-LIVE_NOTES = """
+LIVE_NOTES = f"""
 SELECT n.rowid, n.namespace, n.body FROM notes n
-WHERE n.status = 'accepted' AND NOT EXISTS (
-    SELECT 1 FROM note_supersessions s JOIN notes sup ON sup.id = s.note_id
-    WHERE s.supersedes_id = n.id AND sup.status = 'accepted')
+WHERE n.status = 'accepted' AND {NOT_SUPERSEDED_BY_ACCEPTED}
 ORDER BY n.rowid
 """
 

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import math
 import os
+import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,6 +53,7 @@ from engine.memory.semantic import (
 from store.database import Database
 from store.memory import MemoryStore
 from store.notes import NoteInput
+from store.schema import SCHEMA_VERSION
 from store.search_policy import (
     _WORD,
     ECHO_PENALTY,
@@ -66,6 +68,7 @@ from store.workspace import Workspace
 
 DEV = Path(__file__).resolve().parent / "recall_dev"
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_recall_quality.json"
+CACHE = Path("/tmp/tether-bench-recall-quality")
 LIMIT = 10
 
 
@@ -159,42 +162,69 @@ async def evaluate(backends: dict[str, Any], questions: list[dict[str, Any]],
     return metrics
 
 
-async def main(rounds: int) -> None:
+async def workspace_for(notes: list[dict[str, Any]], encoder: Any) -> tuple[Path, float, float]:
+    """The dev set imported and embedded, cached under /tmp by corpus, schema and model (the
+    embedding pass takes minutes on a busy 2-core machine)."""
+    key = hashlib.sha256(
+        (DEV / "corpus.jsonl").read_bytes() + f"{SCHEMA_VERSION}/{encoder.model_id}".encode()
+    ).hexdigest()[:16]
+    folder = CACHE / key
+    timings = folder / "timings.json"
+    if timings.exists():
+        saved = json.loads(timings.read_text())
+        return folder, saved["import_s"], saved["embed_s"]
+    partial = folder.with_name(key + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    db = await Database.open(Workspace(partial))
+    memory = MemoryStore(db)
+    started = time.perf_counter()
+    await memory.save_notes([
+        NoteInput(n["namespace"], n["body"], id=n["id"], author=n["author"],
+                  status=n["status"], supersedes=tuple(n["supersedes"]),
+                  created_at_ms=n["created_at_ms"])
+        for n in notes
+    ])
+    imported = time.perf_counter() - started
+    started = time.perf_counter()
+    await Embedder(db, encoder).catch_up()
+    embed_s = time.perf_counter() - started
+    await db.close()
+    (partial / "timings.json").write_text(json.dumps({"import_s": imported, "embed_s": embed_s}))
+    partial.rename(folder)
+    return folder, imported, embed_s
+
+
+async def main(rounds: int, sweep: bool) -> None:
     encoder = load_encoder()
     if encoder is None:
         raise SystemExit("the semantic extra and model weights are needed (see the README)")
     notes, questions = load_dev()
     load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="tether-recall-quality-") as folder:
-        db = await Database.open(Workspace(Path(folder) / ".tether"))
-        memory = MemoryStore(db)
-        started = time.perf_counter()
-        await memory.save_notes([
-            NoteInput(n["namespace"], n["body"], id=n["id"], author=n["author"],
-                      status=n["status"], supersedes=tuple(n["supersedes"]),
-                      created_at_ms=n["created_at_ms"])
-            for n in notes
-        ])
-        imported = time.perf_counter() - started
-        started = time.perf_counter()
-        embedded = await Embedder(db, encoder).catch_up()
-        embed_s = time.perf_counter() - started
-        print(f"imported {len(notes)} notes in {imported:.2f}s; embedded {embedded} in "
-              f"{embed_s:.1f}s", flush=True)
-        live: dict[str, list[tuple[str, str]]] = {}
-        for note in await memory.list_notes(limit=None):
-            live.setdefault(note.namespace, []).append((note.id, note.body))
-        backends: dict[str, RecallBackend | UnstemmedKeyword] = {
-            UnstemmedKeyword.name: UnstemmedKeyword(live),
-            "stemmed keyword": KeywordRecallBackend(db),
-            "semantic": SemanticRecallBackend(db, encoder),
-            "hybrid (RRF)": HybridRecallBackend(db, encoder, fusion="rrf"),
-            "hybrid (score fusion)": HybridRecallBackend(db, encoder, fusion="normalised"),
+    folder, imported, embed_s = await workspace_for(notes, encoder)
+    print(f"{len(notes)} notes imported in {imported:.2f}s and embedded in {embed_s:.1f}s "
+          f"({len(notes) / embed_s:.0f} notes/s)", flush=True)
+    db = await Database.open(Workspace(folder), create=False)
+    memory = MemoryStore(db)
+    live: dict[str, list[tuple[str, str]]] = {}
+    for note in await memory.list_notes(limit=None):
+        live.setdefault(note.namespace, []).append((note.id, note.body))
+    backends: dict[str, RecallBackend | UnstemmedKeyword] = {
+        UnstemmedKeyword.name: UnstemmedKeyword(live),
+        "stemmed keyword": KeywordRecallBackend(db),
+        "semantic": SemanticRecallBackend(db, encoder),
+        "hybrid (RRF)": HybridRecallBackend(db, encoder, fusion="rrf"),
+        "hybrid (score fusion)": HybridRecallBackend(db, encoder, fusion="normalised"),
+    }
+    if sweep:  # fusion and weights compared on the dev set (README design notes)
+        backends = {
+            f"{fusion} keyword {kw}": HybridRecallBackend(
+                db, encoder, fusion=fusion, weights=(kw, 1.0))
+            for fusion in ("rrf", "normalised") for kw in (0.25, 0.5, 0.75, 1.0)
         }
-        for backend in backends.values():  # warm: indexes built, model loaded
-            await ask(backend, RecallRequest(("agent:triage",), "warm up", (), LIMIT))
-        metrics = await evaluate(backends, questions, rounds)
-        await db.close()
+    for backend in backends.values():  # warm: indexes built, model loaded
+        await ask(backend, RecallRequest(("agent:triage",), "warm up", (), LIMIT))
+    metrics = await evaluate(backends, questions, rounds)
+    await db.close()
     print(f"{'recall':24} {'hit@5':>6} {'hit@10':>6} {'rec@5':>6} {'rec@10':>6} "
           f"{'p50 ms':>7} {'p95 ms':>7}")
     for name, m in metrics.items():
@@ -202,6 +232,8 @@ async def main(rounds: int) -> None:
               f"{m['recall@10']:>6.3f} {m['p50 ms']:>7.2f} {m['p95 ms']:>7.2f}")
     for name, m in metrics.items():
         print(f"  {name}: hit@10 by type {m['hit@10 by type']}")
+    if sweep:
+        return
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({
         "machine": machine(),
@@ -217,4 +249,7 @@ async def main(rounds: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds per question")
-    asyncio.run(main(parser.parse_args().rounds))
+    parser.add_argument("--sweep", action="store_true",
+                        help="compare fusion methods and keyword weights instead")
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.rounds, arguments.sweep))
