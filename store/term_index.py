@@ -123,6 +123,9 @@ class BankIndex:
         self.delta_notes = 0
         self.tags: dict[str, list[int]] = {}
         self._mask_cache: dict[tuple[Scope, tuple[str, ...] | None], np.ndarray] = {}
+        # Per cached mask: note count, total length and document frequencies seen so far
+        # (cleared with the masks on any change, so always exact).
+        self._stats_cache: dict[int, tuple[int, float, dict[str, int]]] = {}
 
     # -- building and updating -------------------------------------------------------------
 
@@ -171,7 +174,7 @@ class BankIndex:
         self.delta, self.delta_notes = {}, 0
         self._set_postings(tokens)
         self.built_rowid = built_rowid
-        self._mask_cache.clear()
+        self._clear_caches()
 
     def _namespace_code(self, namespace: str) -> int:
         code = self.namespace_codes.get(namespace)
@@ -223,7 +226,7 @@ class BankIndex:
         for tag in _tags(row["tags_json"]):
             self.tags.setdefault(tag, []).append(doc)
         self.delta_notes += 1
-        self._mask_cache.clear()
+        self._clear_caches()
         if self.delta_notes >= max(MERGE_AT_NOTES, self.size // 10):
             self.merge_delta()
 
@@ -252,7 +255,7 @@ class BankIndex:
             return
         self.status[doc] = -1 if status is None else STATUS_CODES.get(status, 0)
         self.superseded[doc] = superseded
-        self._mask_cache.clear()
+        self._clear_caches()
 
     def namespace_of(self, doc: int) -> str:
         if self.namespace != WORKSPACE:
@@ -312,13 +315,28 @@ class BankIndex:
             result &= having
         return result
 
+    def _clear_caches(self) -> None:
+        self._mask_cache.clear()
+        self._stats_cache.clear()
+
     def stats(self, terms: Sequence[str], mask: np.ndarray) -> Stats:
-        """Statistics of the notes in ``mask`` for ``terms``."""
+        """Statistics of the notes in ``mask`` for ``terms`` (cached per scope mask until the
+        bank changes)."""
+        cached = self._stats_cache.get(id(mask)) if any(
+            m is mask for m in self._mask_cache.values()) else None
+        if cached is None:
+            cached = (int(np.count_nonzero(mask)), float(self.lengths[mask].sum()), {})
+            if any(m is mask for m in self._mask_cache.values()):
+                self._stats_cache[id(mask)] = cached
+        notes, length, known = cached
         df = {}
         for term in terms:
-            docs, _ = self.postings(term)
-            df[term] = int(np.count_nonzero(mask[docs])) if docs.shape[0] else 0
-        return Stats(int(np.count_nonzero(mask)), float(self.lengths[mask].sum()), df)
+            count = known.get(term)
+            if count is None:
+                docs, _ = self.postings(term)
+                count = known[term] = int(np.count_nonzero(mask[docs])) if docs.shape[0] else 0
+            df[term] = count
+        return Stats(notes, length, df)
 
 
 @dataclass
@@ -330,66 +348,95 @@ class _Query:
     echo_text: str | None
 
 
+def _contribution(
+    bank: BankIndex, docs: np.ndarray, tfs: np.ndarray, weight: float, average: float
+) -> np.ndarray:
+    """One term's BM25 contribution at each of its postings (float32)."""
+    norms = np.float32(BM25_K1 * (1 - BM25_B)) + np.float32(BM25_K1 * BM25_B / average) * (
+        bank.lengths[docs])
+    return np.float32(weight * (BM25_K1 + 1)) * tfs / (tfs + norms)
+
+
 def _score_bank(
     bank: BankIndex, mask: np.ndarray, stats: Stats, query: _Query
 ) -> list[Ranked]:
     """Exact BM25 of the admitted notes of one bank under ``stats``; the best ``limit``
     (plus headroom for echo demotion), with the terms each matched.
 
-    Scores accumulate into a dense array over the bank's notes, one pass over each term's
-    postings: the cost is the postings of the query's own terms, never the bank's size times
-    the terms.
+    The cost is the postings of the query's own terms: every word required, the shortest list
+    is intersected with the others (binary search); any word, the contributions accumulate in a
+    dense array over the bank's notes.
     """
     if not stats.notes:
         return []
     lists = {term: bank.postings(term) for term in query.terms}
-    scores = np.zeros(bank.size, dtype=np.float64)
-    matches = np.zeros(bank.size, dtype=np.int16)
-    strong = np.zeros(bank.size, dtype=bool) if query.guard else None
-    weak = weak_terms(stats.df, stats.notes) if query.guard else frozenset()
     average = stats.average_length
-    for term, (docs, tfs) in lists.items():
-        if docs.shape[0] == 0:
-            if query.require_all:
+    weights = {t: idf(stats.df.get(t, 0), stats.notes) for t in query.terms}
+    shortest = min((docs.shape[0] for docs, _ in lists.values()), default=0)
+    if query.require_all and len(lists) > 1 and shortest > bank.size // 16:
+        # Every list is long: counting matches in a dense array beats binary searches.
+        dense = np.zeros(bank.size, dtype=np.float32)
+        matches = np.zeros(bank.size, dtype=np.int8)
+        for term, (docs, tfs) in lists.items():
+            dense[docs] += _contribution(bank, docs, tfs, weights[term], average)
+            matches[docs] += 1
+        candidates = np.flatnonzero(mask & (matches == len(lists)))
+        scores = dense[candidates]
+    elif query.require_all:
+        if shortest == 0:
+            return []
+        order_terms = sorted(query.terms, key=lambda t: lists[t][0].shape[0])
+        candidates = lists[order_terms[0]][0]
+        candidates = candidates[mask[candidates]]
+        for term in order_terms[1:]:
+            docs = lists[term][0]
+            where = np.minimum(np.searchsorted(docs, candidates), docs.shape[0] - 1)
+            candidates = candidates[docs[where] == candidates]
+            if candidates.shape[0] == 0:
                 return []
-            continue
-        norms = BM25_K1 * (1 - BM25_B + BM25_B * bank.lengths[docs] / average)
-        weight = idf(stats.df.get(term, 0), stats.notes)
-        scores[docs] += weight * tfs * (BM25_K1 + 1) / (tfs + norms)
-        matches[docs] += 1
-        if strong is not None and term not in weak:
-            strong[docs] = True
-    allowed = mask & (matches == len(lists) if query.require_all else matches > 0)
-    if strong is not None:
-        allowed &= strong
-    candidates = np.flatnonzero(allowed)
+        scores = np.zeros(candidates.shape[0], dtype=np.float32)
+        for term in query.terms:
+            docs, tfs = lists[term]
+            where = np.searchsorted(docs, candidates)
+            scores += _contribution(bank, candidates, tfs[where], weights[term], average)
+    else:
+        dense = np.zeros(bank.size, dtype=np.float32)
+        strong = np.zeros(bank.size, dtype=bool) if query.guard else None
+        weak = weak_terms(stats.df, stats.notes) if query.guard else frozenset()
+        for term, (docs, tfs) in lists.items():
+            if docs.shape[0] == 0:
+                continue
+            dense[docs] += _contribution(bank, docs, tfs, weights[term], average)
+            if strong is not None and term not in weak:
+                strong[docs] = True
+        allowed = mask & (dense > 0)
+        if strong is not None:
+            allowed &= strong
+        candidates = np.flatnonzero(allowed)
+        scores = dense[candidates]
     if candidates.shape[0] == 0:
         return []
-    candidate_scores = scores[candidates]
     want = query.limit + (ECHO_HEADROOM if query.echo_text is not None else 0)
     if candidates.shape[0] > want:
         # Everything scoring at least the want-th best (ties included), then cut below.
-        kth = np.partition(candidate_scores, candidates.shape[0] - want)[
-            candidates.shape[0] - want
-        ]
-        keep = candidate_scores >= kth
-        candidates, candidate_scores = candidates[keep], candidate_scores[keep]
+        kth = np.partition(scores, candidates.shape[0] - want)[candidates.shape[0] - want]
+        keep = scores >= kth
+        candidates, scores = candidates[keep], scores[keep]
     rowids = bank.rowids[candidates]
     # Best score first; among equal scores the newest note (largest rowid) first.
-    best = np.lexsort((-rowids, -candidate_scores))[:want]
-    top_docs = candidates[best]
-    present = {}
-    for term, (docs, _) in lists.items():
-        if docs.shape[0]:
-            where = np.minimum(np.searchsorted(docs, top_docs), docs.shape[0] - 1)
-            present[term] = docs[where] == top_docs
+    best = np.lexsort((-rowids, -scores))[:want]
     ranked = []
-    for position, doc in enumerate(top_docs):
-        matched = tuple(t for t in query.terms if t in present and present[t][position])
-        ranked.append(
-            Ranked(int(bank.rowids[doc]), bank.namespace_of(int(doc)), float(scores[doc]),
-                   matched)
-        )
+    for position in best:
+        doc = int(candidates[position])
+        matched = []
+        for term in query.terms:
+            docs = lists[term][0]
+            if docs.shape[0]:
+                at = int(np.searchsorted(docs, doc))
+                if at < docs.shape[0] and int(docs[at]) == doc:
+                    matched.append(term)
+        ranked.append(Ranked(int(rowids[position]), bank.namespace_of(doc),
+                             float(scores[position]), tuple(matched)))
     return ranked
 
 
