@@ -56,7 +56,7 @@ WORDS = [f"w{i}" for i in range(5000)]
 COMMON = ["the", "and", "test", "run", "fix"]
 QUERIES = {
     "task prompt": "Review the flaky test in the parser module and fix the retry budget w17 w4242",
-    "rare words": "w4999 w4998",
+    "rare words": "w120 w121",
     "common words": "the and test run fix",
 }
 BANKS = [f"workflow:bank{i}" for i in range(10)]

@@ -20,7 +20,9 @@ Questions, each labelled with its evidence notes (``type`` says what it tests):
 * ``multi-hop``: two evidence notes (which team owns a service + where that team is paged);
 * ``near-miss``: distractors differ from the answer only by the service named;
 * ``superseded``: the live answer replaced an older note;
-* ``echo``: a note repeating the question exists and must not win.
+* ``echo``: a note repeating the question exists and must not win;
+* ``identifier``: the question names an error code, ticket or file that only the answer
+  holds, among many notes with codes of the same shape (exact words matter).
 """
 
 from __future__ import annotations
@@ -158,6 +160,16 @@ def build() -> Corpus:
         c.note(proj, f"Proposal: {service} deploys should go straight to 100% traffic.",
                status="rejected")
         c.ask("superseded", [proj], f"How do we deploy {service} now?", [new])
+        code = f"E{4000 + i * 37}"
+        ticket = f"OPS-{1200 + i * 13}"
+        config_file = f"deploy/{service}/limits-{i % 5}.yaml"
+        coded = c.note(run, f"{service} answers {code} when the upstream quota is exhausted.")
+        c.note(run, f"{service} answers E{4000 + i * 37 + 1} when a request times out.")
+        c.ask("identifier", [run], f"What does {code} mean?", [coded])
+        tracked = c.note(proj, f"The {service} memory regression is tracked in {ticket}.")
+        c.ask("identifier", [proj], f"Which problem is {ticket} about?", [tracked])
+        limits = c.note(rev, f"Rate limits for {service} live in {config_file}.")
+        c.ask("identifier", [rev], f"What is configured in {config_file}?", [limits])
         c.note(run, f"How do we rotate the {service} credentials?")
         rotate = c.note(run, f"Rotate {service} credentials with vault rotate {service}; "
                              "it takes effect within ten minutes.")

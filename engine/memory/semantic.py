@@ -45,6 +45,7 @@ from store.recall import notes_by_rowid
 from store.search_policy import (
     ECHO_PENALTY,
     KEYWORD_WEIGHT,
+    RRF_K,
     SEMANTIC_WEIGHT,
     index_terms,
     is_question_echo,
@@ -118,18 +119,20 @@ class SemanticRecallBackend:
         self._catch_up: asyncio.Task[int] | None = None
 
     async def encoder(self) -> Encoder:
-        """The loaded encoder (raises when the extra or the weights are missing)."""
+        """The loaded encoder (raises when the extra or the weights are missing). The first
+        time, what was written before this process started is embedded in the background."""
         if self._encoder is None:
             self._encoder = await asyncio.to_thread(load_encoder)
             if self._encoder is None:
                 raise RuntimeError(f"semantic recall is unavailable: {unavailable_reason()}")
+            self.written()
         return self._encoder
 
     async def query_vector(self, query: str) -> np.ndarray:
-        """The query's embedding (computed off the event loop). Notes written since the last
-        pass are embedded in the background; until then keyword recall finds them."""
+        """The query's embedding (computed off the event loop). Records written since the
+        last pass are embedded in the background after each write; until then keyword recall
+        finds them."""
         encoder = await self.encoder()
-        self.written()
         return (await asyncio.to_thread(encoder.embed, [query]))[0]
 
     def written(self) -> asyncio.Task[int]:
@@ -185,11 +188,13 @@ class HybridRecallBackend:
         keyword: KeywordRecallBackend | None = None,
         fusion: str = "rrf",
         weights: tuple[float, float] = (KEYWORD_WEIGHT, SEMANTIC_WEIGHT),
+        rrf_k: int = RRF_K,
     ) -> None:
         self.keyword = keyword or KeywordRecallBackend(db)
         self.semantic = SemanticRecallBackend(db, encoder)
         self.fusion = fusion
         self.weights = weights
+        self.rrf_k = rrf_k
 
     def written(self) -> asyncio.Task[int]:
         """Something was written: embed it in the background."""
@@ -225,7 +230,8 @@ class HybridRecallBackend:
         keyword_ids = [item.id for item in keyword.items]
         semantic_ids = [item.id for _, item in semantic]
         if self.fusion == "rrf":
-            fused = reciprocal_rank_fusion([keyword_ids, semantic_ids], list(self.weights))
+            fused = reciprocal_rank_fusion(
+                [keyword_ids, semantic_ids], list(self.weights), self.rrf_k)
         else:
             fused = normalised_fusion(
                 [{i.id: i.score for i in keyword.items}, similarity], list(self.weights)

@@ -57,6 +57,14 @@ from tui.screens.memory_render import (
 from tui.tailing import Batch
 from tui.widgets.keyed_table import KeyedTable
 
+
+def recall_line() -> str:
+    """Which recall tasks get (hybrid or keyword), without loading the model."""
+    from engine.memory.encoder import describe
+
+    return str(describe()["line"])
+
+
 FACTS_LIMIT = 1_000
 """Facts read per refresh (the view is a window; ``tether memory list`` shows everything)."""
 PENDING_LIMIT = 300
@@ -354,7 +362,7 @@ class MemoryScreen(LiveScreen):
         banner.set_class(bool(self._search), "-visible")
         banner.update(Text.assemble("search: ", (self._search, "bold"),
                                     f" — {len(book.notes)} notes ({self._search_mode}); "
-                                    "s to change, empty to clear"))
+                                    f"{recall_line()}; s to change, empty to clear"))
         self.update_chrome()
 
     async def _read_notes(self, memory: MemoryStore) -> NoteBook:
