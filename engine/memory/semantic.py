@@ -40,8 +40,7 @@ from engine.memory.encoder import (
 from engine.memory.items import RecallItem, RecallRequest, RecallResult
 from engine.memory.recall import KeywordRecallBackend, RecallBackend, fact_text, satisfies
 from store.database import Database
-from store.notes import note_tags
-from store.recall import notes_by_rowid
+from store.notes import note_tags, notes_by_rowid
 from store.search_policy import (
     ECHO_PENALTY,
     KEYWORD_WEIGHT,
