@@ -122,6 +122,9 @@ class BankIndex:
         self.delta: dict[int, tuple[list[int], list[int]]] = {}
         self.delta_notes = 0
         self.tags: dict[str, list[int]] = {}
+        # Per term of the base segment: its postings grouped by term frequency, each group
+        # shortest note first (see _best_of_one_term); valid until the postings are rebuilt.
+        self._impact_orders: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._mask_cache: dict[tuple[Scope, tuple[str, ...] | None], np.ndarray] = {}
         # Per cached mask: note count, total length and document frequencies seen so far
         # (cleared with the masks on any change, so always exact).
@@ -202,6 +205,7 @@ class BankIndex:
         term_of = unique >> 32
         self.post_doc = (unique & 0xFFFFFFFF).astype(np.int32)
         self.post_tf = summed.astype(np.float32)
+        self._impact_orders = {}
         self.offsets = np.searchsorted(term_of, np.arange(vocabulary_size + 1, dtype=Int))
 
     def append(self, row: sqlite3.Row) -> None:
@@ -262,11 +266,35 @@ class BankIndex:
             return self.namespace
         return self.namespace_names[int(self.note_namespaces[doc])]
 
+    def has_base_postings(self, term: str) -> bool:
+        term_id = self.vocabulary.get(term)
+        return term_id is not None and term_id + 1 < self.offsets.shape[0] and bool(
+            self.offsets[term_id + 1] > self.offsets[term_id])
+
     def doc_of(self, rowid: int) -> int | None:
         doc = int(np.searchsorted(self.rowids, rowid))
         return doc if doc < self.size and int(self.rowids[doc]) == rowid else None
 
     # -- searching -------------------------------------------------------------------------
+
+    def impact_order(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The base postings of ``term`` ordered by term frequency (descending), then note
+        length (ascending), then newest first; and where each frequency group starts.
+
+        Within one frequency, BM25 only falls as a note gets longer, whatever the statistics,
+        so the best notes of a group are at its start: a one-term search reads a few per group
+        instead of scoring every posting."""
+        term_id = self.vocabulary[term]
+        start, end = int(self.offsets[term_id]), int(self.offsets[term_id + 1])
+        docs, tfs = self.post_doc[start:end], self.post_tf[start:end]
+        cached = self._impact_orders.get(term_id)
+        if cached is None:
+            order = np.lexsort((-self.rowids[docs], self.lengths[docs], -tfs))
+            sorted_tfs = tfs[order]
+            starts = np.flatnonzero(np.r_[True, sorted_tfs[1:] != sorted_tfs[:-1]])
+            cached = self._impact_orders[term_id] = (order, starts)
+        order, starts = cached
+        return docs[order], tfs[order], starts, np.r_[starts[1:], order.shape[0]]
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Note numbers (ascending) and term frequencies of ``term`` in this bank."""
@@ -369,9 +397,13 @@ def _score_bank(
     """
     if not stats.notes:
         return []
-    lists = {term: bank.postings(term) for term in query.terms}
     average = stats.average_length
     weights = {t: idf(stats.df.get(t, 0), stats.notes) for t in query.terms}
+    if len(query.terms) == 1 and bank.has_base_postings(query.terms[0]):
+        if query.guard and query.terms[0] in weak_terms(stats.df, stats.notes):
+            return []
+        return _best_of_one_term(bank, mask, query, weights[query.terms[0]], average)
+    lists = {term: bank.postings(term) for term in query.terms}
     shortest = min((docs.shape[0] for docs, _ in lists.values()), default=0)
     if query.require_all and len(lists) > 1 and shortest > bank.size // 16:
         # Every list is long: counting matches in a dense array beats binary searches.
@@ -438,6 +470,44 @@ def _score_bank(
         ranked.append(Ranked(int(rowids[position]), bank.namespace_of(doc),
                              float(scores[position]), tuple(matched)))
     return ranked
+
+
+def _best_of_one_term(
+    bank: BankIndex, mask: np.ndarray, query: _Query, weight: float, average: float
+) -> list[Ranked]:
+    """Exact top notes for a one-term query without scoring every posting: the first
+    ``want`` admitted notes of each term-frequency group (see :meth:`BankIndex.impact_order`)
+    plus the delta segment's postings, scored exactly, then cut."""
+    term = query.terms[0]
+    want = query.limit + (ECHO_HEADROOM if query.echo_text is not None else 0)
+    docs, tfs, starts, ends = bank.impact_order(term)
+    picked_docs: list[np.ndarray] = []
+    picked_tfs: list[np.ndarray] = []
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        window = want * 4
+        while True:
+            group = docs[start:min(end, start + window)]
+            admitted = group[mask[group]][:want]
+            if admitted.shape[0] == want or start + window >= end:
+                break
+            window *= 4
+        picked_docs.append(admitted)
+        picked_tfs.append(np.full(admitted.shape[0], tfs[start], dtype=np.float32))
+    term_id = bank.vocabulary[term]
+    extra = bank.delta.get(term_id)
+    if extra:
+        extra_docs = np.asarray(extra[0], dtype=np.int32)
+        keep = mask[extra_docs]
+        picked_docs.append(extra_docs[keep])
+        picked_tfs.append(np.asarray(extra[1], dtype=np.float32)[keep])
+    candidates = np.concatenate(picked_docs) if picked_docs else np.zeros(0, np.int32)
+    if candidates.shape[0] == 0:
+        return []
+    scores = _contribution(bank, candidates, np.concatenate(picked_tfs), weight, average)
+    rowids = bank.rowids[candidates]
+    best = np.lexsort((-rowids, -scores))[:want]
+    return [Ranked(int(rowids[i]), bank.namespace_of(int(candidates[i])), float(scores[i]),
+                   (term,)) for i in best]
 
 
 def order(ranked: Iterable[Ranked]) -> list[Ranked]:
