@@ -14,8 +14,10 @@ question's banks, limit 10.
   as Tether's keyword recall, over unstemmed words (the policy before stemming), computed here;
 * ``stemmed keyword``: Tether's keyword recall (``KeywordRecallBackend``);
 * ``semantic``: cosine similarity only (``SemanticRecallBackend``);
-* ``hybrid (RRF)``: the default when the extra is installed (``HybridRecallBackend``);
-* ``hybrid (score fusion)``: normalised score fusion instead of RRF, for the comparison.
+* ``hybrid (default: score fusion)``: the default when the extra is installed
+  (``HybridRecallBackend``: min-max normalised scores, keyword weight 0.5, semantic 1.0);
+* ``hybrid (RRF)``: reciprocal-rank fusion (k 60, equal weights), for the comparison;
+  ``--sweep`` compares more fusion settings.
 
 hit@k: the share of questions with at least one evidence note in the top k; recall@k: the
 share of evidence notes found in the top k, averaged over questions. Latency is per recall
@@ -212,23 +214,29 @@ async def main(rounds: int, sweep: bool) -> None:
         UnstemmedKeyword.name: UnstemmedKeyword(live),
         "stemmed keyword": KeywordRecallBackend(db),
         "semantic": SemanticRecallBackend(db, encoder),
-        "hybrid (RRF)": HybridRecallBackend(db, encoder, fusion="rrf"),
-        "hybrid (score fusion)": HybridRecallBackend(db, encoder, fusion="normalised"),
+        "hybrid (default: score fusion)": HybridRecallBackend(db, encoder),
+        "hybrid (RRF)": HybridRecallBackend(db, encoder, fusion="rrf", weights=(1.0, 1.0)),
     }
     if sweep:  # fusion and weights compared on the dev set (README design notes)
         backends = {
-            f"{fusion} keyword {kw}": HybridRecallBackend(
-                db, encoder, fusion=fusion, weights=(kw, 1.0))
-            for fusion in ("rrf", "normalised") for kw in (0.25, 0.5, 0.75, 1.0)
+            f"rrf k={k} keyword {kw}": HybridRecallBackend(
+                db, encoder, fusion="rrf", weights=(kw, 1.0), rrf_k=k)
+            for k in (10, 60) for kw in (0.5, 1.0)
         }
+        backends.update({
+            f"normalised keyword {kw}": HybridRecallBackend(
+                db, encoder, fusion="normalised", weights=(kw, 1.0))
+            for kw in (0.25, 0.5, 1.0)
+        })
+        backends["semantic"] = SemanticRecallBackend(db, encoder)
     for backend in backends.values():  # warm: indexes built, model loaded
         await ask(backend, RecallRequest(("agent:triage",), "warm up", (), LIMIT))
     metrics = await evaluate(backends, questions, rounds)
     await db.close()
-    print(f"{'recall':24} {'hit@5':>6} {'hit@10':>6} {'rec@5':>6} {'rec@10':>6} "
+    print(f"{'recall':30} {'hit@5':>6} {'hit@10':>6} {'rec@5':>6} {'rec@10':>6} "
           f"{'p50 ms':>7} {'p95 ms':>7}")
     for name, m in metrics.items():
-        print(f"{name:24} {m['hit@5']:>6.3f} {m['hit@10']:>6.3f} {m['recall@5']:>6.3f} "
+        print(f"{name:30} {m['hit@5']:>6.3f} {m['hit@10']:>6.3f} {m['recall@5']:>6.3f} "
               f"{m['recall@10']:>6.3f} {m['p50 ms']:>7.2f} {m['p95 ms']:>7.2f}")
     for name, m in metrics.items():
         print(f"  {name}: hit@10 by type {m['hit@10 by type']}")

@@ -59,10 +59,12 @@ ECHO_PENALTY = 0.25
 MODE_ALL_WORDS = "all words"
 MODE_ANY_WORD = "any word"
 
-# Hybrid recall: reciprocal-rank fusion constant and the weight of each ranking.
-RRF_K = 60
-KEYWORD_WEIGHT = 1.0
+# Hybrid recall: the weight of each ranking in the fused score (normalised score fusion, chosen
+# over reciprocal-rank fusion on the dev set: bench/bench_recall_quality.py --sweep), and the
+# reciprocal-rank constant for RRF.
+KEYWORD_WEIGHT = 0.5
 SEMANTIC_WEIGHT = 1.0
+RRF_K = 60
 
 # Function words carry no topic; recall and the sentence fallback drop them.
 _STOP_WORDS_TEXT = (
