@@ -13,6 +13,7 @@ from store.database import Database
 from store.errors import InvalidInputError
 from store.memory import MemoryStore
 from store.search_policy import bm25, idf, index_terms
+from store.workspace import Workspace
 
 NS = "workflow:code-review"
 
@@ -167,3 +168,18 @@ async def test_a_long_lived_index_follows_decisions_and_new_notes(memory: Memory
     for index in range(2_100):  # enough to merge the delta segment into the arrays
         await memory.save_note("workflow:bulk", f"deploy bulk {index}")
     assert len(await memory.search_notes("deploy bulk", limit=1000)) == 1000
+
+
+async def test_an_index_sees_what_another_connection_writes(
+    memory: MemoryStore, workspace: Workspace
+) -> None:
+    await memory.save_note(NS, "deploy with blue green", note_id="old")
+    assert [h.note.id for h in await memory.search_notes("deploy")] == ["old"]
+    async with await MemoryStore.open(workspace) as other:  # another process would do the same
+        await other.save_note(NS, "deploy with canary", note_id="new", supersedes=["old"])
+        await other.save_note(NS, "deploy on fridays", note_id="late", status="pending")
+    assert [h.note.id for h in await memory.search_notes("deploy")] == ["new"]
+    async with await MemoryStore.open(workspace) as other:
+        await other.accept_note("late")
+        await other.reject_note("new")
+    assert sorted(h.note.id for h in await memory.search_notes("deploy")) == ["late", "old"]
