@@ -33,6 +33,7 @@ from store.facts import Fact
 from store.memory import MemoryStore
 from store.notes import Note
 from tui.actions.feedback import write_safely
+from tui.cli.background import embed_in_background
 from tui.format import literal
 from tui.modals import ConfirmDialog, FactEditor, NewFactForm, reject_note_dialog
 from tui.run_control import host_for
@@ -498,6 +499,7 @@ class MemoryScreen(LiveScreen):
         )
         if saved is not None:
             self.app.notify(f"Saved {saved.namespace} / {saved.key}.", markup=False)
+            embed_in_background(memory.db.workspace)  # semantic vector, when installed
         await self.refresh_data()
 
     @work(group="memory-action", exclusive=True)
@@ -514,6 +516,7 @@ class MemoryScreen(LiveScreen):
         if saved is None:
             return
         self.app.notify(f"Saved {saved.namespace} / {saved.key}.", markup=False)
+        embed_in_background(memory.db.workspace)  # semantic vector, when installed
         self._active = "facts"
         await self.refresh_data()
         self.facts_table.select_key(fact_row_key(saved.namespace, saved.key))
