@@ -410,8 +410,8 @@ def _score_bank(
         dense = np.zeros(bank.size, dtype=np.float32)
         matches = np.zeros(bank.size, dtype=np.int8)
         for term, (docs, tfs) in lists.items():
-            dense[docs] += _contribution(bank, docs, tfs, weights[term], average)
-            matches[docs] += 1
+            np.add.at(dense, docs, _contribution(bank, docs, tfs, weights[term], average))
+            np.add.at(matches, docs, 1)
         candidates = np.flatnonzero(mask & (matches == len(lists)))
         scores = dense[candidates]
     elif query.require_all:
@@ -438,7 +438,7 @@ def _score_bank(
         for term, (docs, tfs) in lists.items():
             if docs.shape[0] == 0:
                 continue
-            dense[docs] += _contribution(bank, docs, tfs, weights[term], average)
+            np.add.at(dense, docs, _contribution(bank, docs, tfs, weights[term], average))
             if strong is not None and term not in weak:
                 strong[docs] = True
         allowed = mask & (dense > 0)
