@@ -406,14 +406,9 @@ def _score_bank(
     lists = {term: bank.postings(term) for term in query.terms}
     shortest = min((docs.shape[0] for docs, _ in lists.values()), default=0)
     if query.require_all and len(lists) > 1 and shortest > bank.size // 16:
-        # Every list is long: counting matches in a dense array beats binary searches.
-        dense = np.zeros(bank.size, dtype=np.float32)
-        matches = np.zeros(bank.size, dtype=np.int8)
-        for term, (docs, tfs) in lists.items():
-            np.add.at(dense, docs, _contribution(bank, docs, tfs, weights[term], average))
-            np.add.at(matches, docs, 1)
-        candidates = np.flatnonzero(mask & (matches == len(lists)))
-        scores = dense[candidates]
+        # Every list is long: walk the shortest one best-first, stop when nothing left can
+        # reach the current best (see _walk_every_word).
+        candidates, scores = _walk_every_word(bank, mask, query, lists, weights, average)
     elif query.require_all:
         if shortest == 0:
             return []
@@ -432,20 +427,38 @@ def _score_bank(
             where = np.searchsorted(docs, candidates)
             scores += _contribution(bank, candidates, tfs[where], weights[term], average)
     else:
-        dense = np.zeros(bank.size, dtype=np.float32)
-        strong = np.zeros(bank.size, dtype=bool) if query.guard else None
         weak = weak_terms(stats.df, stats.notes) if query.guard else frozenset()
-        for term, (docs, tfs) in lists.items():
-            if docs.shape[0] == 0:
-                continue
-            np.add.at(dense, docs, _contribution(bank, docs, tfs, weights[term], average))
-            if strong is not None and term not in weak:
-                strong[docs] = True
-        allowed = mask & (dense > 0)
-        if strong is not None:
-            allowed &= strong
-        candidates = np.flatnonzero(allowed)
-        scores = dense[candidates]
+        strong_postings = sum(docs.shape[0] for t, (docs, _) in lists.items() if t not in weak)
+        if query.guard and strong_postings <= bank.size // 16:
+            # Only notes holding a strong term are admitted: score just those, looking the
+            # weak terms up by binary search instead of walking their long lists.
+            strong_docs = [docs for t, (docs, _) in lists.items() if t not in weak]
+            candidates = np.unique(np.concatenate(strong_docs)) if strong_docs else (
+                np.zeros(0, dtype=np.int32))
+            candidates = candidates[mask[candidates]]
+            scores = np.zeros(candidates.shape[0], dtype=np.float32)
+            for term, (docs, tfs) in lists.items():
+                if docs.shape[0] == 0 or candidates.shape[0] == 0:
+                    continue
+                where = np.minimum(np.searchsorted(docs, candidates), docs.shape[0] - 1)
+                has = docs[where] == candidates
+                tf = np.where(has, tfs[where], np.float32(0))
+                scores += np.where(
+                    has, _contribution(bank, candidates, tf, weights[term], average), 0)
+        else:
+            dense = np.zeros(bank.size, dtype=np.float32)
+            strong = np.zeros(bank.size, dtype=bool) if query.guard else None
+            for term, (docs, tfs) in lists.items():
+                if docs.shape[0] == 0:
+                    continue
+                np.add.at(dense, docs, _contribution(bank, docs, tfs, weights[term], average))
+                if strong is not None and term not in weak:
+                    strong[docs] = True
+            allowed = mask & (dense > 0)
+            if strong is not None:
+                allowed &= strong
+            candidates = np.flatnonzero(allowed)
+            scores = dense[candidates]
     if candidates.shape[0] == 0:
         return []
     want = query.limit + (ECHO_HEADROOM if query.echo_text is not None else 0)
@@ -470,6 +483,88 @@ def _score_bank(
         ranked.append(Ranked(int(rowids[position]), bank.namespace_of(doc),
                              float(scores[position]), tuple(matched)))
     return ranked
+
+
+WALK_BLOCK = 1024
+
+
+def _walk_every_word(
+    bank: BankIndex,
+    mask: np.ndarray,
+    query: _Query,
+    lists: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    weights: Mapping[str, float],
+    average: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidates and exact scores that contain the best notes holding every term, when every
+    posting list is long (a threshold walk).
+
+    Every answer holds the shortest list's term, so that list's postings are walked in
+    impact order: per term frequency, shortest note first (:meth:`BankIndex.impact_order`).
+    Each block looks the other terms up by binary search. A note later in a group is at least
+    as long as the block's first, so no unseen note of the group can score more than that
+    frequency's contribution at that length plus every other term's largest contribution at
+    that length; once this bound falls below the current ``want``-th best score the group is
+    done. The delta segment's postings are scored in full (they are few).
+    """
+    want = query.limit + (ECHO_HEADROOM if query.echo_text is not None else 0)
+    walk = min(query.terms, key=lambda t: lists[t][0].shape[0])
+    others = [t for t in query.terms if t != walk]
+    tf_max = {t: float(lists[t][1].max()) for t in others}
+    pool_docs: list[np.ndarray] = []
+    pool_scores: list[np.ndarray] = []
+    kth = -np.inf
+
+    def score(docs: np.ndarray, tfs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        total = _contribution(bank, docs, tfs, weights[walk], average)
+        keep = np.ones(docs.shape[0], dtype=bool)
+        for term in others:
+            term_docs, term_tfs = lists[term]
+            where = np.minimum(np.searchsorted(term_docs, docs), term_docs.shape[0] - 1)
+            has = term_docs[where] == docs
+            keep &= has
+            total = total + _contribution(bank, docs, np.where(has, term_tfs[where], 1),
+                                          weights[term], average)
+        return docs[keep], total[keep]
+
+    def add(docs: np.ndarray, scores: np.ndarray) -> float:
+        pool_docs.append(docs)
+        pool_scores.append(scores)
+        everything = np.concatenate(pool_scores)
+        if everything.shape[0] < want:
+            return -np.inf
+        return float(np.partition(everything, everything.shape[0] - want)[
+            everything.shape[0] - want])
+
+    if bank.has_base_postings(walk):
+        docs, tfs, starts, ends = bank.impact_order(walk)
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            frequency = tfs[start]
+            for block in range(start, end, WALK_BLOCK):
+                first = docs[block:block + 1]
+                bound = float(_contribution(bank, first, tfs[block:block + 1],
+                                            weights[walk], average)[0])
+                bound += sum(float(_contribution(bank, first, np.asarray([tf_max[t]], dtype=np.float32),
+                                                 weights[t], average)[0]) for t in others)
+                if bound < kth:
+                    break
+                chunk = docs[block:min(end, block + WALK_BLOCK)]
+                chunk = chunk[mask[chunk]]
+                if chunk.shape[0]:
+                    found, found_scores = score(chunk, np.full(chunk.shape[0], frequency,
+                                                               dtype=np.float32))
+                    if found.shape[0]:
+                        kth = max(kth, add(found, found_scores))
+    extra = bank.delta.get(bank.vocabulary[walk])
+    if extra:
+        delta_docs = np.asarray(extra[0], dtype=np.int32)
+        keep = mask[delta_docs]
+        found, found_scores = score(delta_docs[keep],
+                                    np.asarray(extra[1], dtype=np.float32)[keep])
+        add(found, found_scores)
+    if not pool_docs:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+    return np.concatenate(pool_docs), np.concatenate(pool_scores)
 
 
 def _best_of_one_term(

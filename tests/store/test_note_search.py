@@ -12,7 +12,8 @@ from store.clock import ManualClock
 from store.database import Database
 from store.errors import InvalidInputError
 from store.memory import MemoryStore
-from store.search_policy import bm25, idf, index_terms
+from store.search_policy import bm25, idf, index_terms, weak_terms
+from store.term_index import index_for
 from store.workspace import Workspace
 
 NS = "workflow:code-review"
@@ -103,14 +104,31 @@ async def test_scores_are_exact_bm25_over_the_banks_live_notes(memory: MemorySto
     # Another bank full of "parser" must not change this bank's statistics.
     for index in range(50):
         await memory.save_note("workflow:other", "parser parser", note_id=f"o{index}")
-    for query in ("test", "parser", "test fix", "flaky parser"):
+    for query in ("test", "parser", "test fix", "flaky parser", "test fix module cache"):
         terms = tuple(index_terms(query))
         expected = exact_bm25(live, terms)
-        hits = await memory.search_notes(query, namespace=NS, limit=1000)
-        got = {h.note.id: h.score for h in hits if h.mode == "all words"}
-        assert got.keys() == expected.keys()
-        for note_id, score in expected.items():
-            assert got[note_id] == pytest.approx(score, rel=1e-5)
+        for limit in (1000, 3):
+            hits = await memory.search_notes(query, namespace=NS, limit=limit)
+            got = {h.note.id: h.score for h in hits if h.mode == "all words"}
+            best = sorted(expected.values(), reverse=True)[:limit]
+            assert sorted(got.values(), reverse=True) == pytest.approx(best, rel=1e-5)
+            for note_id, score in got.items():
+                assert score == pytest.approx(expected[note_id], rel=1e-5)
+    # Any word, with the weak-match guard (recall's ranking): "test" and "fix" are weak here.
+    index = index_for(memory.db)
+    for query in ("test flaky", "fix lint parser", "test fix"):
+        terms = tuple(index_terms(query))
+        docs = {note_id: index_terms(body) for note_id, body in live.items()}
+        df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
+        weak = weak_terms(df, len(docs))
+        average = sum(map(len, docs.values())) / len(docs)
+        weights = {t: idf(df[t], len(docs)) for t in terms}
+        expected = {note_id: bm25(doc, weights, average) for note_id, doc in docs.items()
+                    if any(t in doc and t not in weak for t in terms)}
+        found = await memory.db.run_read(lambda c, t=terms: index.search(
+            c, [NS], t, limit=5, require_all=False, guard=True))
+        best = sorted(expected.values(), reverse=True)[:5]
+        assert sorted((r.score for r in found), reverse=True) == pytest.approx(best, rel=1e-5)
 
 
 async def test_word_forms_meet_through_stemming(memory: MemoryStore) -> None:
