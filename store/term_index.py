@@ -17,8 +17,15 @@ rowid than any seen (notes are append-only) and the ``note_changes`` log written
 (status decisions, new supersession edges). New notes land in a small delta segment that is
 merged into the arrays when it grows.
 
-A bank is built on its first search in a process (about a second per 100k notes); a
-long-running process (engine, dashboard, ``tether mcp``) pays that once.
+Cost by query shape (all exact): one term reads the first few admitted notes of each
+term-frequency group of its postings, ordered by note length (BM25 only falls along them);
+every word with a short list intersects it with the others by binary search; every word with
+only long lists walks the shortest best-first until a length bound says nothing better is
+left; any word accumulates into a dense array, or, when the weak-match guard admits only
+notes holding a rarer term, scores just those.
+
+A bank is built on its first search in a process (about 3 s per 100k notes on this machine);
+a long-running process (engine, dashboard, ``tether mcp``) pays that once.
 """
 
 from __future__ import annotations
