@@ -551,8 +551,11 @@ def _walk_every_word(
                 first = docs[block:block + 1]
                 bound = float(_contribution(bank, first, tfs[block:block + 1],
                                             weights[walk], average)[0])
-                bound += sum(float(_contribution(bank, first, np.asarray([tf_max[t]], dtype=np.float32),
-                                                 weights[t], average)[0]) for t in others)
+                bound += sum(
+                    float(_contribution(bank, first, np.asarray([tf_max[t]], dtype=np.float32),
+                                        weights[t], average)[0])
+                    for t in others
+                )
                 if bound < kth:
                     break
                 chunk = docs[block:min(end, block + WALK_BLOCK)]
