@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +11,11 @@ import pytest
 from store.clock import ManualClock
 from store.database import Database
 from store.workspace import Workspace
+
+# `notes add` and `memory set` start a detached embedder when the semantic extra is installed;
+# the suite writes thousands of records from subprocesses, so only the tests of that behaviour
+# turn it back on (tests/cli/test_semantic_cli.py).
+os.environ.setdefault("TETHER_NO_BACKGROUND_EMBED", "1")
 
 
 @pytest.fixture

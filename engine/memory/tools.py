@@ -35,8 +35,8 @@ from engine.memory.config import (
     SOURCE_VALUES,
     MemoryConfig,
     validate_tags,
-    write_tags,
 )
+from engine.memory.tag_rules import write_tags_for
 from store.errors import TetherError
 
 if TYPE_CHECKING:
@@ -198,8 +198,9 @@ def build_memory_tools(
             content = _text_argument(arguments, "content", MAX_CONTENT_CHARS)
             bank = arguments.get("bank")
             (namespace,) = config.namespace_of(bank)[:1]
-            tags = write_tags(
-                config.tags, _list_argument(arguments, "tags", MAX_TOOL_TAGS), "reflection"
+            tags = write_tags_for(
+                namespace, config.tags, _list_argument(arguments, "tags", MAX_TOOL_TAGS),
+                "reflection",
             )
             supersedes = [
                 str(i) for i in _list_argument(arguments, "supersedes", MAX_SUPERSEDES)
@@ -220,6 +221,7 @@ def build_memory_tools(
         except TetherError as error:
             await event({"tool": "remember", "ok": False, "error": str(error)})
             return {"ok": False, "error": str(error)}
+        runtime.written()
         await event(
             {
                 "tool": "remember",

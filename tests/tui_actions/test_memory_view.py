@@ -288,6 +288,8 @@ async def test_search_and_filter(make_app: MakeApp, seeded: Seeded) -> None:
         await pilot.press("s", *"lint", "enter")
         await until(pilot, lambda: set(screen.notes_table.keys) == {
             note_row_key(seeded.rule), note_row_key(seeded.lesson_b)}, "search results")
+        banner = str(screen.query_one("#memory-search-banner", Static).render())
+        assert "(all words)" in banner and "recall: " in banner  # which search, which recall
         await pilot.press("s", "ctrl+u", "enter")  # empty search: everything again
         await until(pilot, lambda: len(screen.notes_table.keys) == 4, "all notes")
         await pilot.press("slash", *"helix", "enter")

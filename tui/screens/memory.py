@@ -33,6 +33,7 @@ from store.facts import Fact
 from store.memory import MemoryStore
 from store.notes import Note
 from tui.actions.feedback import write_safely
+from tui.cli.background import embed_in_background
 from tui.format import literal, plural
 from tui.modals import (
     ConfirmDialog,
@@ -63,6 +64,14 @@ from tui.screens.memory_render import (
 )
 from tui.tailing import Batch
 from tui.widgets.keyed_table import KeyedTable
+
+
+def recall_line() -> str:
+    """Which recall tasks get (hybrid or keyword), without loading the model."""
+    from engine.memory.encoder import describe
+
+    return str(describe()["line"])
+
 
 FACTS_LIMIT = 1_000
 """Facts read per refresh (the view is a window; ``tether memory list`` shows everything)."""
@@ -230,6 +239,7 @@ class MemoryScreen(LiveScreen):
         self._namespace_facts: dict[str, list[Fact]] = {}
         self._book = NoteBook()
         self._search = ""
+        self._search_mode = ""  # which note search answered: all words or any word
         self._active = "facts"
         self._memory: MemoryStore | None = None
         self._problem: str | None = None
@@ -403,16 +413,18 @@ class MemoryScreen(LiveScreen):
         banner = self.query_one("#memory-search-banner", Static)
         banner.set_class(bool(self._search), "-visible")
         banner.update(Text.assemble("search: ", (self._search, "bold"),
-                                    f" — {plural(len(book.notes), 'note')}; s to change, "
-                                    "empty to clear"))
+                                    f" — {plural(len(book.notes), 'note')} "
+                                    f"({self._search_mode}); {recall_line()}; "
+                                    "s to change, empty to clear"))
         self.update_chrome()
 
     async def _read_notes(self, memory: MemoryStore) -> NoteBook:
         if self._search:
-            hits = await memory.search_notes(
+            found = await memory.search_notes_with_mode(
                 self._search, status="any", include_superseded=True, limit=SEARCH_LIMIT
             )
-            notes = [hit.note for hit in hits]
+            self._search_mode = found.mode
+            notes = [hit.note for hit in found.hits]
         else:
             notes = await memory.list_notes(
                 status="pending", include_superseded=True, limit=PENDING_LIMIT
@@ -625,6 +637,7 @@ class MemoryScreen(LiveScreen):
         )
         if saved is not None:
             self.app.notify(f"Saved {saved.namespace} / {saved.key}.", markup=False)
+            embed_in_background(memory.db.workspace)  # semantic vector, when installed
         await self.refresh_data()
 
     @work(group="memory-action", exclusive=True)
@@ -641,6 +654,7 @@ class MemoryScreen(LiveScreen):
         if saved is None:
             return
         self.app.notify(f"Saved {saved.namespace} / {saved.key}.", markup=False)
+        embed_in_background(memory.db.workspace)  # semantic vector, when installed
         self._active = "facts"
         await self.refresh_data()
         self.facts_table.select_key(fact_row_key(saved.namespace, saved.key))
