@@ -3,6 +3,10 @@
 Resolution order: an explicit ``--workspace DIR``, then ``TETHER_WORKSPACE``, then the first
 ``.tether/`` found walking up from the current directory (like git finds ``.git``), and finally
 ``./.tether`` when none exists. The folder is only created on the first write, owner-only.
+
+Two forms people reach for are accepted as well: a named folder that holds no ``tether.db`` but
+a ``.tether/`` with one (the project folder) means that ``.tether/``; and walking up stops at a
+folder that is itself a workspace (holds ``tether.db``, as ``tether-demo/`` does).
 """
 
 from __future__ import annotations
@@ -63,13 +67,25 @@ def make_private_dirs(folder: Path) -> None:
 
 
 def find_workspace_root(start: Path) -> Path | None:
-    """Return the nearest ``.tether`` folder at or above ``start``, or None."""
+    """Return the nearest workspace at or above ``start`` (a ``.tether`` folder, or a folder
+    holding ``tether.db`` itself), or None."""
     current = start.resolve()
     for folder in (current, *current.parents):
         candidate = folder / WORKSPACE_DIRNAME
         if candidate.is_dir():
             return candidate
+        if (folder / DATABASE_FILENAME).is_file():
+            return folder
     return None
+
+
+def named_workspace(folder: Path) -> Path:
+    """The workspace a person named: ``folder`` itself, or its ``.tether/`` when ``folder`` is
+    a project folder (no ``tether.db`` of its own, a ``.tether/`` holding one)."""
+    inner = folder / WORKSPACE_DIRNAME
+    if not (folder / DATABASE_FILENAME).exists() and (inner / DATABASE_FILENAME).is_file():
+        return inner
+    return folder
 
 
 def resolve_workspace(
@@ -81,10 +97,10 @@ def resolve_workspace(
     """Pick the workspace folder following the documented resolution order."""
     env = os.environ if environ is None else environ
     if explicit:
-        return Workspace(Path(explicit).expanduser().resolve())
+        return Workspace(named_workspace(Path(explicit).expanduser().resolve()))
     from_env = env.get(ENV_VAR)
     if from_env:
-        return Workspace(Path(from_env).expanduser().resolve())
+        return Workspace(named_workspace(Path(from_env).expanduser().resolve()))
     here = (cwd or Path.cwd()).resolve()
     found = find_workspace_root(here)
     return Workspace(found if found is not None else here / WORKSPACE_DIRNAME)

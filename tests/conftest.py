@@ -4,6 +4,7 @@ only on request (``--run-slow``; ``.ci/run`` runs them as a step of their own)."
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import traceback
@@ -17,6 +18,11 @@ import pytest
 from store.clock import ManualClock
 from store.database import Database, forget_database, open_databases
 from store.workspace import Workspace
+
+# `notes add` and `memory set` start a detached embedder when the semantic extra is installed;
+# the suite writes thousands of records from subprocesses, so only the tests of that behaviour
+# turn it back on (tests/cli/test_semantic_cli.py).
+os.environ.setdefault("TETHER_NO_BACKGROUND_EMBED", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 _original_init = aiosqlite.core.Connection.__init__

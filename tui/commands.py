@@ -19,7 +19,7 @@ from tui.format import visible
 
 if TYPE_CHECKING:
     from store.dashboard import RunRow
-    from tui.app import TetherApp
+from tui.app_api import DashboardApp, dashboard
 
 
 def run_label(run: RunRow) -> str:
@@ -43,12 +43,8 @@ class RunsProvider(Provider):
     """Open any run the dashboard has listed, by id, workflow or status."""
 
     @property
-    def _tether(self) -> TetherApp:
-        from tui.app import TetherApp
-
-        app = self.app
-        assert isinstance(app, TetherApp)
-        return app
+    def _tether(self) -> DashboardApp:
+        return dashboard(self.app)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
