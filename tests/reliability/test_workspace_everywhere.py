@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ import pytest
 from cli_harness import Outcome, run_cli
 from storage_support import REPO_ROOT, sqlite_dump, tether
 
+from engine.memory.encoder import semantic_available
 from store.clock import SYSTEM_CLOCK
 from store.memory import MemoryStore
 from store.runs import RunStore
@@ -76,6 +78,14 @@ def expect(text: str) -> Callable[[Outcome, Path], None]:
     return check
 
 
+def _vectors(root: Path) -> int:
+    conn = sqlite3.connect(f"file:{root / 'tether.db'}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0])
+    finally:
+        conn.close()
+
+
 def _notes(root: Path, status: str = "any") -> dict[str, str]:
     listed = tether(root, "notes", "list", "--status", status, "--format", "json")
     return {n["id"]: n["status"] for n in json.loads(listed.stdout)}
@@ -111,8 +121,14 @@ CASES = {
                   lambda o, r: None if runs(r)["r-target-bad"]["status"] == "handed-off"
                   else pytest.fail("clear")),
     "doctor": Case(("doctor",), expect("target")),
+    "notes import": Case(("notes", "import", "{notes}"),
+                         lambda o, r: None if "imported" in _notes(r) else pytest.fail()),
+    "memory status": Case(("memory", "status"), lambda o, r: None),  # reads only: decoy check
+    "memory reindex": Case(("memory", "reindex"),
+                           lambda o, r: None if _vectors(r) > 0 else pytest.fail("reindex")),
 }
-SEPARATE = {"tui", "demo", "mcp"}  # tested below: a terminal, a subprocess, an MCP client
+NEEDS_SEMANTIC = {"memory reindex"}
+SEPARATE = {"tui", "demo", "mcp", "serve"}  # tested below: a terminal, subprocesses, MCP
 
 
 def every_command() -> set[str]:
@@ -138,6 +154,9 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Pat
     base = tmp_path_factory.mktemp("templates")
     workflow = base / "tiny.py"
     workflow.write_text(WORKFLOW)
+    (base / "notes.jsonl").write_text(
+        json.dumps({"namespace": "user:t", "body": "an imported note", "id": "imported"}) + "\n"
+    )
     import asyncio
 
     asyncio.run(seed(base / "target", "target", workflow))
@@ -154,7 +173,8 @@ def fresh(templates: tuple[Path, Path, Path], where: Path) -> tuple[Path, Path, 
 
 
 def arguments(case: Case, way: str, target: Path, workflow: Path) -> tuple[list[str], dict]:
-    args = [a.replace("{workflow}", str(workflow)) for a in case.args]
+    args = [a.replace("{workflow}", str(workflow))
+            .replace("{notes}", str(workflow.with_name("notes.jsonl"))) for a in case.args]
     if way == "after":
         return [*args, "--workspace", str(target)], {}
     if way == "before":
@@ -167,6 +187,8 @@ def arguments(case: Case, way: str, target: Path, workflow: Path) -> tuple[list[
 def test_every_command_uses_the_named_workspace(
     name: str, way: str, templates: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
+    if name in NEEDS_SEMANTIC and not semantic_available():
+        pytest.skip("semantic recall is not installed: pip install 'tether[semantic]'")
     target, project, decoy = fresh(templates, tmp_path)
     args, env = arguments(CASES[name], way, target, templates[2])
     outcome = run_cli(args, cwd=project, env=env)
@@ -236,4 +258,19 @@ async def test_the_mcp_server_uses_the_named_workspace(
         assert not result.is_error
     listed = tether(target, "notes", "list", "--status", "pending", "--format", "json")
     assert "remembered through MCP" in listed.stdout
+    assert sqlite_dump(project / ".tether" / "tether.db") == decoy
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_serve_refuses_a_named_workspace_that_does_not_exist_instead_of_the_nearest(
+    way: str, templates: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """`tether serve` listens until stopped, so the check is that it names the workspace it
+    was told about: a missing one is refused (exit 1), and the decoy beside it is not served."""
+    _, project, decoy = fresh(templates, tmp_path)
+    missing = tmp_path / "not-there"
+    args, env = arguments(Case(("serve", "--port", "0"), expect("")), way, missing, templates[2])
+    result = tether(None, *args, cwd=project, env=env, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert str(missing) in result.stderr and "decoy" not in result.stderr
     assert sqlite_dump(project / ".tether" / "tether.db") == decoy

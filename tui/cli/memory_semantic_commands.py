@@ -19,7 +19,7 @@ from engine.memory.semantic import Embedder
 from store.errors import TetherError
 from store.sql import vectors as vector_sql
 from tui.cli.background import embedder_lock
-from tui.cli.common import format_option, print_json, run_async, workspace_option
+from tui.cli.common import format_option, print_json, reading, run_async, workspace_option
 from tui.cli.memory_commands import chosen_workspace, memory, open_store
 
 
@@ -74,10 +74,11 @@ async def status_command(workspace_dir: str | None, output_format: str) -> None:
     state = describe()
     vectors = 0
     workspace = chosen_workspace(workspace_dir)
-    if workspace.exists() and semantic_available():
-        async with open_store(workspace, create=False) as store:
-            vectors = int(await store.db.fetch_value(
-                vector_sql.COUNT_VECTORS, {"model": state["model"]}) or 0)
+    if semantic_available():
+        async with reading(workspace) as db:  # read-only: a status never changes anything
+            if db is not None:
+                vectors = int(await db.fetch_value(
+                    vector_sql.COUNT_VECTORS, {"model": state["model"]}) or 0)
     if output_format == "json":
         print_json({**state, "vectors": vectors})
         return
