@@ -64,14 +64,25 @@ async def settled(pilot: Pilot[None], app: TetherApp, name: str) -> str:
         widget.cursor_blink = False
     for area in app.screen.query(TextArea):
         area.cursor_blink = False
-    previous = ""
-    for _ in range(20):
+    # Background work first (views warmed off screen, navigation): on a busy machine two
+    # captures 150 ms apart can agree while a repaint is still queued behind it.
+    await until(pilot, lambda: not background_work(app), "background work to finish", 600)
+    previous, agreeing = "", 0
+    for _ in range(40):
         await pilot.pause(0.15)
         svg = normalise(app.export_screenshot(title=f"tether — {name}"))
-        if svg == previous:
+        agreeing = agreeing + 1 if svg == previous else 0
+        if agreeing == 2:  # three captures in a row agree
             return svg
         previous = svg
     return previous
+
+
+def background_work(app: TetherApp) -> bool:
+    """True while the app warms views or navigates in a worker."""
+    return any(
+        worker.group in ("warm", "navigate") and not worker.is_finished for worker in app.workers
+    )
 
 
 class Walk:
