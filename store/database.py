@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from store.backend import Database
 from store.clock import SYSTEM_CLOCK, Clock
 from store.errors import NotFoundError, WorkspaceError
 from store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -87,8 +88,10 @@ def inspect_database_file(path: Path) -> int:
     return int(version)
 
 
-class Database:
-    """An open workspace database shared by the memory store and the run records."""
+class SqliteDatabase(Database):
+    """A workspace database in one SQLite file (WAL): the embedded default."""
+
+    backend = "sqlite"
 
     def __init__(
         self, conn: aiosqlite.Connection, workspace: Workspace, clock: Clock
@@ -110,7 +113,7 @@ class Database:
         *,
         create: bool = True,
         clock: Clock = SYSTEM_CLOCK,
-    ) -> Database:
+    ) -> SqliteDatabase:
         """Open (and, when ``create`` is true, create and migrate) the workspace database.
 
         Raises:
@@ -183,12 +186,6 @@ class Database:
             self._direct.close()
             self._direct = None
         await self._conn.close()
-
-    async def __aenter__(self) -> Database:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -106,6 +106,12 @@ def scored_words(text: str) -> list[str]:
     return _WORD.findall(fold(text[:SCORED_CHARS]))
 
 
+def index_words(text: str) -> list[str]:
+    """Every folded word of ``text`` in order, as the full-text index holds them (the
+    PostgreSQL backend builds its ``tsvector`` from these)."""
+    return _WORD.findall(fold(text))
+
+
 def _distinct_terms(text: str, keep: Callable[[str], bool]) -> tuple[str, ...]:
     terms: list[str] = []
     for word in _WORD.findall(text.replace("\x00", " ")):

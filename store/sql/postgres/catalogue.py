@@ -1,0 +1,150 @@
+"""The statement catalogue: every SQLite statement text paired with its PostgreSQL twin.
+
+The store modules name statements from the SQLite modules of ``store/sql/``. For a PostgreSQL
+workspace, :class:`store.postgres.PgConnection` looks each text up here. Pairs are found by name:
+``store.sql.<area>.NAME`` and ``store.sql.postgres.<area>.NAME``. Statements built by functions
+from a few flags (note filters, search shapes) are paired by calling both modules' functions
+with every combination of those flags.
+
+A SQLite statement without a twin is not guessed at: running it on PostgreSQL raises
+:class:`StatementMissing` naming it, so a statement added on one side shows up in the contract
+tests at once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+from collections.abc import Callable, Iterator
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from store.errors import TetherError
+from store.sql.postgres.statement import Twin
+
+AREAS = (
+    "memory",
+    "recall",
+    "runs",
+    "events",
+    "calls",
+    "guard",
+    "task_cache",
+    "memory_blocks",
+)
+
+PgStatement = str | Twin
+
+
+class StatementMissing(TetherError):
+    """A SQLite statement has no PostgreSQL twin (a programming error, exit code 3)."""
+
+    exit_code = 3
+
+
+def _flag_combinations(names: tuple[str, ...]) -> Iterator[dict[str, bool]]:
+    for values in itertools.product((False, True), repeat=len(names)):
+        yield dict(zip(names, values, strict=True))
+
+
+_FILTER_FLAGS = ("namespace", "namespace_kind", "statuses", "include_superseded", "kind")
+
+
+def _memory_builders(lite: ModuleType, pg: ModuleType) -> Iterator[tuple[str, str, Any]]:
+    for flags in _flag_combinations(_FILTER_FLAGS):
+        lite_where, pg_where = lite.note_filter(**flags), pg.note_filter(**flags)
+        for newest_first in (False, True):
+            yield (
+                "list_notes_sql",
+                lite.list_notes_sql(lite_where, newest_first=newest_first),
+                pg.list_notes_sql(pg_where, newest_first=newest_first),
+            )
+        for bm25 in (False, True):
+            yield (
+                "search_notes_sql",
+                lite.search_notes_sql(lite_where, bm25=bm25),
+                pg.search_notes_sql(pg_where, bm25=bm25),
+            )
+
+
+def _recall_builders(lite: ModuleType, pg: ModuleType) -> Iterator[tuple[str, str, Any]]:
+    for flags in _flag_combinations(("with_tags", "newest_pool")):
+        yield "recall_notes_sql", lite.recall_notes_sql(**flags), pg.recall_notes_sql(**flags)
+
+
+BUILDERS: dict[str, Callable[[ModuleType, ModuleType], Iterator[tuple[str, str, Any]]]] = {
+    "memory": _memory_builders,
+    "recall": _recall_builders,
+}
+
+
+def _statements(module: ModuleType) -> Iterator[tuple[str, Any]]:
+    for name, value in vars(module).items():
+        if name.isupper() and isinstance(value, str | tuple | Twin):
+            yield name, value
+
+
+class Catalogue:
+    """SQLite text -> PostgreSQL statement, and SQLite text -> its name (for messages)."""
+
+    def __init__(self) -> None:
+        self.twins: dict[str, PgStatement] = {}
+        self.names: dict[str, str] = {}
+
+    def add(self, name: str, lite: Any, pg: Any) -> None:
+        """Pair one statement (or, for tuples, each of its statements in order)."""
+        if isinstance(lite, tuple):
+            if not isinstance(pg, tuple) or len(pg) != len(lite):
+                return
+            for index, (one, other) in enumerate(zip(lite, pg, strict=True)):
+                self.add(f"{name}[{index}]", one, other)
+            return
+        if not isinstance(lite, str) or not isinstance(pg, str | Twin):
+            return
+        known = self.twins.get(lite)
+        if known is not None and known != pg:
+            raise RuntimeError(f"Two PostgreSQL versions of one SQLite statement ({name}).")
+        self.twins[lite] = pg
+        self.names[lite] = name
+
+    def name_only(self, name: str, lite: Any) -> None:
+        """Remember a statement's name even though it has no twin (for the error message)."""
+        for one in lite if isinstance(lite, tuple) else (lite,):
+            if isinstance(one, str):
+                self.names.setdefault(one, name)
+
+    def lookup(self, text: str) -> PgStatement:
+        """The PostgreSQL statement for ``text``.
+
+        Raises:
+            StatementMissing: a known SQLite statement without a twin, or unknown text that
+                carries SQLite parameter markers.
+        """
+        twin = self.twins.get(text)
+        if twin is not None:
+            return twin
+        name = self.names.get(text)
+        what = name or " ".join(text.split())[:80]
+        raise StatementMissing(
+            f"The statement {what} has no PostgreSQL version in store/sql/postgres/."
+        )
+
+
+@cache
+def catalogue() -> Catalogue:
+    """The catalogue over every area (built once per process)."""
+    built = Catalogue()
+    for area in AREAS:
+        lite = importlib.import_module(f"store.sql.{area}")
+        pg = importlib.import_module(f"store.sql.postgres.{area}")
+        for name, value in _statements(lite):
+            if hasattr(pg, name):
+                built.add(f"{area}.{name}", value, getattr(pg, name))
+            else:
+                built.name_only(f"{area}.{name}", value)
+        builder = BUILDERS.get(area)
+        if builder is not None:
+            for name, lite_text, pg_statement in builder(lite, pg):
+                built.add(f"{area}.{name}", lite_text, pg_statement)
+    return built
