@@ -333,6 +333,8 @@ class DashboardReader:
         self.workspace = workspace
         self._data_version: int | None = None
         self.journal_mode = ""
+        self.read_only = False
+        """True when the workspace may only be read (a read-only PostgreSQL role)."""
 
     @classmethod
     async def open(cls, workspace: Workspace) -> DashboardReader:
@@ -342,6 +344,10 @@ class DashboardReader:
             NotFoundError: the workspace has no database yet.
             WorkspaceError: the file is not a usable Tether database.
         """
+        if workspace.is_shared:
+            from store.pg_dashboard import PgDashboardReader
+
+            return await PgDashboardReader.open(workspace)
         path = workspace.database_path
         if not path.exists():
             raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")

@@ -34,3 +34,10 @@ class ConflictError(TetherError):
     """A write contradicts what is stored (for example re-saving a note id with other content)."""
 
     exit_code = 2
+
+
+class DatabaseUnavailable(TetherError):
+    """The workspace's database server could not complete a request (down, unreachable, the
+    connection dropped). Exit code 3: could not complete."""
+
+    exit_code = 3

@@ -33,7 +33,7 @@ from psycopg_pool import ConnectionPool
 from store.backend import Database, Params
 from store.clock import SYSTEM_CLOCK, Clock
 from store.database_url import redact_url, scrub
-from store.errors import NotFoundError, TetherError, WorkspaceError
+from store.errors import DatabaseUnavailable, NotFoundError, WorkspaceError
 from store.sql import events as lite_events
 from store.sql.postgres import schema
 from store.sql.postgres.catalogue import Catalogue, catalogue
@@ -49,12 +49,6 @@ _RETRY_ATTEMPTS = 8
 _RETRY_BASE_S = 0.01
 _MIGRATION_LOCK = 0x54455448  # "TETH": serialises concurrent migrations of one database
 _RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
-
-
-class DatabaseUnavailable(TetherError):
-    """The PostgreSQL server could not complete a request (down, unreachable). Exit code 3."""
-
-    exit_code = 3
 
 
 # -- rows -------------------------------------------------------------------------------------
@@ -232,8 +226,13 @@ class PostgresDatabase(Database):
         *,
         create: bool = True,
         clock: Clock = SYSTEM_CLOCK,
+        read_only: bool = False,
     ) -> PostgresDatabase:
-        """Connect, check the schema and migrate it (``create``); see :meth:`Database.open`."""
+        """Connect, check the schema and migrate it (``create``); see :meth:`Database.open`.
+
+        With ``read_only`` every session refuses writes (``default_transaction_read_only``):
+        the dashboard's reading connection.
+        """
         url = workspace.database_url
         if not url:
             raise WorkspaceError("This workspace has no database URL.")
@@ -242,6 +241,7 @@ class PostgresDatabase(Database):
             min_size=1,
             max_size=POOL_MAX,
             kwargs={"autocommit": True, "row_factory": row_factory},
+            configure=_read_only_session if read_only else None,
             open=False,
             name="tether",
         )
@@ -251,10 +251,10 @@ class PostgresDatabase(Database):
             await asyncio.to_thread(pool.close)
             raise WorkspaceError(connection_problem(_root_cause(error), url) + ".") from None
         try:
-            schema_name, read_only = await asyncio.to_thread(_inspect, pool)
+            schema_name, role_read_only = await asyncio.to_thread(_inspect, pool)
             db = cls(pool, workspace, clock, schema_name)
-            db.read_only = read_only
-            await asyncio.to_thread(db._check_and_migrate, create)
+            db.read_only = read_only or role_read_only
+            await asyncio.to_thread(db._check_and_migrate, create and not read_only)
         except BaseException:
             await asyncio.to_thread(pool.close)
             raise
@@ -367,6 +367,10 @@ class PostgresDatabase(Database):
                 return work(conn)
 
         return self._in_thread(call)
+
+
+def _read_only_session(conn: psycopg.Connection[Any]) -> None:
+    conn.execute("SET default_transaction_read_only = on")
 
 
 def _inspect(pool: ConnectionPool[Any]) -> tuple[str, bool]:

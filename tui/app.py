@@ -23,6 +23,7 @@ from textual.screen import Screen
 
 from store.clock import SYSTEM_CLOCK, Clock
 from store.dashboard import DashboardReader, RunRow
+from store.errors import DatabaseUnavailable
 from store.workspace import Workspace
 from tui.commands import RunsProvider
 from tui.format import ago, literal
@@ -32,7 +33,7 @@ from tui.screens.memory import MemoryScreen
 from tui.screens.run_detail import RunDetailScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.tokens import TokensScreen
-from tui.tailing import Batch, WorkspaceTailer, wake_ups
+from tui.tailing import Batch, WorkspaceTailer
 
 TICK_S = 1.0
 """How often the status line and time-dependent cells (elapsed, stale) are redrawn."""
@@ -134,7 +135,7 @@ class TetherApp(App[None]):
             await host.close()
 
     async def _watch_loop(self) -> None:
-        async for _ in wake_ups(self.workspace, self._stop):
+        async for _ in self.tailer.wake_ups(self._stop):
             self._wake.set()
 
     async def _tail_loop(self) -> None:
@@ -155,7 +156,7 @@ class TetherApp(App[None]):
         async with self._lock:
             try:
                 batch = await self.tailer.poll()
-            except sqlite3.Error as error:
+            except (sqlite3.Error, DatabaseUnavailable) as error:
                 self.read_problem = f"reading the workspace failed: {error}; retrying"
                 return None
             self.read_problem = None
@@ -180,7 +181,7 @@ class TetherApp(App[None]):
             screen.update_chrome()  # freshness, crumb, and the keys that apply now
         except NoMatches:
             return  # the screen was closed while it was reading
-        except sqlite3.Error as error:
+        except (sqlite3.Error, DatabaseUnavailable) as error:
             self.read_problem = f"reading the workspace failed: {error}; retrying"
             return
         if not self._warm_started:
@@ -268,6 +269,9 @@ class TetherApp(App[None]):
             line.append("❚❚ paused  ", style="bold yellow")
         elif self.reader is None:
             line.append("○ waiting  ", style="yellow")
+        elif self.tailer.link_state == "reconnecting":
+            # Never a stale "live": the listening connection to the database is down.
+            line.append("◌ reconnecting  ", style="bold yellow")
         else:
             line.append("● live  ", style="bold green")
         problem = self.read_problem or self.tailer.problem

@@ -9,6 +9,11 @@ Design (``reference/textual-and-tailing.md`` §3.4):
   debounced) and wakes the poller as soon as a commit lands; a slow timer keeps polling in case
   the file system does not report WAL writes (macOS);
 - :class:`FileTail` follows an artifact log by byte offset, reading only what was appended.
+
+On a PostgreSQL workspace there is no file to watch: :meth:`WorkspaceTailer.wake_ups` listens on
+the workspace's channel (``store/listen.py``, one notification per committed write), and a poll
+only queries when a notification arrived; while the listening connection is down the status
+says "reconnecting" and polls fall back to querying on the slow timer.
 """
 
 from __future__ import annotations
@@ -56,6 +61,10 @@ class WorkspaceTailer:
         self.last_seq = 0
         self.problem: str | None = None
         self._inode: int | None = None
+        self.link_state = ""
+        """For a PostgreSQL workspace: "live" while listening, "reconnecting" while the
+        listening connection is down (polls then query on every tick); empty otherwise."""
+        self._notified = True
 
     async def open(self) -> bool:
         """Open the reader if the database exists; False while it does not (yet)."""
@@ -97,8 +106,46 @@ class WorkspaceTailer:
             self._inode = inode
         return inode != self._inode
 
+    async def wake_ups(self, stop: asyncio.Event) -> AsyncIterator[None]:
+        """Yield once per burst of commits: file events for SQLite, notifications for a
+        PostgreSQL workspace."""
+        if not self.workspace.is_shared:
+            async for _ in wake_ups(self.workspace, stop):
+                yield None
+            return
+        from store.listen import ChangeListener
+        from store.postgres import channel_for
+
+        while self.reader is None and not stop.is_set():
+            # The channel is named after the workspace's schema, known once the reader opened.
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=0.5)
+            except TimeoutError:
+                continue
+        schema = getattr(self.reader, "schema_name", None)
+        if stop.is_set() or schema is None or self.workspace.database_url is None:
+            return
+        listener = ChangeListener(
+            self.workspace.database_url, channel_for(schema), on_state=self._set_link_state
+        )
+        async for _payload in listener.payloads(stop):
+            self._notified = True
+            yield None
+        self.link_state = ""
+
+    def _set_link_state(self, state: str) -> None:
+        self.link_state = state
+        self._notified = True  # poll at once: catch up, or fall back to querying
+
+    def _quiet(self) -> bool:
+        """True when a listening PostgreSQL tail has heard of no commit since the last poll."""
+        return self.link_state == "live" and not self._notified
+
     async def poll(self) -> Batch | None:
         """Return what changed since the last poll, or None when nothing was committed."""
+        if self.reader is not None and self._quiet():
+            return None
+        self._notified = False
         if self.reader is not None and self._replaced():
             await self.close()  # data_version belongs to the old file: start over
         first = self.reader is None

@@ -32,6 +32,7 @@ AREAS = (
     "guard",
     "task_cache",
     "memory_blocks",
+    "dashboard",
 )
 
 PgStatement = str | Twin
@@ -81,7 +82,7 @@ BUILDERS: dict[str, Callable[[ModuleType, ModuleType], Iterator[tuple[str, str, 
 
 def _statements(module: ModuleType) -> Iterator[tuple[str, Any]]:
     for name, value in vars(module).items():
-        if name.isupper() and isinstance(value, str | tuple | Twin):
+        if name.lstrip("_").isupper() and isinstance(value, str | tuple | Twin):
             yield name, value
 
 

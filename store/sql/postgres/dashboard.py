@@ -1,0 +1,124 @@
+"""PostgreSQL twins of :mod:`store.sql.dashboard` (the dashboard's bounded reads), and the
+commit-safe event tail.
+
+Event tail: ``seq`` is handed out when a row is inserted, so a transaction that started earlier
+may commit a smaller ``seq`` after a larger one was read. The tail therefore reads in
+``(tx_id, seq)`` order and only events of transactions older than the oldest one still running
+(``pg_snapshot_xmin``): every later event sorts after the cursor.
+"""
+
+from __future__ import annotations
+
+from store.sql.dashboard import _CALL_COLUMNS, _EVENT_COLUMNS, _HANDOFF_COLUMNS, _RUN_COLUMNS
+
+_SAFE = "tx_id < pg_snapshot_xmin(pg_current_snapshot())"
+
+# (tx_id as text, seq) of the newest event that is safe to have read.
+TAIL_POSITION = f"""
+SELECT tx_id::text, seq FROM events WHERE {_SAFE} ORDER BY tx_id DESC, seq DESC LIMIT 1
+"""
+
+# Events after the cursor (%(xid)s, %(seq)s) in commit-safe order.
+EVENTS_AFTER = f"""
+SELECT {_EVENT_COLUMNS}, tx_id::text AS tx_id FROM events
+WHERE (tx_id, seq) > (%(xid)s::xid8, %(seq)s) AND {_SAFE}
+ORDER BY tx_id, seq LIMIT %(limit)s
+"""
+
+MAX_EVENT_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
+
+EVENTS_SINCE = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > %s ORDER BY seq LIMIT %s"
+
+EVENTS_RECENT = f"SELECT {_EVENT_COLUMNS} FROM events ORDER BY seq DESC LIMIT %s"
+
+RUNS_RECENT = f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at_ms DESC LIMIT %s"
+
+RUN_BY_ID = f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = %s"
+
+RUNS_ACTIVE = f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = 'running' LIMIT %s"
+
+RUNS_BY_ID_LIST = f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ANY(%s)"
+
+NODES_OF_RUN = """
+SELECT run_id, node_id, iteration, state, attempts, cached, depends_on_json, output_json, error,
+       started_at_ms, finished_at_ms, updated_at_ms
+FROM nodes WHERE run_id = %s
+ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
+LIMIT %s
+"""
+
+# Sums of BIGINT are NUMERIC in PostgreSQL: cast back so rows hold ints, as in SQLite.
+NODE_USAGE_OF_RUN = """
+SELECT node_id, iteration, count(*) AS calls,
+       coalesce(sum(input_tokens), 0)::bigint AS input_tokens,
+       coalesce(sum(cache_read_tokens), 0)::bigint AS cache_read_tokens,
+       coalesce(sum(cache_write_tokens), 0)::bigint AS cache_write_tokens,
+       coalesce(sum(output_tokens), 0)::bigint AS output_tokens,
+       coalesce(sum(reasoning_tokens), 0)::bigint AS reasoning_tokens,
+       coalesce(max(context_tokens), 0)::bigint AS max_context_tokens
+FROM calls WHERE run_id = %s
+GROUP BY node_id, iteration
+"""
+
+ATTEMPTS_OF_NODE = """
+SELECT run_id, node_id, iteration, attempt, state, agent, model, prompt, response_text, error,
+       cached, started_at_ms, finished_at_ms, input_tokens, cache_read_tokens,
+       cache_write_tokens, output_tokens, reasoning_tokens
+FROM attempts WHERE run_id = %s AND node_id = %s AND iteration = %s
+ORDER BY attempt
+"""
+
+CALLS_OF_NODE = f"""
+SELECT {_CALL_COLUMNS} FROM calls
+WHERE run_id = %s AND node_id = %s AND iteration = %s
+ORDER BY call_id LIMIT %s
+"""
+
+TOP_CALLS_WORKSPACE = f"SELECT {_CALL_COLUMNS} FROM calls ORDER BY context_tokens DESC LIMIT %s"
+TOP_CALLS_RUN = (
+    f"SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = %s ORDER BY context_tokens DESC LIMIT %s"
+)
+TOP_CALLS_NODE = f"""
+SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = %s AND node_id = %s
+ORDER BY context_tokens DESC LIMIT %s
+"""
+
+USAGE_ROLLUP = """
+SELECT bucket, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,
+       reasoning_tokens
+FROM usage_rollups WHERE run_id = %s
+"""
+
+USAGE_OF_NODE = """
+SELECT bucket, count(*) AS calls,
+       coalesce(sum(input_tokens), 0)::bigint AS input_tokens,
+       coalesce(sum(cache_read_tokens), 0)::bigint AS cache_read_tokens,
+       coalesce(sum(cache_write_tokens), 0)::bigint AS cache_write_tokens,
+       coalesce(sum(output_tokens), 0)::bigint AS output_tokens,
+       coalesce(sum(reasoning_tokens), 0)::bigint AS reasoning_tokens
+FROM calls WHERE run_id = %s AND node_id = %s
+GROUP BY bucket
+"""
+
+MEMORY_BLOCK_OF_NODE = """
+SELECT block_id, run_id, node_id, iteration, attempt, query, banks_json, text, items_json,
+       bytes_used, budget_bytes, truncated, warning, degraded, duration_ms, created_at_ms
+FROM memory_blocks WHERE run_id = %s AND node_id = %s AND iteration = %s
+"""
+
+HANDOFFS_RECENT = f"SELECT {_HANDOFF_COLUMNS} FROM handoffs ORDER BY handoff_id DESC LIMIT %s"
+HANDOFF_INTO_RUN = f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE to_run_id = %s LIMIT 1"
+HANDOFF_FROM_RUN = (
+    f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE from_run_id = %s "
+    "ORDER BY handoff_id DESC LIMIT 1"
+)
+
+MEMORY_BLOCKS_OF_RUN = """
+SELECT node_id, iteration, bytes_used, budget_bytes, truncated, warning, degraded
+FROM memory_blocks WHERE run_id = %s
+"""
+
+LATEST_MEMORY_BLOCK = """
+SELECT run_id, node_id, iteration FROM memory_blocks
+WHERE text IS NOT NULL ORDER BY block_id DESC LIMIT 1
+"""
