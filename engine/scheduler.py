@@ -52,7 +52,7 @@ from engine.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.upstream import UpstreamOutputs
 from engine.workflow import TaskSpec, Workflow
 from store.database import Database
-from store.errors import InvalidInputError
+from store.errors import InvalidInputError, LeaseLost
 from store.owners import new_owner_id, owner_is_dead
 from store.run_records import NodeRecord, RunRecord, RunRequests
 from store.runs import RunStore
@@ -167,6 +167,13 @@ class Engine:
         parsed = workflow.parse_input(run.input)
         claimed = await self.store.claim_run(run_id, self.owner_id)
         return await RunExecution(self, workflow, claimed, parsed).execute()
+
+    async def run_claimed(self, workflow: Workflow, run: RunRecord) -> RunOutcome:
+        """Execute a run this process has just claimed from the queue (``store.queue``): its
+        lease token is registered, so every write is fenced; finished nodes are reused."""
+        self.prepare(workflow)
+        parsed = workflow.parse_input(run.input)
+        return await RunExecution(self, workflow, run, parsed).execute()
 
     async def run_chain(self, workflow: Workflow, outcome: RunOutcome) -> RunOutcome:
         """Follow handoffs: keep executing successor runs until one ends without handing off."""
@@ -356,6 +363,10 @@ class RunExecution:
             self._complete(unit, None)
         elif isinstance(error, StopDispatch):
             pass
+        elif isinstance(error, LeaseLost):
+            # Another worker holds the run now: stop at once and write nothing more.
+            self.lost = True
+            self.cancel_all()
         elif isinstance(error, UnitFailed):
             self.failure = self.failure or str(error)
         else:

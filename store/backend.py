@@ -128,6 +128,15 @@ class Database(abc.ABC):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    @property
+    def leases(self) -> dict[str, int]:
+        """Fencing tokens of the runs this process holds by lease (run id -> token): every
+        write of such a run first checks that the run is still held under its token."""
+        held: dict[str, int] | None = self.__dict__.get("_leases")
+        if held is None:
+            held = self.__dict__["_leases"] = {}
+        return held
+
     # -- reading ---------------------------------------------------------------------------
 
     @abc.abstractmethod

@@ -135,12 +135,13 @@ SELECT_NODE = "SELECT * FROM nodes WHERE run_id = ? AND node_id = ? AND iteratio
 
 INSERT_ATTEMPT = """
 INSERT INTO attempts (run_id, node_id, iteration, attempt, state, agent, model, prompt,
-                      cached, owner_id, started_at_ms)
+                      cached, owner_id, lease_token, started_at_ms)
 VALUES (:run_id, :node_id, :iteration, :attempt, 'running', :agent, :model, :prompt,
-        :cached, :owner_id, :now)
+        :cached, :owner_id, :lease_token, :now)
 ON CONFLICT (run_id, node_id, iteration, attempt) DO UPDATE SET
     state = 'running', agent = excluded.agent, model = excluded.model, prompt = excluded.prompt,
-    owner_id = excluded.owner_id, started_at_ms = excluded.started_at_ms, finished_at_ms = NULL
+    owner_id = excluded.owner_id, lease_token = excluded.lease_token,
+    started_at_ms = excluded.started_at_ms, finished_at_ms = NULL
 """
 
 # Token totals are written exactly once, here, when the attempt ends.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tui.cli.common import workspace_option
+from tui.cli.common import database_url_option, workspace_option
 from tui.cli.lazy import LazyGroup
 
 # Each command's module is imported only when that command runs (see tui/cli/lazy.py).
@@ -18,6 +18,7 @@ COMMAND_MODULES = {
     "clear": "tui.cli.clear_commands",
     "memory": "tui.cli.memory_commands",
     "notes": "tui.cli.notes_commands",
+    "worker": "tui.cli.worker_commands",
 }
 
 
@@ -28,11 +29,13 @@ COMMAND_MODULES = {
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @workspace_option
+@database_url_option
 @click.pass_context
-def cli(ctx: click.Context, workspace_dir: str | None) -> None:
+def cli(ctx: click.Context, workspace_dir: str | None, database_url: str | None) -> None:
     """Tether: watch agent workflow runs, review their memory, launch and clear runs."""
     ctx.ensure_object(dict)
     ctx.obj["workspace_dir"] = workspace_dir
+    ctx.obj["database_url"] = database_url
     if ctx.invoked_subcommand is None:
         tui_command = cli.get_command(ctx, "tui")
         if tui_command is None:

@@ -33,6 +33,7 @@ AREAS = (
     "task_cache",
     "memory_blocks",
     "dashboard",
+    "queue",
 )
 
 PgStatement = str | Twin

@@ -139,12 +139,13 @@ SELECT_NODE = "SELECT * FROM nodes WHERE run_id = %s AND node_id = %s AND iterat
 
 INSERT_ATTEMPT = """
 INSERT INTO attempts (run_id, node_id, iteration, attempt, state, agent, model, prompt,
-                      cached, owner_id, started_at_ms)
+                      cached, owner_id, lease_token, started_at_ms)
 VALUES (%(run_id)s, %(node_id)s, %(iteration)s, %(attempt)s, 'running', %(agent)s, %(model)s,
-        %(prompt)s, %(cached)s, %(owner_id)s, %(now)s)
+        %(prompt)s, %(cached)s, %(owner_id)s, %(lease_token)s, %(now)s)
 ON CONFLICT (run_id, node_id, iteration, attempt) DO UPDATE SET
     state = 'running', agent = excluded.agent, model = excluded.model, prompt = excluded.prompt,
-    owner_id = excluded.owner_id, started_at_ms = excluded.started_at_ms, finished_at_ms = NULL
+    owner_id = excluded.owner_id, lease_token = excluded.lease_token,
+    started_at_ms = excluded.started_at_ms, finished_at_ms = NULL
 """
 
 FINISH_ATTEMPT = """

@@ -298,7 +298,24 @@ CREATE INDEX events_run_idx ON events (run_id, seq);
 CREATE INDEX events_tx_idx ON events (tx_id, seq);
 """
 
+_MIGRATION_QUEUE = f"""
+ALTER TABLE runs ADD COLUMN queued_at_ms BIGINT;
+ALTER TABLE runs ADD COLUMN lease_token BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN lease_expires_at_ms BIGINT;
+CREATE INDEX runs_queue_idx ON runs (status, queued_at_ms) WHERE queued_at_ms IS NOT NULL;
+ALTER TABLE attempts ADD COLUMN lease_token BIGINT;
+CREATE TABLE workers (
+    worker_id        {TEXT} PRIMARY KEY,
+    host             {TEXT} NOT NULL,
+    pid              BIGINT NOT NULL,
+    started_at_ms    BIGINT NOT NULL,
+    heartbeat_at_ms  BIGINT NOT NULL,
+    runs_held        BIGINT NOT NULL DEFAULT 0,
+    stopped_at_ms    BIGINT
+);
+"""
+
 # The ordered, append-only list. Index i takes schema_version from i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_MIGRATION_1,)
+MIGRATIONS: tuple[str, ...] = (_MIGRATION_1, _MIGRATION_QUEUE)
 
 SCHEMA_VERSION = len(MIGRATIONS)
