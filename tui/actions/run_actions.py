@@ -127,7 +127,8 @@ class RunControlScreen(LiveScreen):
 
     @work(group="run-action", exclusive=True)
     async def action_launch_run(self) -> None:
-        """Pick a workflow the workspace knows, edit its JSON input, start it embedded."""
+        """Pick a workflow the workspace knows, edit its JSON input, start it embedded (or, on
+        a PostgreSQL workspace, queue it for a worker)."""
         found = await write_safely(self, self.host.known_workflows)
         if found is None:
             return
@@ -142,6 +143,15 @@ class RunControlScreen(LiveScreen):
         if request is None:
             return
         chosen = by_key[request.choice.key]
+        if self.host.queues_runs:
+            queued = await write_safely(self, lambda: self.host.enqueue(chosen, request.input))
+            if queued is not None:
+                self.app.notify(
+                    f"Queued {chosen.name} as {queued.run_id}; a tether worker will run it.",
+                    markup=False,
+                )
+                self._wake()
+            return
         started = await write_safely(self, lambda: self.host.launch(chosen, request.input))
         if started is not None:
             self.app.notify(f"Started {chosen.name} in the embedded engine.", markup=False)

@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from store.dashboard import EventRow, RunRow
+from store.dashboard import EventRow, RunRow, WorkerRow
 from tui.actions.run_actions import RunControlScreen
 from tui.format import duration, literal, one_line, percent, status_text, tokens
 from tui.tailing import Batch
@@ -61,6 +61,23 @@ def run_cells(run: RunRow, now_ms: int) -> list[Text]:
     ]
 
 
+def workers_text(workers: list[WorkerRow], now_ms: int) -> Text:
+    """One line naming each worker: host, pid, runs held, last heartbeat (gone ones marked)."""
+    text = Text("Workers ", style="bold")
+    for index, worker in enumerate(workers):
+        if index:
+            text.append(" · ", style="dim")
+        alive = worker.is_alive(now_ms)
+        text.append_text(one_line(worker.host, width=24))
+        text.append(f" pid {worker.pid}", style="dim")
+        text.append(f" {worker.runs_held} held")
+        beat = f" beat {duration(max(0, now_ms - worker.heartbeat_at_ms))} ago"
+        text.append(beat, style="dim" if alive else "bold yellow")
+        if not alive:
+            text.append(" GONE", style="bold yellow")
+    return text
+
+
 def event_line(event: EventRow) -> str:
     """One line of the activity feed (made literal by the log widget)."""
     when = datetime.fromtimestamp(event.at_ms / 1000, tz=UTC).strftime("%H:%M:%S.%f")[:-3]
@@ -100,6 +117,7 @@ class RunsScreen(RunControlScreen):
     def compose_view(self) -> ComposeResult:
         with Vertical(id="runs-body"):
             yield KeyedTable(RUN_COLUMNS, id="runs-table")
+            yield Static(id="workers-line")
             yield Static(Text("Activity", style="bold"), id="feed-title", classes="pane-title")
             yield FollowLog(id="activity-feed", max_lines=500)
 
@@ -121,6 +139,7 @@ class RunsScreen(RunControlScreen):
         if reader is None:
             return
         now = self.tether.now_ms()
+        self._show_workers(await reader.workers(), now)
         table = self.query_one(KeyedTable)
         if not batch.first_read and not batch.events and not self.filter_text:
             # A clock tick, or a commit without events (heartbeats, memory edits): only the
@@ -159,6 +178,12 @@ class RunsScreen(RunControlScreen):
             events = batch.events[-200:]
         feed.append(event_line(e) for e in events)
         self.update_chrome()
+
+    def _show_workers(self, workers: list[WorkerRow], now_ms: int) -> None:
+        line = self.query_one("#workers-line", Static)
+        line.display = bool(workers)
+        if workers:
+            line.update(workers_text(workers, now_ms))
 
     def _can_patch(self, batch: Batch, table: KeyedTable) -> bool:
         """True when the new events only change rows already shown (no run was created or

@@ -118,6 +118,11 @@ SELECT node_id, iteration, bytes_used, budget_bytes, truncated, warning, degrade
 FROM memory_blocks WHERE run_id = %s
 """
 
+WORKERS_RECENT = """
+SELECT worker_id, host, pid, started_at_ms, heartbeat_at_ms, runs_held FROM workers
+WHERE stopped_at_ms IS NULL ORDER BY heartbeat_at_ms DESC LIMIT %s
+"""
+
 LATEST_MEMORY_BLOCK = """
 SELECT run_id, node_id, iteration FROM memory_blocks
 WHERE text IS NOT NULL ORDER BY block_id DESC LIMIT 1
