@@ -323,6 +323,8 @@ class RunExecution:
         await self.store.set_progress(self.run_id, nodes_total=len(self.known))
         self.progress("run", None, "running", self.run_id)
         monitor = asyncio.create_task(monitor_run(self))
+        mirror = self._artifact_mirror()
+        mirroring = asyncio.create_task(mirror.run()) if mirror is not None else None
         try:
             await self._advance()
             while self.running:
@@ -344,11 +346,30 @@ class RunExecution:
             monitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await monitor
+            if mirroring is not None and mirror is not None:
+                mirroring.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await mirroring
+                with contextlib.suppress(Exception):
+                    await mirror.sync()  # the last lines of every log
         drain = getattr(self.hooks.memory, "drain", None)
         if drain is not None:
             # Background retention writes land before the run reports its end.
             await drain()
         return await finish_run(self)
+
+    def _artifact_mirror(self) -> Any:
+        """On a PostgreSQL workspace, what copies this run's artifact files into the
+        database (``engine/artifact_mirror.py``); None on SQLite, where the files are it."""
+        if self.engine.db.backend != "postgresql":
+            return None
+        from engine.artifact_mirror import ArtifactMirror
+        from engine.artifacts import safe_part
+        from store.artifact_chunks import ArtifactChunks
+
+        db: Any = self.engine.db
+        folder = self.artifacts_root / safe_part(self.run_id)
+        return ArtifactMirror(ArtifactChunks(db), self.artifacts_root, folder)
 
     def _halting(self) -> bool:
         return self.failure is not None or self.cancelled or self.stop is not None or self.lost

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from store.clock import SYSTEM_CLOCK, Clock
 
@@ -122,7 +122,7 @@ class Database(abc.ABC):
     async def close(self) -> None:
         """Close every connection (and worker thread) this database holds."""
 
-    async def __aenter__(self) -> Database:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from store.artifact_chunks import ArtifactChunks
 from store.dashboard import DashboardReader, EventRow, RunRow, _build
 from store.postgres import PostgresDatabase
 from store.sql.postgres import dashboard as pg_sql
@@ -24,6 +25,8 @@ class PgDashboardReader(DashboardReader):
         self.journal_mode = "wal"  # nothing to warn about: PostgreSQL has no such mode
         self.read_only = db.read_only
         self.schema_name = db.schema_name
+        self.chunks = ArtifactChunks(db)
+        """Artifact files kept in the database (logs followed from any host)."""
         self._cursor: tuple[str, int] = ("0", 0)
 
     @classmethod

@@ -22,6 +22,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from store.dashboard import DashboardReader, EventRow
 from store.errors import NotFoundError, TetherError
@@ -236,7 +237,37 @@ class FileTail:
             handle.seek(self._offset)
             data = handle.read(min(max_bytes, size - self._offset))
         self._offset += len(data)
-        data = self._partial + data
-        lines = data.split(b"\n")
+        return self._lines(data)
+
+    def _lines(self, data: bytes) -> list[str]:
+        """The whole lines ``data`` completes (a partial last line waits for its newline)."""
+        lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
         return [line.decode("utf-8", errors="replace").rstrip("\r") for line in lines]
+
+
+class DatabaseLogTail(FileTail):
+    """Follow an artifact log kept in a PostgreSQL workspace (``store/artifact_chunks.py``) by
+    offset, like :class:`FileTail` follows a file: another host's log, live.
+
+    ``path`` is the log's place relative to the workspace's artifact folder.
+    """
+
+    def __init__(self, chunks: Any, path: Path, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self._chunks = chunks
+
+    async def read_new_lines_async(self, max_bytes: int = 1024 * 1024) -> list[str]:
+        """Lines appended since the last call (the tail of the log on the first call)."""
+        name = self.path.as_posix()
+        size = await self._chunks.size(name)
+        if size < self._offset:
+            self._offset, self._partial = 0, b""
+        if not self._started:
+            self._started = True
+            self._offset = max(0, size - self._max_initial)
+        if size == self._offset:
+            return []
+        data = await self._chunks.read(name, self._offset, min(max_bytes, size - self._offset))
+        self._offset += len(data)
+        return self._lines(data)

@@ -19,6 +19,7 @@ COMMAND_MODULES = {
     "memory": "tui.cli.memory_commands",
     "notes": "tui.cli.notes_commands",
     "worker": "tui.cli.worker_commands",
+    "migrate": "tui.cli.migrate_commands",
 }
 
 

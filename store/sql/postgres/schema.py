@@ -315,7 +315,27 @@ CREATE TABLE workers (
 );
 """
 
+# Artifacts live in the database on a shared workspace (a dashboard on another host follows a
+# log): each file is a run of chunks by byte offset, under its path inside ``artifacts/``.
+_MIGRATION_ARTIFACTS = f"""
+CREATE TABLE artifact_chunks (
+    path           {TEXT} NOT NULL,
+    offset_bytes   BIGINT NOT NULL CHECK (offset_bytes >= 0),
+    data           BYTEA  NOT NULL,
+    written_at_ms  BIGINT NOT NULL,
+    PRIMARY KEY (path, offset_bytes)
+);
+CREATE FUNCTION tether_drop_run_artifacts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM artifact_chunks
+    WHERE path >= OLD.run_id || '/' AND path < OLD.run_id || '0';
+    RETURN NULL;
+END $$;
+CREATE TRIGGER runs_drop_artifacts AFTER DELETE ON runs
+    FOR EACH ROW EXECUTE FUNCTION tether_drop_run_artifacts();
+"""
+
 # The ordered, append-only list. Index i takes schema_version from i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_MIGRATION_1, _MIGRATION_QUEUE)
+MIGRATIONS: tuple[str, ...] = (_MIGRATION_1, _MIGRATION_QUEUE, _MIGRATION_ARTIFACTS)
 
 SCHEMA_VERSION = len(MIGRATIONS)
