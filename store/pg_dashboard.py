@@ -23,7 +23,7 @@ class PgDashboardReader(DashboardReader):
         super().__init__(None, workspace)  # type: ignore[arg-type]
         self._db = db
         self.journal_mode = "wal"  # nothing to warn about: PostgreSQL has no such mode
-        self.read_only = db.read_only
+        self.read_only = not db.role_can_write
         self.schema_name = db.schema_name
         self.chunks = ArtifactChunks(db)
         """Artifact files kept in the database (logs followed from any host)."""

@@ -208,6 +208,9 @@ class PostgresDatabase(Database):
         self.schema_name = schema_name
         self.channel = channel_for(schema_name)
         self.read_only = False
+        """True when writes are refused: a read-only session, or a role that may not write."""
+        self.role_can_write = True
+        """Whether the role may write the workspace (a dashboard hides write keys if not)."""
         self._statements = catalogue()
 
     @property
@@ -251,9 +254,10 @@ class PostgresDatabase(Database):
             await asyncio.to_thread(pool.close)
             raise WorkspaceError(connection_problem(_root_cause(error), url) + ".") from None
         try:
-            schema_name, role_read_only = await asyncio.to_thread(_inspect, pool)
+            schema_name = await asyncio.to_thread(_inspect, pool)
             db = cls(pool, workspace, clock, schema_name)
-            db.read_only = read_only or role_read_only
+            db.role_can_write = await asyncio.to_thread(_role_can_write, pool)
+            db.read_only = read_only or not db.role_can_write
             await asyncio.to_thread(db._check_and_migrate, create and not read_only)
         except BaseException:
             await asyncio.to_thread(pool.close)
@@ -373,24 +377,34 @@ def _read_only_session(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SET default_transaction_read_only = on")
 
 
-def _inspect(pool: ConnectionPool[Any]) -> tuple[str, bool]:
+def _inspect(pool: ConnectionPool[Any]) -> str:
     with pool.connection() as conn:
         row = conn.execute(
-            "SELECT current_schema(), "
-            "current_setting('transaction_read_only') = 'on' OR NOT coalesce("
-            "has_schema_privilege(current_schema(), 'CREATE'), false), "
-            "current_setting('server_encoding')"
+            "SELECT current_schema(), current_setting('server_encoding')"
         ).fetchone()
     assert row is not None
     if row[0] is None:
         raise WorkspaceError(
             "The database URL's search path names no schema that exists; create it first."
         )
-    if row[2] != "UTF8":
+    if row[1] != "UTF8":
         raise WorkspaceError(
-            f"The workspace database uses the {row[2]} encoding; Tether needs UTF8."
+            f"The workspace database uses the {row[1]} encoding; Tether needs UTF8."
         )
-    return str(row[0]), bool(row[1])
+    return str(row[0])
+
+
+def _role_can_write(pool: ConnectionPool[Any]) -> bool:
+    """Whether the connected role may write the workspace: it may insert runs (or, before the
+    schema exists, create it), and the server is not a read-only standby."""
+    with pool.connection() as conn:
+        row = conn.execute(
+            "SELECT CASE WHEN to_regclass('runs') IS NULL "
+            "THEN coalesce(has_schema_privilege(current_schema(), 'CREATE'), false) "
+            "ELSE has_table_privilege('runs', 'INSERT') END "
+            "AND NOT pg_is_in_recovery()"
+        ).fetchone()
+    return bool(row and row[0])
 
 
 def _schema_version(conn: psycopg.Connection[Any], where: str) -> int | None:

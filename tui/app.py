@@ -25,6 +25,7 @@ from store.clock import SYSTEM_CLOCK, Clock
 from store.dashboard import DashboardReader, RunRow
 from store.errors import DatabaseUnavailable
 from store.workspace import Workspace
+from tui.actions.read_only import read_only
 from tui.commands import RunsProvider
 from tui.format import ago, literal
 from tui.screens.base import LiveScreen
@@ -284,7 +285,12 @@ class TetherApp(App[None]):
         line.append(f" · last change {ago(now, self.changed_at_ms)}")
         line.append(f" · event #{self.tailer.last_seq}")
         line.append(" · workspace ")
-        line.append_text(literal(self.workspace.root.name or str(self.workspace.root)))
+        if self.workspace.is_shared:
+            line.append_text(literal(self.workspace.describe()))  # never shows a password
+        else:
+            line.append_text(literal(self.workspace.root.name or str(self.workspace.root)))
+        if read_only(self):
+            line.append(" · read-only", style="bold cyan")
         if self.engine is not None:
             line.append(" ")
             line.append("· embedded engine", style="cyan")

@@ -22,6 +22,7 @@ from textual.widgets import DataTable
 from engine.handoff import DEFAULT_CLEAR_REASON
 from store.dashboard import RunRow
 from tui.actions.feedback import write_safely
+from tui.actions.read_only import write_refused
 from tui.modals import ConfirmDialog, LaunchRunDialog, WorkflowChoice, clear_run_dialog
 from tui.run_control import EngineHost, KnownWorkflow, host_for
 from tui.screens.base import LiveScreen
@@ -103,7 +104,9 @@ class RunControlScreen(LiveScreen):
         return self.tether.known_runs.get(run_id)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Hide run keys that do not apply to the selected run."""
+        """Hide run keys that do not apply to the selected run (all of them read-only)."""
+        if write_refused(self.app, action):
+            return False
         if action in self.RUN_ACTIONS:
             return action in allowed_run_actions(self.selected_run(), self.tether.now_ms())
         return super().check_action(action, parameters)

@@ -33,6 +33,7 @@ from store.facts import Fact
 from store.memory import MemoryStore
 from store.notes import Note
 from tui.actions.feedback import write_safely
+from tui.actions.read_only import write_refused
 from tui.format import literal
 from tui.modals import ConfirmDialog, FactEditor, NewFactForm, reject_note_dialog
 from tui.run_control import host_for
@@ -459,6 +460,8 @@ class MemoryScreen(LiveScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide keys that do not apply to the selected row (they also do nothing)."""
+        if write_refused(self.app, action):
+            return False
         if action in ("edit_fact", "delete_fact"):
             return self._active == "facts" and self.selected_fact() is not None
         if action in ("accept_note", "reject_note"):
@@ -676,6 +679,8 @@ class NoteReviewScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Accept/reject only on a pending note; stepping only when there is a queue."""
+        if write_refused(self.app, action):
+            return False
         if action in ("accept", "reject"):
             return self.note is not None and self.note.status == "pending"
         if action == "step":
