@@ -244,7 +244,7 @@ class PostgresDatabase(Database):
             min_size=1,
             max_size=POOL_MAX,
             kwargs={"autocommit": True, "row_factory": row_factory},
-            configure=_read_only_session if read_only else None,
+            configure=_read_only_session if read_only else _session,
             open=False,
             name="tether",
         )
@@ -373,7 +373,14 @@ class PostgresDatabase(Database):
         return self._in_thread(call)
 
 
+def _session(conn: psycopg.Connection[Any]) -> None:
+    # Tether's statements are short and indexed: JIT compilation (tens to hundreds of ms,
+    # triggered by pessimistic cost estimates of the search statements) only ever adds time.
+    conn.execute("SET jit = off")
+
+
 def _read_only_session(conn: psycopg.Connection[Any]) -> None:
+    _session(conn)
     conn.execute("SET default_transaction_read_only = on")
 
 
