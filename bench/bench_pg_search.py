@@ -8,7 +8,7 @@ each, spread over 10 banks. Queries: a task-prompt sentence (recall ``auto``), r
 very common words; recall reads one bank, note search the same bank. Each query runs
 ``--repeat`` times per backend, rounds interleaved; p50 and p95 are reported, and the answers of
 the two backends are compared (top-10 overlap). Generated workspaces are kept between runs:
-SQLite under /tmp/tether-bench-pg-search/, PostgreSQL in schemas ``bench_search_<size>_g1``
+SQLite under /tmp/tether-bench-pg-search/, PostgreSQL in schemas ``bench_search_<size>_g<N>``
 (``--fresh`` rebuilds them). Results: a table and ``bench/results/bench_pg_search.json``.
 """
 
@@ -38,7 +38,7 @@ from store.sql.postgres.search import tsvector_text  # noqa: E402
 from store.workspace import Workspace  # noqa: E402
 
 CACHE = Path("/tmp/tether-bench-pg-search")
-GENERATOR = 1
+GENERATOR = 2
 BANKS = [f"workflow:bank{i}" for i in range(10)]
 COMMON = ["the", "and", "test", "run", "fix"]
 VOCABULARY = [f"w{i}" for i in range(5000)]
@@ -106,19 +106,13 @@ async def pg_workspace(count: int, notes: list[tuple[str, str, str, int]] | None
     await (await Database.open(workspace)).close()
     assert notes is not None
     with psycopg.connect(url) as conn:
-        # Bulk load: the per-row statistics trigger is replaced by one update at the end.
-        conn.execute("ALTER TABLE notes DISABLE TRIGGER notes_count")
-        tokens = 0
         with conn.cursor().copy(
             "COPY notes (id, namespace, body, status, created_at_ms, search_vector, "
             "body_length) FROM STDIN"
         ) as copy:
             for note_id, bank, body, at in notes:
                 vector, length = tsvector_text(body)
-                tokens += length
                 copy.write_row([note_id, bank, body, "accepted", at, vector, length])
-        conn.execute("UPDATE note_stats SET docs = %s, tokens = %s", (len(notes), tokens))
-        conn.execute("ALTER TABLE notes ENABLE TRIGGER notes_count")
         conn.commit()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE notes")

@@ -32,10 +32,13 @@ UPDATE runs SET status = :status,
 WHERE run_id = :run_id
 """
 
+# A run resumed in-process leaves the queue, and its fencing token moves on: a worker that
+# still held it can write nothing more.
 CLAIM_RUN = """
 UPDATE runs SET status = 'running', owner_id = :owner_id, heartbeat_at_ms = :now,
     started_at_ms = coalesce(started_at_ms, :now), finished_at_ms = NULL, error = NULL,
-    cancel_requested_at_ms = NULL, updated_at_ms = :now
+    cancel_requested_at_ms = NULL, updated_at_ms = :now,
+    queued_at_ms = NULL, lease_expires_at_ms = NULL, lease_token = lease_token + 1
 WHERE run_id = :run_id
 """
 

@@ -120,3 +120,21 @@ async def test_workers_report_themselves(db: Database, clock: ManualClock) -> No
     assert not {w.worker_id: w for w in await queue.list_workers()}["host:2:b"].is_alive(
         clock.now_ms()
     )
+
+
+async def test_resuming_in_process_takes_the_run_off_the_queue_and_fences_the_worker(
+    db: Database, clock: ManualClock
+) -> None:
+    queue = RunQueue(db, lease_ms=LEASE_MS)
+    run = await queue.enqueue("wf")
+    held = await queue.claim_next("worker")
+    assert held is not None
+    other = await Database.open(db.workspace, clock=clock)
+    try:
+        await RunStore(other).claim_run(run.run_id, "dashboard")  # a person resumed it
+    finally:
+        await other.close()
+    with pytest.raises(LeaseLost):
+        await queue.set_run_status(run.run_id, "failed", error="late")
+    clock.advance(LEASE_MS + 1)
+    assert await queue.claim_next("another-worker") is None  # no longer queued

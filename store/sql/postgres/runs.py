@@ -34,7 +34,8 @@ WHERE run_id = %(run_id)s
 CLAIM_RUN = """
 UPDATE runs SET status = 'running', owner_id = %(owner_id)s, heartbeat_at_ms = %(now)s,
     started_at_ms = coalesce(started_at_ms, %(now)s), finished_at_ms = NULL, error = NULL,
-    cancel_requested_at_ms = NULL, updated_at_ms = %(now)s
+    cancel_requested_at_ms = NULL, updated_at_ms = %(now)s,
+    queued_at_ms = NULL, lease_expires_at_ms = NULL, lease_token = lease_token + 1
 WHERE run_id = %(run_id)s
 """
 
