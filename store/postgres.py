@@ -348,8 +348,7 @@ class PostgresDatabase(Database):
                     with conn.transaction():
                         adapter = self._adapter(conn)
                         result = work(adapter)
-                        last_seq = self._last_seq(conn) if adapter.wrote_events else ""
-                    self._notify(conn, last_seq)
+                    self._notify(conn, adapter.wrote_events)
                     return result
                 except _RETRYABLE:
                     if attempt == _RETRY_ATTEMPTS - 1:
@@ -357,13 +356,16 @@ class PostgresDatabase(Database):
                     time.sleep(_backoff(attempt))
         raise AssertionError("unreachable")
 
-    @staticmethod
-    def _last_seq(conn: psycopg.Connection[Any]) -> str:
-        row = conn.execute("SELECT currval(pg_get_serial_sequence('events', 'seq'))").fetchone()
-        return str(row[0]) if row else ""
-
-    def _notify(self, conn: psycopg.Connection[Any], payload: str) -> None:
-        conn.execute("SELECT pg_notify(%s, %s)", (self.channel, payload))
+    def _notify(self, conn: psycopg.Connection[Any], wrote_events: bool) -> None:
+        # currval is the session's: after the commit it still names this transaction's last
+        # event (every event of the workspace gets its number from that one sequence).
+        if wrote_events:
+            conn.execute(
+                "SELECT pg_notify(%s, currval(pg_get_serial_sequence('events', 'seq'))::text)",
+                (self.channel,),
+            )
+        else:
+            conn.execute("SELECT pg_notify(%s, '')", (self.channel,))
 
     def native(self, work: Callable[[psycopg.Connection[Any]], T]) -> Awaitable[T]:
         """Run ``work`` on a pooled psycopg connection (autocommit) in a worker thread: for
