@@ -252,6 +252,9 @@ class PostgresDatabase(Database):
             name="tether",
         )
         try:
+            # One plain connection first: a refusal (authentication, TLS, no such database)
+            # is reported at once, where the pool would keep retrying until its timeout.
+            await asyncio.to_thread(_probe, url)
             await asyncio.to_thread(pool.open, wait=True, timeout=CONNECT_TIMEOUT_S)
         except Exception as error:
             await asyncio.to_thread(pool.close)
@@ -376,6 +379,11 @@ class PostgresDatabase(Database):
                 return work(conn)
 
         return self._in_thread(call)
+
+
+def _probe(url: str) -> None:
+    with psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT_S)):
+        pass
 
 
 def _session(conn: psycopg.Connection[Any]) -> None:
