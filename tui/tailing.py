@@ -74,7 +74,7 @@ class WorkspaceTailer:
         try:
             self.reader = await DashboardReader.open(self.workspace)
         except NotFoundError:
-            self.problem = f"waiting for a workspace at {self.workspace.root}"
+            self.problem = f"waiting for a workspace at {self.workspace.describe()}"
             return False
         except TetherError as error:
             self.problem = str(error)

@@ -1,7 +1,7 @@
 """Workers on a PostgreSQL workspace, as a team runs them: two ``tether worker`` processes and
-a dashboard's tail in a third share one workspace; the worker running a run is killed with
-``kill -9`` mid-run and the other one finishes it. No finished node runs twice, the killed
-worker's attempt is abandoned, and the new attempts carry the new fencing token."""
+a dashboard (the real app, headless) in a third share one workspace; the worker running a run
+is killed with ``kill -9`` mid-run and the other one finishes it. No finished node runs twice,
+the killed worker's attempt is abandoned, and the new attempts carry the new fencing token."""
 
 from __future__ import annotations
 
@@ -110,7 +110,10 @@ def test_two_workers_and_a_dashboard_a_killed_worker_is_replaced(tmp_path: Path)
         # The dashboard's tail, in its own process, saw both claims and the finish.
         seen, _ = follower.communicate(timeout=60)
         assert follower.returncode == 0
-        types = [line.split()[1] for line in seen.splitlines()]
+        lines = seen.splitlines()
+        assert lines[-1].startswith("workers ") and "held" in lines[-1]
+        types = [line.split()[1] for line in lines[:-1]]
+        assert all(line.split()[3] == "live" for line in lines[:-1])
         assert types.count("run.claimed") == 2 and "attempt.abandoned" in types
         assert any(a[2] == "abandoned" for a in attempts)
         assert types[-1] == "run.status"
