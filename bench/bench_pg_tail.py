@@ -6,7 +6,8 @@
 A writer process appends events through the real write path (``RunStore.append_events``, one
 transaction per 10 ms tick) at each rate. The dashboard runs headless in this process on the
 Runs view through its real read path: on PostgreSQL the notification sent at each commit wakes
-the tail, which reads the new events in commit-safe order; on SQLite the folder watch wakes it.
+the tail, which reads the new events (and any that committed late); on SQLite the folder watch
+wakes it.
 Latency per event: from its commit timestamp (``events.at_ms``, taken in the writer's
 transaction) to the rendered screen that shows it. The poll timer is set to 30 s on PostgreSQL,
 so nothing is found by polling. Rounds of the two backends are interleaved. Results: a table and

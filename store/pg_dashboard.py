@@ -1,10 +1,18 @@
 """The dashboard's read side on a PostgreSQL workspace: the same queries and rows as
-:class:`store.dashboard.DashboardReader`, over a read-only session, with a commit-safe event
-tail (see ``store/sql/postgres/dashboard.py``).
+:class:`store.dashboard.DashboardReader`, over a read-only session, with an event tail that
+never skips an event that commits late.
+
+Event numbers come from a sequence when a row is inserted, not when it commits: a transaction
+holding number 11 may commit after the one holding 12 was read. The tail therefore remembers
+every number it saw skipped (a *gap*) and asks for those again on each read; a gap fills when
+its transaction commits, and one that never fills (its transaction rolled back) is forgotten
+after :data:`GAP_TIMEOUT_S`. Only this workspace's events table is involved: a long
+transaction elsewhere on the server delays nothing.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +22,20 @@ from store.postgres import PostgresDatabase
 from store.sql.postgres import dashboard as pg_sql
 from store.sql.postgres.statement import Native
 from store.workspace import Workspace
+
+GAP_TIMEOUT_S = 60.0
+"""Long enough for any Tether transaction to commit; a rolled-back number is dropped then."""
+MAX_GAPS = 10_000
+
+
+def find_gaps(after: int, seqs: Sequence[int]) -> list[int]:
+    """The numbers between ``after`` and the largest of ``seqs`` (sorted) that are missing."""
+    gaps: list[int] = []
+    expected = after + 1
+    for seq in seqs:
+        gaps.extend(range(expected, seq))
+        expected = seq + 1
+    return gaps[-MAX_GAPS:]
 
 
 class PgDashboardReader(DashboardReader):
@@ -27,7 +49,9 @@ class PgDashboardReader(DashboardReader):
         self.schema_name = db.schema_name
         self.chunks = ArtifactChunks(db)
         """Artifact files kept in the database (logs followed from any host)."""
-        self._cursor: tuple[str, int] = ("0", 0)
+        self._high = 0  # the largest number read
+        self._echo = 0  # the number the last call ended with (what the tailer passes back)
+        self._gaps: dict[int, float] = {}  # skipped number -> when it was first seen missing
 
     @classmethod
     async def open(cls, workspace: Workspace) -> PgDashboardReader:
@@ -52,21 +76,37 @@ class PgDashboardReader(DashboardReader):
     # -- the tail ----------------------------------------------------------------------------
 
     async def max_event_seq(self) -> int:
-        """The newest event safe to have read; the tail continues after it."""
-        row = await self._db.fetch_one(Native(pg_sql.TAIL_POSITION))
-        self._cursor = ("0", 0) if row is None else (str(row[0]), int(row[1]))
-        return self._cursor[1]
+        """The newest event number; the tail continues after it."""
+        high = int(await self._db.fetch_value(pg_sql.MAX_EVENT_SEQ) or 0)
+        self._high = self._echo = high
+        self._gaps.clear()
+        return high
 
     async def events_since(self, seq: int, limit: int = 1000) -> list[EventRow]:
-        """Events after the cursor in commit-safe order. ``seq`` is the last one returned (or
-        from :meth:`max_event_seq`); another value restarts the tail after that number."""
-        xid = self._cursor[0] if seq == self._cursor[1] else "0"
-        rows = await self._db.fetch_all(
-            Native(pg_sql.EVENTS_AFTER), {"xid": xid, "seq": seq, "limit": limit}
-        )
+        """Events not handed out yet: gaps that filled since, then events after the largest
+        number read, in number order. ``seq`` is what the previous call ended with (or from
+        :meth:`max_event_seq`); another value restarts the tail after it."""
+        if seq != self._echo:
+            self._high, self._gaps = seq, {}
+        filled: list[Any] = []
+        if self._gaps:
+            filled = await self._db.fetch_all(
+                Native(pg_sql.EVENTS_BY_SEQ), (sorted(self._gaps),)
+            )
+            for row in filled:
+                self._gaps.pop(int(row["seq"]), None)
+            expired = time.monotonic() - GAP_TIMEOUT_S
+            self._gaps = {n: at for n, at in self._gaps.items() if at > expired}
+        rows = await self._db.fetch_all(Native(pg_sql.EVENTS_SINCE), (self._high, limit))
         if rows:
-            self._cursor = (str(rows[-1]["tx_id"]), int(rows[-1]["seq"]))
-        return _build(EventRow, rows)
+            now = time.monotonic()
+            for gap in find_gaps(self._high, [int(row["seq"]) for row in rows]):
+                self._gaps.setdefault(gap, now)
+            self._high = int(rows[-1]["seq"])
+        events = _build(EventRow, [*filled, *rows])
+        if events:
+            self._echo = events[-1].seq
+        return events
 
     async def runs_by_ids(self, run_ids: Sequence[str]) -> dict[str, RunRow]:
         ids = list(dict.fromkeys(run_ids))

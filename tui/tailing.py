@@ -146,6 +146,8 @@ class WorkspaceTailer:
         """Return what changed since the last poll, or None when nothing was committed."""
         if self.reader is not None and self._quiet():
             return None
+        # A notification already says a commit happened: no need to ask the database.
+        heard = self.link_state == "live" and self._notified
         self._notified = False
         if self.reader is not None and self._replaced():
             await self.close()  # data_version belongs to the old file: start over
@@ -153,7 +155,7 @@ class WorkspaceTailer:
         if not await self.open():
             return None
         assert self.reader is not None
-        if not await self.reader.changed() and not first:
+        if not heard and not await self.reader.changed() and not first:
             return None
         batch = Batch(first_read=first)
         for _ in range(EVENT_PAGES_PER_POLL):

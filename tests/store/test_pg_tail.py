@@ -14,7 +14,7 @@ from pg_support import fresh_schema
 
 from store.database import Database
 from store.listen import CATCH_UP, ChangeListener, application_name
-from store.pg_dashboard import PgDashboardReader
+from store.pg_dashboard import PgDashboardReader, find_gaps
 from store.postgres import PostgresDatabase, channel_for
 from store.runs import RunStore
 from store.workspace import Workspace
@@ -79,7 +79,7 @@ async def test_listener_reconnects_after_its_connection_is_killed(pg: PostgresDa
     await payloads.aclose()
 
 
-async def test_tail_waits_for_an_earlier_transaction_that_commits_late(
+async def test_tail_never_skips_an_earlier_transaction_that_commits_late(
     pg: PostgresDatabase,
 ) -> None:
     reader = await PgDashboardReader.open(pg.workspace)
@@ -91,13 +91,23 @@ async def test_tail_waits_for_an_earlier_transaction_that_commits_late(
             late_seq = late.execute(insert, ("late",)).fetchone()[0]
             late.commit()
             assert late_seq > early_seq
-            # The late transaction committed, but the early one may still commit a smaller
-            # seq: nothing is handed out yet (a plain "seq > last" tail would skip "early").
-            assert await reader.events_since(start) == []
+            # "late" is read; "early" holds a smaller number but has not committed: a plain
+            # "seq > last" tail would skip it for ever. The tail remembers the gap instead.
+            first = await reader.events_since(start)
+            assert [e.type for e in first] == ["late"]
+            assert await reader.events_since(first[-1].seq) == []
             early.commit()
-        events = await reader.events_since(start)
-        assert [e.type for e in events] == ["early", "late"]
-        assert await reader.events_since(events[-1].seq) == []
+        second = await reader.events_since(first[-1].seq)
+        assert [(e.type, e.seq) for e in second] == [("early", early_seq)]
+        assert await reader.events_since(second[-1].seq) == []
+        # A number whose transaction rolled back is a gap that never fills: forgotten later.
+        with psycopg.connect(pg.url) as aborted:
+            aborted.execute(insert, ("never",))
+            aborted.rollback()
+        await RunStore(pg).append_event("after")
+        third = await reader.events_since(second[-1].seq)
+        assert [e.type for e in third] == ["after"] and len(reader._gaps) == 1
+        assert find_gaps(3, [5, 6, 9]) == [4, 7, 8]
     finally:
         await reader.close()
 

@@ -1,29 +1,13 @@
 """PostgreSQL twins of :mod:`store.sql.dashboard` (the dashboard's bounded reads), and the
-commit-safe event tail.
-
-Event tail: ``seq`` is handed out when a row is inserted, so a transaction that started earlier
-may commit a smaller ``seq`` after a larger one was read. The tail therefore reads in
-``(tx_id, seq)`` order and only events of transactions older than the oldest one still running
-(``pg_snapshot_xmin``): every later event sorts after the cursor.
+reads of the event tail that keeps track of numbers not yet seen (``store/pg_dashboard.py``).
 """
 
 from __future__ import annotations
 
 from store.sql.dashboard import _CALL_COLUMNS, _EVENT_COLUMNS, _HANDOFF_COLUMNS, _RUN_COLUMNS
 
-_SAFE = "tx_id < pg_snapshot_xmin(pg_current_snapshot())"
-
-# (tx_id as text, seq) of the newest event that is safe to have read.
-TAIL_POSITION = f"""
-SELECT tx_id::text, seq FROM events WHERE {_SAFE} ORDER BY tx_id DESC, seq DESC LIMIT 1
-"""
-
-# Events after the cursor (%(xid)s, %(seq)s) in commit-safe order.
-EVENTS_AFTER = f"""
-SELECT {_EVENT_COLUMNS}, tx_id::text AS tx_id FROM events
-WHERE (tx_id, seq) > (%(xid)s::xid8, %(seq)s) AND {_SAFE}
-ORDER BY tx_id, seq LIMIT %(limit)s
-"""
+# Events whose numbers the tail saw skipped (their transaction had not committed yet).
+EVENTS_BY_SEQ = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq = ANY(%s) ORDER BY seq"
 
 MAX_EVENT_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
 
