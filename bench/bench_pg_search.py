@@ -44,7 +44,7 @@ COMMON = ["the", "and", "test", "run", "fix"]
 VOCABULARY = [f"w{i}" for i in range(5000)]
 QUERIES = {
     "task prompt": "Review the flaky test in the parser module and fix the retry budget w17 w4242",
-    "rare words": "w4999 w4998",
+    "rare words": "w1500 w2100",
     "common words": "the and test run fix",
 }
 

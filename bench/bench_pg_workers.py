@@ -7,7 +7,9 @@ Each measurement gets a fresh schema, queues ``--runs`` runs of a two-task workf
 agent, no latency), starts the worker processes with ``--exit-when-idle`` and times from their
 start until every run is finished (checked in the database: every run finished, every node
 finished exactly once). Reported: runs per second and the ratio to one worker, measured in the
-same invocation. Results: a table and ``bench/results/bench_pg_workers.json``.
+same invocation, with the server's ``synchronous_commit`` on (a WAL flush per commit: on a slow
+disk the flushes are the limit) and off (flushed in the background, the durability of SQLite's
+WAL with NORMAL). Results: a table and ``bench/results/bench_pg_workers.json``.
 """
 
 from __future__ import annotations
@@ -64,9 +66,10 @@ async def check(url: str, root: Path, runs: int) -> None:
             raise SystemExit(f"wrong result: {finished} finished runs, {attempts} attempts")
 
 
-def measure(workers: int, runs: int, concurrency: int) -> dict[str, Any]:
+def measure(workers: int, runs: int, concurrency: int, sync_commit: str) -> dict[str, Any]:
+    settings = "" if sync_commit == "on" else f"-csynchronous_commit={sync_commit}"
     with tempfile.TemporaryDirectory(prefix="tether-workers-") as folder, \
-            scratch_schema("bw") as url:
+            scratch_schema("bw", settings=settings) as url:
         root = Path(folder) / ".tether"
         root.mkdir()
         workflow_file = Path(folder) / "short.py"
@@ -88,6 +91,7 @@ def measure(workers: int, runs: int, concurrency: int) -> dict[str, Any]:
             raise SystemExit(f"a worker failed: exit codes {codes}")
         asyncio.run(check(url, root, runs))
     return {"workers": workers, "concurrency": concurrency, "runs": runs,
+            "synchronous_commit": sync_commit,
             "seconds": round(seconds, 2), "runs_per_s": round(runs / seconds, 1)}
 
 
@@ -97,15 +101,22 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--concurrency", type=int, default=1, help="runs per worker at once")
+    parser.add_argument("--synchronous-commit", nargs="+", default=["on", "off"],
+                        help="server durability per session: on (a WAL flush per commit) "
+                        "and/or off (commits flushed in the background)")
     args = parser.parse_args()
     info = machine()
-    results = [measure(n, args.runs, args.concurrency) for n in args.workers]
-    base = results[0]["runs_per_s"]
-    print(f"{'workers':>7} {'runs':>6} {'seconds':>8} {'runs/s':>8} {'ratio':>6}")
+    results = []
+    for sync_commit in args.synchronous_commit:
+        rows = [measure(n, args.runs, args.concurrency, sync_commit) for n in args.workers]
+        for row in rows:
+            row["ratio_to_first"] = round(row["runs_per_s"] / rows[0]["runs_per_s"], 2)
+        results += rows
+    print(f"{'sync commit':>11} {'workers':>7} {'runs':>6} {'seconds':>8} {'runs/s':>8} "
+          f"{'ratio':>6}")
     for r in results:
-        r["ratio_to_first"] = round(r["runs_per_s"] / base, 2)
-        print(f"{r['workers']:>7} {r['runs']:>6} {r['seconds']:>8} {r['runs_per_s']:>8} "
-              f"{r['ratio_to_first']:>6}")
+        print(f"{r['synchronous_commit']:>11} {r['workers']:>7} {r['runs']:>6} "
+              f"{r['seconds']:>8} {r['runs_per_s']:>8} {r['ratio_to_first']:>6}")
     print(f"load at start {info['load_at_start']}")
     print(f"wrote {write_results('bench_pg_workers', info, results)}")
 

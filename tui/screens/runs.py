@@ -139,7 +139,9 @@ class RunsScreen(RunControlScreen):
         if reader is None:
             return
         now = self.tether.now_ms()
-        self._show_workers(await reader.workers(), now)
+        if batch.first_read or not batch.events:
+            # On the clock tick, not on every commit: heartbeats age by the second anyway.
+            self._show_workers(await reader.workers(), now)
         table = self.query_one(KeyedTable)
         if not batch.first_read and not batch.events and not self.filter_text:
             # A clock tick, or a commit without events (heartbeats, memory edits): only the
