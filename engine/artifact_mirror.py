@@ -19,6 +19,8 @@ from pathlib import Path
 from store.artifact_chunks import ArtifactChunks
 
 SYNC_INTERVAL_S = 0.25
+READ_BYTES = 256 * 1024
+"""What one read (and one append) of a growing file holds at most."""
 
 
 @dataclass(frozen=True)
@@ -69,15 +71,21 @@ class ArtifactMirror:
                 continue
             appended = before is not None and before.inode == now.inode and now.size >= before.size
             offset = before.size if appended and before is not None else 0
-            try:
-                data = await asyncio.to_thread(_read_from, path, offset, now.size)
-            except OSError:
-                continue
-            if appended:
+            if not appended:
+                await self.chunks.replace(name, b"")
+            # In bounded pieces: a log that grew by megabytes is never held whole in memory.
+            while offset < now.size:
+                try:
+                    data = await asyncio.to_thread(
+                        _read_from, path, offset, min(now.size, offset + READ_BYTES)
+                    )
+                except OSError:
+                    break
+                if not data:
+                    break
                 await self.chunks.append(name, data, offset)
-            else:
-                await self.chunks.replace(name, data)
-            self.sent[name] = Sent(now.inode, offset + len(data), now.mtime_ns)
+                offset += len(data)
+            self.sent[name] = Sent(now.inode, offset, now.mtime_ns)
             written += 1
         return written
 

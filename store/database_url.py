@@ -11,8 +11,10 @@ process's arguments (``ps``). Messages and logs only ever show :func:`redact_url
 
 from __future__ import annotations
 
+import os
 import re
-from urllib.parse import parse_qsl, urlsplit
+from collections.abc import Mapping
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from store.errors import InvalidInputError
 
@@ -89,3 +91,33 @@ def scrub(text: str, url: str | None) -> str:
     if password:
         text = text.replace(password, "***")
     return text.replace(url, redact_url(url))
+
+
+# libpq environment variables a child process needs to reach the same server, and the URL
+# parameter each becomes. None of them is a secret (PGPASSWORD is deliberately not here).
+_CARRIED = {
+    "PGPASSFILE": "passfile",
+    "PGSSLMODE": "sslmode",
+    "PGSSLROOTCERT": "sslrootcert",
+    "PGSSLCERT": "sslcert",
+    "PGSSLKEY": "sslkey",
+}
+
+
+def for_child_process(url: str, environ: Mapping[str, str] | None = None) -> str:
+    """The URL a child process (``tether mcp`` started by an agent CLI, whose environment the
+    CLI may filter) uses to reach the same workspace: without a password (it would show in
+    ``ps``), with the password file and TLS settings of this process's environment written in
+    as libpq parameters. The child then authenticates from that file (or ``~/.pgpass``)."""
+    env = os.environ if environ is None else environ
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)
+    if len(netloc) == 2 and ":" in netloc[0]:
+        netloc[0] = netloc[0].split(":", 1)[0]
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+             if k.lower() != "password"]
+    present = {k.lower() for k, _ in query}
+    for variable, parameter in _CARRIED.items():
+        if env.get(variable) and parameter not in present:
+            query.append((parameter, env[variable]))
+    return urlunsplit(parts._replace(netloc="@".join(netloc), query=urlencode(query)))

@@ -9,9 +9,12 @@ is shown as the characters it contains and does nothing.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from store.dashboard import CallRow, TokenColumns
 
 # C0 controls map to the Unicode "control pictures" block (U+2400 + code), DEL to U+2421.
 _VISIBLE = {code: chr(0x2400 + code) for code in range(0x20)}
@@ -91,6 +94,36 @@ def ago(now_ms: int, then_ms: int | None) -> str:
     if then_ms is None:
         return "never"
     return f"{duration(max(0, now_ms - then_ms))} ago"
+
+
+def money(usd: float) -> str:
+    """A dollar amount: four decimals below $1 (calls cost fractions of a cent), else two."""
+    if usd == 0:
+        return "$0"
+    if abs(usd) < 1:
+        return f"${usd:.4f}"
+    return f"${usd:,.2f}"
+
+
+def cost(usd: float | None, unpriced_calls: int = 0) -> str:
+    """A cost for people: ``$0.0745``; ``unknown`` when nothing had a known price;
+    ``$0.0745+?`` when some calls had none (never shown as 0); ``–`` for no calls at all."""
+    if unpriced_calls and not usd:
+        return "unknown"
+    if usd is None:
+        return "–"
+    return money(usd) + ("+?" if unpriced_calls else "")
+
+
+def row_cost(row: TokenColumns) -> str:
+    """The cost of a dashboard row (run, node, attempt, bucket): "–" before any call."""
+    spent = row.cost_usd if (row.total_tokens or row.cost_usd) else None
+    return cost(spent, row.unpriced_calls)
+
+
+def call_cost(call: CallRow) -> str:
+    """One call's cost ("unknown" when its model has no price; a retry costs nothing)."""
+    return cost(call.cost_usd, int(call.cost_usd is None and call.kind != "retry"))
 
 
 def percent(share: float) -> str:

@@ -18,6 +18,7 @@ COMMAND_MODULES = {
     "clear": "tui.cli.clear_commands",
     "memory": "tui.cli.memory_commands",
     "notes": "tui.cli.notes_commands",
+    "mcp": "tui.cli.mcp_commands",
     "worker": "tui.cli.worker_commands",
     "migrate": "tui.cli.migrate_commands",
 }

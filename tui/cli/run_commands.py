@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -34,6 +35,7 @@ from tui.cli.common import (
     workspace_from,
     workspace_option,
 )
+from tui.format import cost as format_cost
 from tui.format import duration, tokens, visible
 
 
@@ -84,10 +86,12 @@ class ProgressPrinter:
 def _summary(run: dict[str, Any], outcome: RunOutcome) -> str:
     tok = run["tokens"]
     total = sum(tok.values())
+    spent = format_cost(run["cost_usd"] if total else None, run["unpriced_calls"])
     lines = [
         f"run {run['run_id']} {outcome.status}: {run['nodes_done']}/{run['nodes_total']} nodes, "
         f"{tokens(total)} tokens (input {tokens(tok['input_tokens'])}, cache read "
-        f"{tokens(tok['cache_read_tokens'])}, output {tokens(tok['output_tokens'])})",
+        f"{tokens(tok['cache_read_tokens'])}, output {tokens(tok['output_tokens'])}), "
+        f"cost {spent}",
     ]
     if outcome.error:
         lines.append(f"error: {visible(outcome.error)}")
@@ -209,24 +213,77 @@ async def runs_command(
     if not records:
         click.echo("No runs.")
         return
-    click.echo(f"{'RUN':<16} {'WORKFLOW':<22} {'STATUS':<11} {'NODES':>7} {'TOKENS':>8} {'AGE':>8}")
+    click.echo(
+        f"{'RUN':<16} {'WORKFLOW':<22} {'STATUS':<11} {'NODES':>7} {'TOKENS':>8} "
+        f"{'COST':>10} {'AGE':>8}"
+    )
     for r in records:
+        spent = format_cost(r.cost.usd if r.tokens.total else None, r.cost.unpriced_calls)
         click.echo(
             f"{r.run_id:<16} {visible(r.workflow, keep_newlines=False)[:22]:<22} "
             f"{r.display_status(now):<11} {f'{r.nodes_done}/{r.nodes_total}':>7} "
-            f"{tokens(r.tokens.total):>8} {duration(now - r.created_at_ms):>8}"
+            f"{tokens(r.tokens.total):>8} {spent:>10} {duration(now - r.created_at_ms):>8}"
         )
 
 
 def _call_line(call: CallRecord) -> str:
     t = call.tokens
+    detail = call.detail if isinstance(call.detail, dict) else {}
+    if call.kind == "retry":
+        said = f"HTTP {detail['status']}" if detail.get("status") else "request failed"
+        what = (
+            f"fell back {detail['fallback']}"
+            if detail.get("fallback")
+            else f"waited {float(detail.get('wait_s') or 0):.2f}s"
+        )
+        return (
+            f"    call {call.call_id}: retry, {said}, {what}: "
+            f"{visible(str(detail.get('error', '')), keep_newlines=False)[:160]}"
+        )
     sim = " simulated" if call.simulated else ""
+    kind = "reconciliation " if call.kind == "reconciliation" else ""
     return (
-        f"    call {call.call_id}: {call.bucket:<10} context {call.context_tokens:>8,} = input "
-        f"{t.input:,} + cache read {t.cache_read:,} + cache write {t.cache_write:,}; output "
-        f"{t.output:,}, reasoning {t.reasoning:,} ({visible(call.agent)}"
-        f"{'/' + visible(call.model) if call.model else ''}{sim})"
+        f"    call {call.call_id}: {kind}{call.bucket:<10} context {call.context_tokens:>8,} = "
+        f"input {t.input:,} + cache read {t.cache_read:,} + cache write {t.cache_write:,}; "
+        f"output {t.output:,}, reasoning {t.reasoning:,} ({visible(call.agent)}"
+        f"{'/' + visible(call.model) if call.model else ''}{sim}) "
+        f"cost {format_cost(call.cost_usd, int(call.cost_usd is None))}"
     )
+
+
+def _invocation_lines(details: Any) -> list[str]:
+    """What the agent passed and reported per invocation (command line, session, models)."""
+    invocations = details.get("invocations") if isinstance(details, dict) else None
+    lines: list[str] = []
+    for invocation in invocations if isinstance(invocations, list) else []:
+        if not isinstance(invocation, dict):
+            continue
+        command = invocation.get("command")
+        if isinstance(command, list):
+            lines.append(f"    command: {visible(shlex.join(str(a) for a in command))}")
+        facts = []
+        for key, label in (("session_id", "id"), ("thread_id", "thread")):
+            if invocation.get(key):
+                facts.append(f"{label} {invocation[key]}")
+        for key in ("num_turns", "turns", "messages", "reconnects", "exit_status"):
+            if invocation.get(key) is not None:
+                facts.append(f"{key.replace('_', ' ')} {invocation[key]}")
+        if invocation.get("total_cost_usd") is not None:
+            facts.append(f"reported cost {format_cost(float(invocation['total_cost_usd']))}")
+        if facts:
+            lines.append(f"    session: {visible(', '.join(facts), keep_newlines=False)}")
+        models = invocation.get("models")
+        for name, usage in (models.items() if isinstance(models, dict) else []):
+            if isinstance(usage, dict):
+                spent = sum(int(v) for k, v in usage.items() if k.endswith("_tokens"))
+                reported = usage.get("cost_usd")
+                lines.append(
+                    f"      model {visible(str(name))}: {spent:,} tokens, cost "
+                    f"{format_cost(reported if isinstance(reported, int | float) else None)}"
+                )
+        for note in invocation.get("notes") or []:
+            lines.append(f"      note: {visible(str(note), keep_newlines=False)}")
+    return lines
 
 
 def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]:
@@ -240,18 +297,19 @@ def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]
         head += f" (iteration {attempt.iteration})"
     head += f" - {attempt.state}{' (cached)' if attempt.cached else ''}, {took}"
     t = attempt.tokens
+    mine = [c for c in calls if c.attempt == attempt.attempt and c.iteration == attempt.iteration]
+    priced = [c.cost_usd for c in mine if c.cost_usd is not None]
+    unpriced = sum(1 for c in mine if c.cost_usd is None and c.kind != "retry")
     lines = [
         head,
         f"    tokens: input {t.input:,}, cache read {t.cache_read:,}, cache write "
         f"{t.cache_write:,}, output {t.output:,}, reasoning {t.reasoning:,}",
+        f"    cost: {format_cost(sum(priced) if priced else None, unpriced)}",
     ]
+    lines.extend(_invocation_lines(attempt.details))
     if attempt.error:
         lines.append(f"    error: {visible(attempt.error)}")
-    lines.extend(
-        _call_line(c)
-        for c in calls
-        if c.attempt == attempt.attempt and c.iteration == attempt.iteration
-    )
+    lines.extend(_call_line(c) for c in mine)
     return lines
 
 

@@ -8,13 +8,18 @@ with every combination of those flags.
 
 A SQLite statement without a twin is not guessed at: running it on PostgreSQL raises
 :class:`StatementMissing` naming it, so a statement added on one side shows up in the contract
-tests at once.
+tests at once. A SQLite statement that *changes* keeps its name, so pairing by name alone would
+keep an out-of-date twin: ``followed.py`` records a fingerprint of the SQLite text each twin was
+written for, and a test fails (naming the statements) when one no longer matches. After
+updating the twins: ``python -m store.sql.postgres.catalogue --record``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import itertools
+import sys
 from collections.abc import Callable, Iterator
 from functools import cache
 from types import ModuleType
@@ -150,3 +155,41 @@ def catalogue() -> Catalogue:
             for name, lite_text, pg_statement in builder(lite, pg):
                 built.add(f"{area}.{name}", lite_text, pg_statement)
     return built
+
+
+def fingerprints(built: Catalogue | None = None) -> dict[str, str]:
+    """A short hash of the SQLite text(s) of every paired statement, by name."""
+    built = built or catalogue()
+    texts: dict[str, list[str]] = {}
+    for text, name in built.names.items():
+        if text in built.twins:
+            texts.setdefault(name, []).append(text)
+    return {
+        name: hashlib.sha256("\x00".join(sorted(group)).encode()).hexdigest()[:16]
+        for name, group in sorted(texts.items())
+    }
+
+
+def drift(recorded: dict[str, str]) -> list[str]:
+    """Statements whose SQLite text changed (or appeared) since their twins were written."""
+    now = fingerprints()
+    return sorted(name for name, value in now.items() if recorded.get(name) != value)
+
+
+def _record() -> None:
+    from pathlib import Path
+
+    lines = [
+        '"""Fingerprints of the SQLite statements each PostgreSQL twin was written for',
+        "(``python -m store.sql.postgres.catalogue --record`` after updating the twins).\"\"\"",
+        "",
+        "FOLLOWED: dict[str, str] = {",
+        *(f'    "{name}": "{value}",' for name, value in fingerprints().items()),
+        "}",
+        "",
+    ]
+    Path(__file__).with_name("followed.py").write_text("\n".join(lines), encoding="utf-8")
+
+
+if __name__ == "__main__" and "--record" in sys.argv:
+    _record()

@@ -33,7 +33,9 @@ LIMIT %s
 
 # Sums of BIGINT are NUMERIC in PostgreSQL: cast back so rows hold ints, as in SQLite.
 NODE_USAGE_OF_RUN = """
-SELECT node_id, iteration, count(*) AS calls,
+SELECT node_id, iteration, count(*) FILTER (WHERE kind = 'model') AS calls,
+       sum(cost_usd) AS cost_usd,
+       count(*) FILTER (WHERE cost_usd IS NULL AND kind <> 'retry') AS unpriced_calls,
        coalesce(sum(input_tokens), 0)::bigint AS input_tokens,
        coalesce(sum(cache_read_tokens), 0)::bigint AS cache_read_tokens,
        coalesce(sum(cache_write_tokens), 0)::bigint AS cache_write_tokens,
@@ -47,7 +49,8 @@ GROUP BY node_id, iteration
 ATTEMPTS_OF_NODE = """
 SELECT run_id, node_id, iteration, attempt, state, agent, model, prompt, response_text, error,
        cached, started_at_ms, finished_at_ms, input_tokens, cache_read_tokens,
-       cache_write_tokens, output_tokens, reasoning_tokens
+       cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, unpriced_calls,
+       details_json
 FROM attempts WHERE run_id = %s AND node_id = %s AND iteration = %s
 ORDER BY attempt
 """
@@ -69,12 +72,14 @@ ORDER BY context_tokens DESC LIMIT %s
 
 USAGE_ROLLUP = """
 SELECT bucket, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,
-       reasoning_tokens
+       reasoning_tokens, cost_usd, unpriced_calls
 FROM usage_rollups WHERE run_id = %s
 """
 
 USAGE_OF_NODE = """
-SELECT bucket, count(*) AS calls,
+SELECT bucket, count(*) FILTER (WHERE kind = 'model') AS calls,
+       sum(cost_usd) AS cost_usd,
+       count(*) FILTER (WHERE cost_usd IS NULL AND kind <> 'retry') AS unpriced_calls,
        coalesce(sum(input_tokens), 0)::bigint AS input_tokens,
        coalesce(sum(cache_read_tokens), 0)::bigint AS cache_read_tokens,
        coalesce(sum(cache_write_tokens), 0)::bigint AS cache_write_tokens,

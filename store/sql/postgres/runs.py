@@ -97,7 +97,9 @@ UPDATE usage_rollups SET
     cache_read_tokens = usage_rollups.cache_read_tokens - r.cache_read_tokens,
     cache_write_tokens = usage_rollups.cache_write_tokens - r.cache_write_tokens,
     output_tokens = usage_rollups.output_tokens - r.output_tokens,
-    reasoning_tokens = usage_rollups.reasoning_tokens - r.reasoning_tokens
+    reasoning_tokens = usage_rollups.reasoning_tokens - r.reasoning_tokens,
+    cost_usd = usage_rollups.cost_usd - r.cost_usd,
+    unpriced_calls = usage_rollups.unpriced_calls - r.unpriced_calls
 FROM (SELECT * FROM usage_rollups WHERE run_id = %(run_id)s) AS r
 WHERE usage_rollups.run_id = '' AND usage_rollups.bucket = r.bucket
 """
@@ -154,7 +156,15 @@ UPDATE attempts SET state = %(state)s, response_text = %(response_text)s, error 
     model = coalesce(%(model)s::text, model), cached = %(cached)s, finished_at_ms = %(now)s,
     input_tokens = %(input_tokens)s, cache_read_tokens = %(cache_read_tokens)s,
     cache_write_tokens = %(cache_write_tokens)s, output_tokens = %(output_tokens)s,
-    reasoning_tokens = %(reasoning_tokens)s
+    reasoning_tokens = %(reasoning_tokens)s,
+    details_json = coalesce(%(details_json)s::text, details_json),
+    cost_usd = (SELECT sum(c.cost_usd) FROM calls AS c
+                WHERE c.run_id = %(run_id)s AND c.node_id = %(node_id)s
+                  AND c.iteration = %(iteration)s AND c.attempt = %(attempt)s),
+    unpriced_calls = (SELECT count(*) FROM calls AS c
+                      WHERE c.run_id = %(run_id)s AND c.node_id = %(node_id)s
+                        AND c.iteration = %(iteration)s AND c.attempt = %(attempt)s
+                        AND c.cost_usd IS NULL AND c.kind <> 'retry')
 WHERE run_id = %(run_id)s AND node_id = %(node_id)s AND iteration = %(iteration)s
   AND attempt = %(attempt)s
 """

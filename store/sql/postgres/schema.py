@@ -334,7 +334,36 @@ CREATE TRIGGER runs_drop_artifacts AFTER DELETE ON runs
     FOR EACH ROW EXECUTE FUNCTION tether_drop_run_artifacts();
 """
 
+# Cost of model calls and the kind of call row (see store/schema.py, its migration 2).
+_MIGRATION_COST = f"""
+ALTER TABLE calls ADD COLUMN cost_usd DOUBLE PRECISION;
+ALTER TABLE calls ADD COLUMN kind {TEXT} NOT NULL DEFAULT 'model'
+    CHECK (kind IN ('model', 'retry', 'reconciliation'));
+ALTER TABLE calls ADD COLUMN detail_json {TEXT}
+    CHECK (detail_json IS NULL OR (detail_json::json) IS NOT NULL);
+ALTER TABLE attempts ADD COLUMN cost_usd DOUBLE PRECISION;
+ALTER TABLE attempts ADD COLUMN unpriced_calls BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN details_json {TEXT}
+    CHECK (details_json IS NULL OR (details_json::json) IS NOT NULL);
+ALTER TABLE runs ADD COLUMN cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN unpriced_calls BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_rollups ADD COLUMN cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;
+ALTER TABLE usage_rollups ADD COLUMN unpriced_calls BIGINT NOT NULL DEFAULT 0;
+UPDATE usage_rollups SET unpriced_calls = calls;
+UPDATE runs SET unpriced_calls = (SELECT count(*) FROM calls WHERE calls.run_id = runs.run_id);
+UPDATE attempts SET unpriced_calls = (
+    SELECT count(*) FROM calls
+    WHERE calls.run_id = attempts.run_id AND calls.node_id = attempts.node_id
+      AND calls.iteration = attempts.iteration AND calls.attempt = attempts.attempt
+);
+"""
+
 # The ordered, append-only list. Index i takes schema_version from i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_MIGRATION_1, _MIGRATION_QUEUE, _MIGRATION_ARTIFACTS)
+MIGRATIONS: tuple[str, ...] = (
+    _MIGRATION_1,
+    _MIGRATION_QUEUE,
+    _MIGRATION_ARTIFACTS,
+    _MIGRATION_COST,
+)
 
 SCHEMA_VERSION = len(MIGRATIONS)
