@@ -258,7 +258,7 @@ class PostgresDatabase(Database):
             await asyncio.to_thread(pool.open, wait=True, timeout=CONNECT_TIMEOUT_S)
         except Exception as error:
             await asyncio.to_thread(pool.close)
-            raise WorkspaceError(connection_problem(_root_cause(error), url) + ".") from None
+            raise DatabaseUnavailable(connection_problem(_root_cause(error), url) + ".") from None
         try:
             schema_name = await asyncio.to_thread(_inspect, pool)
             db = cls(pool, workspace, clock, schema_name)

@@ -75,7 +75,7 @@ def test_password_never_in_output_messages_or_process_list(team: tuple[str, Path
     assert listed.returncode == 0
     wrong = secret_url.replace(urlsplit(url).path, "/no_such_database_here")
     failed = tether(cwd, wrong, "runs")
-    assert failed.returncode == 2 and "Cannot reach the workspace database" in failed.stderr
+    assert failed.returncode == 3 and "Cannot reach the workspace database" in failed.stderr
     assert ":***@" in failed.stderr
     for result in (done, listed, failed):
         assert password not in result.stdout + result.stderr
@@ -116,7 +116,7 @@ def test_tls_options_reach_libpq(team: tuple[str, Path]) -> None:
     separator = "&" if "?" in url else "?"
     done = tether(cwd, f"{url}{separator}sslmode=require", "runs")
     # This test server has TLS off: libpq itself refuses, so the option got through.
-    assert done.returncode == 2 and "SSL" in done.stderr
+    assert done.returncode == 3 and "SSL" in done.stderr
 
 
 async def test_a_read_only_role_gets_a_dashboard_without_write_keys(
