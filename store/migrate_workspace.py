@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 from psycopg import sql as pgsql
 
-from store.artifact_chunks import pieces
+from store.artifact_chunks import MAX_CHUNK_BYTES
 from store.database import SqliteDatabase
 from store.errors import InvalidInputError, WorkspaceError
 from store.postgres import PostgresDatabase
@@ -221,9 +221,16 @@ def _copy_artifacts(
     copy = "COPY artifact_chunks (path, offset_bytes, data, written_at_ms) FROM STDIN"
     with conn.cursor().copy(copy) as writer:
         for name, path in files:
-            data = path.read_bytes()
-            for offset, piece in pieces(data, 0) if data else [(0, b"")]:
-                writer.write_row([name, offset, piece, now_ms])
+            with path.open("rb") as handle:  # in pieces: a big log is never read whole
+                offset = 0
+                while True:
+                    piece = handle.read(MAX_CHUNK_BYTES)
+                    if not piece and offset:
+                        break
+                    writer.write_row([name, offset, piece, now_ms])
+                    offset += len(piece)
+                    if not piece:
+                        break
 
 
 def _verify(
