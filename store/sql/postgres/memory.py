@@ -23,6 +23,7 @@ from store.sql.postgres.search import (
     derive_literals,
     derive_note,
     derive_query,
+    newest_matches,
 )
 from store.sql.postgres.statement import Twin
 
@@ -252,12 +253,18 @@ LIMIT nullif(%(limit)s, -1)
 
 # -- search ---------------------------------------------------------------------------------
 
+# A word's count comes from note_terms (one lookup); only a phrase is counted in the index.
 TERM_MATCH_COUNTS_CAPPED = Twin(
     """
-SELECT (SELECT count(*) FROM (
-            SELECT 1 FROM notes WHERE search_vector @@ q.query::tsquery LIMIT %(cap)s) AS m
-       ) AS docs
-FROM unnest(%(tsqueries)s::text[]) WITH ORDINALITY AS q(query, ord)
+SELECT CASE WHEN q.term IS NOT NULL
+            THEN least(coalesce((SELECT nt.docs FROM note_terms nt WHERE nt.term = q.term), 0),
+                       %(cap)s)
+            ELSE (SELECT count(*) FROM (
+                      SELECT 1 FROM notes WHERE search_vector @@ q.query::tsquery
+                      LIMIT %(cap)s) AS m)
+       END AS docs
+FROM unnest(%(single_terms)s::text[], %(tsqueries)s::text[]) WITH ORDINALITY
+     AS q(term, query, ord)
 ORDER BY q.ord
 """,
     derive_literals,
@@ -269,11 +276,10 @@ def search_notes_sql(where: str, *, bm25: bool) -> Twin:
     ranked by FTS5's BM25 and cut to ``%(limit)s`` (see :func:`store.sql.memory.
     search_notes_sql`)."""
     if not bm25:
+        columns = f"{NOTE_COLUMNS_N}, 0.0::float8 AS bm25, n.seq"
         return Twin(f"""
-SELECT {NOTE_COLUMNS_N}, 0.0::float8 AS bm25
-FROM notes n
-WHERE n.search_vector @@ %(tsquery)s::tsquery AND {where}
-ORDER BY n.seq DESC LIMIT %(pool)s
+SELECT {NOTE_COLUMNS}, bm25 FROM ({newest_matches(columns, where, "min")}) AS pool
+ORDER BY seq DESC LIMIT %(pool)s
 """, derive_query)
     return Twin(f"""
 WITH {BM25_TERMS},

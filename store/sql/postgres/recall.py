@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from store.sql.postgres.memory import NOT_SUPERSEDED_BY_ACCEPTED, fact_live
-from store.sql.postgres.search import BM25_TERMS, bm25_sql, derive_query
+from store.sql.postgres.search import BM25_TERMS, bm25_sql, derive_query, newest_matches
 from store.sql.postgres.statement import Twin
 
 # The largest seq is a cheap upper bound of the note count (like SQLite's max(rowid)).
@@ -28,11 +28,12 @@ def recall_notes_sql(*, with_tags: bool, newest_pool: bool) -> Twin:
     where = " AND ".join(conditions)
     columns = "n.id, n.namespace, n.body, n.tags_json, n.created_at_ms"
     if newest_pool:
+        # The full-text condition is each branch's own (dense: walk; sparse: GIN).
+        rest = " AND ".join(conditions[1:])
         return Twin(f"""
-SELECT {columns}
-FROM notes n
-WHERE {where}
-ORDER BY n.seq DESC LIMIT %(pool)s""", derive_query)
+SELECT id, namespace, body, tags_json, created_at_ms
+FROM ({newest_matches(columns + ", n.seq", rest, "sum")}) AS pool
+ORDER BY seq DESC LIMIT %(pool)s""", derive_query)
     return Twin(f"""
 WITH {BM25_TERMS}
 SELECT {columns}

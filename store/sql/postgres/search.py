@@ -70,9 +70,40 @@ def literals_to_tsqueries(literals_json: str) -> list[str]:
 
 
 BM25_TERMS = """bm25_terms AS (
-    SELECT t.term, (SELECT count(*) FROM notes c WHERE c.search_vector @@ t.query::tsquery) AS docs
-    FROM unnest(%(bm25_terms)s::text[], %(bm25_queries)s::text[]) AS t(term, query))"""
+    SELECT t.term, coalesce(nt.docs, 0) AS docs
+    FROM unnest(%(bm25_terms)s::text[]) AS t(term)
+    LEFT JOIN note_terms nt ON nt.term = t.term)"""
 """A CTE of each searched term with the number of notes holding it (BM25's ``n``)."""
+
+DENSE_SHARE = 20
+"""A pool query walks the newest notes when its words are in at least 1/20 of all notes."""
+
+
+def dense(combine: str) -> str:
+    """True when the searched terms are in so many notes that walking the newest notes finds
+    the pool at once (a GIN bitmap would read every match first); ``combine`` is ``sum`` for
+    any-word queries, ``min`` for all-word ones (an upper bound of the matches either way)."""
+    # All words must occur: a word no note holds means no match at all (never walk for it).
+    every = "count(nt.term) < cardinality(%(bm25_terms)s::text[])"
+    missing = every if combine == "min" else "false"
+    return f"""(SELECT NOT {missing}
+        AND coalesce({combine}(nt.docs), 0) * {DENSE_SHARE} >= (SELECT docs FROM note_stats)
+        FROM note_terms nt WHERE nt.term = ANY(%(bm25_terms)s::text[]))"""
+
+
+def newest_matches(columns: str, where: str, combine: str) -> str:
+    """The newest ``%(pool)s`` rows of ``notes n`` passing ``where`` and matching
+    ``%(tsquery)s``: dense words walk the seq index newest first and test each note
+    (``ts_match_vq``, which no index serves); sparse ones read the GIN index. Only the branch
+    whose one-time condition holds runs."""
+    return f"""
+(SELECT {columns} FROM notes n
+ WHERE {dense(combine)} AND ts_match_vq(n.search_vector, %(tsquery)s::tsquery) AND {where}
+ ORDER BY n.seq DESC LIMIT %(pool)s)
+UNION ALL
+(SELECT {columns} FROM notes n
+ WHERE NOT {dense(combine)} AND n.search_vector @@ %(tsquery)s::tsquery AND {where}
+ ORDER BY n.seq DESC LIMIT %(pool)s)"""
 
 
 def bm25_sql(vector: str, length: str) -> str:
@@ -106,16 +137,18 @@ def derive_query(params: Mapping[str, Any]) -> dict[str, Any]:
     expression = str(params["query"])
     words = [word for term in fts5_terms(expression) for word in index_words(term)]
     terms = list(dict.fromkeys(words))
-    return {
-        "tsquery": fts5_to_tsquery(expression),
-        "bm25_terms": terms,
-        "bm25_queries": [_quote(term) for term in terms],
-    }
+    return {"tsquery": fts5_to_tsquery(expression), "bm25_terms": terms}
 
 
 def derive_literals(params: Mapping[str, Any]) -> dict[str, Any]:
-    """``%(tsqueries)s`` from the JSON array of FTS5 literals ``:literals``."""
-    return {"tsqueries": literals_to_tsqueries(str(params["literals"]))}
+    """From the JSON array of FTS5 literals ``:literals``: ``%(tsqueries)s`` and, for a literal
+    that is one word, that word in ``%(single_terms)s`` (None for a phrase)."""
+    literals = json.loads(str(params["literals"]))
+    singles = []
+    for literal in literals:
+        words = [w for term in fts5_terms(literal) for w in index_words(term)]
+        singles.append(words[0] if len(words) == 1 else None)
+    return {"tsqueries": [fts5_to_tsquery(lit) for lit in literals], "single_terms": singles}
 
 
 def json_list(values: Sequence[str]) -> str:
