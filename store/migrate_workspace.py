@@ -6,7 +6,7 @@ Everything moves in one PostgreSQL transaction, so a failure leaves the target a
   in PostgreSQL is refused before anything is written, so nothing is silently dropped); rows keep
   their ids, and identity sequences continue after the largest copied id;
 - what PostgreSQL derives instead of SQLite's FTS5 (a note's and a fact's ``search_vector``,
-  a note's token count; ``note_stats`` by its trigger);
+  a note's token count; ``note_stats`` and ``note_terms`` by their triggers);
 - every file under ``artifacts/`` into ``artifact_chunks``;
 - then, still inside the transaction, the row count of every table and the number and bytes
   of artifact files are compared with the source; any difference rolls everything back.
@@ -50,8 +50,6 @@ COPY_ORDER = (
     "events",
     "workers",
 )
-# PostgreSQL tables that are not copies of a SQLite table.
-TARGET_ONLY = frozenset({"tether_meta", "note_stats", "artifact_chunks"})
 # What PostgreSQL stores beside a copied row, computed from it.
 DERIVED: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "notes": derive_note,
