@@ -22,6 +22,7 @@ workers, that lock was where the time went and added workers brought nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import random
@@ -351,7 +352,10 @@ class PostgresDatabase(Database):
                     with conn.transaction():
                         adapter = self._adapter(conn)
                         result = work(adapter)
-                    self._notify(conn, adapter.wrote_events)
+                    # Committed: a lost notification must not turn the write into an error
+                    # (listeners catch up at the next one, or when they reconnect).
+                    with contextlib.suppress(psycopg.Error):
+                        self._notify(conn, adapter.wrote_events)
                     return result
                 except _RETRYABLE:
                     if attempt == _RETRY_ATTEMPTS - 1:
