@@ -33,7 +33,7 @@ from engine.scheduler import Engine
 from engine.setup import open_engine
 from engine.workflow import Workflow
 from store.backend import Database
-from store.errors import InvalidInputError, LeaseLost, TetherError
+from store.errors import DatabaseUnavailable, InvalidInputError, LeaseLost, TetherError
 from store.owners import new_owner_id
 from store.queue import Claim, RunQueue
 from store.run_records import RunRecord
@@ -90,6 +90,7 @@ class Worker:
         exit_when_idle: bool = False,
         config: EngineConfig | None = None,
         on_outcome: Callable[[str, RunOutcome], None] | None = None,
+        on_problem: Callable[[str], None] | None = None,
         worker_id: str | None = None,
     ) -> None:
         if concurrency < 1:
@@ -101,6 +102,7 @@ class Worker:
         self.poll_s = poll_s
         self.exit_when_idle = exit_when_idle
         self.on_outcome = on_outcome
+        self.on_problem = on_problem
         engine = open_engine(db, config=config, owner_id=self.worker_id)
         # The run's heartbeat renews its lease: beat well within it.
         engine.config.heartbeat_interval_s = min(
@@ -121,7 +123,15 @@ class Worker:
         try:
             await self.queue.report_worker(self.worker_id, 0)
             while not stop.is_set():
-                claimed = await self._fill()
+                try:
+                    claimed = await self._fill()
+                except DatabaseUnavailable as error:
+                    # The server restarted or the link dropped: say so, wait, try again (runs
+                    # this worker held keep their leases until they expire or it renews them).
+                    if self.on_problem is not None:
+                        self.on_problem(str(error))
+                    await self._pause(stop)
+                    continue
                 if self.exit_when_idle and not self.active and not claimed:
                     break
                 await self._wait(stop)
@@ -135,6 +145,10 @@ class Worker:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         return self.summary
+
+    async def _pause(self, stop: asyncio.Event) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=self.poll_s)
 
     async def _fill(self) -> bool:
         """Claim runs while there is room; True when at least one was claimed."""

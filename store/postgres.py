@@ -247,7 +247,7 @@ class PostgresDatabase(Database):
             url,
             min_size=1,
             max_size=POOL_MAX,
-            kwargs={"autocommit": True, "row_factory": row_factory},
+            kwargs={"autocommit": True, "row_factory": row_factory, "application_name": "tether"},
             configure=_read_only_session if read_only else _session,
             open=False,
             name="tether",

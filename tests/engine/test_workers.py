@@ -122,3 +122,50 @@ def test_two_workers_and_a_dashboard_a_killed_worker_is_replaced(tmp_path: Path)
         assert survivor.returncode == 0, survivor_err
         assert f"{run_id} finished" in survivor_err
 
+
+
+def test_a_worker_rides_out_a_dropped_database_connection(tmp_path: Path) -> None:
+    with fresh_schema("wr") as url:
+        (tmp_path / ".tether").mkdir(mode=0o700)
+        log = tmp_path / "invocations.log"
+        env = {**os.environ, DATABASE_URL_ENV_VAR: url, "WORKER_LOG": str(log),
+               "PYTHONPATH": str(ROOT), "WORKER_LATENCY_MS": "10"}
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "tui.cli.main", "worker", "--poll-seconds", "0.2"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                _wait_for(lambda: _has_worker(conn), "the worker to register")
+                # Every pooled connection of the worker (and its listener) is cut at once.
+                killed = conn.execute(
+                    "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
+                    "pg_stat_activity WHERE application_name LIKE 'tether%%' "
+                    "AND pid <> pg_backend_pid()) AS k").fetchone()
+                assert killed is not None and killed[0] >= 1
+                queued = subprocess.run(
+                    [sys.executable, "-m", "tui.cli.main", "run", str(WORKFLOW), "--queue"],
+                    cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+                assert queued.returncode == 0, queued.stderr
+                run_id = queued.stdout.strip()
+
+                def finished() -> bool:
+                    row = conn.execute(
+                        "SELECT status FROM runs WHERE run_id = %s", (run_id,)).fetchone()
+                    return row is not None and row[0] == "finished"
+
+                _wait_for(finished, "the worker to run the queued run after the drop")
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            _, err = worker.communicate(timeout=60)
+        assert worker.returncode == 0, err
+        assert f"{run_id} finished" in err
+
+
+def _has_worker(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
+    tables = conn.execute(
+        "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
+        "AND table_name = 'workers'").fetchone()
+    if tables is None:
+        return False
+    return conn.execute("SELECT 1 FROM workers WHERE stopped_at_ms IS NULL").fetchone() is not None

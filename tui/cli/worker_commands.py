@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 
 import click
@@ -43,6 +44,9 @@ async def worker_command(
     if lease_seconds < 1 or poll_seconds <= 0:
         raise InvalidInputError("--lease-seconds must be at least 1 and --poll-seconds positive.")
     workspace = workspace_from(workspace_dir, database_url)
+    # The pool's own notes ("discarding closed connection") would repeat what the worker
+    # already says in one sentence when the database drops.
+    logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -60,6 +64,7 @@ async def worker_command(
             poll_s=poll_seconds,
             exit_when_idle=exit_when_idle,
             on_outcome=report,
+            on_problem=lambda message: click.echo(f"tether worker: {message}", err=True),
         )
         click.echo(f"worker {worker.worker_id} on {workspace.describe()}", err=True)
         summary = await worker.run(stop)
