@@ -205,7 +205,7 @@ class RunExecution:
         self.hooks = engine.hooks
         self.registry = engine.registry_for(workflow)
         self.artifacts_root = engine.db.workspace.artifacts_dir
-        self.artifacts = RunArtifacts(self.artifacts_root, self.run_id)
+        self.artifacts = RunArtifacts(self.artifacts_root, self.run_id, self._stored_artifacts())
         limit = engine.config.concurrency or workflow.concurrency
         self.semaphore = asyncio.Semaphore(limit)
         self.prior: dict[Key, NodeRecord] = {}
@@ -366,6 +366,15 @@ class RunExecution:
             # Background retention writes land before the run reports its end.
             await drain()
         return await finish_run(self)
+
+    def _stored_artifacts(self) -> Any:
+        """On a PostgreSQL workspace, how a task reads an artifact another host wrote."""
+        if self.engine.db.backend != "postgresql":
+            return None
+        from store.artifact_chunks import ArtifactChunks
+
+        db: Any = self.engine.db
+        return ArtifactChunks(db).read_whole_now
 
     def _artifact_mirror(self) -> Any:
         """On a PostgreSQL workspace, what copies this run's artifact files into the

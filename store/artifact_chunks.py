@@ -66,13 +66,14 @@ class ArtifactChunks:
         await self.db.run_in_transaction(work)
 
     async def replace(self, path: str, data: bytes) -> None:
-        """Store ``data`` as the whole file ``path``."""
-        rows = self._rows(path, data, 0)
+        """Store ``data`` as the whole file ``path`` (an empty file is one empty chunk)."""
+        rows = self._rows(path, data, 0) or [
+            {"path": path, "offset": 0, "data": b"", "now": self.db.clock.now_ms()}
+        ]
 
         def work(conn: Any) -> None:
             conn.execute(sql.TRUNCATE_FROM, {"path": path, "offset": 0})
-            if rows:
-                conn.executemany(sql.APPEND_CHUNK, rows)
+            conn.executemany(sql.APPEND_CHUNK, rows)
 
         await self.db.run_in_transaction(work)
 
@@ -88,6 +89,21 @@ class ArtifactChunks:
         )
         data = b"".join(bytes(row[1])[max(0, offset - int(row[0])) :] for row in rows)
         return data[:max_bytes]
+
+    def read_whole_now(self, path: str) -> bytes | None:
+        """The whole file ``path``, or None when there is none: read on the calling thread
+        (for synchronous callers such as a task's prompt function reading an artifact)."""
+
+        def work(conn: Any) -> bytes | None:
+            rows = conn.execute(
+                sql.CHUNKS_FROM, {"path": path, "offset": 0, "limit": None}
+            ).fetchall()
+            if not rows:
+                exists = conn.execute(sql.FILE_EXISTS, {"path": path}).fetchone()
+                return b"" if exists else None
+            return b"".join(bytes(row[1]) for row in rows)
+
+        return self.db.transact_read(work)
 
     async def files(self, prefix: str = "") -> list[StoredFile]:
         """Files stored under folder ``prefix`` (every file for ``""``)."""

@@ -363,6 +363,12 @@ class PostgresDatabase(Database):
                     time.sleep(_backoff(attempt))
         raise AssertionError("unreachable")
 
+    def transact_read(self, work: Callable[[Any], T]) -> T:
+        """Run ``work`` (reads only) on a pooled connection on the calling thread: for the
+        rare synchronous caller; everything else uses :meth:`run_read`."""
+        with self._pool.connection() as conn:
+            return work(self._adapter(conn))
+
     def _notify(self, conn: psycopg.Connection[Any], wrote_events: bool) -> None:
         # currval is the session's: after the commit it still names this transaction's last
         # event (every event of the workspace gets its number from that one sequence).

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pg_support import fresh_schema
 
 from engine.artifact_mirror import ArtifactMirror
-from engine.artifacts import stream_log_path
+from engine.artifacts import RunArtifacts, stream_log_path
 from engine.loader import load_workflow
 from engine.setup import open_engine
 from store.artifact_chunks import ArtifactChunks
 from store.database import Database
+from store.errors import InvalidInputError
 from store.postgres import PostgresDatabase
 from store.workspace import Workspace
 from tui.run_control import EXAMPLES_DIR
@@ -55,3 +57,24 @@ async def test_a_run_s_logs_are_in_the_database_and_followed_by_offset(tmp_path:
             target.write_text("rewritten\n", encoding="utf-8")  # smaller: sent whole
             await mirror.sync()
             assert await chunks.read(log.as_posix()) == b"rewritten\n"
+
+
+async def test_a_task_reads_an_artifact_another_host_wrote(tmp_path: Path) -> None:
+    with fresh_schema("ah") as url:
+        host_a = Workspace(tmp_path / "a" / ".tether", database_url=url)
+        host_b = Workspace(tmp_path / "b" / ".tether", database_url=url)
+        async with await Database.open(host_a) as db:
+            assert isinstance(db, PostgresDatabase)
+            chunks = ArtifactChunks(db)
+            written = RunArtifacts(host_a.artifacts_dir, "r-shared")
+            written.write_text("plan.md", "step one\nstep two\n")
+            written.write_bytes("empty.bin", b"")
+            mirror = ArtifactMirror(chunks, host_a.artifacts_dir,
+                                    host_a.artifacts_dir / "r-shared")
+            assert await mirror.sync() == 2
+            elsewhere = RunArtifacts(host_b.artifacts_dir, "r-shared", chunks.read_whole_now)
+            assert elsewhere.read_text("plan.md") == "step one\nstep two\n"
+            assert elsewhere.exists("empty.bin") and elsewhere.read_bytes("empty.bin") == b""
+            assert not elsewhere.exists("missing.md")
+            with pytest.raises(InvalidInputError, match="no artifact"):
+                elsewhere.read_text("missing.md")

@@ -35,4 +35,6 @@ SELECT path, max(offset_bytes + length(data)) AS size FROM artifact_chunks
 WHERE path >= %(low)s AND path < %(high)s GROUP BY path ORDER BY path
 """)
 
+FILE_EXISTS = Native("SELECT 1 FROM artifact_chunks WHERE path = %(path)s LIMIT 1")
+
 COUNT_FILES = Native("SELECT count(DISTINCT path) FROM artifact_chunks")
