@@ -74,8 +74,12 @@ def test_two_workers_and_a_dashboard_a_killed_worker_is_replaced(tmp_path: Path)
                     "SELECT 1 FROM attempts WHERE run_id = %s AND node_id = 'step2' "
                     "AND state = 'running'", (run_id,)).fetchone() is not None
 
-            # Kill in the middle of an attempt (step2 waits at the gate), two nodes finished.
-            _wait_for(gated_attempt, "step2's attempt to be running")
+            def agent_waiting() -> bool:
+                return any(line.split()[2] == "step2" for line in log.read_text().splitlines())
+
+            # Kill in the middle of an attempt: its row says running and its agent has started
+            # (it waits at the gate), two nodes finished.
+            _wait_for(lambda: gated_attempt() and agent_waiting(), "step2's agent to be running")
             holder_pid = int(str(row()[1]).split(":")[1])
             holder = next(w for w in workers if w.pid == holder_pid)
             survivor = next(w for w in workers if w.pid != holder_pid)
