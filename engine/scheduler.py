@@ -128,12 +128,18 @@ class Engine:
         return AgentRegistry(workflow.agents, self.config.agents)
 
     async def start(
-        self, workflow: Workflow, raw_input: Any = None, *, workflow_path: str | None = None
+        self,
+        workflow: Workflow,
+        raw_input: Any = None,
+        *,
+        workflow_path: str | None = None,
+        run_id: str | None = None,
     ) -> RunOutcome:
         """Create a run of ``workflow`` with ``raw_input`` and execute it to the end.
 
         Definition and input errors raise InvalidInputError before anything is written.
         Root prompts are rendered once up front so an empty one fails before the run starts.
+        ``run_id`` names the new run (a caller that shows it before it ends, the dashboard).
         """
         self.prepare(workflow)
         parsed = workflow.parse_input(raw_input)
@@ -143,6 +149,7 @@ class Engine:
             input=to_jsonable(parsed),
             workflow_path=workflow_path,
             owner_id=self.owner_id,
+            run_id=run_id,
         )
         return await RunExecution(self, workflow, run, parsed).execute()
 

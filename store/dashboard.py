@@ -533,6 +533,11 @@ class DashboardReader:
             rows = await self._rows(sql.TOP_CALLS_NODE, (run_id, node_id, limit))
         return _call_rows(rows)
 
+    async def recent_calls_of_run(self, run_id: str, limit: int = 300) -> list[CallRow]:
+        """The run's newest ``limit`` calls, oldest first (a bounded series for charts)."""
+        rows = await self._rows(sql.CALLS_OF_RUN_RECENT, (run_id, limit))
+        return list(reversed(_call_rows(rows)))
+
     # -- handoffs ------------------------------------------------------------------------------
 
     async def handoff_chains(self, limit: int = 50, max_length: int = 50) -> list[HandoffChain]:

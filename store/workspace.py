@@ -7,6 +7,10 @@ Resolution order: an explicit ``--workspace DIR``, then ``TETHER_WORKSPACE``, th
 A team workspace keeps its data in PostgreSQL instead of ``tether.db``: its database URL comes
 from ``--database-url``, then ``TETHER_DATABASE_URL``, then ``database_url`` in the workspace's
 ``config.toml`` (see :mod:`store.database_url`).
+
+Two forms people reach for are accepted as well: a named folder that holds no ``tether.db`` but
+a ``.tether/`` with one (the project folder) means that ``.tether/``; and walking up stops at a
+folder that is itself a workspace (holds ``tether.db``, as ``tether-demo/`` does).
 """
 
 from __future__ import annotations
@@ -71,13 +75,25 @@ class Workspace:
 
 
 def find_workspace_root(start: Path) -> Path | None:
-    """Return the nearest ``.tether`` folder at or above ``start``, or None."""
+    """Return the nearest workspace at or above ``start`` (a ``.tether`` folder, or a folder
+    holding ``tether.db`` itself), or None."""
     current = start.resolve()
     for folder in (current, *current.parents):
         candidate = folder / WORKSPACE_DIRNAME
         if candidate.is_dir():
             return candidate
+        if (folder / DATABASE_FILENAME).is_file():
+            return folder
     return None
+
+
+def named_workspace(folder: Path) -> Path:
+    """The workspace a person named: ``folder`` itself, or its ``.tether/`` when ``folder`` is
+    a project folder (no ``tether.db`` of its own, a ``.tether/`` holding one)."""
+    inner = folder / WORKSPACE_DIRNAME
+    if not (folder / DATABASE_FILENAME).exists() and (inner / DATABASE_FILENAME).is_file():
+        return inner
+    return folder
 
 
 def resolve_workspace(
@@ -90,9 +106,9 @@ def resolve_workspace(
     """Pick the workspace folder (and database URL) following the documented order."""
     env = os.environ if environ is None else environ
     if explicit:
-        root = Path(explicit).expanduser().resolve()
+        root = named_workspace(Path(explicit).expanduser().resolve())
     elif env.get(ENV_VAR):
-        root = Path(env[ENV_VAR]).expanduser().resolve()
+        root = named_workspace(Path(env[ENV_VAR]).expanduser().resolve())
     else:
         here = (cwd or Path.cwd()).resolve()
         found = find_workspace_root(here)

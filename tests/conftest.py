@@ -6,6 +6,7 @@ one (a fresh schema; see ``tests/pg_support.py``). The store's contract is the s
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -17,6 +18,11 @@ from store.database import Database
 from store.workspace import Workspace
 
 BACKENDS = ("sqlite", "postgresql")
+
+# `notes add` and `memory set` start a detached embedder when the semantic extra is installed;
+# the suite writes thousands of records from subprocesses, so only the tests of that behaviour
+# turn it back on (tests/cli/test_semantic_cli.py).
+os.environ.setdefault("TETHER_NO_BACKGROUND_EMBED", "1")
 
 
 @pytest.fixture

@@ -38,6 +38,8 @@ from tui.tailing import Batch, WorkspaceTailer
 
 TICK_S = 1.0
 """How often the status line and time-dependent cells (elapsed, stale) are redrawn."""
+HISTORY_DEPTH = 20
+"""How many earlier views escape can walk back through."""
 WARM_GAP_S = 0.05
 """Pause before building each unvisited view in the background (input is handled first)."""
 
@@ -55,11 +57,12 @@ class TetherApp(App[None]):
     }
     DEFAULT_MODE = "runs"
     COMMANDS = App.COMMANDS | {RunsProvider}
+    # The view keys are on the tab line at the top; the footer keeps its width for the rest.
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("1", "show_view('runs')", "Runs"),
-        Binding("2", "show_view('tokens')", "Tokens"),
-        Binding("3", "show_view('memory')", "Memory"),
-        Binding("4", "show_view('handoffs')", "Handoffs"),
+        Binding("1", "show_view('runs')", "Runs", show=False),
+        Binding("2", "show_view('tokens')", "Tokens", show=False),
+        Binding("3", "show_view('memory')", "Memory", show=False),
+        Binding("4", "show_view('handoffs')", "Handoffs", show=False),
         Binding("p", "toggle_pause", "Pause"),
         Binding("q", "request_quit", "Quit"),
     ]
@@ -99,6 +102,8 @@ class TetherApp(App[None]):
         self.selected_node_id: str | None = None
         self.selected_iteration: int | None = None
         self.token_scope = "workspace"
+        self.history: list[str] = []
+        """Views shown before the current one (escape goes back through them)."""
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()
@@ -312,16 +317,17 @@ class TetherApp(App[None]):
         self.selected_run_id = run_id
 
     def open_run(self, run_id: str) -> None:
-        """Show a run's detail screen in the Runs view."""
+        """Show a run's detail screen in the Runs view; escape returns to where it was opened."""
         self.run_worker(self._open_run(run_id), group="navigate", exclusive=True)
 
     async def _open_run(self, run_id: str) -> None:
         self.select(run_id=run_id)
-        if self.current_mode != "runs":
+        origin = self.current_mode
+        if origin != "runs":
             await self.switch_mode("runs")
         while len(self.screen_stack) > 1 and not isinstance(self.screen, RunsScreen):
             await self.pop_screen()
-        await self.push_screen(RunDetailScreen(run_id))
+        await self.push_screen(RunDetailScreen(run_id, came_from=origin))
 
     def show_tokens(self, scope: str) -> None:
         """Switch to the Tokens view with ``scope`` (workspace, run or node)."""
@@ -329,9 +335,32 @@ class TetherApp(App[None]):
         self.run_worker(self.action_show_view("tokens"), group="navigate", exclusive=True)
 
     async def action_show_view(self, mode: str) -> None:
-        """Switch to a top-level view."""
+        """Switch to a top-level view; the view left is remembered for escape."""
         if mode != self.current_mode:
+            self.history.append(self.current_mode)
+            del self.history[:-HISTORY_DEPTH]
             await self.switch_mode(mode)
+
+    def can_go_back(self) -> bool:
+        """Whether escape has somewhere to go (a run's detail, or an earlier view)."""
+        return isinstance(self.screen, RunDetailScreen) or bool(self.history)
+
+    def go_back(self) -> None:
+        """Escape: close a run's detail (back to the view it was opened from), else return to
+        the view shown before this one."""
+        self.run_worker(self._go_back(), group="navigate", exclusive=True)
+
+    async def _go_back(self) -> None:
+        screen = self.screen
+        if isinstance(screen, RunDetailScreen):
+            await self.pop_screen()
+            if screen.came_from != "runs" and screen.came_from in self.MODES:
+                if self.history and self.history[-1] == screen.came_from:
+                    self.history.pop()
+                await self.switch_mode(screen.came_from)
+            return
+        if self.history:
+            await self.switch_mode(self.history.pop())
 
     async def action_toggle_pause(self) -> None:
         """Pause or resume live updates (polling and collecting continue while paused)."""

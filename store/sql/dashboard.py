@@ -100,6 +100,12 @@ SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ? AND node_id = ?
 ORDER BY context_tokens DESC LIMIT ?
 """
 
+# The newest calls of one run (calls_node_idx by run_id, then the newest call ids): the Runs
+# view's tokens-per-minute and context-per-call chart.
+CALLS_OF_RUN_RECENT = (
+    f"SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ? ORDER BY call_id DESC LIMIT ?"
+)
+
 # Histogram rows: usage_rollups for the workspace (run_id '') or a run; calls for one node.
 USAGE_ROLLUP = """
 SELECT bucket, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,

@@ -11,6 +11,7 @@ from tui.cli.lazy import LazyGroup
 COMMAND_MODULES = {
     "tui": "tui.cli.tui_commands",
     "demo": "tui.cli.tui_commands",
+    "serve": "tui.cli.serve_commands",
     "run": "tui.cli.run_commands",
     "runs": "tui.cli.run_commands",
     "node": "tui.cli.run_commands",

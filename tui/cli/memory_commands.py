@@ -21,6 +21,7 @@ from store.memory import MemoryStore
 from store.namespaces import canonical_namespace, ensure_utf8, validate_namespace
 from store.processors import TokenLimiter, TtlCollector
 from store.workspace import Workspace
+from tui.cli.background import embed_in_background
 from tui.cli.common import format_option, print_json, run_async, workspace_from, workspace_option
 from tui.cli.lazy import LazyGroup
 from tui.format import ago, duration, visible
@@ -98,7 +99,11 @@ def styled(text: str, **style: object) -> str:
 @click.group(
     "memory",
     cls=LazyGroup,
-    lazy_commands={"summarize": "tui.cli.memory_summarize_commands"},
+    lazy_commands={
+        "summarize": "tui.cli.memory_summarize_commands",
+        "reindex": "tui.cli.memory_semantic_commands",
+        "status": "tui.cli.memory_semantic_commands",
+    },
 )
 def memory() -> None:
     """Facts (namespaced JSON values) and the memory maintenance processors."""
@@ -200,8 +205,10 @@ async def set_command(
     ns = validate_namespace(namespace)
     validate_key(key)
     value_json = parse_value_json(read_text_argument(value, "the value"))
-    async with open_store(chosen_workspace(workspace_dir), create=True) as store:
+    workspace = chosen_workspace(workspace_dir)
+    async with open_store(workspace, create=True) as store:
         fact = await store.set_fact_json(ns, key, value_json, ttl_ms=ttl_ms)
+    embed_in_background(workspace)
     expiry = "" if ttl_ms is None else f" (expires in {duration(ttl_ms)})"
     click.echo(f"Set {one_line(fact.key, 60)} in {one_line(fact.namespace, 80)}{expiry}.")
 

@@ -341,10 +341,13 @@ def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
         lines.append(f"  {'warning' if block.degraded else 'note'}: {visible(block.warning)}")
     for item in block.items:
         mark = "" if item.get("included", True) else " (left out: budget)"
-        why = ", ".join(str(t) for t in item.get("matched_terms") or [])
+        # "why" says how the item was found (words matched, similarity, primer); blocks stored
+        # before it existed only have the matched terms.
+        why = str(item.get("why") or "") or "matched: " + (
+            ", ".join(str(t) for t in item.get("matched_terms") or []) or "-")
         lines.append(
             f"  - {visible(str(item.get('id')))} {visible(str(item.get('namespace', '')))}"
-            f" score {float(item.get('score') or 0):.3f} matched: {visible(why) or '-'}{mark}"
+            f" score {float(item.get('score') or 0):.3f} {visible(why)}{mark}"
         )
     if block.text:
         lines.extend(f"  | {visible(line)}" for line in block.text.split("\n"))

@@ -39,6 +39,8 @@ AREAS = (
     "memory_blocks",
     "dashboard",
     "queue",
+    "term_index",
+    "vectors",
 )
 
 PgStatement = str | Twin
@@ -67,22 +69,10 @@ def _memory_builders(lite: ModuleType, pg: ModuleType) -> Iterator[tuple[str, st
                 lite.list_notes_sql(lite_where, newest_first=newest_first),
                 pg.list_notes_sql(pg_where, newest_first=newest_first),
             )
-        for bm25 in (False, True):
-            yield (
-                "search_notes_sql",
-                lite.search_notes_sql(lite_where, bm25=bm25),
-                pg.search_notes_sql(pg_where, bm25=bm25),
-            )
-
-
-def _recall_builders(lite: ModuleType, pg: ModuleType) -> Iterator[tuple[str, str, Any]]:
-    for flags in _flag_combinations(("with_tags", "newest_pool")):
-        yield "recall_notes_sql", lite.recall_notes_sql(**flags), pg.recall_notes_sql(**flags)
 
 
 BUILDERS: dict[str, Callable[[ModuleType, ModuleType], Iterator[tuple[str, str, Any]]]] = {
     "memory": _memory_builders,
-    "recall": _recall_builders,
 }
 
 

@@ -61,6 +61,10 @@ WHERE run_id = %s AND node_id = %s AND iteration = %s
 ORDER BY call_id LIMIT %s
 """
 
+CALLS_OF_RUN_RECENT = (
+    f"SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = %s ORDER BY call_id DESC LIMIT %s"
+)
+
 TOP_CALLS_WORKSPACE = f"SELECT {_CALL_COLUMNS} FROM calls ORDER BY context_tokens DESC LIMIT %s"
 TOP_CALLS_RUN = (
     f"SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = %s ORDER BY context_tokens DESC LIMIT %s"

@@ -16,15 +16,7 @@ from store.sql.memory import (
     NOTE_COLUMNS_N,
     THREAD_COLUMNS,
 )
-from store.sql.postgres.search import (
-    BM25_TERMS,
-    bm25_sql,
-    derive_fact,
-    derive_literals,
-    derive_note,
-    derive_query,
-    newest_matches,
-)
+from store.sql.postgres.search import derive_fact, derive_note
 from store.sql.postgres.statement import Twin
 
 # -- facts ----------------------------------------------------------------------------------
@@ -169,6 +161,21 @@ ON CONFLICT (id) DO NOTHING
     derive_note,
 )
 
+INSERT_NOTE_AT = Twin(
+    f"""
+INSERT INTO notes ({NOTE_COLUMNS}, search_vector, body_length)
+VALUES (%(id)s, %(namespace)s, %(body)s, %(kind)s, %(tags_json)s, %(author)s, %(status)s, NULL,
+        NULL, %(created_at_ms)s, %(run_id)s, %(node_id)s, %(iteration)s,
+        %(search_vector)s::tsvector, %(body_length)s)
+ON CONFLICT (id) DO NOTHING
+""",
+    derive_note,
+)
+
+EXISTING_NOTE_IDS = """
+SELECT id FROM notes WHERE id IN (SELECT jsonb_array_elements_text(%(ids)s::jsonb))
+"""
+
 INSERT_SUPERSESSION = """
 INSERT INTO note_supersessions (note_id, supersedes_id, created_at_ms)
 VALUES (%(note_id)s, %(supersedes_id)s, %(now)s)
@@ -249,48 +256,3 @@ WHERE {where}
 ORDER BY n.created_at_ms {direction}, n.seq {direction}
 LIMIT nullif(%(limit)s, -1)
 """
-
-
-# -- search ---------------------------------------------------------------------------------
-
-# A word's count comes from note_terms (one lookup); only a phrase is counted in the index.
-TERM_MATCH_COUNTS_CAPPED = Twin(
-    """
-SELECT CASE WHEN q.term IS NOT NULL
-            THEN least(coalesce((SELECT nt.docs FROM note_terms nt WHERE nt.term = q.term), 0),
-                       %(cap)s)
-            ELSE (SELECT count(*) FROM (
-                      SELECT 1 FROM notes WHERE search_vector @@ q.query::tsquery
-                      LIMIT %(cap)s) AS m)
-       END AS docs
-FROM unnest(%(single_terms)s::text[], %(tsqueries)s::text[]) WITH ORDINALITY
-     AS q(term, query, ord)
-ORDER BY q.ord
-""",
-    derive_literals,
-)
-
-
-def search_notes_sql(where: str, *, bm25: bool) -> Twin:
-    """The newest ``%(pool)s`` live matches of ``:query`` passing ``where``; with ``bm25``
-    ranked by FTS5's BM25 and cut to ``%(limit)s`` (see :func:`store.sql.memory.
-    search_notes_sql`)."""
-    if not bm25:
-        columns = f"{NOTE_COLUMNS_N}, 0.0::float8 AS bm25, n.seq"
-        return Twin(f"""
-SELECT {NOTE_COLUMNS}, bm25 FROM ({newest_matches(columns, where, "min")}) AS pool
-ORDER BY seq DESC LIMIT %(pool)s
-""", derive_query)
-    return Twin(f"""
-WITH {BM25_TERMS},
-pool AS (
-    SELECT n.seq FROM notes n
-    WHERE n.search_vector @@ %(tsquery)s::tsquery AND {where}
-    ORDER BY n.seq DESC LIMIT %(pool)s
-)
-SELECT * FROM (
-    SELECT {NOTE_COLUMNS_N}, {bm25_sql('n.search_vector', 'n.body_length')} AS bm25
-    FROM pool JOIN notes n ON n.seq = pool.seq
-) AS ranked
-ORDER BY bm25, created_at_ms DESC LIMIT %(limit)s
-""", derive_query)
