@@ -49,6 +49,8 @@ COPY_ORDER = (
     "task_cache",
     "events",
     "workers",
+    "memory_vectors",
+    "vector_progress",
 )
 # What PostgreSQL stores beside a copied row, computed from it.
 DERIVED: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
@@ -94,6 +96,14 @@ def _target_tables(conn: psycopg.Connection[Any]) -> dict[str, set[str]]:
     return tables
 
 
+# Logs the target rebuilds for itself (the note-change log only serves running processes'
+# in-memory indexes, which a new workspace builds from scratch).
+NOT_COPIED = frozenset({"note_changes"})
+# Tables whose SQLite rowid other rows refer to (vectors name their note or fact by it): the
+# rowid is kept, as the PostgreSQL ``seq`` that stands for it.
+KEEP_ROWID = frozenset({"notes", "facts", "memory_vectors"})
+
+
 def plan_copy(
     source: Mapping[str, list[str]], target: Mapping[str, set[str]]
 ) -> list[tuple[str, list[str]]]:
@@ -102,6 +112,7 @@ def plan_copy(
     Raises:
         WorkspaceError: a source table or column has no place in the target schema.
     """
+    source = {t: c for t, c in source.items() if t not in NOT_COPIED}
     for table, columns in source.items():
         if table not in target:
             raise WorkspaceError(
@@ -116,7 +127,11 @@ def plan_copy(
             )
     ordered = [t for t in COPY_ORDER if t in source]
     ordered += sorted(t for t in source if t not in COPY_ORDER)
-    return [(table, list(source[table])) for table in ordered]
+    return [
+        (table, [*source[table], *(["seq"] if table in KEEP_ROWID and "seq" in target[table]
+                                   else [])])
+        for table in ordered
+    ]
 
 
 def artifact_files(root: Path) -> list[tuple[str, Path]]:
@@ -184,7 +199,8 @@ def _copy_table(
     query = f'SELECT * FROM "{table}" {order if has_rowid or table == "runs" else ""}'
     copy = pgsql.SQL("COPY {} ({}) FROM STDIN").format(pgsql.Identifier(table), names)
     with conn.cursor().copy(copy) as writer:
-        for row in lite.execute(query):
+        for row in lite.execute(query.replace("SELECT *", "SELECT rowid AS seq, *", 1)
+                                if "seq" in columns else query):
             values = {column: row[column] for column in columns}
             derived = derive(values) if derive is not None else {}
             writer.write_row([*values.values(), *(derived[name] for name in extra)])
