@@ -52,8 +52,9 @@ from engine.structured import to_jsonable
 from engine.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.upstream import UpstreamOutputs
 from engine.workflow import TaskSpec, Workflow
+from store.artifact_paths import run_dir
 from store.database import Database
-from store.errors import InvalidInputError, StorageError
+from store.errors import InvalidInputError, LeaseLost, StorageError
 from store.owners import new_owner_id, running_elsewhere
 from store.run_records import NodeRecord, RunRecord, RunRequests
 from store.runs import RunStore
@@ -181,6 +182,13 @@ class Engine:
         claimed = await self.store.claim_run(run_id, self.owner_id, expected_owner=run.owner_id)
         return await RunExecution(self, workflow, claimed, parsed).execute()
 
+    async def run_claimed(self, workflow: Workflow, run: RunRecord) -> RunOutcome:
+        """Execute a run this process has just claimed from the queue (``store.queue``): its
+        lease token is registered, so every write is fenced; finished nodes are reused."""
+        self.prepare(workflow)
+        parsed = workflow.parse_input(run.input)
+        return await RunExecution(self, workflow, run, parsed).execute()
+
     async def run_chain(self, workflow: Workflow, outcome: RunOutcome) -> RunOutcome:
         """Follow handoffs: keep executing successor runs until one ends without handing off."""
         while outcome.status == "handed-off" and outcome.next_run_id:
@@ -202,7 +210,7 @@ class RunExecution:
         self.hooks = engine.hooks
         self.registry = engine.registry_for(workflow)
         self.artifacts_root = engine.db.workspace.artifacts_dir
-        self.artifacts = RunArtifacts(self.artifacts_root, self.run_id)
+        self.artifacts = RunArtifacts(self.artifacts_root, self.run_id, self._stored_artifacts())
         limit = engine.config.concurrency or workflow.concurrency
         self.semaphore = asyncio.Semaphore(limit)
         self.prior: dict[Key, NodeRecord] = {}
@@ -342,6 +350,8 @@ class RunExecution:
         await self.store.set_progress(self.run_id, nodes_total=len(self.known))
         self.progress("run", None, "running", self.run_id)
         monitor = asyncio.create_task(monitor_run(self))
+        mirror = self._artifact_mirror()
+        mirroring = asyncio.create_task(mirror.run()) if mirror is not None else None
         try:
             await self._advance()
             while self.running:
@@ -363,6 +373,12 @@ class RunExecution:
             monitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await monitor
+            if mirroring is not None and mirror is not None:
+                mirroring.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await mirroring
+                with contextlib.suppress(Exception):
+                    await mirror.sync()  # the last lines of every log
         if self.storage_problem is not None:
             raise self.storage_problem
         drain = getattr(self.hooks.memory, "drain", None)
@@ -370,6 +386,27 @@ class RunExecution:
             # Background retention writes land before the run reports its end.
             await drain()
         return await finish_run(self)
+
+    def _stored_artifacts(self) -> Any:
+        """On a PostgreSQL workspace, how a task reads an artifact another host wrote."""
+        if self.engine.db.backend != "postgresql":
+            return None
+        from store.artifact_chunks import ArtifactChunks
+
+        db: Any = self.engine.db
+        return ArtifactChunks(db).read_whole_now
+
+    def _artifact_mirror(self) -> Any:
+        """On a PostgreSQL workspace, what copies this run's artifact files into the
+        database (``engine/artifact_mirror.py``); None on SQLite, where the files are it."""
+        if self.engine.db.backend != "postgresql":
+            return None
+        from engine.artifact_mirror import ArtifactMirror
+        from store.artifact_chunks import ArtifactChunks
+
+        db: Any = self.engine.db
+        folder = run_dir(self.artifacts_root, self.run_id)
+        return ArtifactMirror(ArtifactChunks(db), self.artifacts_root, folder)
 
     def _halting(self) -> bool:
         return (
@@ -392,6 +429,10 @@ class RunExecution:
             pass
         elif isinstance(error, StorageError):
             self.storage_problem = self.storage_problem or error
+        elif isinstance(error, LeaseLost):
+            # Another worker holds the run now: stop at once and write nothing more.
+            self.lost = True
+            self.cancel_all()
         elif isinstance(error, UnitFailed):
             self.failure = self.failure or str(error)
         else:

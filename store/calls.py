@@ -108,7 +108,7 @@ class CallLog(EventLog):
                 )
             self._insert_events(conn, now, events)
 
-        await self.db.run_in_transaction(work)
+        await self._write((call.run_id for call in calls), work)
 
     async def list_calls(self, run_id: str, node_id: str | None = None) -> list[CallRecord]:
         """Calls of a run (or of one node of it), in the order they were recorded."""

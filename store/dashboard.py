@@ -305,6 +305,22 @@ class HandoffChain:
 
 
 @dataclass(frozen=True)
+class WorkerRow:
+    """A ``tether worker`` process as it last reported itself."""
+
+    worker_id: str
+    host: str
+    pid: int
+    started_at_ms: int
+    heartbeat_at_ms: int
+    runs_held: int = 0
+
+    def is_alive(self, now_ms: int) -> bool:
+        """Heartbeat recent enough (a killed worker stops beating)."""
+        return now_ms - self.heartbeat_at_ms <= STALE_AFTER_MS
+
+
+@dataclass(frozen=True)
 class EventRow:
     """One entry of the append-only event log."""
 
@@ -346,6 +362,8 @@ class DashboardReader:
         self.workspace = workspace
         self._data_version: int | None = None
         self.journal_mode = ""
+        self.read_only = False
+        """True when the workspace may only be read (a read-only PostgreSQL role)."""
 
     @classmethod
     async def open(cls, workspace: Workspace) -> DashboardReader:
@@ -355,6 +373,10 @@ class DashboardReader:
             NotFoundError: the workspace has no database yet.
             WorkspaceError: the file is not a usable Tether database.
         """
+        if workspace.is_shared:
+            from store.pg_dashboard import PgDashboardReader
+
+            return await PgDashboardReader.open(workspace)
         path = workspace.database_path
         if not database_file_exists(path):
             raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
@@ -479,6 +501,14 @@ class DashboardReader:
         if not rows:
             return None
         return str(rows[0][0]), str(rows[0][1]), int(rows[0][2])
+
+    async def workers(self, limit: int = 20) -> list[WorkerRow]:
+        """Workers that have not stopped, most recent heartbeat first (none on a workspace
+        that predates workers)."""
+        try:
+            return _build(WorkerRow, await self._rows(sql.WORKERS_RECENT, (limit,)))
+        except sqlite3.OperationalError:
+            return []
 
     # -- tokens --------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from store.backend import Database
 from store.clock import SYSTEM_CLOCK, Clock
 from store.damage import record_damage, recorded_damage
 from store.database_file import (
@@ -47,6 +48,7 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "Database",
     "Row",
+    "SqliteDatabase",
     "forget_database",
     "inspect_database_file",
     "open_databases",
@@ -63,15 +65,15 @@ Row = sqlite3.Row
 T = TypeVar("T")
 Params = Sequence[Any] | dict[str, Any]
 
-_OPEN: weakref.WeakSet[Database] = weakref.WeakSet()
+_OPEN: weakref.WeakSet[SqliteDatabase] = weakref.WeakSet()
 
 
-def open_databases() -> list[Database]:
+def open_databases() -> list[SqliteDatabase]:
     """Databases opened in this process and not closed yet (the test suite checks for leaks)."""
     return list(_OPEN)
 
 
-def forget_database(db: Database) -> None:
+def forget_database(db: SqliteDatabase) -> None:
     """Stop counting ``db`` as open (after its worker was stopped some other way)."""
     _OPEN.discard(db)
 
@@ -83,8 +85,10 @@ def _is_busy(error: BaseException) -> bool:
     )
 
 
-class Database:
-    """An open workspace database shared by the memory store and the run records."""
+class SqliteDatabase(Database):
+    """A workspace database in one SQLite file (WAL): the embedded default."""
+
+    backend = "sqlite"
 
     def __init__(
         self,
@@ -92,12 +96,12 @@ class Database:
         workspace: Workspace,
         clock: Clock,
         *,
-        readonly: bool = False,
+        read_only: bool = False,
     ) -> None:
         self._conn = conn
         self.workspace = workspace
         self.clock = clock
-        self.readonly = readonly
+        self.read_only = read_only
         self._write_lock = asyncio.Lock()
         # A second connection used on the event-loop thread for short writes that get the
         # lock at once (see run_in_transaction); opened on first use.
@@ -115,16 +119,16 @@ class Database:
         *,
         create: bool = True,
         clock: Clock = SYSTEM_CLOCK,
-        readonly: bool = False,
-    ) -> Database:
+        read_only: bool = False,
+    ) -> SqliteDatabase:
         """Open (and, when ``create`` is true, create and migrate) the workspace database.
 
-        With ``readonly`` the file is opened with SQLite's ``mode=ro``: nothing is created,
+        With ``read_only`` the file is opened with SQLite's ``mode=ro``: nothing is created,
         migrated or chmod-ed, and every write fails with a StorageError.
 
         Raises:
-            NotFoundError: ``create`` is false (or ``readonly``) and there is no database, or
-                (``readonly``) the file is empty.
+            NotFoundError: ``create`` is false (or ``read_only``) and there is no database, or
+                (``read_only``) the file is empty.
             WorkspaceError: the file cannot be used (a link or special file, not SQLite,
                 another program's database, or a newer schema).
             StorageError: damaged (DamagedDatabaseError), read-only for a writer, unreadable,
@@ -133,7 +137,7 @@ class Database:
         path = workspace.database_path
         info: DatabaseFileInfo | None = None
         exists = database_file_exists(path)
-        damage = None if readonly or not exists else recorded_damage(workspace)
+        damage = None if read_only or not exists else recorded_damage(workspace)
         if damage is not None:
             raise DamagedDatabaseError(
                 f"{path} was found damaged earlier ({damage.rstrip('.')}); Tether will not "
@@ -143,11 +147,11 @@ class Database:
             # Writers quick-check small files here, over a read-only connection: a damaged
             # file is refused before a writable connection could change anything.
             info = read_file_info(
-                path, quick_check_max_bytes=0 if readonly else QUICK_CHECK_MAX_BYTES
+                path, quick_check_max_bytes=0 if read_only else QUICK_CHECK_MAX_BYTES
             )
-        elif not create or readonly:
+        elif not create or read_only:
             raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
-        if readonly:
+        if read_only:
             assert info is not None
             return await cls._open_readonly(workspace, info, clock)
         if info is not None and info.empty and not create:
@@ -169,18 +173,18 @@ class Database:
     @classmethod
     async def open_readonly(
         cls, workspace: Workspace, *, clock: Clock = SYSTEM_CLOCK
-    ) -> Database | None:
+    ) -> SqliteDatabase | None:
         """The database opened read-only, or None when there is none yet (no file, or an
         empty one): what reading commands use, so a read never changes anything."""
         try:
-            return await cls.open(workspace, create=False, clock=clock, readonly=True)
+            return await cls.open(workspace, create=False, clock=clock, read_only=True)
         except NotFoundError:
             return None
 
     @classmethod
     async def _open_readonly(
         cls, workspace: Workspace, info: DatabaseFileInfo, clock: Clock
-    ) -> Database:
+    ) -> SqliteDatabase:
         path = workspace.database_path
         if info.empty:
             raise NotFoundError(f"There is no Tether workspace at {workspace.root} yet.")
@@ -193,7 +197,7 @@ class Database:
                     f"{path} was written by an older Tether and cannot be upgraded ({error})"
                 ) from None
         conn = await _connect(workspace, readonly_uri(path), create=False, uri=True)
-        db = cls(conn, workspace, clock, readonly=True)
+        db = cls(conn, workspace, clock, read_only=True)
         try:
             with db._storage_errors():
                 await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -238,12 +242,6 @@ class Database:
             with contextlib.suppress(sqlite3.Error):
                 direct.close()
         await self._conn.close()
-
-    async def __aenter__(self) -> Database:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     # -- storage problems ------------------------------------------------------------------
 
@@ -330,7 +328,7 @@ class Database:
 
     def _check_writable(self) -> None:
         self._refuse_writes_after_damage()
-        if self.readonly:
+        if self.read_only:
             raise StorageError(
                 f"{self.workspace.database_path} was opened read-only; this change was not made."
             )

@@ -56,10 +56,14 @@ from store.run_records import (
     TokenUsage,
 )
 from store.schema import ATTEMPT_STATES, NODE_STATES, RUN_STATUSES
+from store.sql import queue as queue_sql
 from store.sql import runs as sql
 
 ANY_OWNER = object()
 """``claim_run`` without an ownership check."""
+
+DEFAULT_LEASE_MS = 30_000
+"""How long a worker's claim on a run lasts without a heartbeat (renewed by each one)."""
 
 
 def new_run_id() -> str:
@@ -110,6 +114,8 @@ class RunStore(CallLog, MemoryBlockLog):
     Events, calls and memory blocks come from its bases; runs, nodes, attempts and handoffs are
     here.
     """
+
+    lease_ms = DEFAULT_LEASE_MS
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -265,7 +271,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 payload["error"] = error
             self._insert_events(conn, now, [NewEvent("run.status", run_id, payload=payload)])
 
-        await self.db.run_in_transaction(work)
+        await self._write((run_id,), work)
 
     async def claim_run(
         self, run_id: str, owner_id: str, *, expected_owner: str | None | object = ANY_OWNER
@@ -334,8 +340,14 @@ class RunStore(CallLog, MemoryBlockLog):
         heartbeat is not a state change.
         """
 
+        token = self.db.leases.get(run_id)
+
         def work(conn: sqlite3.Connection) -> Any:
             params = {"run_id": run_id, "now": self.now_ms, "owner_id": owner_id}
+            if token is not None and owner_id is not None:
+                # A leased run: renewing the heartbeat renews the lease, under its token.
+                lease = {**params, "token": token, "lease_ms": self.lease_ms}
+                return conn.execute(queue_sql.RENEW_LEASE, lease).rowcount > 0
             statement = sql.UPDATE_HEARTBEAT if owner_id is None else sql.UPDATE_HEARTBEAT_FENCED
             cursor = conn.execute(statement, params)
             return cursor.rowcount > 0
@@ -393,10 +405,10 @@ class RunStore(CallLog, MemoryBlockLog):
         self, run_id: str, *, nodes_done: int | None = None, nodes_total: int | None = None
     ) -> None:
         """Update the run's done/total node counters shown in run lists."""
-        await self.db.execute(
-            sql.UPDATE_PROGRESS,
-            _progress_params(run_id, self.now_ms, nodes_done=nodes_done, nodes_total=nodes_total),
+        params = _progress_params(
+            run_id, self.now_ms, nodes_done=nodes_done, nodes_total=nodes_total
         )
+        await self._write((run_id,), lambda conn: conn.execute(sql.UPDATE_PROGRESS, params))
 
     async def delete_run(self, run_id: str) -> None:
         """Delete a run that is not running, with every row that belongs to it.
@@ -508,7 +520,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 )
             self._insert_events(conn, params["now"], [self._node_event(params)])
 
-        await self.db.run_in_transaction(work)
+        await self._write((run_id,), work)
 
     async def upsert_nodes(
         self, run_id: str, nodes: Sequence[tuple[str, int, str, Sequence[str]]]
@@ -521,7 +533,7 @@ class RunStore(CallLog, MemoryBlockLog):
             conn.executemany(sql.UPSERT_NODE, params)
             self._insert_events(conn, now, [self._node_event(p) for p in params])
 
-        await self.db.run_in_transaction(work)
+        await self._write((run_id,), work)
 
     async def list_nodes(self, run_id: str) -> list[NodeRecord]:
         """Every node (every iteration) of a run, in start order."""
@@ -581,6 +593,7 @@ class RunStore(CallLog, MemoryBlockLog):
                     "prompt": prompt,
                     "cached": int(cached),
                     "owner_id": owner_id,
+                    "lease_token": self.db.leases.get(run_id),
                     "now": now,
                 },
             )
@@ -600,7 +613,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 ],
             )
 
-        await self.db.run_in_transaction(work)
+        await self._write((run_id,), work)
 
     async def finish_attempt(
         self,
@@ -687,7 +700,7 @@ class RunStore(CallLog, MemoryBlockLog):
             row = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,)).fetchone()
             return None if row is None else RunRequests(row[0], row[1], row[2])
 
-        result: RunRequests | None = await self.db.run_in_transaction(work)
+        result: RunRequests | None = await self._write((run_id,), work)
         return result
 
     def _abandon(self, conn: sqlite3.Connection, run_id: str, now: int) -> int:
@@ -753,7 +766,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 tokens_at_handoff,
             )
 
-        return await self.db.run_in_transaction(work)
+        return await self._write((from_run_id,), work)
 
     def _insert_handoff(
         self,
@@ -865,7 +878,7 @@ class RunStore(CallLog, MemoryBlockLog):
             )
             return handoff_id
 
-        handoff_id = int(await self.db.run_in_transaction(work))
+        handoff_id = int(await self._write((from_run_id,), work))
         return await self.get_run(new_id), handoff_id
 
     async def list_handoffs(

@@ -438,7 +438,29 @@ CREATE TABLE vector_progress (
 );
 """
 
+# Queued runs, leases and workers (``tether run --queue``, ``tether worker``): a worker claims
+# a queued run, holds it by a lease its heartbeat renews, and writes under a fencing token that
+# goes up by one at every claim, so a worker that lost its lease can no longer write the run.
+_MIGRATION_QUEUE = """
+ALTER TABLE runs ADD COLUMN queued_at_ms INTEGER;
+ALTER TABLE runs ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN lease_expires_at_ms INTEGER;
+CREATE INDEX runs_queue_idx ON runs (status, queued_at_ms) WHERE queued_at_ms IS NOT NULL;
+ALTER TABLE attempts ADD COLUMN lease_token INTEGER;
+CREATE TABLE workers (
+    worker_id        TEXT PRIMARY KEY,
+    host             TEXT    NOT NULL,
+    pid              INTEGER NOT NULL,
+    started_at_ms    INTEGER NOT NULL,
+    heartbeat_at_ms  INTEGER NOT NULL,
+    runs_held        INTEGER NOT NULL DEFAULT 0,
+    stopped_at_ms    INTEGER
+);
+"""
+
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_MIGRATION_1, _MIGRATION_2, _MIGRATION_RECALL)
+MIGRATIONS: tuple[str, ...] = (
+    _MIGRATION_1, _MIGRATION_2, _MIGRATION_RECALL, _MIGRATION_QUEUE
+)
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,6 +1,10 @@
 """Shared fixtures: temporary workspaces, a manual clock, an open database, and the checks
 every test passes through: no thread and no Database left open after it, and ``slow`` tests
-only on request (``--run-slow``; ``.ci/run`` runs them as a step of their own)."""
+only on request (``--run-slow``; ``.ci/run`` runs them as a step of their own).
+
+``db`` (and ``any_workspace``) run each test twice: on a SQLite workspace and on a PostgreSQL
+one (a fresh schema; see ``tests/pg_support.py``). The store's contract is the same on both.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +18,13 @@ from typing import Any
 
 import aiosqlite.core
 import pytest
+from pg_support import fresh_schema
 
 from store.clock import ManualClock
 from store.database import Database, forget_database, open_databases
 from store.workspace import Workspace
+
+BACKENDS = ("sqlite", "postgresql")
 
 # `notes add` and `memory set` start a detached embedder when the semantic extra is installed;
 # the suite writes thousands of records from subprocesses, so only the tests of that behaviour
@@ -111,6 +118,18 @@ def workspace(tmp_path: Path) -> Workspace:
     return Workspace(tmp_path / ".tether")
 
 
+@pytest.fixture(params=BACKENDS)
+def any_workspace(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Workspace]:
+    """A SQLite workspace, then (second run) a PostgreSQL one in a fresh schema."""
+    if request.param == "sqlite":
+        yield Workspace(tmp_path / ".tether")
+        return
+    with fresh_schema() as url:
+        # The folder still holds config.toml (agents, engine settings) on a shared workspace.
+        (tmp_path / ".tether").mkdir(mode=0o700)
+        yield Workspace(tmp_path / ".tether", database_url=url)
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     """A clock that moves only when the test says so."""
@@ -118,9 +137,9 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def db(workspace: Workspace, clock: ManualClock) -> AsyncIterator[Database]:
-    """An open, migrated workspace database on the manual clock."""
-    database = await Database.open(workspace, clock=clock)
+async def db(any_workspace: Workspace, clock: ManualClock) -> AsyncIterator[Database]:
+    """An open, migrated workspace database on the manual clock, on each backend."""
+    database = await Database.open(any_workspace, clock=clock)
     try:
         yield database
     finally:

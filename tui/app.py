@@ -26,9 +26,10 @@ from textual.screen import Screen
 
 from store.clock import SYSTEM_CLOCK, Clock
 from store.dashboard import DashboardReader, RunRow
-from store.errors import TetherError
+from store.errors import DatabaseUnavailable, TetherError
 from store.storage_errors import storage_error
 from store.workspace import Workspace
+from tui.actions.read_only import read_only
 from tui.commands import RunsProvider
 from tui.format import ago, literal
 from tui.screens.base import LiveScreen
@@ -37,7 +38,7 @@ from tui.screens.memory import MemoryScreen
 from tui.screens.run_detail import RunDetailScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.tokens import TokensScreen
-from tui.tailing import Batch, WorkspaceTailer, wake_ups
+from tui.tailing import Batch, WorkspaceTailer
 
 TICK_S = 1.0
 """How often the status line and time-dependent cells (elapsed, stale) are redrawn."""
@@ -178,7 +179,7 @@ class TetherApp(App[None]):
                 await self.tailer.close(final=True)
 
     async def _watch_loop(self) -> None:
-        async for _ in wake_ups(self.workspace, self._stop):
+        async for _ in self.tailer.wake_ups(self._stop):
             self._wake.set()
 
     async def _tail_loop(self) -> None:
@@ -199,7 +200,7 @@ class TetherApp(App[None]):
         async with self._lock:
             try:
                 batch = await self.tailer.poll()
-            except sqlite3.Error as error:
+            except (sqlite3.Error, DatabaseUnavailable) as error:
                 self.read_problem = read_problem(error, self.workspace)
                 return None
             self.read_problem = None
@@ -315,6 +316,9 @@ class TetherApp(App[None]):
             line.append("❚❚ paused  ", style="bold yellow")
         elif self.reader is None:
             line.append("○ waiting  ", style="yellow")
+        elif self.tailer.link_state == "reconnecting":
+            # Never a stale "live": the listening connection to the database is down.
+            line.append("◌ reconnecting  ", style="bold yellow")
         else:
             line.append("● live  ", style="bold green")
         problem = self.read_problem or self.tailer.problem
@@ -327,7 +331,12 @@ class TetherApp(App[None]):
         line.append(f" · last change {ago(now, self.changed_at_ms)}")
         line.append(f" · event #{self.tailer.last_seq}")
         line.append(" · workspace ")
-        line.append_text(literal(self.workspace.root.name or str(self.workspace.root)))
+        if self.workspace.is_shared:
+            line.append_text(literal(self.workspace.describe()))  # never shows a password
+        else:
+            line.append_text(literal(self.workspace.root.name or str(self.workspace.root)))
+        if read_only(self):
+            line.append(" · read-only", style="bold cyan")
         if self.engine is not None:
             line.append(" ")
             line.append("· embedded engine", style="cyan")

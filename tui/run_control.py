@@ -233,6 +233,22 @@ class EngineHost:
         self._spawn(run())
         return run_id
 
+    @property
+    def queues_runs(self) -> bool:
+        """True on a PostgreSQL workspace: launching queues the run for ``tether worker``."""
+        return self.workspace.is_shared
+
+    async def enqueue(self, known: KnownWorkflow, value: Any) -> RunRecord:
+        """Queue a run of ``known`` with ``value`` for any worker (validated first: an
+        InvalidInputError writes nothing)."""
+        from engine.structured import to_jsonable
+        from store.queue import RunQueue
+
+        parsed = known.workflow.parse_input(value)
+        return await RunQueue(await self.database(create=True)).enqueue(
+            known.workflow.name, input=to_jsonable(parsed), workflow_path=str(known.path)
+        )
+
     async def resume(self, run_id: str) -> asyncio.Task[RunOutcome | None]:
         """Continue ``run_id`` (stale, failed, cancelled or pending) in the embedded engine.
 

@@ -53,6 +53,16 @@ RECALL_DESCRIPTION = (
 )
 
 
+def child_database_url(url: str | None) -> str | None:
+    """How ``tether mcp``, started by an agent CLI, reaches a PostgreSQL workspace (no
+    password in it: see :func:`store.database_url.for_child_process`)."""
+    if not url:
+        return None
+    from store.database_url import for_child_process
+
+    return for_child_process(url)
+
+
 def _tag_choices(config: MemoryConfig) -> list[str]:
     fixed = [f"source:{v}" for v in SOURCE_VALUES] + [f"scope:{v}" for v in SCOPE_VALUES]
     return list(dict.fromkeys([*config.tags, *fixed]))
@@ -160,6 +170,7 @@ def build_memory_tools(
     status_default = default_status or config.effective_retain_status
     mcp = {
         "workspace": str(runtime.db.workspace.root),
+        "database_url": child_database_url(runtime.db.workspace.database_url),
         "banks": list(config.banks or ()),
         "tags": list(config.tags),
         "budget_bytes": config.effective_budget,

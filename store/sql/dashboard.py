@@ -150,6 +150,12 @@ SELECT node_id, iteration, bytes_used, budget_bytes, truncated, warning, degrade
 FROM memory_blocks WHERE run_id = ?
 """
 
+# Workers (tether worker) that have not said they stopped, most recent heartbeat first.
+WORKERS_RECENT = """
+SELECT worker_id, host, pid, started_at_ms, heartbeat_at_ms, runs_held FROM workers
+WHERE stopped_at_ms IS NULL ORDER BY heartbeat_at_ms DESC LIMIT ?
+"""
+
 # The node whose memory block was built most recently (for screenshots and the palette).
 LATEST_MEMORY_BLOCK = """
 SELECT run_id, node_id, iteration FROM memory_blocks

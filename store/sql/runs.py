@@ -32,10 +32,13 @@ UPDATE runs SET status = :status,
 WHERE run_id = :run_id
 """
 
+# A run resumed in-process leaves the queue, and its fencing token moves on: a worker that
+# still held it can write nothing more.
 CLAIM_RUN = """
 UPDATE runs SET status = 'running', owner_id = :owner_id, heartbeat_at_ms = :now,
     started_at_ms = coalesce(started_at_ms, :now), finished_at_ms = NULL, error = NULL,
-    cancel_requested_at_ms = NULL, updated_at_ms = :now
+    cancel_requested_at_ms = NULL, updated_at_ms = :now,
+    queued_at_ms = NULL, lease_expires_at_ms = NULL, lease_token = lease_token + 1
 WHERE run_id = :run_id AND (:check_owner = 0 OR owner_id IS :expected_owner)
 """
 
@@ -142,12 +145,13 @@ SELECT_NODE = "SELECT * FROM nodes WHERE run_id = ? AND node_id = ? AND iteratio
 
 INSERT_ATTEMPT = """
 INSERT INTO attempts (run_id, node_id, iteration, attempt, state, agent, model, prompt,
-                      cached, owner_id, started_at_ms)
+                      cached, owner_id, lease_token, started_at_ms)
 VALUES (:run_id, :node_id, :iteration, :attempt, 'running', :agent, :model, :prompt,
-        :cached, :owner_id, :now)
+        :cached, :owner_id, :lease_token, :now)
 ON CONFLICT (run_id, node_id, iteration, attempt) DO UPDATE SET
     state = 'running', agent = excluded.agent, model = excluded.model, prompt = excluded.prompt,
-    owner_id = excluded.owner_id, started_at_ms = excluded.started_at_ms, finished_at_ms = NULL
+    owner_id = excluded.owner_id, lease_token = excluded.lease_token,
+    started_at_ms = excluded.started_at_ms, finished_at_ms = NULL
 """
 
 # Token totals are written exactly once, here, when the attempt ends.

@@ -14,7 +14,6 @@ from store.errors import InvalidInputError
 from store.memory import MemoryStore
 from store.search_policy import bm25, idf, index_terms, weak_terms
 from store.term_index import index_for
-from store.workspace import Workspace
 
 NS = "workflow:code-review"
 
@@ -188,9 +187,8 @@ async def test_a_long_lived_index_follows_decisions_and_new_notes(memory: Memory
     assert len(await memory.search_notes("deploy bulk", limit=1000)) == 1000
 
 
-async def test_an_index_sees_what_another_connection_writes(
-    memory: MemoryStore, workspace: Workspace
-) -> None:
+async def test_an_index_sees_what_another_connection_writes(memory: MemoryStore) -> None:
+    workspace = memory.db.workspace  # SQLite file or PostgreSQL schema alike
     await memory.save_note(NS, "deploy with blue green", note_id="old")
     assert [h.note.id for h in await memory.search_notes("deploy")] == ["old"]
     async with await MemoryStore.open(workspace) as other:  # another process would do the same

@@ -112,13 +112,13 @@ async def test_a_fact_edit_whose_write_fails_reopens_with_the_typed_text(
         await pilot.pause()
         # The workspace becomes read-only for this write: the store refuses it.
         host_db = await screen.memory()
-        host_db.db.readonly = True
+        host_db.db.read_only = True
         await pilot.press("ctrl+s")
         await until(pilot, lambda: isinstance(app.screen, FactEditor) and app.screen is not editor,
                     "the editor to reopen")
         reopened = app.screen
         assert json.loads(reopened.query_one("#fact-value", TextArea).text) == json.loads(typed)
-        host_db.db.readonly = False
+        host_db.db.read_only = False
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.screen is screen, "the editor to close")
     async with await MemoryStore.open(workspace, create=False) as memory:

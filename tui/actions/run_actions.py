@@ -22,6 +22,7 @@ from textual.widgets import DataTable
 from engine.handoff import DEFAULT_CLEAR_REASON
 from store.dashboard import RunRow
 from tui.actions.feedback import write_safely
+from tui.actions.read_only import write_refused
 from tui.format import one_line
 from tui.modals import ConfirmDialog, LaunchRunDialog, WorkflowChoice, clear_run_dialog
 from tui.modals.confirm import named_targets
@@ -111,7 +112,9 @@ class RunControlScreen(LiveScreen):
         return self.tether.known_runs.get(run_id)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Hide run keys that do not apply to the selected run."""
+        """Hide run keys that do not apply to the selected run (all of them read-only)."""
+        if write_refused(self.app, action):
+            return False
         if action in self.RUN_ACTIONS:
             return action in allowed_run_actions(self.selected_run(), self.tether.now_ms())
         return super().check_action(action, parameters)
@@ -135,7 +138,8 @@ class RunControlScreen(LiveScreen):
 
     @work(group="run-action", exclusive=True)
     async def action_launch_run(self) -> None:
-        """Pick a workflow the workspace knows, edit its JSON input, start it embedded."""
+        """Pick a workflow the workspace knows, edit its JSON input, start it embedded (or, on
+        a PostgreSQL workspace, queue it for a worker)."""
         found = await write_safely(self, self.host.known_workflows)
         if found is None:
             return
@@ -150,6 +154,15 @@ class RunControlScreen(LiveScreen):
         if request is None:
             return
         chosen = by_key[request.choice.key]
+        if self.host.queues_runs:
+            queued = await write_safely(self, lambda: self.host.enqueue(chosen, request.input))
+            if queued is not None:
+                self.app.notify(
+                    f"Queued {chosen.name} as {queued.run_id}; a tether worker will run it.",
+                    markup=False,
+                )
+                self._wake()
+            return
         started = await write_safely(self, lambda: self.host.launch(chosen, request.input))
         if started is not None:
             self.app.notify(f"Started {chosen.name} ({started}) in the embedded engine.",

@@ -32,6 +32,16 @@ workspace_option = click.option(
     ".tether/). Accepted before or after the command name.",
 )
 
+database_url_option = click.option(
+    "--database-url",
+    "database_url",
+    metavar="URL",
+    default=None,
+    help="A PostgreSQL workspace (postgresql://user@host/db); no password here, use PGPASSWORD "
+    "or ~/.pgpass (default: $TETHER_DATABASE_URL, or database_url in the workspace's "
+    "config.toml).",
+)
+
 format_option = click.option(
     "--format",
     "output_format",
@@ -64,10 +74,23 @@ def chosen_workspace_dir(workspace_dir: str | None) -> str | None:
     return workspace_dir or top
 
 
-def workspace_from(workspace_dir: str | None) -> Workspace:
+def workspace_from(workspace_dir: str | None, database_url: str | None = None) -> Workspace:
     """The workspace of this invocation: ``--workspace`` (before or after the command name),
-    else ``TETHER_WORKSPACE``, else the nearest ``.tether/`` (see store.workspace)."""
-    return resolve_workspace(chosen_workspace_dir(workspace_dir))
+    else ``TETHER_WORKSPACE``, else the nearest ``.tether/`` (see store.workspace).
+
+    ``--database-url`` given to the command or to ``tether`` itself names a PostgreSQL
+    workspace; a password in it is refused (command lines are visible to every user).
+    """
+    if database_url is None:
+        context = click.get_current_context(silent=True)
+        root = context.find_root() if context is not None else None
+        if root is not None and isinstance(root.obj, dict):
+            database_url = root.obj.get("database_url")
+    if database_url is not None:
+        from store.database_url import refuse_password_in_argument
+
+        database_url = refuse_password_in_argument(database_url)
+    return resolve_workspace(chosen_workspace_dir(workspace_dir), database_url=database_url)
 
 
 @asynccontextmanager

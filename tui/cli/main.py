@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from tui.cli.common import workspace_option
+from tui.cli.common import database_url_option, workspace_option
 from tui.cli.lazy import LazyGroup
 
 # Each command's module is imported only when that command runs (see tui/cli/lazy.py).
@@ -23,6 +23,8 @@ COMMAND_MODULES = {
     "memory": "tui.cli.memory_commands",
     "notes": "tui.cli.notes_commands",
     "mcp": "tui.cli.mcp_commands",
+    "worker": "tui.cli.worker_commands",
+    "migrate": "tui.cli.migrate_commands",
 }
 
 
@@ -33,11 +35,13 @@ COMMAND_MODULES = {
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @workspace_option
+@database_url_option
 @click.pass_context
-def cli(ctx: click.Context, workspace_dir: str | None) -> None:
+def cli(ctx: click.Context, workspace_dir: str | None, database_url: str | None) -> None:
     """Tether: watch agent workflow runs, review their memory, launch and clear runs."""
     ctx.ensure_object(dict)
     ctx.obj["workspace_dir"] = workspace_dir
+    ctx.obj["database_url"] = database_url
     if ctx.invoked_subcommand is None:
         tui_command = cli.get_command(ctx, "tui")
         if tui_command is None:

@@ -23,6 +23,7 @@ from engine.hooks import Progress
 from engine.loader import load_workflow
 from engine.run_end import RunOutcome
 from engine.setup import open_engine, preflight
+from engine.workflow import Workflow
 from store.database import Database
 from store.errors import InvalidInputError, NotFoundError
 from store.ids import validate_node_id, validate_run_id
@@ -30,6 +31,7 @@ from store.json_text import JsonTextError, describe, parse_json_text
 from store.run_records import AttemptRecord, CallRecord, MemoryBlockRecord
 from store.runs import RunStore
 from store.schema import RUN_STATUSES
+from store.workspace import Workspace
 from tui.cli.arguments import read_text_argument
 from tui.cli.common import (
     format_option,
@@ -101,6 +103,8 @@ def _summary(run: dict[str, Any], outcome: RunOutcome) -> str:
 @click.argument("workflow_file", metavar="WORKFLOW")
 @click.option("--input", "input_text", metavar="JSON|@FILE", help="Run input as JSON or @file.")
 @click.option("--resume", "resume_id", metavar="RUN_ID", help="Continue this run instead.")
+@click.option("--queue", "queue", is_flag=True,
+              help="Put the run on the queue for `tether worker` instead of running it here.")
 @format_option
 @workspace_option
 @run_async
@@ -108,12 +112,15 @@ async def run_command(
     workflow_file: str,
     input_text: str | None,
     resume_id: str | None,
+    queue: bool,
     output_format: str,
     workspace_dir: str | None,
 ) -> None:
     """Run WORKFLOW (a .py file exposing a Workflow) in the foreground, with progress on stderr."""
     if resume_id and input_text is not None:
         raise InvalidInputError("--input cannot be combined with --resume; a run keeps its input.")
+    if resume_id and queue:
+        raise InvalidInputError("--queue starts a new run; it cannot be combined with --resume.")
     if resume_id:
         validate_run_id(resume_id)
     workspace = workspace_from(workspace_dir)
@@ -122,6 +129,9 @@ async def run_command(
     config = load_config(workspace.config_path)
     # Everything the engine would refuse is refused before the workspace is opened (or made).
     preflight(workflow, config, raw_input, check_input=not resume_id)
+    if queue:
+        await enqueue_run(workspace, workflow, raw_input, workflow_file, output_format)
+        return
     printer = ProgressPrinter()
     async with await Database.open(workspace, create=not resume_id) as db:
         engine = open_engine(db, on_progress=printer, config=config)
@@ -151,6 +161,31 @@ async def run_command(
             click.echo(visible(json.dumps(run["output"], ensure_ascii=False, indent=2)))
     if outcome.status != "finished":
         sys.exit(3)  # could not complete: the run failed, was cancelled or was lost
+
+
+async def enqueue_run(
+    workspace: Workspace, workflow: Workflow, raw_input: Any, workflow_file: str,
+    output_format: str,
+) -> None:
+    """Validate the input here, then queue the run for any worker; prints its id."""
+    from engine.root_prompts import check_root_prompts
+    from engine.structured import to_jsonable
+    from store.queue import RunQueue
+
+    workflow.validate()
+    parsed = workflow.parse_input(raw_input)
+    check_root_prompts(workflow, parsed)
+    async with await Database.open(workspace) as db:
+        run = await RunQueue(db).enqueue(
+            workflow.name,
+            input=to_jsonable(parsed),
+            workflow_path=str(Path(workflow_file).resolve()),
+        )
+        document = run.as_dict(db.clock.now_ms())
+    if output_format == "json":
+        print_json(document)
+    else:
+        click.echo(run.run_id)
 
 
 @click.command("runs")

@@ -34,6 +34,7 @@ from store.facts import Fact
 from store.memory import MemoryStore
 from store.notes import Note
 from tui.actions.feedback import write_safely
+from tui.actions.read_only import write_refused
 from tui.cli.background import embed_in_background
 from tui.format import literal, plural, visible
 from tui.modals import (
@@ -539,6 +540,8 @@ class MemoryScreen(LiveScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide keys that do not apply to the selected row (they also do nothing)."""
+        if write_refused(self.app, action):
+            return False
         if action in ("edit_fact", "delete_fact"):
             return self._active == "facts" and self.selected_fact() is not None
         if action in ("accept_note", "reject_note"):
@@ -843,6 +846,8 @@ class NoteReviewScreen(QuitFirstFooter, Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Accept/reject only on a pending note; stepping only when there is a queue."""
+        if write_refused(self.app, action):
+            return False
         if action in ("accept", "reject"):
             return self.note is not None and self.note.status == "pending"
         if action == "step":

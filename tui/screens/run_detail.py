@@ -42,7 +42,7 @@ from tui.format import (
 )
 from tui.graph_layout import build_graph
 from tui.screens.base import LiveScreen
-from tui.tailing import Batch, FileTail
+from tui.tailing import Batch, DatabaseLogTail, FileTail
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.log_view import FollowLog
@@ -275,6 +275,16 @@ def find_node_log(workspace: Workspace, node: NodeRow) -> Path | None:
     return None
 
 
+async def find_stored_log(chunks: Any, node: NodeRow) -> Path | None:
+    """The stream log (relative to the artifact folder) of the node iteration's latest attempt
+    that has one in the database of a PostgreSQL workspace."""
+    for attempt in range(max(node.attempts, 1), 0, -1):
+        path = stream_log_path(Path(""), node.run_id, node.node_id, node.iteration, attempt)
+        if await chunks.size(path.as_posix()) > 0:
+            return path
+    return None
+
+
 class RunDetailScreen(LiveScreen):
     """Nodes of one run and the inspector for the node under the cursor."""
 
@@ -307,6 +317,7 @@ class RunDetailScreen(LiveScreen):
         self.nodes: dict[str, NodeRow] = {}
         self._shown_node: str | None = None
         self._log_tail: FileTail | None = None
+        self._db_log_busy = False
         self._log_key: str | None = None
 
     def compose_view(self) -> ComposeResult:
@@ -504,6 +515,12 @@ class RunDetailScreen(LiveScreen):
     def _poll_log(self) -> None:
         if self.tether.paused or not self.is_current:
             return
+        if self.tether.workspace.is_shared:
+            # The log lives in the database (it may be written on another host).
+            if not self._db_log_busy:
+                self._db_log_busy = True
+                self.run_worker(self._follow_db_log(), group="db-log", exit_on_error=False)
+            return
         try:
             self._follow_log()
         except NoMatches:
@@ -529,6 +546,30 @@ class RunDetailScreen(LiveScreen):
         if self._log_tail is not None:
             log.append(self._log_tail.read_new_lines())
         self._show_log_status(log)
+
+    async def _follow_db_log(self) -> None:
+        try:
+            chunks = getattr(self.tether.reader, "chunks", None)
+            node = self.selected_node
+            if chunks is None or node is None:
+                return
+            log = self.query_one("#node-log", FollowLog)
+            path = await find_stored_log(chunks, node)
+            if node.key != self._log_key:
+                self._log_key = node.key
+                log.clear()
+                log.pending = 0
+                self._log_tail = DatabaseLogTail(chunks, path) if path else None
+            elif path is not None and (self._log_tail is None or path != self._log_tail.path):
+                self._log_tail = DatabaseLogTail(chunks, path)
+                log.append([f"── attempt {path.parent.name} ──"])
+            if isinstance(self._log_tail, DatabaseLogTail):
+                log.append(await self._log_tail.read_new_lines_async())
+            self._show_log_status(log)
+        except NoMatches:
+            return  # the screen is being closed
+        finally:
+            self._db_log_busy = False
 
     def _show_log_status(self, log: FollowLog) -> None:
         status = self.query_one("#log-status", Static)

@@ -14,7 +14,7 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
-from store.dashboard import RunRow
+from store.dashboard import RunRow, WorkerRow
 from tui.actions.run_actions import RunControlScreen
 from tui.event_text import event_line
 from tui.format import (
@@ -81,6 +81,23 @@ def run_cells(run: RunRow, now_ms: int) -> list[Text]:
     ]
 
 
+def workers_text(workers: list[WorkerRow], now_ms: int) -> Text:
+    """One line naming each worker: host, pid, runs held, last heartbeat (gone ones marked)."""
+    text = Text("Workers ", style="bold")
+    for index, worker in enumerate(workers):
+        if index:
+            text.append(" · ", style="dim")
+        alive = worker.is_alive(now_ms)
+        text.append_text(one_line(worker.host, width=24))
+        text.append(f" pid {worker.pid}", style="dim")
+        text.append(f" {worker.runs_held} held")
+        beat = f" beat {duration(max(0, now_ms - worker.heartbeat_at_ms))} ago"
+        text.append(beat, style="dim" if alive else "bold yellow")
+        if not alive:
+            text.append(" GONE", style="bold yellow")
+    return text
+
+
 class RunsScreen(RunControlScreen):
     """The newest runs with status, progress, tokens and a stale badge; ``enter`` opens one."""
 
@@ -112,6 +129,7 @@ class RunsScreen(RunControlScreen):
                 yield KeyedTable(RUN_COLUMNS, id="runs-table", stretch="workflow")
                 yield RunChart(id="run-chart")
             yield Static(id="runs-empty")
+            yield Static(id="workers-line")
             yield Static(Text("Activity", style="bold"), id="feed-title", classes="pane-title")
             yield FollowLog(id="activity-feed", max_lines=500)
 
@@ -141,6 +159,9 @@ class RunsScreen(RunControlScreen):
         if reader is None:
             return
         now = self.tether.now_ms()
+        if batch.first_read or not batch.events:
+            # On the clock tick, not on every commit: heartbeats age by the second anyway.
+            self._show_workers(await reader.workers(), now)
         table = self.query_one(KeyedTable)
         if not batch.first_read and not batch.events and not self.filter_text:
             # A clock tick, or a commit without events (heartbeats, memory edits): only the
@@ -186,6 +207,12 @@ class RunsScreen(RunControlScreen):
             events = batch.events[-200:]
         feed.append(event_line(e) for e in events)
         self.update_chrome()
+
+    def _show_workers(self, workers: list[WorkerRow], now_ms: int) -> None:
+        line = self.query_one("#workers-line", Static)
+        line.display = bool(workers)
+        if workers:
+            line.update(workers_text(workers, now_ms))
 
     def _patch(self, runs: Iterable[RunRow], table: KeyedTable, now: int) -> None:
         """Rewrite the rows of ``runs`` in place. The run keys read the same records
