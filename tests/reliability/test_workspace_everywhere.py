@@ -61,6 +61,7 @@ async def seed(root: Path, where: str, workflow: Path) -> None:
                               workflow_path=str(workflow))
 
 
+
 def facts(root: Path) -> dict[str, object]:
     result = tether(root, "memory", "list", "user:t", "--format", "json")
     return {f["key"]: f["value"] for f in json.loads(result.stdout)}
@@ -127,8 +128,13 @@ CASES = {
     "memory reindex": Case(("memory", "reindex"),
                            lambda o, r: None if _vectors(r) > 0 else pytest.fail("reindex")),
 }
+CASES["worker"] = Case(
+    ("worker", "--exit-when-idle", "--poll-seconds", "0.2"),
+    lambda o, r: None if sorted(x["status"] for x in runs(r).values()).count("finished") == 2
+    and "target" in o.stderr else pytest.fail(o.stderr),  # r-target-done and the queued run
+)
 NEEDS_SEMANTIC = {"memory reindex"}
-SEPARATE = {"tui", "demo", "mcp", "serve"}  # tested below: a terminal, subprocesses, MCP
+SEPARATE = {"tui", "demo", "mcp", "serve", "migrate"}  # tested below
 
 
 def every_command() -> set[str]:
@@ -159,8 +165,11 @@ def templates(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Pat
     )
     import asyncio
 
-    asyncio.run(seed(base / "target", "target", workflow))
-    asyncio.run(seed(base / "project" / ".tether", "decoy", workflow))
+    for root, where in ((base / "target", "target"), (base / "project" / ".tether", "decoy")):
+        asyncio.run(seed(root, where, workflow))
+        queued = run_cli(["run", str(workflow), "--queue", "--workspace", str(root)],
+                         cwd=base)  # for `tether worker`
+        assert queued.code == 0, queued.stderr
     return base / "target", base / "project", workflow
 
 
@@ -273,4 +282,20 @@ def test_serve_refuses_a_named_workspace_that_does_not_exist_instead_of_the_near
     result = tether(None, *args, cwd=project, env=env, timeout=60)
     assert result.returncode == 1, result.stderr
     assert str(missing) in result.stderr and "decoy" not in result.stderr
+    assert sqlite_dump(project / ".tether" / "tether.db") == decoy
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_migrate_takes_the_named_workspace_as_its_source(
+    way: str, templates: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """`tether migrate` needs a PostgreSQL server to copy into; what is checked here is its
+    source: a named workspace that does not exist is refused, the decoy is never copied."""
+    _, project, decoy = fresh(templates, tmp_path)
+    missing = tmp_path / "not-there"
+    args, env = arguments(Case(("migrate", "--to", "postgresql://tether@127.0.0.1:1/none"),
+                               expect("")), way, missing, templates[2])
+    outcome = run_cli(args, cwd=project, env=env)
+    assert outcome.code == 2, outcome.stderr
+    assert str(missing) in outcome.stderr
     assert sqlite_dump(project / ".tether" / "tether.db") == decoy
