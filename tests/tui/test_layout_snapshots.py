@@ -168,6 +168,9 @@ async def test_every_view_and_dialog_matches_its_snapshot(full_workspace, size) 
 
         # 1 Runs: the footer keeps q Quit even at 80 columns.
         app.screen.query_one("#runs-table", KeyedTable).select_key("run-review-1")
+        # Draw the selection now: otherwise the panel follows it at the next clock tick (1 s),
+        # and whether a tick falls before the capture is up to the machine's load.
+        await app.refresh_screen(app.screen)
         text = await walk.snap("runs")
         assert "q Quit" in text
 
