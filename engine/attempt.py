@@ -16,7 +16,7 @@ from engine.units import Unit
 from store.run_records import CallUsage, TokenUsage
 
 if TYPE_CHECKING:
-    from engine.scheduler import RunExecution
+    from engine.execution import RunExecution
 
 
 async def run_attempt(
@@ -40,7 +40,7 @@ async def run_attempt(
         agent=agent_name,
         model=getattr(agent, "model", None),
         prompt=prompt,
-        owner_id=execution.engine.owner_id,
+        owner_id=execution.owner_id,
     )
     execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
     calls: list[ModelCall] = []

@@ -9,20 +9,20 @@ from typing import TYPE_CHECKING
 from engine.hooks import DispatchDecision
 
 if TYPE_CHECKING:
-    from engine.scheduler import RunExecution
+    from engine.execution import RunExecution
 
 
 async def monitor_run(execution: RunExecution) -> None:
     """Run until cancelled: heartbeat, then take in cancel/clear requests or notice the run
     was lost to another process."""
-    config = execution.engine.config
+    config = execution.config
     last_beat = asyncio.get_running_loop().time()
     while True:
         await asyncio.sleep(config.poll_interval_s)
         now = asyncio.get_running_loop().time()
         if now - last_beat >= config.heartbeat_interval_s:
             last_beat = now
-            if not await execution.store.heartbeat(execution.run_id, execution.engine.owner_id):
+            if not await execution.store.heartbeat(execution.run_id, execution.owner_id):
                 execution.lost = True
                 execution.cancel_all()
                 return

@@ -1,9 +1,19 @@
-"""Opening, validating and migrating the workspace database, and running short transactions.
+"""The workspace database for asyncio programs (the engine, the dashboard): opening, validating
+and migrating it, reads, and writes by group commit.
 
-All writes go through :meth:`Database.transaction`, which takes the write lock up front
-(``BEGIN IMMEDIATE``) so two processes never deadlock upgrading a read to a write, waits on the
-busy timeout, and retries with jittered backoff if the lock stays busy. "database is locked"
-therefore never reaches a person unless another process holds the lock for minutes.
+Every write is a function of a ``sqlite3`` connection (``work``) handed to
+:meth:`Database.run_in_transaction` (or :meth:`Database.submit`). Writes queue up while one is
+being committed and the next commit takes the whole queue in one ``BEGIN IMMEDIATE`` ...
+``COMMIT``, each write in its own savepoint (:func:`store.connection.run_group`): writes that
+arrive together (nodes finishing at the same moment) share one commit and, at the ``full``
+durability level, one flush to disk. A write is acknowledged (its future resolves) only once
+the commit holding it has returned, so anything that waits for a write sees it durable at the
+workspace's level (:mod:`store.durability`). Writes are committed in the order they were
+submitted.
+
+``BEGIN IMMEDIATE`` takes the write lock up front, so two processes never deadlock upgrading a
+read to a write; a busy lock is waited for (busy timeout) and retried with jittered backoff, so
+"database is locked" never reaches a person unless another process holds the lock for minutes.
 
 Before anything is written, an existing file is checked read-only: a file that is not SQLite,
 is corrupt, belongs to another program, or was written by a newer Tether is refused with one
@@ -14,92 +24,57 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import random
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 
 from store.clock import SYSTEM_CLOCK, Clock
+from store.connection import (
+    BUSY_TIMEOUT_MS,
+    RETRY_ATTEMPTS,
+    Outcome,
+    Work,
+    backoff_s,
+    configure,
+    connect,
+    durability_pragmas,
+    inspect_database_file,
+    is_busy,
+    migrate,
+    run_group,
+    split_statements,
+)
+from store.durability import check_durability, read_durability
 from store.errors import NotFoundError, WorkspaceError
-from store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from store.schema import SCHEMA_VERSION
 from store.workspace import Workspace
 
-BUSY_TIMEOUT_MS = 30_000
-_SQLITE_HEADER = b"SQLite format 3\x00"
-_RETRY_ATTEMPTS = 8
-_RETRY_BASE_S = 0.05
-_RETRY_MAX_S = 2.0
+__all__ = ["BUSY_TIMEOUT_MS", "Database", "Row", "inspect_database_file"]
 
 Row = sqlite3.Row
 T = TypeVar("T")
 Params = Sequence[Any] | dict[str, Any]
-
-
-def _is_busy(error: BaseException) -> bool:
-    text = str(error).lower()
-    return isinstance(error, sqlite3.OperationalError) and (
-        "locked" in text or "busy" in text
-    )
-
-
-def inspect_database_file(path: Path) -> int:
-    """Check an existing file read-only and return its schema version (0 for an empty file).
-
-    Raises:
-        WorkspaceError: the file is not a SQLite database, is corrupt, is not a Tether
-            database, or comes from a newer Tether than this one.
-    """
-    size = path.stat().st_size
-    if size == 0:
-        return 0
-    with path.open("rb") as handle:
-        header = handle.read(len(_SQLITE_HEADER))
-    if header != _SQLITE_HEADER:
-        raise WorkspaceError(f"{path} is not a SQLite database; Tether left it untouched.")
-    try:
-        # mode=ro never writes the main file; we only read the header fields and catalogue.
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
-            application_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = conn.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-            ).fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as error:
-        raise WorkspaceError(
-            f"{path} is damaged or unreadable ({error}); Tether left it untouched."
-        ) from error
-    if application_id != APPLICATION_ID and (application_id != 0 or tables > 0):
-        raise WorkspaceError(
-            f"{path} is a SQLite database that does not belong to Tether; it was left untouched."
-        )
-    if version > SCHEMA_VERSION:
-        raise WorkspaceError(
-            f"{path} was written by a newer Tether (schema {version}, this one knows "
-            f"{SCHEMA_VERSION}); upgrade Tether to open it."
-        )
-    return int(version)
+_split_statements = split_statements  # the name older tests import
 
 
 class Database:
     """An open workspace database shared by the memory store and the run records."""
 
     def __init__(
-        self, conn: aiosqlite.Connection, workspace: Workspace, clock: Clock
+        self, conn: aiosqlite.Connection, workspace: Workspace, clock: Clock, durability: str
     ) -> None:
         self._conn = conn
         self.workspace = workspace
         self.clock = clock
+        self.durability = durability
         self._write_lock = asyncio.Lock()
-        # A second connection used on the event-loop thread for short writes that get the
-        # lock at once (see run_in_transaction); opened on first use.
+        # A second connection used on the event-loop thread for commits that get the lock at
+        # once and need no flush to disk (see _commit); opened on first use.
         self._direct: sqlite3.Connection | None = None
+        self._queue: list[tuple[Work, asyncio.Future[Any]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -110,13 +85,22 @@ class Database:
         *,
         create: bool = True,
         clock: Clock = SYSTEM_CLOCK,
+        durability: str | None = None,
     ) -> Database:
         """Open (and, when ``create`` is true, create and migrate) the workspace database.
+
+        ``durability`` overrides the workspace's configured level (``normal`` or ``full``).
 
         Raises:
             NotFoundError: ``create`` is false and the workspace has no database yet.
             WorkspaceError: the file cannot be used (see :func:`inspect_database_file`).
+            InvalidInputError: the configured durability level is unknown.
         """
+        level = (
+            check_durability(durability)
+            if durability is not None
+            else read_durability(workspace.config_path)
+        )
         path = workspace.database_path
         if path.exists():
             version = inspect_database_file(path)
@@ -127,58 +111,30 @@ class Database:
         try:
             if create:
                 workspace.ensure()
-            old_umask = os.umask(0o077)
-            try:
-                conn = await aiosqlite.connect(
-                    str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
-                )
-            finally:
-                os.umask(old_umask)
+            conn = aiosqlite.Connection(lambda: connect(path), iter_chunk_size=64)
+            await conn
         except (OSError, sqlite3.Error) as error:
             # A file where the folder should be, a missing parent, no permission: one sentence.
             reason = getattr(error, "strerror", None) or str(error)
             raise WorkspaceError(
                 f"Cannot open the workspace at {workspace.root}: {reason}."
             ) from None
-        conn.row_factory = sqlite3.Row
-        db = cls(conn, workspace, clock)
+        db = cls(conn, workspace, clock, level)
         try:
-            await db._configure()
+            await conn._execute(configure, conn._conn, path, level)
             if version < SCHEMA_VERSION:
-                await db._migrate()
+                async with db._write_lock:
+                    await db._retry_busy(lambda: conn._execute(migrate, conn._conn, path))
         except BaseException:
             await conn.close()
             raise
         with contextlib.suppress(OSError):
-            os.chmod(path, 0o600)
+            path.chmod(0o600)
         return db
 
-    async def _configure(self) -> None:
-        await self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        mode = await self._fetch_value("PRAGMA journal_mode = WAL")
-        if str(mode).lower() != "wal":
-            raise WorkspaceError(f"Could not switch {self.workspace.database_path} to WAL mode.")
-        await self._conn.execute("PRAGMA synchronous = NORMAL")
-        await self._conn.execute("PRAGMA foreign_keys = ON")
-
-    async def _migrate(self) -> None:
-        async with self.transaction() as conn:
-            # Re-read inside the write lock: another process may have migrated meanwhile.
-            async with conn.execute("PRAGMA user_version") as cursor:
-                row = await cursor.fetchone()
-            current = int(row[0]) if row else 0
-            if current > SCHEMA_VERSION:
-                raise WorkspaceError(
-                    f"{self.workspace.database_path} was written by a newer Tether; upgrade."
-                )
-            for index in range(current, SCHEMA_VERSION):
-                for statement in _split_statements(MIGRATIONS[index]):
-                    await conn.execute(statement)
-            await conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            await conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
     async def close(self) -> None:
-        """Close the connection (its worker thread stops with it)."""
+        """Commit what is queued, then close the connections (the worker thread stops)."""
+        await self.flush()
         if self._direct is not None:
             self._direct.close()
             self._direct = None
@@ -189,6 +145,14 @@ class Database:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    async def writer_pragmas(self) -> dict[str, dict[str, str]]:
+        """``journal_mode`` and ``synchronous`` as read back now from every connection of this
+        process that writes the workspace (for benchmarks and ``tether doctor``-style checks)."""
+        found = {"worker": await self._conn._execute(durability_pragmas, self._conn._conn)}
+        if self._direct is not None:
+            found["direct"] = durability_pragmas(self._direct)
+        return found
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -201,77 +165,17 @@ class Database:
         rows = await self.fetch_all(sql, params)
         return rows[0] if rows else None
 
-    async def _fetch_value(self, sql: str, params: Params = ()) -> Any:
-        row = await self.fetch_one(sql, params)
-        return None if row is None else row[0]
-
     async def fetch_value(self, sql: str, params: Params = ()) -> Any:
         """Run a query and return the first column of its first row, or None."""
-        return await self._fetch_value(sql, params)
+        row = await self.fetch_one(sql, params)
+        return None if row is None else row[0]
 
     async def data_version(self) -> int:
         """SQLite's ``PRAGMA data_version``: changes when another connection commits.
 
         A cheap way for a long-lived view to tell whether re-reading is worth it.
         """
-        return int(await self._fetch_value("PRAGMA data_version"))
-
-    # -- writing ---------------------------------------------------------------------------
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A short write transaction: ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on error).
-
-        Waits on the busy timeout and then retries with jittered backoff while another process
-        holds the write lock, so callers never see "database is locked" for ordinary contention.
-        """
-        async with self._write_lock:
-            await self._begin_immediate()
-            try:
-                yield self._conn
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    await self._conn.execute("ROLLBACK")
-                raise
-            else:
-                await self._commit()
-
-    async def _begin_immediate(self) -> None:
-        await self._retry_busy("BEGIN IMMEDIATE", rollback_on_failure=False)
-
-    async def _commit(self) -> None:
-        await self._retry_busy("COMMIT", rollback_on_failure=True)
-
-    async def _retry_busy(self, statement: str, *, rollback_on_failure: bool) -> None:
-        """Run ``statement``, retrying with jittered backoff while the database is busy.
-
-        A failed COMMIT leaves the transaction open, so ``rollback_on_failure`` ends it before
-        the error is raised; a failed BEGIN has nothing to roll back.
-        """
-        for attempt in range(_RETRY_ATTEMPTS):
-            try:
-                await self._conn.execute(statement)
-                return
-            except sqlite3.OperationalError as error:
-                if not _is_busy(error) or attempt == _RETRY_ATTEMPTS - 1:
-                    if rollback_on_failure:
-                        with contextlib.suppress(sqlite3.Error):
-                            await self._conn.execute("ROLLBACK")
-                    raise
-                await asyncio.sleep(_backoff(attempt))
-
-    async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one write statement in its own transaction; returns the number of changed rows."""
-        async with self.transaction() as conn:
-            cursor = await conn.execute(sql, params)
-            count = cursor.rowcount
-            await cursor.close()
-            return count
-
-    async def execute_many(self, sql: str, rows: Iterable[Params]) -> None:
-        """Run one write statement for many parameter rows in a single transaction."""
-        async with self.transaction() as conn:
-            await conn.executemany(sql, rows)
+        return int(await self.fetch_value("PRAGMA data_version"))
 
     async def run_read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work``, which only reads, on the connection's own thread: several queries for
@@ -283,85 +187,123 @@ class Database:
         result: T = await self._conn._execute(work, self._conn._conn)
         return result
 
-    def _direct_connection(self) -> sqlite3.Connection:
-        if self._direct is None:
-            self._direct = _open_direct(self.workspace.database_path)
-        return self._direct
+    # -- writing ---------------------------------------------------------------------------
+
+    def submit(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """Queue a write for the next group commit and return its future (see the module
+        docstring); await it to know the write is committed at the workspace's level.
+
+        ``work`` must only touch the database: it may be run again from the start when the
+        write lock stays busy. An exception it raises undoes its own statements and is set on
+        its future.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.append((work, future))
+        if self._flusher is None:
+            self._flusher = loop.create_task(self._flush(), name="tether-group-commit")
+        return future
 
     async def run_in_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` inside one ``BEGIN IMMEDIATE`` ... ``COMMIT`` on the connection's own
-        thread: many statements for the price of one thread hop (the engine's hot write path).
+        """Run ``work`` in a write transaction and return its result once committed."""
+        return await self.submit(work)
 
-        When no write of this process is in flight, the transaction is first tried right here
-        on a second connection whose busy timeout is zero: if the write lock is free (the usual
-        case) a short transaction costs no thread hand-off at all; if another process holds it,
-        the attempt fails at once, nothing was written, and the worker thread waits instead.
+    async def flush(self) -> None:
+        """Wait until every queued write is committed."""
+        while self._flusher is not None:
+            await asyncio.shield(self._flusher)
 
-        ``work`` must only touch the database (it is re-run from the start if the write lock
-        stays busy); an exception rolls everything back and propagates.
-        """
-        if not self._write_lock.locked():
-            direct = self._direct_connection()
-            try:
-                return _run_transaction(direct, work)
-            except sqlite3.OperationalError as error:
-                if not _is_busy(error):
-                    raise
-                # Another process holds the write lock: wait for it off the event loop.
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one write statement in its own transaction; returns the number of changed rows."""
+        return await self.run_in_transaction(lambda conn: conn.execute(sql, params).rowcount)
+
+    async def execute_many(self, sql: str, rows: Iterable[Params]) -> None:
+        """Run one write statement for many parameter rows in a single transaction."""
+        rows = list(rows)
+        await self.run_in_transaction(lambda conn: conn.executemany(sql, rows))
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A write transaction held open across awaits (``BEGIN IMMEDIATE`` ... ``COMMIT``,
+        rolled back on error). Prefer :meth:`run_in_transaction`, which groups commits."""
+        await self.flush()
         async with self._write_lock:
-            for attempt in range(_RETRY_ATTEMPTS):
+            await self._retry_busy(lambda: self._conn.execute("BEGIN IMMEDIATE"))
+            try:
+                yield self._conn
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    await self._conn.execute("ROLLBACK")
+                raise
+            else:
                 try:
-                    # aiosqlite runs the callable on its worker thread (its documented-in-code
-                    # queue); one hop instead of one per statement.
-                    result: T = await self._conn._execute(
-                        _run_transaction, self._conn._conn, work
-                    )
-                    return result
-                except sqlite3.OperationalError as error:
-                    if not _is_busy(error) or attempt == _RETRY_ATTEMPTS - 1:
-                        raise
-                    await asyncio.sleep(_backoff(attempt))
+                    await self._conn.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        await self._conn.execute("ROLLBACK")
+                    raise
+
+    async def _flush(self) -> None:
+        batch: list[tuple[Work, asyncio.Future[Any]]] = []
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                works = [work for work, _ in batch]
+                try:
+                    outcomes = await self._commit(works)
+                except Exception as error:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(error)
+                    continue
+                for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+                    if future.done():  # its waiter was cancelled; the write still committed
+                        continue
+                    if ok:
+                        future.set_result(value)
+                    else:
+                        future.set_exception(value)
+                batch = []
+        finally:
+            self._flusher = None
+            for _, future in [*batch, *self._queue]:
+                future.cancel()  # only when this task itself was cancelled (loop shutdown)
+            if batch:
+                self._queue = []
+
+    async def _commit(self, works: list[Work]) -> list[Outcome]:
+        """One group commit. At ``normal`` durability, when no other write of this process is
+        in flight, it is tried right here on a second connection whose busy timeout is zero: a
+        commit that needs no flush costs no thread hand-off; if another process holds the lock
+        the attempt fails at once with nothing written, and the worker thread waits instead.
+        At ``full`` the flush to disk always happens on the worker thread, so the event loop
+        keeps running tasks (and queueing their writes for the next commit) meanwhile."""
+        if self.durability == "normal" and not self._write_lock.locked():
+            try:
+                return run_group(self._direct_connection(), works)
+            except sqlite3.OperationalError as error:
+                if not is_busy(error):
+                    raise
+        async with self._write_lock:
+            outcomes: list[Outcome] = await self._retry_busy(
+                lambda: self._conn._execute(run_group, self._conn._conn, works)
+            )
+            return outcomes
+
+    async def _retry_busy(self, attempt_fn: Callable[[], Any]) -> Any:
+        for attempt in range(RETRY_ATTEMPTS):
+            try:
+                return await attempt_fn()
+            except sqlite3.OperationalError as error:
+                if not is_busy(error) or attempt == RETRY_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(backoff_s(attempt))
         raise AssertionError("unreachable")
 
-
-def _open_direct(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, timeout=0)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA busy_timeout = 0")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = ON")
-    return conn
-
-
-def _run_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = work(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise
-    return result
-
-
-def _backoff(attempt: int) -> float:
-    delay = min(_RETRY_MAX_S, _RETRY_BASE_S * (2**attempt))
-    return delay / 2 + random.random() * delay / 2
-
-
-def _split_statements(script: str) -> list[str]:
-    """Split a migration script into complete statements (triggers contain inner semicolons)."""
-    statements: list[str] = []
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        stripped = line.strip()
-        if not buffer and (not stripped or stripped.startswith("--")):
-            continue
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            statements.append(buffer.strip())
-            buffer = ""
-    if buffer.strip():
-        raise ValueError(f"incomplete statement in migration: {buffer[:80]!r}")
-    return statements
+    def _direct_connection(self) -> sqlite3.Connection:
+        if self._direct is None:
+            path = self.workspace.database_path
+            direct = connect(path, busy_timeout_ms=0)
+            configure(direct, path, self.durability, busy_timeout_ms=0, set_wal=False)
+            self._direct = direct
+        return self._direct

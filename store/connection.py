@@ -1,0 +1,231 @@
+"""Plain ``sqlite3`` pieces every way of opening the workspace database shares: checking an
+existing file, configuring a connection (WAL, the durability level, verified), migrating, and
+running one transaction or a group of them.
+
+No asyncio here: :class:`store.database.Database` runs these on its worker thread (or directly,
+see there), and :class:`store.direct.DirectDatabase` runs them in the calling thread for the
+short commands of the command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from store.durability import SYNCHRONOUS_VALUES
+from store.errors import WorkspaceError
+from store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+
+BUSY_TIMEOUT_MS = 30_000
+RETRY_ATTEMPTS = 8
+_RETRY_BASE_S = 0.05
+_RETRY_MAX_S = 2.0
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+T = TypeVar("T")
+Work = Callable[[sqlite3.Connection], Any]
+
+
+def is_busy(error: BaseException) -> bool:
+    """True for SQLite's "database is locked/busy" (another connection holds the lock)."""
+    text = str(error).lower()
+    return isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def backoff_s(attempt: int) -> float:
+    """A jittered, growing wait before retry number ``attempt`` of a busy write."""
+    delay = min(_RETRY_MAX_S, _RETRY_BASE_S * (2**attempt))
+    return delay / 2 + random.random() * delay / 2
+
+
+def inspect_database_file(path: Path) -> int:
+    """Check an existing file read-only and return its schema version (0 for an empty file).
+
+    Raises:
+        WorkspaceError: the file is not a SQLite database, is corrupt, is not a Tether
+            database, or comes from a newer Tether than this one.
+    """
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with path.open("rb") as handle:
+        header = handle.read(len(_SQLITE_HEADER))
+    if header != _SQLITE_HEADER:
+        raise WorkspaceError(f"{path} is not a SQLite database; Tether left it untouched.")
+    try:
+        # mode=ro never writes the main file; we only read the header fields and catalogue.
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            application_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = conn.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+            ).fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as error:
+        raise WorkspaceError(
+            f"{path} is damaged or unreadable ({error}); Tether left it untouched."
+        ) from error
+    if application_id != APPLICATION_ID and (application_id != 0 or tables > 0):
+        raise WorkspaceError(
+            f"{path} is a SQLite database that does not belong to Tether; it was left untouched."
+        )
+    if version > SCHEMA_VERSION:
+        raise WorkspaceError(
+            f"{path} was written by a newer Tether (schema {version}, this one knows "
+            f"{SCHEMA_VERSION}); upgrade Tether to open it."
+        )
+    return int(version)
+
+
+def connect(path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    """A writing connection in autocommit mode (transactions are explicit), owner-only file."""
+    old_umask = os.umask(0o077)
+    try:
+        conn = sqlite3.connect(
+            path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
+        )
+    finally:
+        os.umask(old_umask)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def configure(
+    conn: sqlite3.Connection,
+    path: Path,
+    durability: str,
+    *,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    set_wal: bool = True,
+) -> None:
+    """Set the busy timeout, WAL, the durability level's ``synchronous`` and foreign keys, and
+    read the two that matter for durability back: a connection that would write with less
+    than the workspace promises is refused (WorkspaceError)."""
+    conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+    if set_wal:
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise WorkspaceError(f"Could not switch {path} to WAL mode.")
+    conn.execute(f"PRAGMA synchronous = {durability.upper()}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    found = durability_pragmas(conn)
+    if found != {"journal_mode": "wal", "synchronous": durability}:
+        raise WorkspaceError(
+            f"{path} would be written with {found}, not WAL with synchronous={durability}."
+        )
+
+
+_SYNC_NAMES = {value: name for name, value in SYNCHRONOUS_VALUES.items()} | {0: "off", 3: "extra"}
+
+
+def durability_pragmas(conn: sqlite3.Connection) -> dict[str, str]:
+    """``journal_mode`` and ``synchronous`` as this connection reads them now."""
+    journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    synchronous = int(conn.execute("PRAGMA synchronous").fetchone()[0])
+    return {"journal_mode": str(journal).lower(), "synchronous": _SYNC_NAMES[synchronous]}
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Bring the schema up to date in one write transaction (no-op when already current)."""
+
+    def work(conn: sqlite3.Connection) -> None:
+        # Re-read inside the write lock: another process may have migrated meanwhile.
+        current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if current > SCHEMA_VERSION:
+            raise WorkspaceError(f"{path} was written by a newer Tether; upgrade.")
+        for index in range(current, SCHEMA_VERSION):
+            for statement in split_statements(MIGRATIONS[index]):
+                conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    run_transaction(conn, work)
+
+
+def run_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """``work`` inside one ``BEGIN IMMEDIATE`` ... ``COMMIT``; an exception rolls it back."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    return result
+
+
+Outcome = tuple[bool, Any]
+"""``(True, value)`` or ``(False, exception)``: how one write of a group ended."""
+
+
+def run_group(conn: sqlite3.Connection, works: Sequence[Work]) -> list[Outcome]:
+    """Several writes in one transaction (group commit): one ``COMMIT``, so at
+    ``synchronous=FULL`` one flush to disk, for all of them.
+
+    Each write runs inside its own savepoint, so a write that raises is undone alone and gets
+    its exception back, while the others commit: each keeps the all-or-nothing meaning it has
+    on its own. An error of the transaction itself (busy, I/O) rolls everything back and is
+    raised.
+    """
+    if len(works) == 1:
+        try:
+            return [(True, run_transaction(conn, works[0]))]
+        except sqlite3.OperationalError as error:
+            if is_busy(error) or _is_io(error):
+                raise
+            return [(False, error)]
+        except Exception as error:
+            return [(False, error)]
+    outcomes: list[Outcome] = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for work in works:
+            conn.execute("SAVEPOINT tether_write")
+            try:
+                value = work(conn)
+            except Exception as error:
+                if isinstance(error, sqlite3.OperationalError) and _is_io(error):
+                    raise
+                conn.execute("ROLLBACK TO tether_write")
+                conn.execute("RELEASE tether_write")
+                outcomes.append((False, error))
+            else:
+                conn.execute("RELEASE tether_write")
+                outcomes.append((True, value))
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    return outcomes
+
+
+def _is_io(error: sqlite3.OperationalError) -> bool:
+    """Errors of the database file itself (disk full, I/O), which end the whole group."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
+
+
+def split_statements(script: str) -> list[str]:
+    """Split a migration script into complete statements (triggers contain inner semicolons)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        stripped = line.strip()
+        if not buffer and (not stripped or stripped.startswith("--")):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        raise ValueError(f"incomplete statement in migration: {buffer[:80]!r}")
+    return statements
