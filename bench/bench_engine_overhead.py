@@ -130,9 +130,9 @@ async def run_tether(shape: str, n: int, durability: str) -> dict[str, Any]:
                     workflow.add_task(node, prompt_reading(deps, node), depends_on=deps)
                 expected = len(graph)
             engine = Engine(db, config=EngineConfig(poll_interval_s=0.5))
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             outcome = await engine.start(workflow, {})
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
             peak = rss_bytes()
             assert outcome.status == "finished", outcome.error
             count = await db.fetch_value("SELECT count(*) FROM attempts WHERE state = 'finished'")
@@ -140,18 +140,22 @@ async def run_tether(shape: str, n: int, durability: str) -> dict[str, Any]:
             pragmas = await db.writer_pragmas()
         finally:
             await db.close()
-    return {"seconds": elapsed, "nodes": expected, "rss_growth": peak - before,
-            "pragmas": pragmas}
+    return {"seconds": elapsed, "cpu_seconds": cpu, "nodes": expected,
+            "rss_growth": peak - before, "pragmas": pragmas}
 
 
 # -- LangGraph ---------------------------------------------------------------------------------
 
 
+def _latest(_old: str, new: str) -> str:
+    return new
+
+
 class State(TypedDict):
-    """LangGraph state: how many nodes ran (each node adds one) and the last node's answer."""
+    """LangGraph state: how many nodes ran (each node adds one) and the last answer written."""
 
     count: Annotated[int, operator.add]
-    last: str
+    last: Annotated[str, _latest]
 
 
 class FanState(TypedDict):
@@ -180,7 +184,7 @@ async def run_langgraph(shape: str, n: int, durability: str, mode: str) -> dict[
         async def join(state: FanState) -> dict[str, Any]:
             return {"count": 1, "plan": f"join {len(state['answers'])}"}
 
-        def spread(state: FanState) -> list[Send]:
+        def spread(state: FanState) -> list[Any]:
             return [Send("item", {"i": i, "plan": state["plan"]}) for i in range(n - 2)]
 
         builder.add_node("plan", plan)
@@ -227,15 +231,15 @@ async def run_langgraph(shape: str, n: int, durability: str, mode: str) -> dict[
             "recursion_limit": 100_000,
             "max_concurrency": WIDTH,
         }
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         result = await app.ainvoke(initial, config, durability=mode)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         peak = rss_bytes()
         assert result["count"] == expected, (result["count"], expected)
         pragmas = {"langgraph": await _pragmas(conn)}
         await conn.close()
-    return {"seconds": elapsed, "nodes": expected, "rss_growth": peak - before,
-            "pragmas": pragmas}
+    return {"seconds": elapsed, "cpu_seconds": cpu, "nodes": expected,
+            "rss_growth": peak - before, "pragmas": pragmas}
 
 
 async def _pragmas(conn: Any) -> dict[str, Any]:

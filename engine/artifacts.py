@@ -32,22 +32,29 @@ def safe_part(text: str) -> str:
     return "_" + cleaned if cleaned.startswith(".") else cleaned
 
 
-def attempt_dir(
+def _attempt_parts(
     artifacts_root: Path, run_id: str, node_id: str, iteration: int, attempt: int
-) -> Path:
-    """The folder holding one attempt's files (see the module docstring for the layout)."""
+) -> list[str]:
     parts = [str(artifacts_root), safe_part(run_id), safe_part(node_id)]
     if iteration:
         parts.append(f"iteration-{iteration}")
     parts.append(str(attempt))
-    return Path(os.path.join(*parts))
+    return parts
+
+
+def attempt_dir(
+    artifacts_root: Path, run_id: str, node_id: str, iteration: int, attempt: int
+) -> Path:
+    """The folder holding one attempt's files (see the module docstring for the layout)."""
+    return Path(os.path.join(*_attempt_parts(artifacts_root, run_id, node_id, iteration, attempt)))
 
 
 def stream_log_path(
     artifacts_root: Path, run_id: str, node_id: str, iteration: int, attempt: int
 ) -> Path:
-    """Path of an attempt's live stream log."""
-    return attempt_dir(artifacts_root, run_id, node_id, iteration, attempt) / STREAM_LOG
+    """Path of an attempt's live stream log (built in one step: one is made per attempt)."""
+    parts = _attempt_parts(artifacts_root, run_id, node_id, iteration, attempt)
+    return Path(os.path.join(*parts, STREAM_LOG))
 
 
 class RunArtifacts:

@@ -9,7 +9,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from engine.agents.base import Agent, AgentError, AgentRequest, ModelCall
-from engine.artifacts import RAW_OUTPUT, STREAM_LOG, attempt_dir
+from engine.artifacts import RAW_OUTPUT, stream_log_path
 from engine.prompting import repair_prompt
 from engine.structured import OutputInvalid, to_jsonable, validate_output
 from engine.units import Unit
@@ -32,33 +32,43 @@ async def run_attempt(
     the attempt's end written together with the node's state."""
     spec = unit.spec
     prompt, tools = await execution.prepare_prompt(unit, agent, task_prompt, attempt, memory)
-    await execution.store.start_attempt(
-        execution.run_id,
-        unit.node_id,
-        unit.iteration,
-        attempt,
-        agent=agent_name,
-        model=getattr(agent, "model", None),
-        prompt=prompt,
-        owner_id=execution.owner_id,
+    # The attempt's start and its calls join the next group commit without being waited for
+    # one by one; the attempt's end (waited for) is committed after them, so by the time the
+    # node counts as finished all of them are durable (writes commit in submission order).
+    writes: list[asyncio.Future[None]] = []
+    writes.append(
+        execution.store.queue_attempt_start(
+            execution.run_id,
+            unit.node_id,
+            unit.iteration,
+            attempt,
+            agent=agent_name,
+            model=getattr(agent, "model", None),
+            prompt=prompt,
+            owner_id=execution.owner_id,
+        )
     )
     execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
     calls: list[ModelCall] = []
 
     async def on_call(call: ModelCall) -> None:
         calls.append(call)
-        await execution.store.record_call(
-            CallUsage(
-                execution.run_id,
-                unit.node_id,
-                unit.iteration,
-                attempt,
-                agent_name,
-                call.usage,
-                model=call.model,
-                simulated=bool(getattr(agent, "simulated", False)),
-                started_at_ms=call.started_at_ms,
-                finished_at_ms=call.finished_at_ms,
+        writes.append(
+            execution.store.queue_calls(
+                [
+                    CallUsage(
+                        execution.run_id,
+                        unit.node_id,
+                        unit.iteration,
+                        attempt,
+                        agent_name,
+                        call.usage,
+                        model=call.model,
+                        simulated=bool(getattr(agent, "simulated", False)),
+                        started_at_ms=call.started_at_ms,
+                        finished_at_ms=call.finished_at_ms,
+                    )
+                ]
             )
         )
         execution.progress("call", unit, "call", tokens=call.usage.context_tokens, attempt=attempt)
@@ -69,7 +79,7 @@ async def run_attempt(
             usage = usage + call.usage
         return usage
 
-    folder = attempt_dir(
+    stream_path = stream_log_path(
         execution.artifacts_root, execution.run_id, unit.node_id, unit.iteration, attempt
     )
     request = AgentRequest(
@@ -80,7 +90,7 @@ async def run_attempt(
         attempt=attempt,
         output_schema=spec.output.model_json_schema() if spec.output else None,
         tools=tools,
-        stream_path=folder / STREAM_LOG,
+        stream_path=stream_path,
         on_call=on_call,
         clock=execution.clock,
     )
@@ -112,7 +122,7 @@ async def run_attempt(
                         text = repaired.text
                     except OutputInvalid as second:
                         request.ensure_folder()
-                        raw = folder / RAW_OUTPUT
+                        raw = stream_path.with_name(RAW_OUTPUT)
                         raw.write_text(
                             f"--- first answer ---\n{text}\n--- repair answer ---\n"
                             f"{repaired.text}\n",
@@ -125,15 +135,15 @@ async def run_attempt(
                         ) from second
     except TimeoutError as error:
         raise _AttemptError(
-            AgentError(f"timed out after {spec.timeout_s:g} s"), total(), text
+            AgentError(f"timed out after {spec.timeout_s:g} s"), total(), text, writes
         ) from error
     except AgentError as error:
-        raise _AttemptError(error, total(), text) from error
+        raise _AttemptError(error, total(), text, writes) from error
     except Exception as error:
         # A bug or unexpected error inside an agent fails the attempt (retries apply); it
         # never leaves the attempt marked running.
         raise _AttemptError(
-            AgentError(f"the agent raised {type(error).__name__}: {error}"), total(), text
+            AgentError(f"the agent raised {type(error).__name__}: {error}"), total(), text, writes
         ) from error
     except asyncio.CancelledError:
         with contextlib.suppress(Exception):
@@ -152,26 +162,48 @@ async def run_attempt(
                     node_state="cancelled",
                 )
             )
+        _settled(writes)
         execution.progress("node", unit, "cancelled")
         raise
     execution.done_count += 1
-    execution.absorb_requests(
-        await execution.store.finish_attempt(
-            execution.run_id,
-            unit.node_id,
-            unit.iteration,
-            attempt,
-            "finished",
-            usage=total(),
-            response_text=text,
-            node_state="finished",
-            node_output=to_jsonable(output),
-            set_node_output=True,
-            nodes_done=execution.done_count,
-        )
+    requests = await execution.store.finish_attempt(
+        execution.run_id,
+        unit.node_id,
+        unit.iteration,
+        attempt,
+        "finished",
+        usage=total(),
+        response_text=text,
+        node_state="finished",
+        node_output=to_jsonable(output),
+        set_node_output=True,
+        nodes_done=execution.done_count,
     )
+    await _committed(writes)
+    execution.absorb_requests(requests)
     execution.progress("node", unit, "finished", tokens=total().total, attempt=attempt)
     return output
+
+
+async def _committed(writes: list[asyncio.Future[None]]) -> None:
+    """Wait for an attempt's queued writes (already committed when a later write returned):
+    an error writing one of them is raised here."""
+    for write in writes:
+        await write
+
+
+def _settled(writes: list[asyncio.Future[None]]) -> None:
+    """Mark queued writes' errors as seen when the attempt ends without waiting for them."""
+    for write in writes:
+        if write.done() and not write.cancelled():
+            write.exception()
+        else:
+            write.add_done_callback(_consume)
+
+
+def _consume(write: asyncio.Future[None]) -> None:
+    if not write.cancelled():
+        write.exception()
 
 
 async def record_failed_attempt(
@@ -180,26 +212,34 @@ async def record_failed_attempt(
     """Write a failed attempt's end: the node goes to ``retrying`` or ``failed``."""
     usage = error.usage if isinstance(error, _AttemptError) else TokenUsage()
     text = error.text if isinstance(error, _AttemptError) else None
-    execution.absorb_requests(
-        await execution.store.finish_attempt(
-            execution.run_id,
-            unit.node_id,
-            unit.iteration,
-            attempt,
-            "failed",
-            usage=usage,
-            response_text=text or None,
-            error=str(error),
-            node_state="retrying" if retry else "failed",
-        )
+    writes = error.writes if isinstance(error, _AttemptError) else []
+    requests = await execution.store.finish_attempt(
+        execution.run_id,
+        unit.node_id,
+        unit.iteration,
+        attempt,
+        "failed",
+        usage=usage,
+        response_text=text or None,
+        error=str(error),
+        node_state="retrying" if retry else "failed",
     )
+    await _committed(writes)
+    execution.absorb_requests(requests)
     execution.progress("node", unit, "retrying" if retry else "failed", str(error), attempt=attempt)
 
 
 class _AttemptError(AgentError):
     """An AgentError carrying the usage and text of the failed attempt."""
 
-    def __init__(self, cause: AgentError, usage: TokenUsage, text: str) -> None:
+    def __init__(
+        self,
+        cause: AgentError,
+        usage: TokenUsage,
+        text: str,
+        writes: list[asyncio.Future[None]],
+    ) -> None:
         super().__init__(str(cause), retryable=cause.retryable)
         self.usage = usage
         self.text = text
+        self.writes = writes

@@ -4,6 +4,7 @@ the whole workspace by context bucket (:mod:`store.buckets`).
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -28,8 +29,14 @@ class CallLog(EventLog):
         """Record model calls: one ``calls`` row each, plus the run and workspace rollups by
         bucket and the run's token columns, all in one transaction, with a ``call`` event each.
         """
-        if not calls:
-            return
+        if calls:
+            await self.queue_calls(calls)
+
+    def queue_calls(self, calls: Sequence[CallUsage]) -> asyncio.Future[None]:
+        """:meth:`record_calls` without waiting: the write joins the next group commit and the
+        returned future resolves once it is committed (the engine waits for its attempt's calls
+        together with the attempt's end)."""
+        calls = list(calls)
 
         def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
@@ -85,7 +92,7 @@ class CallLog(EventLog):
                 )
             self._insert_events(conn, now, events)
 
-        await self.db.run_in_transaction(work)
+        return self.db.submit(work)
 
     async def list_calls(self, run_id: str, node_id: str | None = None) -> list[CallRecord]:
         """Calls of a run (or of one node of it), in the order they were recorded."""

@@ -170,42 +170,42 @@ def run_group(conn: sqlite3.Connection, works: Sequence[Work]) -> list[Outcome]:
     """Several writes in one transaction (group commit): one ``COMMIT``, so at
     ``synchronous=FULL`` one flush to disk, for all of them.
 
-    Each write runs inside its own savepoint, so a write that raises is undone alone and gets
-    its exception back, while the others commit: each keeps the all-or-nothing meaning it has
-    on its own. An error of the transaction itself (busy, I/O) rolls everything back and is
-    raised.
+    Should one write raise, the whole transaction is rolled back and every write is run again
+    in a transaction of its own, so the failing write gets its exception back and the others
+    commit: each keeps the all-or-nothing meaning it has on its own (writes are run again
+    anyway when the lock is busy, so they only touch the database). An error of the
+    transaction itself (busy, disk full, I/O) rolls everything back and is raised.
     """
-    if len(works) == 1:
-        try:
-            return [(True, run_transaction(conn, works[0]))]
-        except sqlite3.OperationalError as error:
-            if is_busy(error) or _is_io(error):
-                raise
-            return [(False, error)]
-        except Exception as error:
-            return [(False, error)]
-    outcomes: list[Outcome] = []
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for work in works:
-            conn.execute("SAVEPOINT tether_write")
-            try:
-                value = work(conn)
-            except Exception as error:
-                if isinstance(error, sqlite3.OperationalError) and _is_io(error):
-                    raise
-                conn.execute("ROLLBACK TO tether_write")
-                conn.execute("RELEASE tether_write")
-                outcomes.append((False, error))
-            else:
-                conn.execute("RELEASE tether_write")
-                outcomes.append((True, value))
+        values = [work(conn) for work in works]
         conn.execute("COMMIT")
+    except Exception as error:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        if _ends_the_group(error):
+            raise
+        if len(works) == 1:
+            return [(False, error)]
+        return [_run_alone(conn, work) for work in works]
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
         raise
-    return outcomes
+    return [(True, value) for value in values]
+
+
+def _run_alone(conn: sqlite3.Connection, work: Work) -> Outcome:
+    try:
+        return (True, run_transaction(conn, work))
+    except Exception as error:
+        if _ends_the_group(error):
+            raise
+        return (False, error)
+
+
+def _ends_the_group(error: Exception) -> bool:
+    return isinstance(error, sqlite3.OperationalError) and (is_busy(error) or _is_io(error))
 
 
 def _is_io(error: sqlite3.OperationalError) -> bool:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
 
 def dump_json(value: Any) -> str:
     """Compact JSON text for a ``*_json`` column (UTF-8 kept as is, no spaces)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # One encoder for every call: json.dumps with options builds a new one each time.
+    return _ENCODE(value)
 
 
 def load_json(text: str | None) -> Any:

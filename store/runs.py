@@ -32,6 +32,7 @@ nodes, attempts and handoffs.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sqlite3
 import uuid
@@ -95,6 +96,12 @@ def _progress_params(
 ) -> dict[str, Any]:
     """Parameters of ``UPDATE_PROGRESS``: a counter given as None keeps its stored value."""
     return {"run_id": run_id, "nodes_done": nodes_done, "nodes_total": nodes_total, "now": now}
+
+
+def _write_node(conn: sqlite3.Connection, params: Mapping[str, Any]) -> None:
+    """Update a node row, inserting it when it does not exist yet (see ``UPDATE_NODE``)."""
+    if conn.execute(sql.UPDATE_NODE, params).rowcount == 0:
+        conn.execute(sql.UPSERT_NODE, params)
 
 
 # -- the store --------------------------------------------------------------------------------
@@ -469,7 +476,7 @@ class RunStore(CallLog, MemoryBlockLog):
         )
 
         def work(conn: sqlite3.Connection) -> Any:
-            conn.execute(sql.UPSERT_NODE, params)
+            _write_node(conn, params)
             if nodes_done is not None:
                 conn.execute(
                     sql.UPDATE_PROGRESS,
@@ -533,11 +540,41 @@ class RunStore(CallLog, MemoryBlockLog):
 
         Emits ``node.state`` and ``attempt.started`` in the same transaction.
         """
+        await self.queue_attempt_start(
+            run_id,
+            node_id,
+            iteration,
+            attempt,
+            agent=agent,
+            model=model,
+            prompt=prompt,
+            owner_id=owner_id,
+            cached=cached,
+            node_state=node_state,
+        )
+
+    def queue_attempt_start(
+        self,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        attempt: int,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        prompt: str | None = None,
+        owner_id: str | None = None,
+        cached: bool = False,
+        node_state: str = "running",
+    ) -> asyncio.Future[None]:
+        """:meth:`start_attempt` without waiting: the write joins the next group commit and
+        the returned future resolves once it is committed. The engine waits for it together
+        with the attempt's end, so an attempt's start costs no commit of its own."""
         now = self.now_ms
         node = self._node_params(now, run_id, node_id, iteration, node_state, attempts=attempt)
 
         def work(conn: sqlite3.Connection) -> Any:
-            conn.execute(sql.UPSERT_NODE, node)
+            _write_node(conn, node)
             conn.execute(
                 sql.INSERT_ATTEMPT,
                 {
@@ -569,7 +606,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 ],
             )
 
-        await self.db.run_in_transaction(work)
+        return self.db.submit(work)
 
     async def finish_attempt(
         self,
@@ -641,7 +678,7 @@ class RunStore(CallLog, MemoryBlockLog):
                     error=error if node_state == "failed" else None,
                     set_error=True,
                 )
-                conn.execute(sql.UPSERT_NODE, node)
+                _write_node(conn, node)
                 events.append(self._node_event(node))
             if nodes_done is not None:
                 conn.execute(

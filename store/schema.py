@@ -313,7 +313,14 @@ CREATE TABLE events (
 CREATE INDEX events_run_idx ON events (run_id, seq);
 """
 
+# Two indexes no query reads: every node and run update rewrote their pages (about a fifth of
+# the pages a finished node's commit wrote), for nothing.
+_MIGRATION_2 = """
+DROP INDEX IF EXISTS nodes_updated_idx;
+DROP INDEX IF EXISTS runs_updated_idx;
+"""
+
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_MIGRATION_1,)
+MIGRATIONS: tuple[str, ...] = (_MIGRATION_1, _MIGRATION_2)
 
 SCHEMA_VERSION = len(MIGRATIONS)

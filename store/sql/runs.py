@@ -122,6 +122,23 @@ ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET
     updated_at_ms = excluded.updated_at_ms
 """
 
+# The same change as UPSERT_NODE's update branch, for a node that exists (the engine's hot
+# path: every node is inserted as pending before it runs); about half the cost of the upsert.
+UPDATE_NODE = """
+UPDATE nodes SET
+    state = :state,
+    attempts = coalesce(:attempts, attempts),
+    cached = coalesce(:cached, cached),
+    depends_on_json = coalesce(:depends_on_json, depends_on_json),
+    output_json = CASE WHEN :set_output THEN :output_json ELSE output_json END,
+    error = CASE WHEN :set_error THEN :error ELSE error END,
+    started_at_ms = coalesce(started_at_ms, CASE WHEN :state = 'running' THEN :now END),
+    finished_at_ms = CASE WHEN :state IN ('finished', 'failed', 'cancelled', 'skipped')
+                          THEN :now END,
+    updated_at_ms = :now
+WHERE run_id = :run_id AND node_id = :node_id AND iteration = :iteration
+"""
+
 SELECT_NODES = """
 SELECT * FROM nodes WHERE run_id = ?
 ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
