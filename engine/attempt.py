@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from engine.agents.base import Agent, AgentError, AgentRequest, ModelCall
@@ -35,7 +36,7 @@ async def run_attempt(
     # The attempt's start and its calls join the next group commit without being waited for
     # one by one; the attempt's end (waited for) is committed after them, so by the time the
     # node counts as finished all of them are durable (writes commit in submission order).
-    writes: list[asyncio.Future[None]] = []
+    writes: list[Awaitable[None]] = []
     writes.append(
         execution.store.queue_attempt_start(
             execution.run_id,
@@ -185,16 +186,18 @@ async def run_attempt(
     return output
 
 
-async def _committed(writes: list[asyncio.Future[None]]) -> None:
+async def _committed(writes: list[Awaitable[None]]) -> None:
     """Wait for an attempt's queued writes (already committed when a later write returned):
     an error writing one of them is raised here."""
     for write in writes:
         await write
 
 
-def _settled(writes: list[asyncio.Future[None]]) -> None:
+def _settled(writes: list[Awaitable[None]]) -> None:
     """Mark queued writes' errors as seen when the attempt ends without waiting for them."""
     for write in writes:
+        if not isinstance(write, asyncio.Future):
+            continue
         if write.done() and not write.cancelled():
             write.exception()
         else:
@@ -237,7 +240,7 @@ class _AttemptError(AgentError):
         cause: AgentError,
         usage: TokenUsage,
         text: str,
-        writes: list[asyncio.Future[None]],
+        writes: list[Awaitable[None]],
     ) -> None:
         super().__init__(str(cause), retryable=cause.retryable)
         self.usage = usage

@@ -4,9 +4,8 @@ the whole workspace by context bucket (:mod:`store.buckets`).
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from store.buckets import bucket_for
@@ -32,7 +31,7 @@ class CallLog(EventLog):
         if calls:
             await self.queue_calls(calls)
 
-    def queue_calls(self, calls: Sequence[CallUsage]) -> asyncio.Future[None]:
+    def queue_calls(self, calls: Sequence[CallUsage]) -> Awaitable[None]:
         """:meth:`record_calls` without waiting: the write joins the next group commit and the
         returned future resolves once it is committed (the engine waits for its attempt's calls
         together with the attempt's end)."""
@@ -100,6 +99,16 @@ class CallLog(EventLog):
             rows = await self.db.fetch_all(sql.SELECT_CALLS_RUN, (run_id,))
         else:
             rows = await self.db.fetch_all(sql.SELECT_CALLS_NODE, (run_id, node_id))
+        return [CallRecord.from_row(r) for r in rows]
+
+    async def calls_of_attempts(
+        self, run_id: str, node_id: str, iteration: int, first: int, last: int
+    ) -> list[CallRecord]:
+        """Calls of attempts ``first`` to ``last`` of one node iteration, in order (a page of
+        attempts reads only its own calls)."""
+        rows = await self.db.fetch_all(
+            sql.SELECT_CALLS_OF_ATTEMPTS, (run_id, node_id, iteration, first, last)
+        )
         return [CallRecord.from_row(r) for r in rows]
 
     async def usage_by_bucket(

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from store.durability import SYNCHRONOUS_VALUES
-from store.errors import WorkspaceError
+from store.durability import SYNCHRONOUS_VALUES, check_durability, read_durability
+from store.errors import NotFoundError, WorkspaceError
 from store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from store.workspace import Workspace
 
 BUSY_TIMEOUT_MS = 30_000
 RETRY_ATTEMPTS = 8
@@ -39,6 +39,8 @@ def is_busy(error: BaseException) -> bool:
 
 def backoff_s(attempt: int) -> float:
     """A jittered, growing wait before retry number ``attempt`` of a busy write."""
+    import random  # only when a write has to wait: the command line starts without it
+
     delay = min(_RETRY_MAX_S, _RETRY_BASE_S * (2**attempt))
     return delay / 2 + random.random() * delay / 2
 
@@ -82,6 +84,41 @@ def inspect_database_file(path: Path) -> int:
             f"{SCHEMA_VERSION}); upgrade Tether to open it."
         )
     return int(version)
+
+
+def before_open(workspace: Workspace, *, create: bool, durability: str | None) -> tuple[str, int]:
+    """Everything checked before a connection is opened: the durability level (``durability``
+    or the workspace's configured one) and the schema version of the existing file (0 when
+    there is none yet; then the folder is created when ``create``).
+
+    Raises:
+        NotFoundError: ``create`` is false and the workspace has no database yet.
+        WorkspaceError: the file cannot be used (see :func:`inspect_database_file`) or the
+            folder cannot be created.
+        InvalidInputError: the configured durability level is unknown.
+    """
+    level = (
+        check_durability(durability)
+        if durability is not None
+        else read_durability(workspace.config_path)
+    )
+    path = workspace.database_path
+    if path.exists():
+        return level, inspect_database_file(path)
+    if not create:
+        raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
+    try:
+        workspace.ensure()
+    except OSError as error:
+        raise cannot_open(workspace, error) from None
+    return level, 0
+
+
+def cannot_open(workspace: Workspace, error: OSError | sqlite3.Error) -> WorkspaceError:
+    """One sentence for a workspace that cannot be opened (a file where the folder should be,
+    a missing parent, no permission)."""
+    reason = getattr(error, "strerror", None) or str(error)
+    return WorkspaceError(f"Cannot open the workspace at {workspace.root}: {reason}.")
 
 
 def connect(path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:

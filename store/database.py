@@ -37,6 +37,8 @@ from store.connection import (
     Outcome,
     Work,
     backoff_s,
+    before_open,
+    cannot_open,
     configure,
     connect,
     durability_pragmas,
@@ -46,8 +48,6 @@ from store.connection import (
     run_group,
     split_statements,
 )
-from store.durability import check_durability, read_durability
-from store.errors import NotFoundError, WorkspaceError
 from store.schema import SCHEMA_VERSION
 from store.workspace import Workspace
 
@@ -96,29 +96,13 @@ class Database:
             WorkspaceError: the file cannot be used (see :func:`inspect_database_file`).
             InvalidInputError: the configured durability level is unknown.
         """
-        level = (
-            check_durability(durability)
-            if durability is not None
-            else read_durability(workspace.config_path)
-        )
+        level, version = before_open(workspace, create=create, durability=durability)
         path = workspace.database_path
-        if path.exists():
-            version = inspect_database_file(path)
-        elif not create:
-            raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
-        else:
-            version = 0
         try:
-            if create:
-                workspace.ensure()
             conn = aiosqlite.Connection(lambda: connect(path), iter_chunk_size=64)
             await conn
         except (OSError, sqlite3.Error) as error:
-            # A file where the folder should be, a missing parent, no permission: one sentence.
-            reason = getattr(error, "strerror", None) or str(error)
-            raise WorkspaceError(
-                f"Cannot open the workspace at {workspace.root}: {reason}."
-            ) from None
+            raise cannot_open(workspace, error) from None
         db = cls(conn, workspace, clock, level)
         try:
             await conn._execute(configure, conn._conn, path, level)

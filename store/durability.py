@@ -47,8 +47,8 @@ def read_durability(config_path: Path) -> str:
     """The durability level of the workspace whose ``config.toml`` is ``config_path``."""
     try:
         text = config_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return DEFAULT_DURABILITY
+    except (FileNotFoundError, NotADirectoryError):
+        return DEFAULT_DURABILITY  # no config (or no workspace folder): opening says the rest
     except (OSError, UnicodeDecodeError) as error:
         raise InvalidInputError(f"Cannot read {config_path}: {error}.") from error
     if "durability" not in text:

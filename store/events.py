@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from store.database import Database
+from store.database_api import DatabaseApi
 from store.json_columns import dump_json
 from store.run_records import EventRecord, NewEvent
 from store.sql import events as sql
@@ -21,9 +21,9 @@ MAX_READ_LIMIT = 100_000
 
 
 class EventLog:
-    """Appends and reads events on an open :class:`~store.database.Database`."""
+    """Appends and reads events on an open workspace database (:mod:`store.database_api`)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: DatabaseApi) -> None:
         self.db = db
 
     @property

@@ -16,7 +16,7 @@ Typical use::
 from __future__ import annotations
 
 from store.clock import SYSTEM_CLOCK, Clock
-from store.database import Database
+from store.database_api import DatabaseApi
 from store.facts import Fact, FactOps
 from store.notes import Note, NoteOps, SearchHit
 from store.threads import Message, Thread, ThreadOps
@@ -28,11 +28,12 @@ __all__ = ["Fact", "MemoryStore", "Message", "Note", "SearchHit", "Thread"]
 class MemoryStore(FactOps, ThreadOps, NoteOps):
     """Facts, threads/messages and notes of one workspace database.
 
-    Construct it over an open :class:`Database` (the engine shares its own), or use
+    Construct it over an open database (the engine shares its own; the command line passes a
+    :class:`~store.direct.DirectDatabase`), or use
     :meth:`open` to open the workspace and own the connection.
     """
 
-    def __init__(self, db: Database, *, owns_db: bool = False) -> None:
+    def __init__(self, db: DatabaseApi, *, owns_db: bool = False) -> None:
         self.db = db
         self._owns_db = owns_db
 
@@ -44,6 +45,8 @@ class MemoryStore(FactOps, ThreadOps, NoteOps):
 
         With ``create=False`` a missing workspace raises NotFoundError and nothing is created.
         """
+        from store.database import Database
+
         return cls(await Database.open(workspace, create=create, clock=clock), owns_db=True)
 
     def now_ms(self) -> int:

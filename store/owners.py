@@ -6,14 +6,13 @@ be resumed or cancelled at once instead of waiting for the heartbeat to go stale
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 
 
 def new_owner_id() -> str:
     """Identifies the calling process as the owner of the runs it executes:
     ``<host>:<pid>:<random>`` (the format :func:`owner_is_dead` reads)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    return f"{_hostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 def owner_is_dead(owner_id: str | None) -> bool:
@@ -23,7 +22,7 @@ def owner_is_dead(owner_id: str | None) -> bool:
         return True
     host, _, rest = owner_id.partition(":")
     pid_text = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
+    if host != _hostname() or not pid_text.isdigit():
         return False
     try:
         os.kill(int(pid_text), 0)
@@ -32,3 +31,10 @@ def owner_is_dead(owner_id: str | None) -> bool:
     except PermissionError:
         return False
     return False
+
+
+def _hostname() -> str:
+    # socket is imported only when an owner is named or checked: `tether runs` never is.
+    import socket
+
+    return socket.gethostname()

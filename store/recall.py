@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from store.database import Database
+from store.database_api import DatabaseApi
 from store.notes import capped_match_counts, note_tags
 from store.search_policy import RECALL_COMMON_DF, RECENT_POOL, RecallPlan, match_any, plan_recall
 from store.sql import recall as sql
@@ -80,7 +80,7 @@ def _fact(row: sqlite3.Row) -> RecallRow:
 class RecallIndex:
     """Reads the FTS5 indexes of notes and facts for recall."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: DatabaseApi) -> None:
         self.db = db
 
     async def candidates(

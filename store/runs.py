@@ -32,11 +32,10 @@ nodes, attempts and handoffs.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import sqlite3
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from store.calls import CallLog
@@ -57,6 +56,7 @@ from store.run_records import (
 )
 from store.schema import ATTEMPT_STATES, NODE_STATES, RUN_STATUSES
 from store.sql import runs as sql
+from store.sql.paging import MORE_COUNT_CAP, counted
 
 
 def new_run_id() -> str:
@@ -108,7 +108,7 @@ def _write_node(conn: sqlite3.Connection, params: Mapping[str, Any]) -> None:
 
 
 class RunStore(CallLog, MemoryBlockLog):
-    """Reads and writes run records on an open :class:`~store.database.Database`.
+    """Reads and writes run records on an open workspace database (:mod:`store.database_api`).
 
     Events, calls and memory blocks come from its bases; runs, nodes, attempts and handoffs are
     here.
@@ -219,17 +219,22 @@ class RunStore(CallLog, MemoryBlockLog):
 
     async def list_runs(self, *, status: str | None = None, limit: int = 200) -> list[RunRecord]:
         """Runs, newest first. ``status`` may be any run status or ``stale``."""
-        limit = max(1, min(limit, MAX_READ_LIMIT))
-        if status is None:
-            rows = await self.db.fetch_all(sql.LIST_RUNS, (limit,))
-        elif status == "stale":
-            rows = await self.db.fetch_all(
-                sql.LIST_STALE_RUNS, (self.now_ms - STALE_AFTER_MS, limit)
-            )
-        else:
-            _check(status, (*RUN_STATUSES, "stale"), "run status")
-            rows = await self.db.fetch_all(sql.LIST_RUNS_BY_STATUS, (status, limit))
+        query, params = self._runs_query(status, max(1, min(limit, MAX_READ_LIMIT)))
+        rows = await self.db.fetch_all(query, params)
         return [RunRecord.from_row(r) for r in rows]
+
+    async def count_runs(self, *, status: str | None = None, upto: int = MORE_COUNT_CAP) -> int:
+        """How many runs :meth:`list_runs` would list with ``limit=upto`` (a capped count)."""
+        query, params = self._runs_query(status, upto)
+        return int(await self.db.fetch_value(counted(query), params) or 0)
+
+    def _runs_query(self, status: str | None, limit: int) -> tuple[str, tuple[Any, ...]]:
+        if status is None:
+            return sql.LIST_RUNS, (limit,)
+        if status == "stale":
+            return sql.LIST_STALE_RUNS, (self.now_ms - STALE_AFTER_MS, limit)
+        _check(status, (*RUN_STATUSES, "stale"), "run status")
+        return sql.LIST_RUNS_BY_STATUS, (status, limit)
 
     async def child_runs(self, run_id: str) -> list[RunRecord]:
         """Runs that continue ``run_id`` (handoff successors), oldest first."""
@@ -515,6 +520,14 @@ class RunStore(CallLog, MemoryBlockLog):
             raise NotFoundError(f"Run {run_id} has no node {node_id!r}.")
         return NodeRecord.from_row(row)
 
+    async def fan_out_nodes(self, run_id: str, fan_out_id: str, limit: int) -> list[NodeRecord]:
+        """Up to ``limit`` copies of fan-out ``fan_out_id`` (node ids ``<id>[<key>]``) by id."""
+        # Every id starting "<id>[" sorts after "<id>[" and before "<id>\\" ('\\' follows '[').
+        rows = await self.db.fetch_all(
+            sql.SELECT_FAN_OUT_NODES, (run_id, f"{fan_out_id}[", f"{fan_out_id}\\", limit)
+        )
+        return [NodeRecord.from_row(r) for r in rows]
+
     async def node_iterations(self, run_id: str, node_id: str) -> list[NodeRecord]:
         """Every iteration of one node, oldest first."""
         rows = await self.db.fetch_all(sql.SELECT_NODE_ITERATIONS, (run_id, node_id))
@@ -566,7 +579,7 @@ class RunStore(CallLog, MemoryBlockLog):
         owner_id: str | None = None,
         cached: bool = False,
         node_state: str = "running",
-    ) -> asyncio.Future[None]:
+    ) -> Awaitable[None]:
         """:meth:`start_attempt` without waiting: the write joins the next group commit and
         the returned future resolves once it is committed. The engine waits for it together
         with the attempt's end, so an attempt's start costs no commit of its own."""
@@ -726,6 +739,22 @@ class RunStore(CallLog, MemoryBlockLog):
                 sql.SELECT_ATTEMPTS_ITERATION, (run_id, node_id, iteration)
             )
         return [AttemptRecord.from_row(r) for r in rows]
+
+    async def attempts_page(
+        self, run_id: str, node_id: str, iteration: int, *, limit: int, offset: int = 0
+    ) -> list[AttemptRecord]:
+        """A page of a node iteration's attempts: the ``limit`` newest after skipping the
+        ``offset`` newest, returned oldest first."""
+        rows = await self.db.fetch_all(
+            sql.SELECT_ATTEMPTS_PAGE, (run_id, node_id, iteration, limit, offset)
+        )
+        return [AttemptRecord.from_row(r) for r in reversed(rows)]
+
+    async def count_attempts(self, run_id: str, node_id: str, iteration: int) -> int:
+        """How many attempts a node iteration has had."""
+        return int(
+            await self.db.fetch_value(sql.COUNT_ATTEMPTS, (run_id, node_id, iteration)) or 0
+        )
 
     # -- handoffs ---------------------------------------------------------------------------
 

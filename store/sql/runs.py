@@ -148,6 +148,13 @@ SELECT_NODE_ITERATIONS = "SELECT * FROM nodes WHERE run_id = ? AND node_id = ? O
 
 SELECT_NODE = "SELECT * FROM nodes WHERE run_id = ? AND node_id = ? AND iteration = ?"
 
+# The copies of a fan-out (node ids "<id>[<key>]"): a range of the primary key, so the cost is
+# that of the page, whatever the size of the run.
+SELECT_FAN_OUT_NODES = """
+SELECT * FROM nodes WHERE run_id = ? AND node_id > ? AND node_id < ?
+ORDER BY node_id, iteration LIMIT ?
+"""
+
 # -- attempts -------------------------------------------------------------------------------
 
 INSERT_ATTEMPT = """
@@ -193,6 +200,15 @@ SELECT * FROM attempts WHERE run_id = ? AND node_id = ? ORDER BY iteration, atte
 SELECT_ATTEMPTS_ITERATION = """
 SELECT * FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ? ORDER BY attempt
 """
+
+# One page of a node iteration's attempts, newest first (the primary key's order, so a page
+# costs the same at 10 attempts or 10 000).
+SELECT_ATTEMPTS_PAGE = """
+SELECT * FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?
+ORDER BY attempt DESC LIMIT ? OFFSET ?
+"""
+
+COUNT_ATTEMPTS = "SELECT count(*) FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?"
 
 # -- handoffs -------------------------------------------------------------------------------
 

@@ -1,11 +1,16 @@
-"""Pieces every command shares: the workspace option, output format, error-to-exit mapping."""
+"""Pieces every command shares: the workspace option, output formats and listings, and how a
+command body runs (with or without an event loop) with errors mapped to exit codes.
+
+Kept light on purpose: ``tether memory get`` imports this module, so asyncio and the engine are
+imported only by the commands that need them (:func:`run_async`).
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
@@ -16,6 +21,12 @@ from store.workspace import Workspace, resolve_workspace
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+EXIT_NOT_COMPLETED = 3
+"""Exit code of a command that could not complete: an I/O error, a damaged database, or a run
+that ended failed or cancelled (BRIEF section 4)."""
+
+MAX_LIMIT = 100_000
 
 workspace_option = click.option(
     "--workspace",
@@ -34,6 +45,28 @@ format_option = click.option(
     help="Output as readable text or as one JSON document.",
 )
 
+listing_format_option = click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "jsonl"]),
+    default="text",
+    show_default=True,
+    help='Readable text; one JSON document {"items": [...], "more": N}; or one JSON object per '
+    "line (jsonl, for streaming; the count of items left out goes to stderr).",
+)
+
+
+def limit_option(default: int, what: str = "items") -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """``--limit N`` of a listing command: at most N items, then a line saying how many more."""
+    return click.option(
+        "--limit",
+        type=click.IntRange(1, MAX_LIMIT),
+        default=default,
+        show_default=True,
+        metavar="N",
+        help=f"Show at most N {what}; a last line says how many more there are.",
+    )
+
 
 def workspace_from(workspace_dir: str | None) -> Workspace:
     """Resolve the workspace named on the command line (or found from the environment)."""
@@ -47,12 +80,32 @@ def fail(message: str, exit_code: int) -> None:
 
 
 def run_async(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
-    """Run an async command body, turning Tether errors into one sentence and an exit code."""
+    """Run an async command body on an event loop (commands that run the engine or agents),
+    turning Tether errors into one sentence and an exit code."""
 
     @wraps(coro_fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        import asyncio
+
         try:
             return asyncio.run(coro_fn(*args, **kwargs))
+        except TetherError as error:
+            fail(str(error), error.exit_code)
+            raise AssertionError("unreachable") from error
+
+    return wrapper
+
+
+def run_direct(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """Run an async command body that only calls the stores on a
+    :class:`~store.direct.DirectDatabase`: no event loop, no thread (see :mod:`store.direct`)."""
+
+    @wraps(coro_fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        from store.direct import run_now
+
+        try:
+            return run_now(coro_fn(*args, **kwargs))
         except TetherError as error:
             fail(str(error), error.exit_code)
             raise AssertionError("unreachable") from error
@@ -63,6 +116,70 @@ def run_async(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 def print_json(document: Any) -> None:
     """Write one JSON document to stdout."""
     click.echo(json.dumps(document, ensure_ascii=False, indent=2, sort_keys=False))
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing: the items shown and how many more there are beyond them."""
+
+    items: Sequence[Any]
+    more: int
+
+
+def page_of(rows: Sequence[T], limit: int, total: int | None = None) -> Page:
+    """A page from ``rows`` read with ``limit + 1`` (so one extra row says there are more) or
+    with an exact ``total`` count of matching items."""
+    shown = list(rows[:limit])
+    if total is not None:
+        return Page(shown, max(0, total - len(shown)))
+    return Page(shown, 1 if len(rows) > limit else 0)
+
+
+def print_listing(
+    output_format: str,
+    page: Page,
+    to_json: Callable[[Any], Any],
+    print_text: Callable[[Sequence[Any]], None],
+    *,
+    empty: str,
+    more_text: Callable[[int], str],
+) -> None:
+    """Print a listing in the chosen format, in the one shape every listing command shares.
+
+    * ``json``: ``{"items": [...], "more": N}`` (``N`` items were left out by ``--limit``);
+    * ``jsonl``: one item per line on stdout, the "N more" line on stderr;
+    * ``text``: ``print_text(items)`` (or ``empty`` when there is nothing) and the "N more"
+      line.
+    """
+    if output_format == "json":
+        print_json({"items": [to_json(item) for item in page.items], "more": page.more})
+        return
+    if output_format == "jsonl":
+        write_json_lines(to_json(item) for item in page.items)
+        if page.more:
+            click.echo(more_text(page.more), err=True)
+        return
+    if not page.items:
+        click.echo(empty)
+    else:
+        print_text(page.items)
+    if page.more:
+        click.echo(more_text(page.more))
+
+
+def write_json_lines(documents: Iterable[Any]) -> None:
+    """One compact JSON document per line on stdout, flushed line by line."""
+    for document in documents:
+        click.echo(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+
+
+def more_line(
+    count: int, noun: str, cap: int | None = None, hint: str = "raise --limit to see them"
+) -> str:
+    """The last line of a cut listing: "… 1,234 more runs (raise --limit to see them)";
+    a count that reached ``cap`` (where counting stopped) reads "10,000+"."""
+    shown = f"{count:,}+" if cap is not None and count >= cap else f"{count:,}"
+    return f"… {shown} more {noun} ({hint})"
 
 
 async def maybe_await(value: T | Awaitable[T]) -> T:

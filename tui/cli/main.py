@@ -5,19 +5,37 @@ from __future__ import annotations
 import click
 
 from tui.cli.common import workspace_option
-from tui.cli.lazy import LazyGroup
+from tui.cli.lazy import LazyCommand, LazyGroup
 
-# Each command's module is imported only when that command runs (see tui/cli/lazy.py).
+# Each command's module is imported only when that command runs (see tui/cli/lazy.py); the
+# one-line help shown by `tether --help` is given here so the help imports none of them (a
+# test checks each line against the command's own docstring).
 COMMAND_MODULES = {
-    "tui": "tui.cli.tui_commands",
-    "demo": "tui.cli.tui_commands",
-    "run": "tui.cli.run_commands",
-    "runs": "tui.cli.run_commands",
-    "node": "tui.cli.run_commands",
-    "cancel": "tui.cli.run_commands",
-    "clear": "tui.cli.clear_commands",
-    "memory": "tui.cli.memory_commands",
-    "notes": "tui.cli.notes_commands",
+    "tui": LazyCommand("tui.cli.tui_commands", "Open the dashboard on the workspace."),
+    "demo": LazyCommand(
+        "tui.cli.tui_commands", "Create a demo workspace, run the example workflows live and..."
+    ),
+    "run": LazyCommand(
+        "tui.cli.run_commands", "Run WORKFLOW (a .py file exposing a Workflow) in the..."
+    ),
+    "runs": LazyCommand(
+        "tui.cli.runs_commands", "List runs, newest first, with their generation and the run..."
+    ),
+    "node": LazyCommand(
+        "tui.cli.runs_commands", "Show a node: status, attempts, per-call token usage with..."
+    ),
+    "cancel": LazyCommand(
+        "tui.cli.runs_commands", "Cancel RUN: the process running it stops its tasks within a..."
+    ),
+    "clear": LazyCommand(
+        "tui.cli.clear_commands", "Durable /clear: hand RUN off to a fresh run carrying only..."
+    ),
+    "memory": LazyCommand(
+        "tui.cli.memory_commands", "Facts (namespaced JSON values) and the memory maintenance..."
+    ),
+    "notes": LazyCommand(
+        "tui.cli.notes_commands", "Notes: append-only knowledge that people accept or reject."
+    ),
 }
 
 

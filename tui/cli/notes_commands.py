@@ -8,6 +8,7 @@ Statuses are coloured on a terminal (pending yellow, accepted green, rejected re
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 import click
 
@@ -17,13 +18,24 @@ from store.notes import (
     DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
     Note,
+    SearchHit,
     validate_body,
     validate_label,
     validate_tags,
 )
 from store.schema import NOTE_STATUSES
 from store.search_policy import query_terms
-from tui.cli.common import format_option, print_json, run_async, workspace_option
+from store.sql.paging import MORE_COUNT_CAP
+from tui.cli.common import (
+    Page,
+    limit_option,
+    listing_format_option,
+    more_line,
+    page_of,
+    print_listing,
+    run_direct,
+    workspace_option,
+)
 from tui.cli.memory_commands import (
     chosen_workspace,
     one_line,
@@ -31,10 +43,13 @@ from tui.cli.memory_commands import (
     read_text_argument,
     styled,
 )
-from tui.format import ago
+from tui.plain import ago
 
 STATUS_COLOURS = {"pending": "yellow", "accepted": "green", "rejected": "red"}
 BODY_WIDTH = 72
+DEFAULT_NOTES_LIMIT = 100
+
+Listed = tuple[Note, list[str], list[str]]
 
 
 @click.group("notes")
@@ -54,27 +69,37 @@ def notes() -> None:
 @click.option(
     "--include-superseded", is_flag=True, help="Also show notes an accepted note supersedes."
 )
+@limit_option(DEFAULT_NOTES_LIMIT, "notes")
 @workspace_option
-@format_option
-@run_async
+@listing_format_option
+@run_direct
 async def list_command(
     namespace: str | None,
     status: str,
     include_superseded: bool,
+    limit: int,
     workspace_dir: str | None,
     output_format: str,
 ) -> None:
     """Notes of every namespace, or of NAMESPACE, oldest first."""
     wanted = None if namespace is None else canonical_namespace(validate_namespace(namespace))
     workspace = chosen_workspace(workspace_dir)
-    listed: list[tuple[Note, list[str], list[str]]] = []
+    page = Page([], 0)
     now = 0
     if workspace.exists():
         async with open_store(workspace, create=False) as store:
             now = store.now_ms()
             found = await store.list_notes(
-                wanted, status=status, include_superseded=include_superseded
+                wanted, status=status, include_superseded=include_superseded, limit=limit
             )
+            total = len(found)
+            if total == limit:
+                total = await store.count_notes(
+                    wanted,
+                    status=status,
+                    include_superseded=include_superseded,
+                    upto=limit + MORE_COUNT_CAP,
+                )
             edges = await store.supersession_edges([note.id for note in found])
         targets_of: dict[str, list[str]] = defaultdict(list)
         superseders_of: dict[str, list[str]] = defaultdict(list)
@@ -82,16 +107,24 @@ async def list_command(
             targets_of[edge.note_id].append(edge.supersedes_id)
             superseders_of[edge.supersedes_id].append(f"{edge.note_id} ({edge.note_status})")
         listed = [(note, targets_of[note.id], superseders_of[note.id]) for note in found]
-    if output_format == "json":
-        print_json([
-            {**note.to_json(), "supersedes": targets, "superseded_by": superseders}
-            for note, targets, superseders in listed
-        ])
-        return
-    if not listed:
-        click.echo("No notes.")
-        return
-    for note, targets, superseders in listed:
+        page = page_of(listed, limit, total)
+    print_listing(
+        output_format,
+        page,
+        _listed_json,
+        lambda rows: _print_listed(rows, now),
+        empty="No notes.",
+        more_text=lambda n: more_line(n, "notes", MORE_COUNT_CAP),
+    )
+
+
+def _listed_json(row: Listed) -> dict[str, object]:
+    note, targets, superseders = row
+    return {**note.to_json(), "supersedes": targets, "superseded_by": superseders}
+
+
+def _print_listed(rows: Sequence[Listed], now: int) -> None:
+    for note, targets, superseders in rows:
         _print_note(note, now)
         if targets:
             click.echo(f"    supersedes {', '.join(one_line(t, 40) for t in targets)}")
@@ -124,13 +157,16 @@ def _print_note(note: Note, now: int, prefix: str = "") -> None:
     help="pending proposes the note for review; accepted makes it live at once.",
 )
 @click.option(
-    "--supersedes", "supersedes", multiple=True, metavar="ID",
+    "--supersedes",
+    "supersedes",
+    multiple=True,
+    metavar="ID",
     help="A note of the same namespace this one replaces (repeatable).",
 )
 @click.option("--tag", "tags", multiple=True, metavar="T", help="A label (repeatable).")
 @click.option("--kind", default=None, metavar="K", help="A free-form label for the note.")
 @workspace_option
-@run_async
+@run_direct
 async def add_command(
     namespace: str,
     body: str,
@@ -150,7 +186,12 @@ async def add_command(
         validate_label(kind, "the note kind")
     async with open_store(chosen_workspace(workspace_dir), create=True) as store:
         note = await store.save_note(
-            ns, text, status=status, supersedes=supersedes, tags=tags, kind=kind,
+            ns,
+            text,
+            status=status,
+            supersedes=supersedes,
+            tags=tags,
+            kind=kind,
             author="cli",
         )
     click.echo(note.id)
@@ -176,7 +217,7 @@ async def _decide(note_id: str, status: str, reason: str | None, workspace_dir: 
 @click.argument("note_id", metavar="ID")
 @click.option("--reason", default=None, metavar="TEXT", help="Why (kept with the note).")
 @workspace_option
-@run_async
+@run_direct
 async def accept_command(note_id: str, reason: str | None, workspace_dir: str | None) -> None:
     """Accept note ID: it becomes live and retires the notes it supersedes."""
     await _decide(note_id, "accepted", reason, workspace_dir)
@@ -186,7 +227,7 @@ async def accept_command(note_id: str, reason: str | None, workspace_dir: str | 
 @click.argument("note_id", metavar="ID")
 @click.option("--reason", default=None, metavar="TEXT", help="Why (kept with the note).")
 @workspace_option
-@run_async
+@run_direct
 async def reject_command(note_id: str, reason: str | None, workspace_dir: str | None) -> None:
     """Reject note ID: it is hidden, and the notes it supersedes stay (or become) live."""
     await _decide(note_id, "rejected", reason, workspace_dir)
@@ -203,8 +244,8 @@ async def reject_command(note_id: str, reason: str | None, workspace_dir: str | 
     help="At most this many results.",
 )
 @workspace_option
-@format_option
-@run_async
+@listing_format_option
+@run_direct
 async def search_command(
     query: str, namespace: str | None, limit: int, workspace_dir: str | None, output_format: str
 ) -> None:
@@ -212,18 +253,27 @@ async def search_command(
     query_terms(query)
     ns = None if namespace is None else validate_namespace(namespace)
     workspace = chosen_workspace(workspace_dir)
-    hits = []
+    page = Page([], 0)
     now = 0
     if workspace.exists():
         async with open_store(workspace, create=False) as store:
-            hits = await store.search_notes(query, namespace=ns, limit=limit)
+            # One hit more than asked says whether there are more; ranking every match only
+            # to count them would cost a full search, so `more` is 1 (some) or 0 here.
+            wanted = min(limit + 1, MAX_SEARCH_LIMIT)
+            hits = await store.search_notes(query, namespace=ns, limit=wanted)
+            page = page_of(hits, limit)
             now = store.now_ms()
-    if output_format == "json":
-        print_json([{"score": hit.score, **hit.note.to_json()} for hit in hits])
-        return
-    if not hits:
-        click.echo("No matching notes.")
-        return
+    print_listing(
+        output_format,
+        page,
+        lambda hit: {"score": hit.score, **hit.note.to_json()},
+        lambda hits: _print_hits(hits, now),
+        empty="No matching notes.",
+        more_text=lambda _: "… more matching notes (raise --limit to see them)",
+    )
+
+
+def _print_hits(hits: Sequence[SearchHit], now: int) -> None:
     for hit in hits:
         _print_note(hit.note, now)
 

@@ -1,8 +1,10 @@
-"""``tether run``, ``tether runs``, ``tether node`` and ``tether cancel``.
+"""``tether run``: run a workflow in the foreground with progress on stderr.
 
-Exit codes: 0 success; 1 not found, or a run that ended failed/cancelled; 2 invalid input
-(bad workflow file, bad JSON input, unknown status). Text output passes every stored string
-through :func:`tui.format.visible`, so data can never inject terminal escape sequences.
+Exit codes: 0 the run finished; 1 not found (an unknown run to resume); 2 invalid input (bad
+workflow file, bad JSON input); 3 the run could not complete: it failed or was cancelled
+(BRIEF section 4). Text output passes every stored string through :func:`tui.plain.visible`,
+so data can never inject terminal escape sequences. Reading runs (``runs``, ``node``) and
+``cancel`` are in :mod:`tui.cli.runs_commands`.
 """
 
 from __future__ import annotations
@@ -21,18 +23,17 @@ from engine.loader import load_workflow
 from engine.run_end import RunOutcome
 from engine.setup import open_engine
 from store.database import Database
-from store.errors import InvalidInputError, NotFoundError
-from store.run_records import AttemptRecord, CallRecord, MemoryBlockRecord
+from store.errors import InvalidInputError
 from store.runs import RunStore
-from store.schema import RUN_STATUSES
 from tui.cli.common import (
+    EXIT_NOT_COMPLETED,
     format_option,
     print_json,
     run_async,
     workspace_from,
     workspace_option,
 )
-from tui.format import duration, tokens, visible
+from tui.plain import tokens, visible
 
 
 def parse_input(raw: str | None) -> Any:
@@ -142,212 +143,9 @@ async def run_command(
         if run["output"] is not None:
             click.echo(visible(json.dumps(run["output"], ensure_ascii=False, indent=2)))
     if outcome.status != "finished":
-        sys.exit(1)
+        sys.exit(EXIT_NOT_COMPLETED)
 
 
-@click.command("runs")
-@click.option(
-    "--status",
-    type=click.Choice([*RUN_STATUSES, "stale"]),
-    default=None,
-    help="Only runs with this status (stale = running with an old heartbeat).",
-)
-@click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
-@format_option
-@workspace_option
-@run_async
-async def runs_command(
-    status: str | None, limit: int, output_format: str, workspace_dir: str | None
-) -> None:
-    """List runs, newest first."""
-    workspace = workspace_from(workspace_dir)
-    if not workspace.exists():
-        records: list[Any] = []
-        now = 0
-    else:
-        async with await Database.open(workspace, create=False) as db:
-            records = await RunStore(db).list_runs(status=status, limit=limit)
-            now = db.clock.now_ms()
-    if output_format == "json":
-        print_json({"runs": [r.as_dict(now) for r in records]})
-        return
-    if not records:
-        click.echo("No runs.")
-        return
-    click.echo(f"{'RUN':<16} {'WORKFLOW':<22} {'STATUS':<11} {'NODES':>7} {'TOKENS':>8} {'AGE':>8}")
-    for r in records:
-        click.echo(
-            f"{r.run_id:<16} {visible(r.workflow, keep_newlines=False)[:22]:<22} "
-            f"{r.display_status(now):<11} {f'{r.nodes_done}/{r.nodes_total}':>7} "
-            f"{tokens(r.tokens.total):>8} {duration(now - r.created_at_ms):>8}"
-        )
-
-
-def _call_line(call: CallRecord) -> str:
-    t = call.tokens
-    sim = " simulated" if call.simulated else ""
-    return (
-        f"    call {call.call_id}: {call.bucket:<10} context {call.context_tokens:>8,} = input "
-        f"{t.input:,} + cache read {t.cache_read:,} + cache write {t.cache_write:,}; output "
-        f"{t.output:,}, reasoning {t.reasoning:,} ({visible(call.agent)}"
-        f"{'/' + visible(call.model) if call.model else ''}{sim})"
-    )
-
-
-def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]:
-    took = (
-        duration(attempt.finished_at_ms - attempt.started_at_ms)
-        if attempt.finished_at_ms
-        else "running"
-    )
-    head = f"  attempt {attempt.attempt}"
-    if attempt.iteration:
-        head += f" (iteration {attempt.iteration})"
-    head += f" - {attempt.state}{' (cached)' if attempt.cached else ''}, {took}"
-    t = attempt.tokens
-    lines = [
-        head,
-        f"    tokens: input {t.input:,}, cache read {t.cache_read:,}, cache write "
-        f"{t.cache_write:,}, output {t.output:,}, reasoning {t.reasoning:,}",
-    ]
-    if attempt.error:
-        lines.append(f"    error: {visible(attempt.error)}")
-    lines.extend(
-        _call_line(c)
-        for c in calls
-        if c.attempt == attempt.attempt and c.iteration == attempt.iteration
-    )
-    return lines
-
-
-def _memory_block_json(block: MemoryBlockRecord | None) -> dict[str, Any] | None:
-    """The recalled memory block a node iteration saw (None when it has no memory config)."""
-    if block is None:
-        return None
-    return {
-        "text": block.text,
-        "items": block.items,
-        "bytes_used": block.bytes_used,
-        "budget_bytes": block.budget_bytes,
-        "truncated": block.truncated,
-        "warning": block.warning,
-        "degraded": block.degraded,
-        "query": block.query,
-        "banks": block.banks,
-    }
-
-
-def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
-    """The memory block as text: accounting, each recalled item and why, then the block."""
-    head = f"Memory block: {block.bytes_used} of {block.budget_bytes} bytes"
-    head += f", {sum(1 for i in block.items if i.get('included', True))} item(s)"
-    if block.truncated:
-        head += ", truncated"
-    lines = [head]
-    if block.warning:
-        lines.append(f"  {'warning' if block.degraded else 'note'}: {visible(block.warning)}")
-    for item in block.items:
-        mark = "" if item.get("included", True) else " (left out: budget)"
-        why = ", ".join(str(t) for t in item.get("matched_terms") or [])
-        lines.append(
-            f"  - {visible(str(item.get('id')))} {visible(str(item.get('namespace', '')))}"
-            f" score {float(item.get('score') or 0):.3f} matched: {visible(why) or '-'}{mark}"
-        )
-    if block.text:
-        lines.extend(f"  | {visible(line)}" for line in block.text.split("\n"))
-    return lines
-
-
-@click.command("node")
-@click.argument("node_id", metavar="NODE")
-@click.option("--run", "run_id", required=True, metavar="RUN", help="The run the node belongs to.")
-@click.option("--iteration", type=int, default=None, help="Loop iteration (default: the latest).")
-@click.option("--attempts", "all_attempts", is_flag=True, help="Show every attempt in full.")
-@format_option
-@workspace_option
-@run_async
-async def node_command(
-    node_id: str,
-    run_id: str,
-    iteration: int | None,
-    all_attempts: bool,
-    output_format: str,
-    workspace_dir: str | None,
-) -> None:
-    """Show a node: status, attempts, per-call token usage with buckets, and its output."""
-    workspace = workspace_from(workspace_dir)
-    async with await Database.open(workspace, create=False) as db:
-        store = RunStore(db)
-        await store.get_run(run_id)
-        node = await store.get_node(run_id, node_id, iteration)
-        attempts = await store.list_attempts(run_id, node_id, node.iteration)
-        calls = [
-            c for c in await store.list_calls(run_id, node_id) if c.iteration == node.iteration
-        ]
-        block = await store.get_memory_block(run_id, node_id, node.iteration)
-    if output_format == "json":
-        print_json(
-            {
-                "run_id": run_id,
-                **node.as_dict(),
-                "attempts": [
-                    {
-                        **a.as_dict(),
-                        "calls": [c.as_dict() for c in calls if c.attempt == a.attempt],
-                    }
-                    for a in attempts
-                ],
-                "memory_block": _memory_block_json(block),
-            }
-        )
-        return
-    took = (
-        duration(node.finished_at_ms - node.started_at_ms)
-        if node.finished_at_ms and node.started_at_ms
-        else "–"
-    )
-    counts: dict[str, int] = {}
-    for a in attempts:
-        counts[a.state] = counts.get(a.state, 0) + 1
-    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
-    lines = [
-        f"Node: {visible(node.node_id)} (iteration {node.iteration})",
-        f"Status: {node.state}{' (cached)' if node.cached else ''}",
-        f"Duration: {took}",
-        f"Attempts: {len(attempts)} ({summary})",
-    ]
-    if node.error:
-        lines.append(f"Error: {visible(node.error)}")
-    shown = attempts if all_attempts else attempts[-1:]
-    if len(attempts) > len(shown):
-        lines.append(f"  ({len(attempts) - len(shown)} earlier attempt(s); --attempts shows all)")
-    for attempt in shown:
-        lines.extend(_attempt_lines(attempt, calls))
-    if block is not None:
-        lines.extend(_memory_block_lines(block))
-    if node.output is not None:
-        lines.append("Output:")
-        lines.append(visible(json.dumps(node.output, ensure_ascii=False, indent=2)))
-    click.echo("\n".join(lines))
-
-
-@click.command("cancel")
-@click.argument("run_id", metavar="RUN")
-@workspace_option
-@run_async
-async def cancel_command(run_id: str, workspace_dir: str | None) -> None:
-    """Cancel RUN: the process running it stops its tasks within a moment."""
-    workspace = workspace_from(workspace_dir)
-    if not workspace.exists():
-        raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
-    async with await Database.open(workspace, create=False) as db:
-        run = await RunStore(db).request_cancel(run_id)
-    if run.status == "cancelled":
-        click.echo(f"Run {run_id} cancelled.")
-    else:
-        click.echo(f"Cancel requested for run {run_id}; its process will stop it shortly.")
-
-
-COMMANDS = [run_command, runs_command, node_command, cancel_command]
+COMMANDS = [run_command]
 
 __all__ = ["COMMANDS", "parse_input"]

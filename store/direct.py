@@ -1,0 +1,156 @@
+"""The workspace database in the calling thread, for the short commands of the command line.
+
+:class:`DirectDatabase` offers the same methods as :class:`store.database.Database` (see
+:mod:`store.database_api`), so the command line calls the very same store methods (and SQL) as
+the engine and the dashboard. Its coroutines never wait on anything: each statement runs at once
+in this thread, so :func:`run_now` drives a store call to its end without an event loop, and
+``tether memory get`` starts without importing asyncio or starting a thread.
+
+Writes are one ``BEGIN IMMEDIATE`` ... ``COMMIT`` each, at the workspace's durability level,
+waiting on the busy timeout and retrying with jittered backoff like every other writer.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, TypeVar
+
+from store.clock import SYSTEM_CLOCK, Clock
+from store.connection import (
+    RETRY_ATTEMPTS,
+    backoff_s,
+    before_open,
+    cannot_open,
+    configure,
+    connect,
+    is_busy,
+    migrate,
+    run_transaction,
+)
+from store.database_api import Params
+from store.schema import SCHEMA_VERSION
+from store.workspace import Workspace
+
+T = TypeVar("T")
+
+
+def run_now(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends (a store call on a :class:`DirectDatabase`) to its
+    end and return its result."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    coroutine.close()
+    raise RuntimeError("a direct database call tried to wait on an event loop")
+
+
+class _Committed:
+    """The awaitable :meth:`DirectDatabase.submit` returns: the write already ran."""
+
+    def __init__(self, value: Any = None, error: BaseException | None = None) -> None:
+        self._value = value
+        self._error = error
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if self._error is not None:
+            raise self._error
+        return self._value
+        yield  # makes this a generator; never reached
+
+
+class DirectDatabase:
+    """An open workspace database used from one thread without an event loop."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, workspace: Workspace, clock: Clock, durability: str
+    ) -> None:
+        self._conn = conn
+        self.workspace = workspace
+        self.clock = clock
+        self.durability = durability
+
+    @classmethod
+    def open(
+        cls,
+        workspace: Workspace,
+        *,
+        create: bool = True,
+        clock: Clock = SYSTEM_CLOCK,
+        durability: str | None = None,
+    ) -> DirectDatabase:
+        """Open (and with ``create``, create and migrate) the workspace database; the same
+        checks and errors as :meth:`store.database.Database.open`."""
+        level, version = before_open(workspace, create=create, durability=durability)
+        path = workspace.database_path
+        try:
+            conn = connect(path)
+        except (OSError, sqlite3.Error) as error:
+            raise cannot_open(workspace, error) from None
+        try:
+            configure(conn, path, level)
+            if version < SCHEMA_VERSION:
+                _retry_busy(lambda: migrate(conn, path))
+        except BaseException:
+            conn.close()
+            raise
+        try:
+            path.chmod(0o600)
+        except OSError:
+            pass
+        return cls(conn, workspace, clock, level)
+
+    async def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+    async def fetch_all(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        """Every row of a query."""
+        return self._conn.execute(sql, params).fetchall()
+
+    async def fetch_one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
+        """The first row of a query, or None."""
+        rows = self._conn.execute(sql, params).fetchall()
+        return rows[0] if rows else None
+
+    async def fetch_value(self, sql: str, params: Params = ()) -> Any:
+        """The first column of the first row, or None."""
+        row = await self.fetch_one(sql, params)
+        return None if row is None else row[0]
+
+    async def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: changes when another connection commits."""
+        return int(await self.fetch_value("PRAGMA data_version"))
+
+    async def run_read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` (reads only) on the connection."""
+        return work(self._conn)
+
+    async def run_in_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` in one write transaction and return its result."""
+        return _retry_busy(lambda: run_transaction(self._conn, work))
+
+    def submit(self, work: Callable[[sqlite3.Connection], T]) -> _Committed:
+        """Run ``work`` in a transaction now; awaiting the result gives its value or error."""
+        try:
+            return _Committed(_retry_busy(lambda: run_transaction(self._conn, work)))
+        except Exception as error:
+            return _Committed(error=error)
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """One write statement in its own transaction; the number of changed rows."""
+        return await self.run_in_transaction(lambda conn: conn.execute(sql, params).rowcount)
+
+
+def _retry_busy(attempt_fn: Callable[[], T]) -> T:
+    for attempt in range(RETRY_ATTEMPTS):
+        try:
+            return attempt_fn()
+        except sqlite3.OperationalError as error:
+            if not is_busy(error) or attempt == RETRY_ATTEMPTS - 1:
+                raise
+            time.sleep(backoff_s(attempt))
+    raise AssertionError("unreachable")

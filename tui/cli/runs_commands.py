@@ -1,0 +1,366 @@
+"""``tether runs``, ``tether node`` and ``tether cancel``: reading runs and asking one to stop.
+
+These only read and write the run records, so they run without an event loop on a
+:class:`~store.direct.DirectDatabase` and start quickly (``tether run``, which runs the engine,
+is in :mod:`tui.cli.run_commands`). Exit codes: 0 success, 1 not found, 2 invalid input. Text
+output passes every stored string through :func:`tui.plain.visible`, so data can never inject
+terminal escape sequences.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from store.errors import InvalidInputError, NotFoundError
+from store.run_records import AttemptRecord, CallRecord, MemoryBlockRecord, NodeRecord, RunRecord
+from store.runs import RunStore
+from store.schema import RUN_STATUSES
+from store.sql.paging import MORE_COUNT_CAP
+from store.workspace import Workspace
+from tui.cli.common import (
+    Page,
+    format_option,
+    limit_option,
+    listing_format_option,
+    more_line,
+    page_of,
+    print_json,
+    print_listing,
+    run_direct,
+    workspace_from,
+    workspace_option,
+)
+from tui.plain import duration, tokens, visible
+
+DEFAULT_RUNS_LIMIT = 50
+DEFAULT_ATTEMPTS_LIMIT = 10
+DEFAULT_FAN_OUT_LIMIT = 200
+_ITERATION_SUFFIX = re.compile(r"^(?P<node>.+)#(?P<iteration>\d+)$")
+
+
+def open_runs(workspace: Workspace) -> RunStore:
+    """The run records of an existing workspace, opened in this thread (NotFoundError when the
+    workspace has no database)."""
+    from store.direct import DirectDatabase
+
+    return RunStore(DirectDatabase.open(workspace, create=False))
+
+
+# -- tether runs ----------------------------------------------------------------------------
+
+
+@click.command("runs")
+@click.option(
+    "--status",
+    type=click.Choice([*RUN_STATUSES, "stale"]),
+    default=None,
+    help="Only runs with this status (stale = running with an old heartbeat).",
+)
+@limit_option(DEFAULT_RUNS_LIMIT, "runs")
+@listing_format_option
+@workspace_option
+@run_direct
+async def runs_command(
+    status: str | None, limit: int, output_format: str, workspace_dir: str | None
+) -> None:
+    """List runs, newest first, with their generation and the run each one continues."""
+    workspace = workspace_from(workspace_dir)
+    page = Page([], 0)
+    now = 0
+    if workspace.exists():
+        store = open_runs(workspace)
+        try:
+            records = await store.list_runs(status=status, limit=limit)
+            total = len(records)
+            if total == limit:
+                total = await store.count_runs(status=status, upto=limit + MORE_COUNT_CAP)
+            page = page_of(records, limit, total)
+            now = store.now_ms
+        finally:
+            await store.db.close()
+    print_listing(
+        output_format,
+        page,
+        lambda run: run.as_dict(now),
+        lambda runs: _print_runs(runs, now),
+        empty="No runs.",
+        more_text=lambda n: more_line(n, "runs", MORE_COUNT_CAP),
+    )
+
+
+def _print_runs(runs: Sequence[RunRecord], now: int) -> None:
+    click.echo(
+        f"{'RUN':<16} {'WORKFLOW':<22} {'STATUS':<11} {'GEN':>3} {'PARENT':<16} "
+        f"{'NODES':>7} {'TOKENS':>8} {'AGE':>8}"
+    )
+    for r in runs:
+        click.echo(
+            f"{r.run_id:<16} {visible(r.workflow, keep_newlines=False)[:22]:<22} "
+            f"{r.display_status(now):<11} {r.generation:>3} {r.parent_run_id or '-':<16} "
+            f"{f'{r.nodes_done}/{r.nodes_total}':>7} {tokens(r.tokens.total):>8} "
+            f"{duration(now - r.created_at_ms):>8}"
+        )
+
+
+# -- tether node ----------------------------------------------------------------------------
+
+
+def split_iteration(node_id: str, iteration: int | None) -> tuple[str, int | None]:
+    """``draft#2`` (as ``tether run`` prints a loop node) is node ``draft`` at iteration 2;
+    InvalidInputError when ``--iteration`` says otherwise."""
+    match = _ITERATION_SUFFIX.match(node_id)
+    if match is None:
+        return node_id, iteration
+    suffix = int(match.group("iteration"))
+    if iteration is not None and iteration != suffix:
+        raise InvalidInputError(
+            f"{node_id!r} names iteration {suffix} but --iteration says {iteration}; "
+            "give one of them."
+        )
+    return match.group("node"), suffix
+
+
+def _call_line(call: CallRecord) -> str:
+    t = call.tokens
+    sim = " simulated" if call.simulated else ""
+    return (
+        f"    call {call.call_id}: {call.bucket:<10} context {call.context_tokens:>8,} = input "
+        f"{t.input:,} + cache read {t.cache_read:,} + cache write {t.cache_write:,}; output "
+        f"{t.output:,}, reasoning {t.reasoning:,} ({visible(call.agent)}"
+        f"{'/' + visible(call.model) if call.model else ''}{sim})"
+    )
+
+
+def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]:
+    took = (
+        duration(attempt.finished_at_ms - attempt.started_at_ms)
+        if attempt.finished_at_ms
+        else "running"
+    )
+    head = f"  attempt {attempt.attempt}"
+    if attempt.iteration:
+        head += f" (iteration {attempt.iteration})"
+    head += f" - {attempt.state}{' (cached)' if attempt.cached else ''}, {took}"
+    t = attempt.tokens
+    lines = [
+        head,
+        f"    tokens: input {t.input:,}, cache read {t.cache_read:,}, cache write "
+        f"{t.cache_write:,}, output {t.output:,}, reasoning {t.reasoning:,}",
+    ]
+    if attempt.error:
+        lines.append(f"    error: {visible(attempt.error)}")
+    lines.extend(_call_line(c) for c in calls if c.attempt == attempt.attempt)
+    return lines
+
+
+def _memory_block_json(block: MemoryBlockRecord | None) -> dict[str, Any] | None:
+    """The recalled memory block a node iteration saw (None when it has no memory config)."""
+    if block is None:
+        return None
+    return {
+        "text": block.text,
+        "items": block.items,
+        "bytes_used": block.bytes_used,
+        "budget_bytes": block.budget_bytes,
+        "truncated": block.truncated,
+        "warning": block.warning,
+        "degraded": block.degraded,
+        "query": block.query,
+        "banks": block.banks,
+    }
+
+
+def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
+    """The memory block as text: accounting, each recalled item and why, then the block."""
+    head = f"Memory block: {block.bytes_used} of {block.budget_bytes} bytes"
+    head += f", {sum(1 for i in block.items if i.get('included', True))} item(s)"
+    if block.truncated:
+        head += ", truncated"
+    lines = [head]
+    if block.warning:
+        lines.append(f"  {'warning' if block.degraded else 'note'}: {visible(block.warning)}")
+    for item in block.items:
+        mark = "" if item.get("included", True) else " (left out: budget)"
+        why = ", ".join(str(t) for t in item.get("matched_terms") or [])
+        lines.append(
+            f"  - {visible(str(item.get('id')))} {visible(str(item.get('namespace', '')))}"
+            f" score {float(item.get('score') or 0):.3f} matched: {visible(why) or '-'}{mark}"
+        )
+    if block.text:
+        lines.extend(f"  | {visible(line)}" for line in block.text.split("\n"))
+    return lines
+
+
+@click.command("node")
+@click.argument("node_id", metavar="NODE")
+@click.option("--run", "run_id", required=True, metavar="RUN", help="The run the node belongs to.")
+@click.option(
+    "--iteration", type=click.IntRange(0), default=None, help="Loop iteration (default: latest)."
+)
+@click.option("--attempts", "all_attempts", is_flag=True, help="Show a page of attempts in full.")
+@limit_option(DEFAULT_ATTEMPTS_LIMIT, "attempts (newest first) with --attempts or --format json")
+@click.option(
+    "--offset",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    metavar="K",
+    help="Skip the K newest attempts (the next page).",
+)
+@format_option
+@workspace_option
+@run_direct
+async def node_command(
+    node_id: str,
+    run_id: str,
+    iteration: int | None,
+    all_attempts: bool,
+    limit: int,
+    offset: int,
+    output_format: str,
+    workspace_dir: str | None,
+) -> None:
+    """Show a node: status, attempts, per-call token usage with buckets, and its output.
+
+    NODE is a node id as `tether run` prints it: `plan`, `review[api.py]`, `draft#2` (a loop
+    node at iteration 2). A fan-out's id (`review`) lists the nodes it made.
+    """
+    node_id, iteration = split_iteration(node_id, iteration)
+    workspace = workspace_from(workspace_dir)
+    if not workspace.exists():
+        raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
+    store = open_runs(workspace)
+    try:
+        await store.get_run(run_id)
+        try:
+            node = await store.get_node(run_id, node_id, iteration)
+        except NotFoundError:
+            copies = await store.fan_out_nodes(run_id, node_id, DEFAULT_FAN_OUT_LIMIT + 1)
+            if not copies or iteration is not None:
+                raise
+            _print_fan_out(node_id, copies, output_format)
+            return
+        total = await store.count_attempts(run_id, node.node_id, node.iteration)
+        page_size = limit if all_attempts or output_format == "json" else 1
+        attempts = await store.attempts_page(
+            run_id, node.node_id, node.iteration, limit=page_size, offset=offset
+        )
+        calls: list[CallRecord] = []
+        if attempts:
+            calls = await store.calls_of_attempts(
+                run_id, node.node_id, node.iteration, attempts[0].attempt, attempts[-1].attempt
+            )
+        block = await store.get_memory_block(run_id, node.node_id, node.iteration)
+    finally:
+        await store.db.close()
+    if output_format == "json":
+        print_json(
+            {
+                "run_id": run_id,
+                **node.as_dict(),
+                "attempts": [
+                    {
+                        **a.as_dict(),
+                        "calls": [c.as_dict() for c in calls if c.attempt == a.attempt],
+                    }
+                    for a in attempts
+                ],
+                "attempts_total": total,
+                "attempts_offset": offset,
+                "memory_block": _memory_block_json(block),
+            }
+        )
+        return
+    click.echo("\n".join(_node_lines(node, attempts, calls, total, offset, block, all_attempts)))
+
+
+def _node_lines(
+    node: NodeRecord,
+    attempts: list[AttemptRecord],
+    calls: list[CallRecord],
+    total: int,
+    offset: int,
+    block: MemoryBlockRecord | None,
+    all_attempts: bool,
+) -> list[str]:
+    took = (
+        duration(node.finished_at_ms - node.started_at_ms)
+        if node.finished_at_ms and node.started_at_ms
+        else "–"
+    )
+    lines = [
+        f"Node: {visible(node.node_id)} (iteration {node.iteration})",
+        f"Status: {node.state}{' (cached)' if node.cached else ''}",
+        f"Duration: {took}",
+        f"Attempts: {total}",
+    ]
+    if node.error:
+        lines.append(f"Error: {visible(node.error)}")
+    older = total - offset - len(attempts)
+    if older > 0:
+        hint = (
+            f"--offset {offset + len(attempts)} shows the next page"
+            if all_attempts
+            else "--attempts shows them"
+        )
+        lines.append(f"  ({older:,} earlier attempt(s); {hint})")
+    for attempt in attempts:
+        lines.extend(_attempt_lines(attempt, calls))
+    if block is not None:
+        lines.extend(_memory_block_lines(block))
+    if node.output is not None:
+        lines.append("Output:")
+        lines.append(visible(json.dumps(node.output, ensure_ascii=False, indent=2)))
+    return lines
+
+
+def _print_fan_out(fan_out_id: str, copies: list[NodeRecord], output_format: str) -> None:
+    """``tether node review``: the nodes fan-out ``review`` made, as a listing."""
+    page = page_of(copies, DEFAULT_FAN_OUT_LIMIT)
+
+    def print_text(nodes: Sequence[NodeRecord]) -> None:
+        click.echo(f"{visible(fan_out_id)} is a fan-out; its nodes:")
+        for node in nodes:
+            name = visible(node.node_id, keep_newlines=False)
+            suffix = f"#{node.iteration}" if node.iteration else ""
+            click.echo(f"  {name}{suffix}  {node.state}")
+
+    print_listing(
+        output_format,
+        page,
+        lambda node: {"node_id": node.node_id, "iteration": node.iteration, "state": node.state},
+        print_text,
+        empty="",
+        more_text=lambda _: f"… more nodes of {visible(fan_out_id)} (show one with its full id)",
+    )
+
+
+# -- tether cancel --------------------------------------------------------------------------
+
+
+@click.command("cancel")
+@click.argument("run_id", metavar="RUN")
+@workspace_option
+@run_direct
+async def cancel_command(run_id: str, workspace_dir: str | None) -> None:
+    """Cancel RUN: the process running it stops its tasks within a moment."""
+    workspace = workspace_from(workspace_dir)
+    if not workspace.exists():
+        raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
+    store = open_runs(workspace)
+    try:
+        run = await store.request_cancel(run_id)
+    finally:
+        await store.db.close()
+    if run.status == "cancelled":
+        click.echo(f"Run {run_id} cancelled.")
+    else:
+        click.echo(f"Cancel requested for run {run_id}; its process will stop it shortly.")
+
+
+COMMANDS = [runs_command, node_command, cancel_command]
