@@ -33,21 +33,21 @@ async def run_attempt(
     the attempt's end written together with the node's state."""
     spec = unit.spec
     prompt, tools = await execution.prepare_prompt(unit, agent, task_prompt, attempt, memory)
-    # The attempt's start and its calls join the next group commit without being waited for
-    # one by one; the attempt's end (waited for) is committed after them, so by the time the
+    # The attempt's start is committed before the agent runs (an agent never runs without a
+    # recorded attempt, so a resumed run never reuses an attempt number) but not flushed to
+    # disk on its own. Its calls join the next group commit without being waited for one by
+    # one; the attempt's end (flushed, waited for) is committed after them, so by the time the
     # node counts as finished all of them are durable (writes commit in submission order).
     writes: list[Awaitable[None]] = []
-    writes.append(
-        execution.store.queue_attempt_start(
-            execution.run_id,
-            unit.node_id,
-            unit.iteration,
-            attempt,
-            agent=agent_name,
-            model=getattr(agent, "model", None),
-            prompt=prompt,
-            owner_id=execution.owner_id,
-        )
+    await execution.store.start_attempt(
+        execution.run_id,
+        unit.node_id,
+        unit.iteration,
+        attempt,
+        agent=agent_name,
+        model=getattr(agent, "model", None),
+        prompt=prompt,
+        owner_id=execution.owner_id,
     )
     execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
     calls: list[ModelCall] = []

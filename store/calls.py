@@ -32,9 +32,10 @@ class CallLog(EventLog):
             await self.queue_calls(calls)
 
     def queue_calls(self, calls: Sequence[CallUsage]) -> Awaitable[None]:
-        """:meth:`record_calls` without waiting: the write joins the next group commit and the
-        returned future resolves once it is committed (the engine waits for its attempt's calls
-        together with the attempt's end)."""
+        """:meth:`record_calls` as a queued write: it joins the next group commit and the
+        returned future resolves once it is committed. No flush to disk is asked for (see
+        :meth:`Database.submit`); the engine waits for an attempt's calls with its end, whose
+        commit is flushed."""
         calls = list(calls)
 
         def work(conn: sqlite3.Connection) -> Any:
@@ -91,7 +92,7 @@ class CallLog(EventLog):
                 )
             self._insert_events(conn, now, events)
 
-        return self.db.submit(work)
+        return self.db.submit(work, flush=False)
 
     async def list_calls(self, run_id: str, node_id: str | None = None) -> list[CallRecord]:
         """Calls of a run (or of one node of it), in the order they were recorded."""

@@ -232,6 +232,17 @@ def run_group(conn: sqlite3.Connection, works: Sequence[Work]) -> list[Outcome]:
     return [(True, value) for value in values]
 
 
+def run_group_unflushed(conn: sqlite3.Connection, works: Sequence[Work]) -> list[Outcome]:
+    """:func:`run_group` committed without a flush to disk (``synchronous=NORMAL`` for this
+    one commit, then back to ``FULL``): for writes that must survive the process being killed
+    but not a power cut; the next flushed commit flushes them too (the WAL is flushed whole)."""
+    conn.execute("PRAGMA synchronous = NORMAL")
+    try:
+        return run_group(conn, works)
+    finally:
+        conn.execute("PRAGMA synchronous = FULL")
+
+
 def _run_alone(conn: sqlite3.Connection, work: Work) -> Outcome:
     try:
         return (True, run_transaction(conn, work))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -46,6 +47,7 @@ from store.connection import (
     is_busy,
     migrate,
     run_group,
+    run_group_unflushed,
     split_statements,
 )
 from store.schema import SCHEMA_VERSION
@@ -54,6 +56,16 @@ from store.workspace import Workspace
 __all__ = ["BUSY_TIMEOUT_MS", "Database", "Row", "inspect_database_file"]
 
 Row = sqlite3.Row
+
+
+@dataclasses.dataclass(frozen=True)
+class _Queued:
+    """A write waiting for the next group commit."""
+
+    work: Work
+    future: asyncio.Future[Any]
+    flush: bool
+
 T = TypeVar("T")
 Params = Sequence[Any] | dict[str, Any]
 _split_statements = split_statements  # the name older tests import
@@ -73,7 +85,7 @@ class Database:
         # A second connection used on the event-loop thread for commits that get the lock at
         # once and need no flush to disk (see _commit); opened on first use.
         self._direct: sqlite3.Connection | None = None
-        self._queue: list[tuple[Work, asyncio.Future[Any]]] = []
+        self._queue: list[_Queued] = []
         self._flusher: asyncio.Task[None] | None = None
 
     # -- opening ---------------------------------------------------------------------------
@@ -173,9 +185,17 @@ class Database:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def submit(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+    def submit(
+        self, work: Callable[[sqlite3.Connection], T], *, flush: bool = True
+    ) -> asyncio.Future[T]:
         """Queue a write for the next group commit and return its future (see the module
         docstring); await it to know the write is committed at the workspace's level.
+
+        ``flush=False`` is for writes nothing needs to survive a power cut (an attempt's start:
+        a run interrupted by one abandons its running attempts anyway). At the ``full`` level a
+        group made only of such writes is committed without a flush to disk: committed, so it
+        survives the process being killed, and flushed with the next flushed commit (the WAL
+        is flushed whole). At ``normal`` the flag changes nothing.
 
         ``work`` must only touch the database: it may be run again from the start when the
         write lock stays busy. An exception it raises undoes its own statements and is set on
@@ -183,7 +203,7 @@ class Database:
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queue.append((work, future))
+        self._queue.append(_Queued(work, future, flush))
         if self._flusher is None:
             self._flusher = loop.create_task(self._flush(), name="tether-group-commit")
         return future
@@ -228,19 +248,21 @@ class Database:
                     raise
 
     async def _flush(self) -> None:
-        batch: list[tuple[Work, asyncio.Future[Any]]] = []
+        batch: list[_Queued] = []
         try:
             while self._queue:
                 batch, self._queue = self._queue, []
-                works = [work for work, _ in batch]
+                works = [queued.work for queued in batch]
                 try:
-                    outcomes = await self._commit(works)
+                    outcomes = await self._commit(works, any(q.flush for q in batch))
                 except Exception as error:
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(error)
+                    for queued in batch:
+                        if not queued.future.done():
+                            queued.future.set_exception(error)
                     continue
-                for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+                for future, (ok, value) in zip(
+                    (queued.future for queued in batch), outcomes, strict=True
+                ):
                     if future.done():  # its waiter was cancelled; the write still committed
                         continue
                     if ok:
@@ -250,27 +272,30 @@ class Database:
                 batch = []
         finally:
             self._flusher = None
-            for _, future in [*batch, *self._queue]:
-                future.cancel()  # only when this task itself was cancelled (loop shutdown)
+            for queued in [*batch, *self._queue]:
+                queued.future.cancel()  # only when this task itself was cancelled (loop shutdown)
             if batch:
                 self._queue = []
 
-    async def _commit(self, works: list[Work]) -> list[Outcome]:
-        """One group commit. At ``normal`` durability, when no other write of this process is
-        in flight, it is tried right here on a second connection whose busy timeout is zero: a
-        commit that needs no flush costs no thread hand-off; if another process holds the lock
-        the attempt fails at once with nothing written, and the worker thread waits instead.
-        At ``full`` the flush to disk always happens on the worker thread, so the event loop
-        keeps running tasks (and queueing their writes for the next commit) meanwhile."""
-        if self.durability == "normal" and not self._write_lock.locked():
+    async def _commit(self, works: list[Work], flush: bool) -> list[Outcome]:
+        """One group commit. A commit that needs no flush to disk (every commit at ``normal``,
+        an unflushed group at ``full``) is tried right here, when no other write of this
+        process is in flight, on a second connection whose busy timeout is zero: it costs no
+        thread hand-off; if another process holds the lock the attempt fails at once with
+        nothing written, and the worker thread waits instead. A flushed commit at ``full``
+        always runs on the worker thread, so the event loop keeps running tasks (and queueing
+        their writes for the next commit) while the disk flushes."""
+        full = self.durability == "full"
+        group = run_group_unflushed if full and not flush else run_group
+        if (not full or not flush) and not self._write_lock.locked():
             try:
-                return run_group(self._direct_connection(), works)
+                return group(self._direct_connection(), works)
             except sqlite3.OperationalError as error:
                 if not is_busy(error):
                     raise
         async with self._write_lock:
             outcomes: list[Outcome] = await self._retry_busy(
-                lambda: self._conn._execute(run_group, self._conn._conn, works)
+                lambda: self._conn._execute(group, self._conn._conn, works)
             )
             return outcomes
 

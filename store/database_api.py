@@ -52,8 +52,11 @@ class DatabaseApi(Protocol):
         """Run ``work`` in a write transaction; its result once committed."""
         ...
 
-    def submit(self, work: Callable[[sqlite3.Connection], T]) -> Awaitable[T]:
-        """Queue ``work`` for the next commit; await the result to know it is committed."""
+    def submit(
+        self, work: Callable[[sqlite3.Connection], T], *, flush: bool = True
+    ) -> Awaitable[T]:
+        """Queue ``work`` for the next commit; await the result to know it is committed
+        (``flush=False``: no flush to disk needed, see :meth:`store.database.Database.submit`)."""
         ...
 
     async def execute(self, sql: str, params: Params = ()) -> int:

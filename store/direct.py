@@ -133,8 +133,9 @@ class DirectDatabase:
         """Run ``work`` in one write transaction and return its result."""
         return _retry_busy(lambda: run_transaction(self._conn, work))
 
-    def submit(self, work: Callable[[sqlite3.Connection], T]) -> _Committed:
-        """Run ``work`` in a transaction now; awaiting the result gives its value or error."""
+    def submit(self, work: Callable[[sqlite3.Connection], T], *, flush: bool = True) -> _Committed:
+        """Run ``work`` in a transaction now (always flushed at the workspace's level);
+        awaiting the result gives its value or error."""
         try:
             return _Committed(_retry_busy(lambda: run_transaction(self._conn, work)))
         except Exception as error:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import uuid
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from store.calls import CallLog
@@ -551,38 +551,10 @@ class RunStore(CallLog, MemoryBlockLog):
     ) -> None:
         """Insert a running attempt and set its node to ``node_state`` with the attempt count.
 
-        Emits ``node.state`` and ``attempt.started`` in the same transaction.
+        Emits ``node.state`` and ``attempt.started`` in the same transaction. Committed without
+        a flush to disk of its own (see :meth:`Database.submit`): a power cut abandons running
+        attempts anyway, and the attempt's end flushes it.
         """
-        await self.queue_attempt_start(
-            run_id,
-            node_id,
-            iteration,
-            attempt,
-            agent=agent,
-            model=model,
-            prompt=prompt,
-            owner_id=owner_id,
-            cached=cached,
-            node_state=node_state,
-        )
-
-    def queue_attempt_start(
-        self,
-        run_id: str,
-        node_id: str,
-        iteration: int,
-        attempt: int,
-        *,
-        agent: str | None = None,
-        model: str | None = None,
-        prompt: str | None = None,
-        owner_id: str | None = None,
-        cached: bool = False,
-        node_state: str = "running",
-    ) -> Awaitable[None]:
-        """:meth:`start_attempt` without waiting: the write joins the next group commit and
-        the returned future resolves once it is committed. The engine waits for it together
-        with the attempt's end, so an attempt's start costs no commit of its own."""
         now = self.now_ms
         node = self._node_params(now, run_id, node_id, iteration, node_state, attempts=attempt)
 
@@ -619,7 +591,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 ],
             )
 
-        return self.db.submit(work)
+        await self.db.submit(work, flush=False)
 
     async def finish_attempt(
         self,
