@@ -188,15 +188,27 @@ class RunExecution:
             and requests.clear_requested_at_ms == self.run.clear_requested_at_ms
         ):
             return
-        self.run = dataclasses.replace(
-            self.run,
-            cancel_requested_at_ms=requests.cancel_requested_at_ms,
-            clear_requested_at_ms=requests.clear_requested_at_ms,
-            clear_reason=requests.clear_reason,
+        self.take_requests(
+            dataclasses.replace(
+                self.run,
+                cancel_requested_at_ms=requests.cancel_requested_at_ms,
+                clear_requested_at_ms=requests.clear_requested_at_ms,
+                clear_reason=requests.clear_reason,
+            )
         )
-        if requests.clear_requested_at_ms is not None and self.stop is None:
+
+    def take_requests(self, run: RunRecord) -> None:
+        """Act on the cancel/clear requests of ``run`` as just read (by the monitor's poll or
+        at an attempt's end, whichever sees them first): a cancel stops every task and ends
+        the run cancelled; a clear stops dispatching and hands off."""
+        self.run = run
+        if run.cancel_requested_at_ms is not None and not self.cancelled:
+            self.cancelled = True
+            self.progress("run", None, "cancelling")
+            self.cancel_all()
+        if run.clear_requested_at_ms is not None and self.stop is None:
             self.stop = DispatchDecision(
-                "handoff", requests.clear_reason or "cleared by a person", trigger="person"
+                "handoff", run.clear_reason or "cleared by a person", trigger="person"
             )
             self.progress("run", None, "handing-off", self.stop.reason)
 

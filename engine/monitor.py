@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from engine.hooks import DispatchDecision
-
 if TYPE_CHECKING:
     from engine.execution import RunExecution
 
@@ -31,13 +29,4 @@ async def monitor_run(execution: RunExecution) -> None:
             execution.lost = True
             execution.cancel_all()
             return
-        execution.run = run
-        if run.cancel_requested_at_ms is not None and not execution.cancelled:
-            execution.cancelled = True
-            execution.progress("run", None, "cancelling")
-            execution.cancel_all()
-        if run.clear_requested_at_ms is not None and execution.stop is None:
-            execution.stop = DispatchDecision(
-                "handoff", run.clear_reason or "cleared by a person", trigger="person"
-            )
-            execution.progress("run", None, "handing-off", execution.stop.reason)
+        execution.take_requests(run)

@@ -11,30 +11,41 @@ from tui.cli.lazy import LazyCommand, LazyGroup
 # one-line help shown by `tether --help` is given here so the help imports none of them (a
 # test checks each line against the command's own docstring).
 COMMAND_MODULES = {
-    "tui": LazyCommand("tui.cli.tui_commands", "Open the dashboard on the workspace."),
+    "tui": LazyCommand(
+        "tui.cli.tui_commands",
+        "Open the dashboard on the workspace (live: runs, tokens, memory,...",
+    ),
     "demo": LazyCommand(
-        "tui.cli.tui_commands", "Create a demo workspace, run the example workflows live and..."
+        "tui.cli.tui_commands",
+        "Create a demo workspace (./tether-demo), run the example...",
     ),
     "run": LazyCommand(
-        "tui.cli.run_commands", "Run WORKFLOW (a .py file exposing a Workflow) in the..."
+        "tui.cli.run_commands",
+        "Run WORKFLOW (a .py file exposing a Workflow) in the foreground,...",
     ),
     "runs": LazyCommand(
-        "tui.cli.runs_commands", "List runs, newest first, with their generation and the run..."
+        "tui.cli.runs_commands",
+        "List runs, newest first, with their generation and the run each...",
     ),
     "node": LazyCommand(
-        "tui.cli.runs_commands", "Show a node: status, attempts, per-call token usage with..."
+        "tui.cli.runs_commands",
+        "Show a node: status, attempts, per-call token usage with buckets,...",
     ),
     "cancel": LazyCommand(
-        "tui.cli.runs_commands", "Cancel RUN: the process running it stops its tasks within a..."
+        "tui.cli.runs_commands",
+        "Cancel RUN: the process running it stops its tasks within a moment.",
     ),
     "clear": LazyCommand(
-        "tui.cli.clear_commands", "Durable /clear: hand RUN off to a fresh run carrying only..."
+        "tui.cli.clear_commands",
+        "Durable /clear: hand RUN off to a fresh run carrying only...",
     ),
     "memory": LazyCommand(
-        "tui.cli.memory_commands", "Facts (namespaced JSON values) and the memory maintenance..."
+        "tui.cli.memory_commands",
+        "Facts (namespaced JSON values) and the memory maintenance...",
     ),
     "notes": LazyCommand(
-        "tui.cli.notes_commands", "Notes: append-only knowledge that people accept or reject."
+        "tui.cli.notes_commands",
+        "Notes: append-only knowledge that people accept or reject.",
     ),
 }
 
