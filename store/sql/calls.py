@@ -33,7 +33,7 @@ SELECT * FROM calls WHERE run_id = ? AND node_id = ? ORDER BY call_id
 SELECT_CALLS_OF_ATTEMPTS = """
 SELECT * FROM calls
 WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt BETWEEN ? AND ?
-ORDER BY call_id
+ORDER BY attempt, call_id
 """
 
 SELECT_CALLS_RUN = "SELECT * FROM calls WHERE run_id = ? ORDER BY call_id"
