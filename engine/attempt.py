@@ -10,7 +10,9 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from engine.agents.base import Agent, AgentError, AgentRequest, ModelCall
+from engine.agents.usage import check_usage
 from engine.artifacts import RAW_OUTPUT, stream_log_path
+from engine.pricing import PriceTable
 from engine.prompting import repair_prompt
 from engine.structured import OutputInvalid, to_jsonable, validate_output
 from engine.units import Unit
@@ -51,27 +53,29 @@ async def run_attempt(
     )
     execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
     calls: list[ModelCall] = []
+    simulated = bool(getattr(agent, "simulated", False))
+    prices = execution.config.price_table
 
     async def on_call(call: ModelCall) -> None:
+        # Agent output is outside input: a bogus count fails the attempt, never the engine.
+        check_usage(call.usage, f"Agent {agent_name}")
         calls.append(call)
-        writes.append(
-            execution.store.queue_calls(
-                [
-                    CallUsage(
-                        execution.run_id,
-                        unit.node_id,
-                        unit.iteration,
-                        attempt,
-                        agent_name,
-                        call.usage,
-                        model=call.model,
-                        simulated=bool(getattr(agent, "simulated", False)),
-                        started_at_ms=call.started_at_ms,
-                        finished_at_ms=call.finished_at_ms,
-                    )
-                ]
-            )
+        usage = CallUsage(
+            execution.run_id,
+            unit.node_id,
+            unit.iteration,
+            attempt,
+            agent_name,
+            call.usage,
+            model=call.model,
+            simulated=simulated,
+            started_at_ms=call.started_at_ms,
+            finished_at_ms=call.finished_at_ms,
+            cost_usd=call_cost(call, simulated, prices),
+            kind=call.kind,
+            detail=call.detail,
         )
+        writes.append(execution.store.queue_calls([usage]))
         execution.progress("call", unit, "call", tokens=call.usage.context_tokens, attempt=attempt)
 
     def total() -> TokenUsage:
@@ -108,11 +112,14 @@ async def run_attempt(
                     )
                 except OutputInvalid as problem:
                     schema = request.output_schema or {}
+                    # A repair continues the same session when the agent has one (Claude
+                    # Code: --resume), so the model keeps the work it already did.
                     repaired = await agent.run(
                         dataclasses.replace(
                             request,
                             prompt=repair_prompt(text, str(problem), schema),
                             repair=True,
+                            resume_session=result.session_id,
                         )
                     )
                     try:
@@ -136,15 +143,23 @@ async def run_attempt(
                         ) from second
     except TimeoutError as error:
         raise _AttemptError(
-            AgentError(f"timed out after {spec.timeout_s:g} s"), total(), text, writes
+            AgentError(f"timed out after {spec.timeout_s:g} s"),
+            total(),
+            text,
+            request.details,
+            writes,
         ) from error
     except AgentError as error:
-        raise _AttemptError(error, total(), text, writes) from error
+        raise _AttemptError(error, total(), text, request.details, writes) from error
     except Exception as error:
         # A bug or unexpected error inside an agent fails the attempt (retries apply); it
         # never leaves the attempt marked running.
         raise _AttemptError(
-            AgentError(f"the agent raised {type(error).__name__}: {error}"), total(), text, writes
+            AgentError(f"the agent raised {type(error).__name__}: {error}"),
+            total(),
+            text,
+            request.details,
+            writes,
         ) from error
     except asyncio.CancelledError:
         with contextlib.suppress(Exception):
@@ -161,6 +176,7 @@ async def run_attempt(
                     if execution.cancelled
                     else "Interrupted; the run stays resumable.",
                     node_state="cancelled",
+                    details=request.details or None,
                 )
             )
         _settled(writes)
@@ -179,6 +195,7 @@ async def run_attempt(
         node_output=to_jsonable(output),
         set_node_output=True,
         nodes_done=execution.done_count,
+        details=request.details or None,
     )
     await _committed(writes)
     execution.absorb_requests(requests)
@@ -215,6 +232,7 @@ async def record_failed_attempt(
     """Write a failed attempt's end: the node goes to ``retrying`` or ``failed``."""
     usage = error.usage if isinstance(error, _AttemptError) else TokenUsage()
     text = error.text if isinstance(error, _AttemptError) else None
+    details = error.details if isinstance(error, _AttemptError) else None
     writes = error.writes if isinstance(error, _AttemptError) else []
     requests = await execution.store.finish_attempt(
         execution.run_id,
@@ -226,23 +244,37 @@ async def record_failed_attempt(
         response_text=text or None,
         error=str(error),
         node_state="retrying" if retry else "failed",
+        details=details or None,
     )
     await _committed(writes)
     execution.absorb_requests(requests)
     execution.progress("node", unit, "retrying" if retry else "failed", str(error), attempt=attempt)
 
 
+def call_cost(call: ModelCall, simulated: bool, prices: PriceTable) -> float | None:
+    """A call's cost: a retried request costs nothing, a simulated call is free, a cost the
+    provider reported stands, anything else comes from the price table (None: unknown)."""
+    if call.kind == "retry" or simulated:
+        return 0.0
+    if call.cost_usd is not None:
+        return call.cost_usd
+    return prices.cost(call.model, call.usage)
+
+
 class _AttemptError(AgentError):
-    """An AgentError carrying the usage and text of the failed attempt."""
+    """An AgentError carrying the usage, text, agent details and queued writes of the failed
+    attempt."""
 
     def __init__(
         self,
         cause: AgentError,
         usage: TokenUsage,
         text: str,
+        details: dict[str, Any],
         writes: list[Awaitable[None]],
     ) -> None:
-        super().__init__(str(cause), retryable=cause.retryable)
+        super().__init__(str(cause), retryable=cause.retryable, retry_after_s=cause.retry_after_s)
         self.usage = usage
         self.text = text
+        self.details = details
         self.writes = writes

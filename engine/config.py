@@ -19,6 +19,10 @@ type = "openai"
 base_url = "http://127.0.0.1:8000/v1"
 model = "qwen2.5-coder"
 api_key_env = "OPENAI_API_KEY"
+
+[prices."qwen2.5-coder"]    # USD per million tokens (see engine.pricing)
+input = 0.20
+output = 0.60
 ```
 """
 
@@ -29,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.pricing import Price, PriceTable, parse_prices
 from store.errors import InvalidInputError
 
 _ENGINE_KEYS = {"concurrency", "heartbeat_interval_s", "poll_interval_s"}
@@ -42,6 +47,12 @@ class EngineConfig:
     heartbeat_interval_s: float = 5.0
     poll_interval_s: float = 0.25
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    prices: dict[str, Price] = field(default_factory=dict)
+
+    @property
+    def price_table(self) -> PriceTable:
+        """Configured prices over the built-in table."""
+        return PriceTable(self.prices)
 
 
 def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
@@ -71,6 +82,7 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
         if not isinstance(spec, dict) or "type" not in spec:
             raise InvalidInputError(f"{source}: agents.{name} must be a table with a type.")
         config.agents[name] = dict(spec)
+    config.prices = parse_prices(data.get("prices"), source)
     return config
 
 

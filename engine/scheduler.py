@@ -31,7 +31,7 @@ import contextlib
 from collections import deque
 from typing import Any
 
-from engine.agents.base import AgentError
+from engine.agents.base import AgentError, supports_tools
 from engine.agents.registry import AgentRegistry
 from engine.attempt import record_failed_attempt, run_attempt
 from engine.cached_output import lookup_cached_output, record_cache_hit
@@ -101,14 +101,23 @@ class Engine:
             )
         registry = self.registry_for(workflow)
         for spec in workflow.tasks.values():
-            if memory_is_active(task_memory(spec, workflow)) and self.hooks.memory is None:
+            memory = task_memory(spec, workflow)
+            if memory_is_active(memory) and self.hooks.memory is None:
                 # Memory that nothing reads or writes would be a silent no-op: refuse it.
                 raise InvalidInputError(
                     f"Task {spec.id!r} has a memory config but this engine has no memory "
                     "runtime; open it with engine.setup.open_engine (or pass "
                     "EngineHooks(memory=MemoryRuntime(db)))."
                 )
-            registry.get(spec.agent or workflow.default_agent)
+            agent_name = spec.agent or workflow.default_agent
+            agent = registry.get(agent_name)
+            if getattr(memory, "tools", False) and not supports_tools(agent):
+                # The prompt would say "use the remember tool" and nothing would be saved.
+                raise InvalidInputError(
+                    f"Task {spec.id!r} offers memory tools but agent {agent_name!r} cannot take "
+                    "tools (a command agent takes them only with the claude-code or codex "
+                    "preset); set tools=False or use another agent."
+                )
 
     def registry_for(self, workflow: Workflow) -> AgentRegistry:
         return AgentRegistry(workflow.agents, self.config.agents)
@@ -491,6 +500,7 @@ class ScheduledRun(RunExecution):
         prior = self.prior.get(unit.key)
         attempt = (prior.attempts if prior else 0) + 1
         failures = 0
+        wait_at_least = 0.0
         agent_name = spec.agent or self.workflow.default_agent
         agent = self.registry.get(agent_name)
         memory = task_memory(spec, self.workflow)
@@ -544,7 +554,9 @@ class ScheduledRun(RunExecution):
                         raise UnitFailed(
                             f"Node {unit.node_id} failed after {attempt} attempt(s): {error}"
                         ) from error
-            delay = spec.backoff.delay_for(failures)
+                    # The provider's own "retry after" wins over a shorter backoff.
+                    wait_at_least = error.retry_after_s or 0.0
+            delay = max(spec.backoff.delay_for(failures), wait_at_least)
             self.progress("node", unit, "retrying", f"in {delay:.1f}s")
             self._park()
             try:

@@ -62,3 +62,78 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     return value
+
+
+_STRICT_KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "$ref",
+        "$defs",
+        "definitions",
+        "description",
+        "title",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+    }
+)
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of ``schema`` that OpenAI-style strict structured output accepts, or None when
+    the schema does not allow it.
+
+    Strict mode needs every object to list all its properties as required and to forbid extra
+    ones, and knows only some keywords. A schema that already meets that (a pydantic model whose
+    fields all lack defaults, for example) gets ``additionalProperties: false`` added where it
+    is missing; anything else (optional fields, free-form objects, unsupported keywords) keeps
+    its non-strict form.
+    """
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if any(key not in _STRICT_KEYWORDS for key in node):
+            raise _NotStrict
+        maps = ("properties", "$defs", "definitions")
+        out = {key: walk(value) for key, value in node.items() if key not in maps}
+        for key in maps:
+            if key in node:
+                if not isinstance(node[key], dict):
+                    raise _NotStrict
+                out[key] = {name: walk(sub) for name, sub in node[key].items()}
+        if node.get("type") == "object" or "properties" in node:
+            properties = node.get("properties")
+            if not isinstance(properties, dict) or not properties:
+                raise _NotStrict
+            if sorted(node.get("required") or []) != sorted(properties):
+                raise _NotStrict
+            if node.get("additionalProperties", False) is not False:
+                raise _NotStrict
+            out["additionalProperties"] = False
+        return out
+
+    try:
+        result = walk(schema)
+    except _NotStrict:
+        return None
+    return result if isinstance(result, dict) else None
+
+
+class _NotStrict(Exception):
+    """Raised inside :func:`strict_schema` when a schema cannot be strict."""

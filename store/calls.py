@@ -10,6 +10,7 @@ from typing import Any
 
 from store.buckets import bucket_for
 from store.events import EventLog
+from store.json_columns import dump_json
 from store.run_records import CallRecord, CallUsage, NewEvent, TokenUsage
 from store.sql import calls as sql
 
@@ -46,6 +47,13 @@ class CallLog(EventLog):
                 context = usage.context_tokens
                 bucket = bucket_for(context)
                 tokens = usage.as_dict()
+                # A retry or reconciliation row carries tokens and cost but is not a call of
+                # its own: the rollups count model calls only. A retry costs nothing.
+                counted = int(call.kind == "model")
+                cost = {
+                    "cost_usd": call.cost_usd,
+                    "unpriced": int(call.cost_usd is None and call.kind != "retry"),
+                }
                 conn.execute(
                     sql.INSERT_CALL,
                     {
@@ -65,14 +73,27 @@ class CallLog(EventLog):
                         "finished_at_ms": call.finished_at_ms
                         if call.finished_at_ms is not None
                         else now,
+                        "cost_usd": call.cost_usd,
+                        "kind": call.kind,
+                        "detail_json": None
+                        if call.detail is None
+                        else dump_json(dict(call.detail)),
                     },
                 )
                 for rollup_run_id in (call.run_id, WORKSPACE_ROLLUP):
                     conn.execute(
                         sql.UPSERT_ROLLUP,
-                        {"rollup_run_id": rollup_run_id, "bucket": bucket, **tokens},
+                        {
+                            "rollup_run_id": rollup_run_id,
+                            "bucket": bucket,
+                            "counted": counted,
+                            **tokens,
+                            **cost,
+                        },
                     )
-                conn.execute(sql.ADD_RUN_TOKENS, {"run_id": call.run_id, "now": now, **tokens})
+                conn.execute(
+                    sql.ADD_RUN_TOKENS, {"run_id": call.run_id, "now": now, **tokens, **cost}
+                )
                 events.append(
                     NewEvent(
                         "call",
@@ -87,6 +108,8 @@ class CallLog(EventLog):
                             "context_tokens": context,
                             "bucket": bucket,
                             "tokens": tokens,
+                            "kind": call.kind,
+                            "cost_usd": call.cost_usd,
                         },
                     )
                 )

@@ -60,6 +60,9 @@ class TokenColumns:
     cache_write_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int = 0
+    # Cost of the row's calls: the priced sum (None: no priced call) and how many had no price.
+    cost_usd: float | None = None
+    unpriced_calls: int = 0
 
     @property
     def usage(self) -> TokenUsage:
@@ -178,6 +181,7 @@ class AttemptRow(TokenColumns):
     cached: int = 0
     started_at_ms: int = 0
     finished_at_ms: int | None = None
+    details_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -196,6 +200,14 @@ class CallRow(TokenColumns):
     bucket: str = ""
     started_at_ms: int = 0
     finished_at_ms: int = 0
+    kind: str = "model"
+    detail_json: str | None = None
+
+    @property
+    def detail(self) -> dict[str, Any]:
+        """What explains a retry or reconciliation row (empty for a plain call)."""
+        value = _json(self.detail_json)
+        return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True)

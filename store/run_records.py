@@ -83,6 +83,39 @@ class TokenUsage:
         )
 
 
+CALL_KINDS = ("model", "retry", "reconciliation")
+"""What a ``calls`` row is: a model call, a retried request (no tokens) or a reconciliation of
+an agent's session totals with its per-message calls. Only ``model`` rows count as calls."""
+
+
+@dataclass(frozen=True)
+class CostTotal:
+    """Money spent by some calls: the sum over calls with a known price, and how many calls had
+    no known price (their cost is *unknown*, never taken as 0)."""
+
+    usd: float = 0.0
+    unpriced_calls: int = 0
+
+    @property
+    def known(self) -> bool:
+        """True when every call in the total had a price."""
+        return self.unpriced_calls == 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form: ``cost_usd`` sums the calls with a known price, ``unpriced_calls`` counts
+        the others and ``cost_complete`` says whether there were none."""
+        return {
+            "cost_usd": round(self.usd, 9),
+            "unpriced_calls": self.unpriced_calls,
+            "cost_complete": self.known,
+        }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any] | sqlite3.Row) -> CostTotal:
+        """Read ``cost_usd`` and ``unpriced_calls`` of a runs/attempts/usage_rollups row."""
+        return cls(float(row["cost_usd"] or 0.0), int(row["unpriced_calls"] or 0))
+
+
 @dataclass(frozen=True)
 class CallUsage:
     """One model call to record: where it happened, which agent/model, and its token usage."""
@@ -97,6 +130,9 @@ class CallUsage:
     simulated: bool = False
     started_at_ms: int | None = None
     finished_at_ms: int | None = None
+    cost_usd: float | None = None
+    kind: str = "model"
+    detail: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +172,7 @@ class RunRecord:
     nodes_total: int
     nodes_done: int
     tokens: TokenUsage
+    cost: CostTotal = CostTotal()
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> RunRecord:
@@ -161,6 +198,7 @@ class RunRecord:
             nodes_total=int(row["nodes_total"]),
             nodes_done=int(row["nodes_done"]),
             tokens=TokenUsage.from_row(row),
+            cost=CostTotal.from_row(row),
         )
 
     @property
@@ -201,6 +239,7 @@ class RunRecord:
             "nodes_total": self.nodes_total,
             "nodes_done": self.nodes_done,
             "tokens": self.tokens.as_dict(),
+            **self.cost.as_dict(),
         }
         if now_ms is not None:
             data["display_status"] = self.display_status(now_ms)
@@ -276,6 +315,8 @@ class AttemptRecord:
     started_at_ms: int
     finished_at_ms: int | None
     tokens: TokenUsage
+    cost: CostTotal = CostTotal()
+    details: Any = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> AttemptRecord:
@@ -295,6 +336,8 @@ class AttemptRecord:
             started_at_ms=int(row["started_at_ms"]),
             finished_at_ms=row["finished_at_ms"],
             tokens=TokenUsage.from_row(row),
+            cost=CostTotal.from_row(row),
+            details=load_json(row["details_json"]),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -309,6 +352,8 @@ class AttemptRecord:
             "started_at_ms": self.started_at_ms,
             "finished_at_ms": self.finished_at_ms,
             "tokens": self.tokens.as_dict(),
+            **self.cost.as_dict(),
+            "details": self.details,
         }
 
 
@@ -329,6 +374,9 @@ class CallRecord:
     bucket: str
     started_at_ms: int
     finished_at_ms: int
+    cost_usd: float | None = None
+    kind: str = "model"
+    detail: Any = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> CallRecord:
@@ -346,11 +394,15 @@ class CallRecord:
             bucket=row["bucket"],
             started_at_ms=int(row["started_at_ms"]),
             finished_at_ms=int(row["finished_at_ms"]),
+            cost_usd=row["cost_usd"],
+            kind=row["kind"],
+            detail=load_json(row["detail_json"]),
         )
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "call_id": self.call_id,
+            "kind": self.kind,
             "iteration": self.iteration,
             "attempt": self.attempt,
             "agent": self.agent,
@@ -359,6 +411,8 @@ class CallRecord:
             "tokens": self.tokens.as_dict(),
             "context_tokens": self.context_tokens,
             "bucket": self.bucket,
+            "cost_usd": self.cost_usd,
+            "detail": self.detail,
             "started_at_ms": self.started_at_ms,
             "finished_at_ms": self.finished_at_ms,
         }

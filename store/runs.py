@@ -611,13 +611,16 @@ class RunStore(CallLog, MemoryBlockLog):
         set_node_output: bool = False,
         nodes_done: int | None = None,
         extra_events: Sequence[NewEvent] = (),
+        details: Mapping[str, Any] | None = None,
     ) -> RunRequests | None:
         """End an attempt, writing its authoritative token totals once.
 
         When ``node_state`` is given the node moves to it in the same transaction (with its
         output when ``set_node_output``), and ``nodes_done`` updates the run's progress.
         Returns the run's pending cancel/clear requests as read in that transaction, so the
-        scheduler learns of them before it dispatches anything else.
+        scheduler learns of them before it dispatches anything else. ``details`` (what the
+        agent passed and reported: command line, session, per-model cost) is stored as JSON;
+        the attempt's cost is summed from its calls.
         """
         _check(state, ATTEMPT_STATES, "attempt state")
         now = self.now_ms
@@ -641,6 +644,7 @@ class RunStore(CallLog, MemoryBlockLog):
                     "cache_write_tokens": usage.cache_write,
                     "output_tokens": usage.output,
                     "reasoning_tokens": usage.reasoning,
+                    "details_json": None if details is None else dump_json(dict(details)),
                 },
             )
             payload: dict[str, Any] = {"state": state, "tokens": usage.as_dict()}
@@ -722,11 +726,11 @@ class RunStore(CallLog, MemoryBlockLog):
         )
         return [AttemptRecord.from_row(r) for r in reversed(rows)]
 
-    async def count_attempts(self, run_id: str, node_id: str, iteration: int) -> int:
-        """How many attempts a node iteration has had."""
-        return int(
-            await self.db.fetch_value(sql.COUNT_ATTEMPTS, (run_id, node_id, iteration)) or 0
-        )
+    async def attempt_states(self, run_id: str, node_id: str, iteration: int) -> dict[str, int]:
+        """How many attempts of a node iteration ended in each state (``{"failed": 24, ...}``),
+        counted on the primary key's range without reading the attempts."""
+        rows = await self.db.fetch_all(sql.COUNT_ATTEMPTS_BY_STATE, (run_id, node_id, iteration))
+        return {str(row[0]): int(row[1]) for row in rows}
 
     # -- handoffs ---------------------------------------------------------------------------
 

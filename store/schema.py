@@ -313,14 +313,48 @@ CREATE TABLE events (
 CREATE INDEX events_run_idx ON events (run_id, seq);
 """
 
+# Cost of model calls (US dollars) and what kind of row a call is.
+# - calls.cost_usd: NULL when no price is known for the call's model ("unknown", never 0).
+# - calls.kind: 'model' (a model call), 'retry' (an HTTP request the agent retried: no tokens,
+#   shown so every retry is visible) or 'reconciliation' (tokens and cost an agent's session
+#   totals hold beyond its per-message calls). Only 'model' rows count as calls in rollups.
+# - calls.detail_json: what the row needs to explain itself (retry status and wait, why a
+#   reconciliation exists, the cost source).
+# - attempts.details_json: what the agent passed and reported for the attempt (command line,
+#   session id, per-model cost); cost_usd/unpriced_calls are the attempt's cost totals.
+# - runs / usage_rollups: priced cost sums plus the count of calls without a known price.
+_MIGRATION_2 = """
+ALTER TABLE calls ADD COLUMN cost_usd REAL;
+ALTER TABLE calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'model'
+    CHECK (kind IN ('model', 'retry', 'reconciliation'));
+ALTER TABLE calls ADD COLUMN detail_json TEXT
+    CHECK (detail_json IS NULL OR json_valid(detail_json));
+ALTER TABLE attempts ADD COLUMN cost_usd REAL;
+ALTER TABLE attempts ADD COLUMN unpriced_calls INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN details_json TEXT
+    CHECK (details_json IS NULL OR json_valid(details_json));
+ALTER TABLE runs ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN unpriced_calls INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE usage_rollups ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE usage_rollups ADD COLUMN unpriced_calls INTEGER NOT NULL DEFAULT 0;
+-- Calls recorded before costs existed have no known price.
+UPDATE usage_rollups SET unpriced_calls = calls;
+UPDATE runs SET unpriced_calls = (SELECT count(*) FROM calls WHERE calls.run_id = runs.run_id);
+UPDATE attempts SET unpriced_calls = (
+    SELECT count(*) FROM calls
+    WHERE calls.run_id = attempts.run_id AND calls.node_id = attempts.node_id
+      AND calls.iteration = attempts.iteration AND calls.attempt = attempts.attempt
+);
+"""
+
 # Two indexes no query reads: every node and run update rewrote their pages (about a fifth of
 # the pages a finished node's commit wrote), for nothing.
-_MIGRATION_2 = """
+_MIGRATION_3 = """
 DROP INDEX IF EXISTS nodes_updated_idx;
 DROP INDEX IF EXISTS runs_updated_idx;
 """
 
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_MIGRATION_1, _MIGRATION_2)
+MIGRATIONS: tuple[str, ...] = (_MIGRATION_1, _MIGRATION_2, _MIGRATION_3)
 
 SCHEMA_VERSION = len(MIGRATIONS)

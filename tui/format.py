@@ -8,19 +8,28 @@ is shown as the characters it contains and does nothing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
-from tui.plain import ago, duration, percent, pretty_json, tokens, visible
+from tui.plain import ago, cost, duration, money, percent, pretty_json, tokens, visible
+
+if TYPE_CHECKING:
+    from store.dashboard import CallRow, TokenColumns
 
 __all__ = [
     "STATUS_GLYPHS",
     "STATUS_STYLES",
     "ago",
+    "call_cost",
+    "cost",
     "duration",
     "literal",
+    "money",
     "one_line",
     "percent",
     "pretty_json",
+    "row_cost",
     "status_text",
     "tokens",
     "visible",
@@ -41,6 +50,17 @@ def one_line(value: object, style: str = "", width: int = 0) -> Text:
         text.truncate(max(1, width - 1))
         text.append("…")
     return text
+
+
+def row_cost(row: TokenColumns) -> str:
+    """The cost of a dashboard row (run, node, attempt, bucket): "–" before any call."""
+    spent = row.cost_usd if (row.total_tokens or row.cost_usd) else None
+    return cost(spent, row.unpriced_calls)
+
+
+def call_cost(call: CallRow) -> str:
+    """One call's cost ("unknown" when its model has no price; a retry costs nothing)."""
+    return cost(call.cost_usd, int(call.cost_usd is None and call.kind != "retry"))
 
 
 STATUS_STYLES: dict[str, str] = {

@@ -74,6 +74,25 @@ def ago(now_ms: int, then_ms: int | None) -> str:
     return f"{duration(max(0, now_ms - then_ms))} ago"
 
 
+def money(usd: float) -> str:
+    """A dollar amount: four decimals below $1 (calls cost fractions of a cent), else two."""
+    if usd == 0:
+        return "$0"
+    if abs(usd) < 1:
+        return f"${usd:.4f}"
+    return f"${usd:,.2f}"
+
+
+def cost(usd: float | None, unpriced_calls: int = 0) -> str:
+    """A cost for people: ``$0.0745``; ``unknown`` when nothing had a known price;
+    ``$0.0745+?`` when some calls had none (never shown as 0); ``–`` for no calls at all."""
+    if unpriced_calls and not usd:
+        return "unknown"
+    if usd is None:
+        return "–"
+    return money(usd) + ("+?" if unpriced_calls else "")
+
+
 def percent(share: float) -> str:
     """A fraction as a whole percentage."""
     return f"{share * 100:.0f}%"

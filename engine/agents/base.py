@@ -19,21 +19,38 @@ from store.run_records import TokenUsage
 
 
 class AgentError(Exception):
-    """An attempt failed inside the agent. ``retryable`` False stops further retries."""
+    """An attempt failed inside the agent.
 
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
+    ``retryable`` False marks a permanent failure (bad model, quota, auth, max turns): the node
+    fails at once. A transient one is retried by the engine with the task's backoff, waiting
+    at least ``retry_after_s`` when the provider said how long to wait.
+    """
+
+    def __init__(
+        self, message: str, *, retryable: bool = True, retry_after_s: float | None = None
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.retry_after_s = retry_after_s
 
 
 @dataclass(frozen=True)
 class ModelCall:
-    """One model call's token usage as the provider reported it (already split into lanes)."""
+    """One model call's token usage as the provider reported it (already split into lanes).
+
+    ``cost_usd`` is what the provider reported the call cost, or None to let the engine price
+    it from its price table. ``kind`` is ``model``, ``retry`` (a request the agent retried:
+    no tokens) or ``reconciliation`` (session totals beyond the per-message calls); ``detail``
+    explains a retry or a reconciliation.
+    """
 
     usage: TokenUsage
     model: str | None = None
     started_at_ms: int | None = None
     finished_at_ms: int | None = None
+    cost_usd: float | None = None
+    kind: str = "model"
+    detail: dict[str, Any] | None = None
 
 
 OnCall = Callable[[ModelCall], Awaitable[None]]
@@ -58,7 +75,11 @@ class AgentRequest:
     on_call: OnCall = _ignore_call
     clock: Clock = SYSTEM_CLOCK
     repair: bool = False
+    resume_session: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    """What the agent passed and learned during the attempt (command line, session id, cost
+    per model); stored with the attempt and shown by ``tether node``. Shared by a repair."""
 
     def stream(self, text: str) -> None:
         """Append text to the attempt's stream log (if any), flushed so tails see it at once.
@@ -90,6 +111,7 @@ class AgentResult:
     text: str
     output: Any = None
     model: str | None = None
+    session_id: str | None = None
 
 
 class Agent(Protocol):
@@ -105,6 +127,12 @@ class Agent(Protocol):
     def simulated(self) -> bool: ...
 
     async def run(self, request: AgentRequest) -> AgentResult: ...
+
+
+def supports_tools(agent: Any) -> bool:
+    """Whether ``agent`` can offer the memory tools to its model (agents say so with a
+    ``supports_tools`` attribute; those without one are assumed to)."""
+    return bool(getattr(agent, "supports_tools", True))
 
 
 def tool_by_name(tools: Sequence[AgentTool], name: str) -> AgentTool | None:

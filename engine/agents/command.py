@@ -1,22 +1,29 @@
 """The command agent: runs an agent CLI (Claude Code, Codex, or any program) as a subprocess.
 
-The prompt goes to stdin; stdout is streamed line by line into the attempt's ``stream.log``
-(stderr into ``stderr.log`` beside it); the final answer and token usage are parsed from the
-program's JSON output according to a preset:
+The prompt goes to stdin. Stdout is read in chunks and written as it arrives to the attempt's
+``stream.log`` (stderr to ``stderr.log`` beside it), so the dashboard's Log tab shows tool use
+live; it is split into lines with bounded memory (:mod:`engine.agents.lines`: a line of any
+length is fine, the full output exists once, in the log) and each line goes to the preset's
+parser as it comes:
 
-* ``claude-code`` — ``claude -p --output-format json``: one JSON object with ``result`` and
-  ``usage`` (``input_tokens``, ``cache_read_input_tokens``, ``cache_creation_input_tokens``,
-  ``output_tokens``); recorded as one call (the CLI reports only the session total).
-* ``codex`` — ``codex exec --json -``: JSON lines; every ``turn.completed`` event is one call
-  (``input_tokens`` includes ``cached_input_tokens``, so fresh input is the difference), and
-  the last ``agent_message`` item is the answer.
+* ``claude-code`` — see :mod:`engine.agents.claude_code` (stream-json, one call per API
+  message, reconciled with ``modelUsage``, cost from Claude Code).
+* ``codex`` — see :mod:`engine.agents.codex` (``codex exec --json``, one call per turn).
 * ``json`` — the last JSON line ``{"output" | "result" | "text": ..., "usage": {...},
   "model": ...}`` with usage keys ``input_tokens``, ``cache_read_tokens``,
   ``cache_write_tokens``, ``output_tokens``, ``reasoning_tokens``.
-* ``text`` — stdout is the answer; no usage is reported.
+* ``text`` — stdout is the answer (at most ``max_answer_bytes``); no usage is reported.
+
+``command`` is the program to start (default ``claude`` / ``codex`` for those presets; give a
+path or a wrapper such as ``["npx", "@anthropic-ai/claude-code"]``); the preset adds its own
+arguments and the flags built from the agent's settings (``model``, ``max_turns``,
+``permission_mode``, ``allowed_tools``, ``disallowed_tools``, ``sandbox``,
+``skip_git_repo_check``, ``extra_args``). The command line of every invocation is stored with
+the attempt (``tether node`` shows it).
 
 The process runs in its own session (process group); on timeout or cancel the whole group gets
-SIGTERM, then SIGKILL after ``kill_grace_s``, so no grandchild outlives the attempt.
+SIGTERM, then SIGKILL after ``kill_grace_s``, so no grandchild outlives the attempt. Calls the
+session had shown before it was stopped are still recorded.
 """
 
 from __future__ import annotations
@@ -25,129 +32,155 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from engine.agents.base import AgentError, AgentRequest, AgentResult, ModelCall
+from engine.agents.claude_code import ClaudeSession, ClaudeSettings, claude_argv
+from engine.agents.codex import SANDBOX_MODES, CodexSession, CodexSettings, codex_argv
+from engine.agents.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, TailBuffer
+from engine.agents.mcp_wiring import (
+    CLAUDE_TOOL_NAMES,
+    claude_mcp_config,
+    mcp_argv,
+    mcp_options,
+)
+from engine.agents.outcome import Outcome, json_values
+from engine.agents.usage import token_count
+from engine.structured import strict_schema
 from store.run_records import TokenUsage
 
-PRESET_COMMANDS: dict[str, list[str]] = {
-    "claude-code": ["claude", "-p", "--output-format", "json"],
-    "codex": ["codex", "exec", "--json", "-"],
-}
 PRESETS = ("claude-code", "codex", "json", "text")
+DEFAULT_PROGRAMS: dict[str, list[str]] = {"claude-code": ["claude"], "codex": ["codex"]}
+CLAUDE_ONLY = ("max_turns", "permission_mode", "allowed_tools", "disallowed_tools")
+CODEX_ONLY = ("sandbox", "skip_git_repo_check")
+SCHEMA_FILE = "output-schema.json"
+READ_CHUNK = 64 * 1024
+_WORD = re.compile(r"^[A-Za-z][A-Za-z-]*$")
 
 
-def _int(mapping: Any, key: str) -> int:
-    if not isinstance(mapping, dict):
-        return 0
-    value = mapping.get(key)
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+def _string_list(value: Any, what: str) -> list[str]:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{what} must be a list of strings")
+    return list(value)
 
 
-def _json_lines(stdout: str) -> list[Any]:
-    values = []
-    for line in stdout.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            with contextlib.suppress(ValueError):
-                values.append(json.loads(line))
-    return values
+def _shown(argv: Sequence[str], limit: int = 300) -> list[str]:
+    """The command line as stored with the attempt (very long arguments shortened)."""
+    return [a if len(a) <= limit else a[:limit] + f"…({len(a)} chars)" for a in argv]
 
 
-def parse_claude_code(stdout: str) -> tuple[AgentResult, list[ModelCall]]:
-    """Parse ``claude -p --output-format json`` output."""
-    objects = _json_lines(stdout)
-    if not objects:
-        with contextlib.suppress(ValueError):
-            objects = [json.loads(stdout)]
-    result = next((o for o in reversed(objects) if isinstance(o, dict) and "result" in o), None)
-    if result is None:
-        raise AgentError("Claude Code printed no JSON result object.")
-    if result.get("is_error"):
-        raise AgentError(f"Claude Code reported an error: {str(result.get('result'))[:300]}")
-    usage = result.get("usage", {})
-    model_usage = result.get("modelUsage")
-    model = next(iter(model_usage), None) if isinstance(model_usage, dict) else None
-    call = ModelCall(
-        TokenUsage(
-            input=_int(usage, "input_tokens"),
-            cache_read=_int(usage, "cache_read_input_tokens"),
-            cache_write=_int(usage, "cache_creation_input_tokens"),
-            output=_int(usage, "output_tokens"),
-        ),
-        model,
-    )
-    return AgentResult(text=str(result.get("result") or ""), model=model), [call]
-
-
-def parse_codex(stdout: str) -> tuple[AgentResult, list[ModelCall]]:
-    """Parse ``codex exec --json`` JSON-lines output."""
-    text = ""
-    calls: list[ModelCall] = []
-    for event in _json_lines(stdout):
-        kind = event.get("type")
-        if kind == "item.completed":
-            item = event.get("item", {})
-            if item.get("type") in ("agent_message", "assistant_message") and "text" in item:
-                text = str(item["text"])
-        elif kind == "turn.completed":
-            usage = event.get("usage", {})
-            cached = _int(usage, "cached_input_tokens")
-            calls.append(
-                ModelCall(
-                    TokenUsage(
-                        input=max(0, _int(usage, "input_tokens") - cached),
-                        cache_read=cached,
-                        output=_int(usage, "output_tokens"),
-                        reasoning=_int(usage, "reasoning_output_tokens"),
-                    )
-                )
-            )
-        elif kind in ("turn.failed", "error"):
-            message = event.get("error", {}).get("message") if kind == "turn.failed" else None
-            raise AgentError(f"Codex reported an error: {message or event.get('message')}")
-    if not calls and not text:
-        raise AgentError("Codex printed no turn.completed or agent_message events.")
-    return AgentResult(text=text), calls
-
-
-def parse_json(stdout: str) -> tuple[AgentResult, list[ModelCall]]:
-    """Parse the generic JSON preset (see the module docstring)."""
-    objects = [o for o in _json_lines(stdout) if isinstance(o, dict)]
-    if not objects:
-        raise AgentError("The command printed no JSON object on stdout.")
-    last = objects[-1]
-    answer = next((last[k] for k in ("output", "result", "text") if k in last), None)
+def parse_json_preset(obj: dict[str, Any], model: str | None) -> Outcome:
+    """The generic ``json`` preset's last JSON object (see the module docstring)."""
+    answer = next((obj[k] for k in ("output", "result", "text") if k in obj), None)
     if answer is None:
-        raise AgentError("The command's JSON has no output, result or text field.")
-    usage = last.get("usage")
+        return Outcome(error=AgentError("The command's JSON has no output, result or text field."))
+    usage = obj.get("usage")
+    reported_model = obj.get("model") if isinstance(obj.get("model"), str) else model
     calls = []
     if isinstance(usage, dict):
+        source = "The command"
         calls.append(
             ModelCall(
                 TokenUsage(
-                    input=_int(usage, "input_tokens"),
-                    cache_read=_int(usage, "cache_read_tokens"),
-                    cache_write=_int(usage, "cache_write_tokens"),
-                    output=_int(usage, "output_tokens"),
-                    reasoning=_int(usage, "reasoning_tokens"),
+                    input=token_count(usage, "input_tokens", source),
+                    cache_read=token_count(usage, "cache_read_tokens", source),
+                    cache_write=token_count(usage, "cache_write_tokens", source),
+                    output=token_count(usage, "output_tokens", source),
+                    reasoning=token_count(usage, "reasoning_tokens", source),
                 ),
-                last.get("model"),
+                reported_model,
             )
         )
     if isinstance(answer, dict | list):
-        return AgentResult(text=json.dumps(answer), output=answer, model=last.get("model")), calls
-    return AgentResult(text=str(answer), model=last.get("model")), calls
+        text = json.dumps(answer, ensure_ascii=False)
+        return Outcome(result=AgentResult(text, answer, reported_model), calls=calls)
+    return Outcome(result=AgentResult(str(answer), None, reported_model), calls=calls)
 
 
-_PARSERS = {"claude-code": parse_claude_code, "codex": parse_codex, "json": parse_json}
+class _OutputReader:
+    """Routes one invocation's stdout lines to its preset's parser."""
+
+    def __init__(self, agent: CommandAgent, request: AgentRequest) -> None:
+        self.agent = agent
+        self.request = request
+        self.claude = ClaudeSession() if agent.preset == "claude-code" else None
+        self.codex = CodexSession(agent.model) if agent.preset == "codex" else None
+        self.last_json: dict[str, Any] | None = None
+        self.text_parts: list[str] = []
+        self.text_bytes = 0
+        self.text_overflow = False
+        self.long_lines = 0
+
+    async def line(self, text: str, truncated: bool) -> None:
+        if truncated:
+            # Never parsed (memory stays bounded); the whole line is in stream.log.
+            self.long_lines += 1
+            return
+        now = self.request.clock.now_ms()
+        if self.claude is not None:
+            self.claude.feed(text, now)
+        elif self.codex is not None:
+            for call in self.codex.feed(text, now):
+                await self.request.on_call(call)
+        elif self.agent.preset == "json":
+            objects = json_values(text)
+            if objects:
+                self.last_json = objects[-1]
+
+    def raw_text(self, chunk: bytes) -> None:
+        """The ``text`` preset keeps stdout itself, up to ``max_answer_bytes``."""
+        if self.agent.preset != "text" or self.text_overflow:
+            return
+        self.text_bytes += len(chunk)
+        if self.text_bytes > self.agent.max_answer_bytes:
+            self.text_overflow = True
+            self.text_parts = []
+            return
+        self.text_parts.append(chunk.decode("utf-8", errors="replace"))
+
+    def pending_calls(self) -> list[ModelCall]:
+        """Calls shown before the process was stopped (Claude Code records at the end)."""
+        return self.claude.message_calls() if self.claude is not None else []
+
+    def finish(self, returncode: int, stderr_tail: str) -> Outcome:
+        now = self.request.clock.now_ms()
+        if self.claude is not None:
+            return self.claude.finish(returncode, stderr_tail, now)
+        if self.codex is not None:
+            return self.codex.finish(returncode, stderr_tail)
+        name = self.agent.command[0]
+        if returncode != 0:
+            return Outcome(
+                error=AgentError(
+                    f"{name} exited with status {returncode}"
+                    + (f": {stderr_tail}" if stderr_tail else "")
+                )
+            )
+        if self.agent.preset == "text":
+            if self.text_overflow:
+                return Outcome(
+                    error=AgentError(
+                        f"{name} printed more than {self.agent.max_answer_bytes:,} bytes; the "
+                        "full output is in the attempt's stream.log.",
+                        retryable=False,
+                    )
+                )
+            return Outcome(result=AgentResult("".join(self.text_parts).strip(), None, None))
+        if self.last_json is None:
+            return Outcome(error=AgentError("The command printed no JSON object on stdout."))
+        return parse_json_preset(self.last_json, self.agent.model)
 
 
 @dataclass
 class CommandAgent:
-    """Runs ``command`` (argv list, or the preset's default) with the prompt on stdin."""
+    """Runs an agent CLI with the prompt on stdin (see the module docstring)."""
 
     name: str = "command"
     command: list[str] = field(default_factory=list)
@@ -156,7 +189,15 @@ class CommandAgent:
     cwd: str | None = None
     model: str | None = None
     kill_grace_s: float = 2.0
-    native_structured_output: bool = False
+    extra_args: list[str] = field(default_factory=list)
+    max_turns: int | None = None
+    permission_mode: str | None = None
+    allowed_tools: list[str] = field(default_factory=list)
+    disallowed_tools: list[str] = field(default_factory=list)
+    sandbox: str | None = None
+    skip_git_repo_check: bool = False
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    max_answer_bytes: int = 4 * 1024 * 1024
     simulated: bool = False
 
     def __post_init__(self) -> None:
@@ -165,14 +206,88 @@ class CommandAgent:
         if isinstance(self.command, str):
             self.command = [self.command]
         if not self.command:
-            if self.preset not in PRESET_COMMANDS:
+            if self.preset not in DEFAULT_PROGRAMS:
                 raise ValueError(f"the {self.preset} preset needs a command")
-            self.command = list(PRESET_COMMANDS[self.preset])
+            self.command = list(DEFAULT_PROGRAMS[self.preset])
+        self.command = _string_list(self.command, "command")
+        self.extra_args = _string_list(self.extra_args, "extra_args")
+        self.allowed_tools = _string_list(self.allowed_tools, "allowed_tools")
+        self.disallowed_tools = _string_list(self.disallowed_tools, "disallowed_tools")
+        for key in CLAUDE_ONLY:
+            if getattr(self, key) not in (None, []) and self.preset != "claude-code":
+                raise ValueError(f"{key} is a claude-code setting, not one for {self.preset}")
+        for key in CODEX_ONLY:
+            if getattr(self, key) not in (None, False) and self.preset != "codex":
+                raise ValueError(f"{key} is a codex setting, not one for {self.preset}")
+        if self.max_turns is not None and (
+            isinstance(self.max_turns, bool)
+            or not isinstance(self.max_turns, int)
+            or self.max_turns < 1
+        ):
+            raise ValueError("max_turns must be a whole number >= 1")
+        if self.permission_mode is not None and not _WORD.match(str(self.permission_mode)):
+            raise ValueError("permission_mode must be a mode name such as acceptEdits")
+        if self.sandbox is not None and self.sandbox not in SANDBOX_MODES:
+            raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}")
+        if not isinstance(self.skip_git_repo_check, bool):
+            raise ValueError("skip_git_repo_check must be true or false")
+
+    @property
+    def native_structured_output(self) -> bool:
+        """Claude Code (``--json-schema``) and Codex (``--output-schema``) take the schema."""
+        return self.preset in ("claude-code", "codex")
+
+    @property
+    def supports_tools(self) -> bool:
+        """Claude Code and Codex take the memory tools over MCP; other programs cannot."""
+        return self.preset in ("claude-code", "codex")
+
+    # -- the command line ------------------------------------------------------------------
+
+    def argv_for(self, request: AgentRequest, folder: Path | None) -> list[str]:
+        """The command line of one invocation for this request."""
+        options = mcp_options(request.tools) if self.supports_tools else None
+        server = mcp_argv(options, request.attempt) if options is not None else None
+        if self.preset == "claude-code":
+            settings = ClaudeSettings(
+                self.model,
+                self.max_turns,
+                self.permission_mode,
+                self.allowed_tools,
+                self.disallowed_tools,
+                self.extra_args,
+            )
+            return claude_argv(
+                self.command,
+                settings,
+                schema=request.output_schema,
+                resume_session=request.resume_session if request.repair else None,
+                mcp_config=claude_mcp_config(server) if server else None,
+                mcp_tools=CLAUDE_TOOL_NAMES if server else (),
+            )
+        if self.preset == "codex":
+            schema_file = None
+            if request.output_schema is not None and folder is not None:
+                schema_file = folder / SCHEMA_FILE
+                schema = strict_schema(request.output_schema) or request.output_schema
+                schema_file.write_text(json.dumps(schema, indent=2), encoding="utf-8")
+                os.chmod(schema_file, 0o600)
+            settings_codex = CodexSettings(
+                self.model, self.sandbox, self.skip_git_repo_check, self.extra_args
+            )
+            return codex_argv(
+                self.command, settings_codex, schema_file=schema_file, mcp_command=server or ()
+            )
+        return [*self.command, *self.extra_args]
+
+    # -- running ---------------------------------------------------------------------------
 
     async def run(self, request: AgentRequest) -> AgentResult:
         """Run the command once; parse its answer and usage per the preset."""
-        started = request.clock.now_ms()
-        request.ensure_folder()
+        folder = request.ensure_folder()
+        argv = self.argv_for(request, folder)
+        invocation: dict[str, Any] = {"preset": self.preset, "command": _shown(argv)}
+        request.details.setdefault("invocations", []).append(invocation)
         env = {
             **os.environ,
             **self.env,
@@ -181,11 +296,13 @@ class CommandAgent:
             "TETHER_ATTEMPT": str(request.attempt),
             "TETHER_ITERATION": str(request.iteration),
         }
+        if self.model:
+            env["TETHER_MODEL"] = self.model
         if request.output_schema is not None:
             env["TETHER_OUTPUT_SCHEMA"] = json.dumps(request.output_schema)
         try:
             process = await asyncio.create_subprocess_exec(
-                *self.command,
+                *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -195,37 +312,43 @@ class CommandAgent:
             )
         except OSError as error:
             raise AgentError(
-                f"could not start {self.command[0]!r}: {error.strerror or error}", retryable=False
+                f"could not start {argv[0]!r}: {error.strerror or error}", retryable=False
             ) from error
-        stderr_path = request.stream_path.with_name("stderr.log") if request.stream_path else None
+        reader = _OutputReader(self, request)
+        stderr = TailBuffer()
         try:
-            stdout_text, stderr_text = await self._communicate(process, request, stderr_path)
+            await self._communicate(process, request, reader, stderr)
         except BaseException:
             await self._kill_group(process)
+            with contextlib.suppress(Exception):
+                for call in reader.pending_calls():
+                    await asyncio.shield(request.on_call(call))
             raise
-        if process.returncode != 0:
-            tail = stderr_text.strip().splitlines()[-3:]
-            raise AgentError(
-                f"{self.command[0]} exited with status {process.returncode}"
-                + (f": {' | '.join(tail)[:400]}" if tail else "")
-            )
-        if self.preset == "text":
-            return AgentResult(text=stdout_text.strip(), model=self.model)
-        result, calls = _PARSERS[self.preset](stdout_text)
-        finished = request.clock.now_ms()
-        for call in calls:
-            await request.on_call(
-                ModelCall(call.usage, call.model or self.model, started, finished)
-            )
-        result.model = result.model or self.model
-        return result
+        assert process.returncode is not None
+        outcome = reader.finish(process.returncode, stderr.last_lines())
+        if reader.long_lines:
+            outcome.details["unparsed_long_lines"] = reader.long_lines
+        invocation.update(outcome.details)
+        invocation["exit_status"] = process.returncode
+        for call in outcome.calls:
+            await request.on_call(call)
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.result is not None
+        outcome.result.model = outcome.result.model or self.model
+        return outcome.result
 
     async def _communicate(
-        self, process: asyncio.subprocess.Process, request: AgentRequest, stderr_path: Any
-    ) -> tuple[str, str]:
+        self,
+        process: asyncio.subprocess.Process,
+        request: AgentRequest,
+        reader: _OutputReader,
+        stderr: TailBuffer,
+    ) -> None:
         assert process.stdin and process.stdout and process.stderr
-        out: list[str] = []
-        err: list[str] = []
+        stream_path = request.stream_path
+        stderr_path = stream_path.with_name("stderr.log") if stream_path else None
+        splitter = LineSplitter(self.max_line_bytes)
 
         async def feed() -> None:
             assert process.stdin
@@ -236,23 +359,24 @@ class CommandAgent:
 
         async def pump_out() -> None:
             assert process.stdout
-            async for raw in process.stdout:
-                line = raw.decode("utf-8", errors="replace")
-                out.append(line)
-                request.stream(line)
+            with _append(stream_path) as log:
+                while chunk := await process.stdout.read(READ_CHUNK):
+                    log.write(chunk)
+                    reader.raw_text(chunk)
+                    for line in splitter.feed(chunk):
+                        await reader.line(line.text, line.truncated)
+                for line in splitter.finish():
+                    await reader.line(line.text, line.truncated)
 
         async def pump_err() -> None:
             assert process.stderr
-            async for raw in process.stderr:
-                line = raw.decode("utf-8", errors="replace")
-                err.append(line)
-                if stderr_path is not None:
-                    with open(stderr_path, "a", encoding="utf-8") as handle:
-                        handle.write(line)
+            with _append(stderr_path) as log:
+                while chunk := await process.stderr.read(READ_CHUNK):
+                    log.write(chunk)
+                    stderr.add(chunk.decode("utf-8", errors="replace"))
 
         await asyncio.gather(feed(), pump_out(), pump_err())
         await process.wait()
-        return "".join(out), "".join(err)
 
     async def _kill_group(self, process: asyncio.subprocess.Process) -> None:
         """SIGTERM the process group, then SIGKILL it if it does not exit in time."""
@@ -269,3 +393,32 @@ class CommandAgent:
         # Grandchildren may hold the group after the leader exits: make sure they die too.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+class _Log:
+    """An append-only log file opened on the first write (no file for silent output)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.handle: IO[bytes] | None = None
+
+    def write(self, chunk: bytes) -> None:
+        if self.path is None or not chunk:
+            return
+        if self.handle is None:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self.handle = os.fdopen(fd, "ab", buffering=0)
+        self.handle.write(chunk)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+@contextlib.contextmanager
+def _append(path: Path | None) -> Any:
+    log = _Log(path)
+    try:
+        yield log
+    finally:
+        log.close()

@@ -14,7 +14,11 @@ Bad arguments come back as ``{"ok": false, "error": ...}`` so the model can corr
 attempt itself never fails because of a tool call.
 
 Argument schemas enumerate the allowed banks and tags, which lets function-calling models (and
-the simulated agent, which fills schemas) produce valid calls. ``metadata["simulated_hints"]``
+the simulated agent, which fills schemas) produce valid calls. They carry no length or count
+limits (``maxLength``, ``maxItems``, ``minimum``...): grammar-based servers such as
+llama-cpp-python compile schemas into grammars and a ``maxLength: 8000`` made its grammar
+compiler fail and its server die. The limits (:data:`MAX_CONTENT_CHARS`, ...) are enforced by
+the tools themselves, with an error the model can act on. ``metadata["simulated_hints"]``
 tells the simulated agent sensible values: propose its lesson for review, superseding the notes
 its own ``recall`` call returned.
 """
@@ -54,25 +58,24 @@ def _tag_choices(config: MemoryConfig) -> list[str]:
     return list(dict.fromkeys([*config.tags, *fixed]))
 
 
-def _arguments_schema(
-    config: MemoryConfig, text: tuple[str, int], extra: dict[str, Any]
-) -> dict[str, Any]:
+MAX_CONTENT_CHARS = 8000
+MAX_QUERY_CHARS = 2000
+MAX_TOOL_TAGS = 8
+MAX_SUPERSEDES = 20
+
+
+def _arguments_schema(config: MemoryConfig, text: str, extra: dict[str, Any]) -> dict[str, Any]:
     """An object schema: the tool's main text argument, the task's banks and tag vocabulary
     as enums (so function-calling models produce valid calls), and ``extra`` properties."""
-    name, max_length = text
     return {
         "type": "object",
         "properties": {
-            name: {"type": "string", "minLength": 1, "maxLength": max_length},
+            text: {"type": "string"},
             "bank": {"type": "string", "enum": list(config.banks or ())},
-            "tags": {
-                "type": "array",
-                "items": {"type": "string", "enum": _tag_choices(config)},
-                "maxItems": 8,
-            },
+            "tags": {"type": "array", "items": {"type": "string", "enum": _tag_choices(config)}},
             **extra,
         },
-        "required": [name],
+        "required": [text],
         "additionalProperties": False,
     }
 
@@ -81,54 +84,85 @@ def remember_schema(config: MemoryConfig) -> dict[str, Any]:
     """JSON Schema of ``remember``'s arguments for this config."""
     return _arguments_schema(
         config,
-        ("content", 8000),
+        "content",
         {
             "propose": {"type": "boolean"},
-            "supersedes": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+            "supersedes": {"type": "array", "items": {"type": "string"}},
         },
     )
 
 
 def recall_schema(config: MemoryConfig) -> dict[str, Any]:
     """JSON Schema of ``recall``'s arguments for this config."""
-    budget = {"type": "integer", "minimum": MIN_BUDGET_BYTES, "maximum": config.effective_budget}
-    return _arguments_schema(config, ("query", 2000), {"budget_bytes": budget})
+    return _arguments_schema(config, "query", {"budget_bytes": {"type": "integer"}})
 
 
-def _text_argument(arguments: dict[str, Any], name: str) -> str:
+def _text_argument(arguments: dict[str, Any], name: str, max_chars: int) -> str:
     value = arguments.get(name)
     if not isinstance(value, str) or not value.strip():
         raise TetherError(f"{name} must be non-empty text.")
-    return value.strip()
+    text = value.strip()
+    if len(text) > max_chars:
+        raise TetherError(
+            f"{name} is {len(text):,} characters; the limit is {max_chars:,}. Shorten it."
+        )
+    return text
 
 
-def _list_argument(arguments: dict[str, Any], name: str) -> list[Any]:
+def _list_argument(arguments: dict[str, Any], name: str, max_items: int) -> list[Any]:
     value = arguments.get(name) or []
     if not isinstance(value, list):
         raise TetherError(f"{name} must be a list.")
+    if len(value) > max_items:
+        raise TetherError(f"{name} has {len(value)} items; at most {max_items} are allowed.")
     return value
 
 
 def effective_tool_budget(config: MemoryConfig, requested: Any) -> int:
-    """The recall tool's byte budget: the requested one, never above the configured one."""
+    """The recall tool's byte budget: the requested one, at least the minimum block size and
+    never above the configured one."""
     if requested is None:
         return config.effective_budget
     if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
         raise TetherError("budget_bytes must be a positive whole number.")
-    return min(requested, config.effective_budget)
+    return max(MIN_BUDGET_BYTES, min(requested, config.effective_budget))
 
 
 def build_memory_tools(
     runtime: MemoryRuntime,
-    run_id: str,
-    node_id: str,
+    run_id: str | None,
+    node_id: str | None,
     iteration: int,
     config: MemoryConfig,
     task_prompt: str = "",
+    *,
+    attempt: int | None = None,
+    default_status: str | None = None,
 ) -> list[AgentTool]:
-    """The two tools bound to one node iteration (see the module docstring)."""
+    """The two tools bound to one node iteration (see the module docstring).
+
+    ``tether mcp`` builds the same tools for an agent CLI: with the provenance it was given
+    (or none, for a person's interactive session) and its own default note status.
+    ``metadata["mcp"]`` carries what it needs to serve these tools for a CLI agent.
+    """
+    status_default = default_status or config.effective_retain_status
+    mcp = {
+        "workspace": str(runtime.db.workspace.root),
+        "banks": list(config.banks or ()),
+        "tags": list(config.tags),
+        "budget_bytes": config.effective_budget,
+        "status": status_default,
+        "run": run_id,
+        "node": node_id,
+        "iteration": iteration,
+    }
     words = " ".join(task_prompt.split()[:24])
-    hints: dict[str, Any] = {"tags": [], "propose": True, "supersedes": []}
+    hints: dict[str, Any] = {
+        "tags": [],
+        "propose": True,
+        "supersedes": [],
+        "budget_bytes": config.effective_budget,
+    }
     if words:
         hints["query"] = config.recall if config.recall not in ("auto", "off") else words
         hints["content"] = f"Lesson from {node_id}: {words}"
@@ -136,29 +170,40 @@ def build_memory_tools(
         hints["bank"] = config.banks[0]
 
     async def event(payload: dict[str, Any]) -> None:
+        if attempt is not None:
+            payload = {**payload, "attempt": attempt}
         await runtime.runs.append_event(
-            "memory.tool", run_id=run_id, node_id=node_id, iteration=iteration, payload=payload
+            "memory.tool",
+            run_id=run_id,
+            node_id=node_id,
+            iteration=iteration if run_id else None,
+            attempt=attempt,
+            payload=payload,
         )
 
     async def remember(arguments: dict[str, Any]) -> dict[str, Any]:
         try:
-            content = _text_argument(arguments, "content")
+            content = _text_argument(arguments, "content", MAX_CONTENT_CHARS)
             bank = arguments.get("bank")
             (namespace,) = config.namespace_of(bank)[:1]
-            tags = write_tags(config.tags, _list_argument(arguments, "tags"), "reflection")
-            supersedes = [str(i) for i in _list_argument(arguments, "supersedes")]
-            status = "pending" if arguments.get("propose") else config.effective_retain_status
+            tags = write_tags(
+                config.tags, _list_argument(arguments, "tags", MAX_TOOL_TAGS), "reflection"
+            )
+            supersedes = [
+                str(i) for i in _list_argument(arguments, "supersedes", MAX_SUPERSEDES)
+            ]
+            status = "pending" if arguments.get("propose") else status_default
             note = await runtime.memory.save_note(
                 namespace,
                 content,
                 kind="lesson",
                 tags=tags,
-                author=f"agent:{node_id}",
+                author=f"agent:{node_id}" if node_id else "agent:mcp",
                 status=status,
                 supersedes=supersedes,
                 run_id=run_id,
                 node_id=node_id,
-                iteration=iteration,
+                iteration=iteration if run_id else None,
             )
         except TetherError as error:
             await event({"tool": "remember", "ok": False, "error": str(error)})
@@ -177,9 +222,9 @@ def build_memory_tools(
 
     async def recall(arguments: dict[str, Any]) -> dict[str, Any]:
         try:
-            query = _text_argument(arguments, "query")
+            query = _text_argument(arguments, "query", MAX_QUERY_CHARS)
             namespaces = config.namespace_of(arguments.get("bank"))
-            extra = validate_tags(_list_argument(arguments, "tags"))
+            extra = validate_tags(_list_argument(arguments, "tags", MAX_TOOL_TAGS))
             budget = effective_tool_budget(config, arguments.get("budget_bytes"))
         except TetherError as error:
             return {"ok": False, "error": str(error)}
@@ -211,13 +256,13 @@ def build_memory_tools(
             remember_schema(config),
             remember,
             side_effect=True,
-            metadata={"simulated_hints": hints},
+            metadata={"simulated_hints": hints, "mcp": mcp},
         ),
         AgentTool(
             "recall",
             RECALL_DESCRIPTION,
             recall_schema(config),
             recall,
-            metadata={"simulated_hints": hints},
+            metadata={"simulated_hints": hints, "mcp": mcp},
         ),
     ]

@@ -5,19 +5,25 @@ from __future__ import annotations
 INSERT_CALL = """
 INSERT INTO calls (run_id, node_id, iteration, attempt, agent, model, simulated, input_tokens,
                    cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-                   context_tokens, bucket, started_at_ms, finished_at_ms)
+                   context_tokens, bucket, started_at_ms, finished_at_ms, cost_usd, kind,
+                   detail_json)
 VALUES (:run_id, :node_id, :iteration, :attempt, :agent, :model, :simulated, :input_tokens,
         :cache_read_tokens, :cache_write_tokens, :output_tokens, :reasoning_tokens,
-        :context_tokens, :bucket, :started_at_ms, :finished_at_ms)
+        :context_tokens, :bucket, :started_at_ms, :finished_at_ms, :cost_usd, :kind,
+        :detail_json)
 """
 
 UPSERT_ROLLUP = """
 INSERT INTO usage_rollups (run_id, bucket, calls, input_tokens, cache_read_tokens,
-                           cache_write_tokens, output_tokens, reasoning_tokens)
-VALUES (:rollup_run_id, :bucket, 1, :input_tokens, :cache_read_tokens, :cache_write_tokens,
-        :output_tokens, :reasoning_tokens)
+                           cache_write_tokens, output_tokens, reasoning_tokens, cost_usd,
+                           unpriced_calls)
+VALUES (:rollup_run_id, :bucket, :counted, :input_tokens, :cache_read_tokens,
+        :cache_write_tokens, :output_tokens, :reasoning_tokens, coalesce(:cost_usd, 0),
+        :unpriced)
 ON CONFLICT (run_id, bucket) DO UPDATE SET
-    calls = calls + 1,
+    calls = calls + excluded.calls,
+    cost_usd = usage_rollups.cost_usd + excluded.cost_usd,
+    unpriced_calls = usage_rollups.unpriced_calls + excluded.unpriced_calls,
     input_tokens = usage_rollups.input_tokens + excluded.input_tokens,
     cache_read_tokens = usage_rollups.cache_read_tokens + excluded.cache_read_tokens,
     cache_write_tokens = usage_rollups.cache_write_tokens + excluded.cache_write_tokens,
@@ -46,6 +52,8 @@ UPDATE runs SET input_tokens = input_tokens + :input_tokens,
     cache_write_tokens = cache_write_tokens + :cache_write_tokens,
     output_tokens = output_tokens + :output_tokens,
     reasoning_tokens = reasoning_tokens + :reasoning_tokens,
+    cost_usd = cost_usd + coalesce(:cost_usd, 0),
+    unpriced_calls = unpriced_calls + :unpriced,
     updated_at_ms = :now
 WHERE run_id = :run_id
 """

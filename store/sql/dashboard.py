@@ -24,7 +24,7 @@ _RUN_COLUMNS = (
     "run_id, workflow, status, error, parent_run_id, generation, created_at_ms, started_at_ms, "
     "finished_at_ms, heartbeat_at_ms, updated_at_ms, nodes_total, nodes_done, input_tokens, "
     "cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens, input_json, "
-    "clear_reason"
+    "clear_reason, cost_usd, unpriced_calls"
 )
 
 # Newest N runs through runs_created_idx.
@@ -56,7 +56,9 @@ LIMIT ?
 
 # Per-node token usage of one run, from calls through calls_node_idx.
 NODE_USAGE_OF_RUN = """
-SELECT node_id, iteration, count(*) AS calls,
+SELECT node_id, iteration, coalesce(sum(kind = 'model'), 0) AS calls,
+       sum(cost_usd) AS cost_usd,
+       coalesce(sum(cost_usd IS NULL AND kind != 'retry'), 0) AS unpriced_calls,
        coalesce(sum(input_tokens), 0) AS input_tokens,
        coalesce(sum(cache_read_tokens), 0) AS cache_read_tokens,
        coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,
@@ -72,7 +74,8 @@ GROUP BY node_id, iteration
 ATTEMPTS_OF_NODE = """
 SELECT run_id, node_id, iteration, attempt, state, agent, model, prompt, response_text, error,
        cached, started_at_ms, finished_at_ms, input_tokens, cache_read_tokens,
-       cache_write_tokens, output_tokens, reasoning_tokens
+       cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, unpriced_calls,
+       details_json
 FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?
 ORDER BY attempt DESC LIMIT ?
 """
@@ -80,7 +83,7 @@ ORDER BY attempt DESC LIMIT ?
 _CALL_COLUMNS = (
     "call_id, run_id, node_id, iteration, attempt, agent, model, simulated, input_tokens, "
     "cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens, context_tokens, "
-    "bucket, started_at_ms, finished_at_ms"
+    "bucket, started_at_ms, finished_at_ms, cost_usd, kind, detail_json"
 )
 
 # The newest calls of a node iteration (calls_node_idx, walked backwards).
@@ -103,12 +106,14 @@ ORDER BY context_tokens DESC LIMIT ?
 # Histogram rows: usage_rollups for the workspace (run_id '') or a run; calls for one node.
 USAGE_ROLLUP = """
 SELECT bucket, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,
-       reasoning_tokens
+       reasoning_tokens, cost_usd, unpriced_calls
 FROM usage_rollups WHERE run_id = ?
 """
 
 USAGE_OF_NODE = """
-SELECT bucket, count(*) AS calls,
+SELECT bucket, coalesce(sum(kind = 'model'), 0) AS calls,
+       sum(cost_usd) AS cost_usd,
+       coalesce(sum(cost_usd IS NULL AND kind != 'retry'), 0) AS unpriced_calls,
        coalesce(sum(input_tokens), 0) AS input_tokens,
        coalesce(sum(cache_read_tokens), 0) AS cache_read_tokens,
        coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,

@@ -96,7 +96,9 @@ UPDATE usage_rollups SET
     cache_read_tokens = usage_rollups.cache_read_tokens - r.cache_read_tokens,
     cache_write_tokens = usage_rollups.cache_write_tokens - r.cache_write_tokens,
     output_tokens = usage_rollups.output_tokens - r.output_tokens,
-    reasoning_tokens = usage_rollups.reasoning_tokens - r.reasoning_tokens
+    reasoning_tokens = usage_rollups.reasoning_tokens - r.reasoning_tokens,
+    cost_usd = usage_rollups.cost_usd - r.cost_usd,
+    unpriced_calls = usage_rollups.unpriced_calls - r.unpriced_calls
 FROM (SELECT * FROM usage_rollups WHERE run_id = :run_id) AS r
 WHERE usage_rollups.run_id = '' AND usage_rollups.bucket = r.bucket
 """
@@ -173,7 +175,17 @@ UPDATE attempts SET state = :state, response_text = :response_text, error = :err
     model = coalesce(:model, model), cached = :cached, finished_at_ms = :now,
     input_tokens = :input_tokens, cache_read_tokens = :cache_read_tokens,
     cache_write_tokens = :cache_write_tokens, output_tokens = :output_tokens,
-    reasoning_tokens = :reasoning_tokens
+    reasoning_tokens = :reasoning_tokens,
+    details_json = coalesce(:details_json, details_json),
+    -- The attempt's cost is written once, from its calls (calls_node_idx): priced sum and the
+    -- number of calls whose price is unknown (retry rows cost nothing).
+    cost_usd = (SELECT sum(c.cost_usd) FROM calls AS c
+                WHERE c.run_id = :run_id AND c.node_id = :node_id
+                  AND c.iteration = :iteration AND c.attempt = :attempt),
+    unpriced_calls = (SELECT count(*) FROM calls AS c
+                      WHERE c.run_id = :run_id AND c.node_id = :node_id
+                        AND c.iteration = :iteration AND c.attempt = :attempt
+                        AND c.cost_usd IS NULL AND c.kind != 'retry')
 WHERE run_id = :run_id AND node_id = :node_id AND iteration = :iteration AND attempt = :attempt
 """
 
@@ -208,7 +220,10 @@ SELECT * FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?
 ORDER BY attempt DESC LIMIT ? OFFSET ?
 """
 
-COUNT_ATTEMPTS = "SELECT count(*) FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?"
+COUNT_ATTEMPTS_BY_STATE = """
+SELECT state, count(*) FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?
+GROUP BY state ORDER BY state
+"""
 
 # -- handoffs -------------------------------------------------------------------------------
 

@@ -62,55 +62,6 @@ async def test_json_preset_streams_and_reports_usage(db: Database, tmp_path: Pat
     assert log.startswith("thinking about")
 
 
-async def test_claude_code_and_codex_presets(db: Database, tmp_path: Path) -> None:
-    claude = _script(
-        tmp_path,
-        """
-        import json, sys
-        sys.stdin.read()
-        print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
-            "result": '{"title": "c", "lines": 1}',
-            "usage": {"input_tokens": 12, "cache_creation_input_tokens": 3000,
-                      "cache_read_input_tokens": 15000, "output_tokens": 40},
-            "modelUsage": {"claude-sonnet-4-5": {}}}))
-    """,
-    )
-    outcome = await run_workflow(db, _workflow(CommandAgent(command=claude, preset="claude-code")))
-    assert outcome.status == "finished", outcome.error
-    (call,) = await RunStore(db).list_calls(outcome.run_id)
-    assert call.tokens == TokenUsage(input=12, cache_read=15000, cache_write=3000, output=40)
-    assert call.model == "claude-sonnet-4-5"
-
-    codex_dir = tmp_path / "codex"
-    codex_dir.mkdir()
-    codex = _script(
-        codex_dir,
-        """
-        import json, sys
-        sys.stdin.read()
-        for event in [
-            {"type": "thread.started", "thread_id": "t"},
-            {"type": "turn.started"},
-            {"type": "item.completed", "item": {"id": "1", "type": "reasoning", "text": "hm"}},
-            {"type": "turn.completed", "usage": {"input_tokens": 1000,
-                "cached_input_tokens": 800, "output_tokens": 50}},
-            {"type": "item.completed", "item": {"id": "2", "type": "agent_message",
-                "text": '{"title": "x", "lines": 2}'}},
-            {"type": "turn.completed", "usage": {"input_tokens": 1500,
-                "cached_input_tokens": 1400, "output_tokens": 20}},
-        ]:
-            print(json.dumps(event), flush=True)
-    """,
-    )
-    outcome = await run_workflow(db, _workflow(CommandAgent(command=codex, preset="codex")))
-    assert outcome.status == "finished", outcome.error
-    calls = await RunStore(db).list_calls(outcome.run_id)
-    assert [c.tokens for c in calls] == [
-        TokenUsage(input=200, cache_read=800, output=50),
-        TokenUsage(input=100, cache_read=1400, output=20),
-    ]
-
-
 async def test_failing_command_reports_its_stderr(db: Database, tmp_path: Path) -> None:
     command = _script(
         tmp_path,

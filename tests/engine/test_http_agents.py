@@ -15,7 +15,11 @@ from pydantic import BaseModel
 
 from engine.agents.http import AnthropicAgent, OpenAIAgent
 from engine.agents.tools import AgentTool
+from engine.artifacts import attempt_dir, stream_log_path
+from engine.config import EngineConfig
 from engine.hooks import EngineHooks
+from engine.pricing import Price
+from engine.scheduler import Engine
 from engine.workflow import Workflow
 from store.database import Database
 from store.run_records import TokenUsage
@@ -33,6 +37,8 @@ class FakeProvider(BaseHTTPRequestHandler):
 
     requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
     fail_with: int | None = None
+    # Answers to give first, in order: (status, JSON body, extra headers).
+    script: list[tuple[int, dict[str, Any], dict[str, str]]] = []
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -40,6 +46,10 @@ class FakeProvider(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         FakeProvider.requests.append((self.path, body, dict(self.headers)))
+        if FakeProvider.script:
+            status, payload, headers = FakeProvider.script.pop(0)
+            self._send(status, payload, headers)
+            return
         if FakeProvider.fail_with:
             self._send(FakeProvider.fail_with, {"error": {"message": "slow down"}})
             return
@@ -50,9 +60,13 @@ class FakeProvider(BaseHTTPRequestHandler):
         else:
             self._send(404, {"error": "no such path"})
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
+    def _send(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -81,7 +95,11 @@ class FakeProvider(BaseHTTPRequestHandler):
             }
         else:
             message = {"role": "assistant", "content": '{"ok": true, "reason": "openai"}'}
-        return {"model": "local-model", "choices": [{"message": message}], "usage": usage}
+        return {
+            "model": body.get("model"),
+            "choices": [{"message": message, "finish_reason": "stop"}],
+            "usage": usage,
+        }
 
     @staticmethod
     def _anthropic(body: dict[str, Any]) -> dict[str, Any]:
@@ -122,8 +140,11 @@ class FakeProvider(BaseHTTPRequestHandler):
 def provider() -> Iterator[str]:
     FakeProvider.requests = []
     FakeProvider.fail_with = None
+    FakeProvider.script = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeProvider)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -203,12 +224,239 @@ async def test_anthropic_forced_final_tool_and_cache_lanes(db: Database, provide
     assert (await RunStore(db).get_node(outcome.run_id, "judge")).output["reason"] == "anthropic"
 
 
+class Sleeps:
+    """The agent's injected sleep: records each wait and returns at once."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+def _plain_wf(agent: Any, tasks: tuple[str, ...] = ("a",), **task: Any) -> Workflow:
+    wf = Workflow("http", agents={"model": agent}, default_agent="model", concurrency=1)
+    for name in tasks:
+        wf.add_task(name, "Is the change safe?", **{"backoff": 0.01, **task})
+    return wf
+
+
+def _error(message: str, kind: str = "error", code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": code}}
+
+
 async def test_http_errors_fail_the_attempt_clearly(db: Database, provider: str) -> None:
     FakeProvider.fail_with = 429
-    agent = OpenAIAgent(base_url=provider + "/v1", api_key="k")
-    wf = Workflow("err", agents={"model": agent}, default_agent="model")
-    wf.add_task("a", "x", retries=1, backoff=0.01)
-    outcome = await run_workflow(db, wf)
+    sleeps = Sleeps()
+    agent = OpenAIAgent(base_url=provider + "/v1", api_key="k", sleep=sleeps)
+    outcome = await run_workflow(db, _plain_wf(agent, retries=1))
     assert outcome.status == "failed"
-    assert "returned HTTP 429" in (outcome.error or "")
-    assert len(FakeProvider.requests) == 2  # 429 is retryable
+    assert "returned HTTP 429" in (outcome.error or "") and "after 2 retries" in outcome.error
+    assert len(FakeProvider.requests) == 6  # 3 requests per attempt, 2 attempts
+    assert len(sleeps.waits) == 4
+
+
+async def test_retries_honour_retry_after_and_show_in_the_calls(
+    db: Database, provider: str
+) -> None:
+    FakeProvider.script = [
+        (429, _error("Rate limit reached", "rate_limit_error"), {"retry-after-ms": "1500"}),
+        (503, _error("upstream unavailable"), {}),
+    ]
+    sleeps = Sleeps()
+    agent = OpenAIAgent(base_url=provider + "/v1", model="gpt-4o-mini", sleep=sleeps)
+    outcome = await run_workflow(db, _plain_wf(agent))
+    assert outcome.status == "finished", outcome.error
+    assert sleeps.waits[0] == 1.5 and 0.75 <= sleeps.waits[1] <= 1.0  # header, then backoff
+    calls = await RunStore(db).list_calls(outcome.run_id)
+    assert [(c.kind, c.detail and c.detail.get("status")) for c in calls] == [
+        ("retry", 429),
+        ("retry", 503),
+        ("model", None),
+    ]
+    assert calls[0].detail["wait_s"] == 1.5 and calls[0].tokens == TokenUsage()
+    assert calls[0].cost_usd == 0.0
+    # gpt-4o-mini list price: 0.15 fresh, 0.075 cached, 0.6 output (reasoning as output).
+    assert calls[2].cost_usd == pytest.approx((200 * 0.15 + 1000 * 0.075 + 90 * 0.6) / 1e6)
+    run = await RunStore(db).get_run(outcome.run_id)
+    assert run.cost.known and run.cost.usd == pytest.approx(calls[2].cost_usd)
+    log = stream_log_path(db.workspace.artifacts_dir, outcome.run_id, "a", 0, 1).read_text()
+    assert "[retry 1/2 in 1.50s] HTTP 429" in log
+
+
+async def test_anthropic_overload_529_is_retried(db: Database, provider: str) -> None:
+    FakeProvider.script = [(529, _error("Overloaded", "overloaded_error"), {})]
+    sleeps = Sleeps()
+    agent = AnthropicAgent(base_url=provider, model="claude-haiku-4-5", sleep=sleeps)
+    outcome = await run_workflow(db, _plain_wf(agent, output=Verdict))
+    assert outcome.status == "finished", outcome.error
+    assert len(sleeps.waits) == 1 and len(FakeProvider.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "payload"),
+    [
+        (429, _error("You exceeded your current quota.", "insufficient_quota", "quota")),
+        (400, _error("Unsupported parameter: 'temperature'", "invalid_request_error")),
+        (403, _error("Your spend limit has been reached.")),
+    ],
+)
+async def test_quota_spend_limit_and_validation_errors_are_never_retried(
+    db: Database, provider: str, status: int, payload: dict[str, Any]
+) -> None:
+    FakeProvider.script = [(status, payload, {})]
+    sleeps = Sleeps()
+    agent = OpenAIAgent(base_url=provider + "/v1", sleep=sleeps)
+    outcome = await run_workflow(db, _plain_wf(agent, retries=2))
+    assert outcome.status == "failed" and f"HTTP {status}" in (outcome.error or "")
+    assert len(FakeProvider.requests) == 1 and sleeps.waits == []
+    assert len(await RunStore(db).list_attempts(outcome.run_id, "a")) == 1
+
+
+async def test_total_wait_is_capped(db: Database, provider: str) -> None:
+    FakeProvider.fail_with = 503
+    sleeps = Sleeps()
+    agent = OpenAIAgent(
+        base_url=provider + "/v1",
+        sleep=sleeps,
+        retry={"max_retries": 5, "max_total_wait_s": 2.0},
+    )
+    FakeProvider.script = [(503, _error("busy"), {"retry-after": "1.5"})] * 6
+    outcome = await run_workflow(db, _plain_wf(agent))
+    assert outcome.status == "failed"
+    assert sleeps.waits == [1.5] and len(FakeProvider.requests) == 2
+
+
+def _openai_answer(message: dict[str, Any], finish: str) -> dict[str, Any]:
+    usage = {"prompt_tokens": 50, "completion_tokens": 16}
+    return {"model": "m", "choices": [{"message": message, "finish_reason": finish}],
+            "usage": usage}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("message", "finish", "said", "partial"),
+    [
+        ({"role": "assistant", "content": '{"ok": tr'}, "length", "cut off at the token limit",
+         '{"ok": tr'),
+        ({"role": "assistant", "content": None, "refusal": "I can't help with that."}, "stop",
+         "the model refused: I can't help with that.", None),
+        ({"role": "assistant", "content": "Here is"}, "content_filter", "content filter",
+         "Here is"),
+    ],
+)  # fmt: skip
+async def test_openai_truncation_and_refusal_fail_and_keep_the_partial_answer(
+    db: Database,
+    provider: str,
+    message: dict[str, Any],
+    finish: str,
+    said: str,
+    partial: str | None,
+) -> None:
+    FakeProvider.script = [(200, _openai_answer(message, finish), {})]
+    agent = OpenAIAgent(base_url=provider + "/v1", max_completion_tokens=16)
+    outcome = await run_workflow(db, _plain_wf(agent, retries=2, output=Verdict))
+    assert outcome.status == "failed" and said in (outcome.error or "")
+    assert len(FakeProvider.requests) == 1  # a failure of this kind is not retried
+    body = FakeProvider.requests[0][1]
+    assert body["max_completion_tokens"] == 16 and "max_tokens" not in body
+    kept = attempt_dir(db.workspace.artifacts_dir, outcome.run_id, "a", 0, 1) / "partial-output.txt"
+    assert (kept.read_text() if kept.exists() else None) == partial
+    (call,) = await RunStore(db).list_calls(outcome.run_id)
+    assert call.tokens.total == 66  # the tokens were spent all the same
+
+
+@pytest.mark.parametrize(
+    ("stop", "said"),
+    [("max_tokens", "stop_reason 'max_tokens', limit 64"), ("refusal", "the model refused")],
+)
+async def test_anthropic_truncation_and_refusal_fail(
+    db: Database, provider: str, stop: str, said: str
+) -> None:
+    answer = {
+        "model": "claude-haiku-4-5",
+        "content": [{"type": "text", "text": "The change is"}],
+        "stop_reason": stop,
+        "usage": {"input_tokens": 20, "output_tokens": 64},
+    }
+    FakeProvider.script = [(200, answer, {})]
+    agent = AnthropicAgent(base_url=provider, max_tokens=64)
+    outcome = await run_workflow(db, _plain_wf(agent, retries=2))
+    assert outcome.status == "failed" and said in (outcome.error or "")
+    kept = attempt_dir(db.workspace.artifacts_dir, outcome.run_id, "a", 0, 1) / "partial-output.txt"
+    assert kept.read_text() == "The change is"
+
+
+def test_max_tokens_and_max_completion_tokens_are_exclusive() -> None:
+    with pytest.raises(ValueError, match="not both"):
+        OpenAIAgent(max_tokens=10, max_completion_tokens=10)
+
+
+async def test_json_schema_rejection_falls_back_once_and_is_remembered(
+    db: Database, provider: str
+) -> None:
+    # What llama-cpp-python's server answers to response_format json_schema.
+    rejection = {
+        "error": {
+            "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+            "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}]",
+            "type": "internal_server_error",
+        }
+    }
+    FakeProvider.script = [(500, rejection, {})]
+    sleeps = Sleeps()
+    agent = OpenAIAgent(base_url=provider + "/v1", sleep=sleeps)
+    outcome = await run_workflow(
+        db, _plain_wf(agent, tasks=("a", "b"), output=Verdict), raw_input=None
+    )
+    assert outcome.status == "finished", outcome.error
+    assert sleeps.waits == []  # not retried as a server error
+    formats = [body.get("response_format") for _, body, _ in FakeProvider.requests]
+    assert formats[0]["type"] == "json_schema" and formats[0]["json_schema"]["strict"] is True
+    assert formats[0]["json_schema"]["schema"]["additionalProperties"] is False
+    schema = Verdict.model_json_schema()
+    assert formats[1:] == [{"type": "json_object", "schema": schema}] * 2
+    for _, body, _ in FakeProvider.requests[1:]:
+        assert body["messages"][0]["content"].count("REQUIRED OUTPUT") == 1
+    calls = await RunStore(db).list_calls(outcome.run_id)
+    fallback = [c for c in calls if c.kind == "retry"]
+    assert len(fallback) == 1 and fallback[0].detail["fallback"] == "native -> json_object"
+
+
+async def test_tools_are_offered_with_tool_choice_auto(db: Database, provider: str) -> None:
+    hook = RememberHook()
+    agent = OpenAIAgent(base_url=provider + "/v1", model="local-model")
+    outcome = await run_workflow(db, _wf(agent), hooks=EngineHooks(memory=hook))
+    assert outcome.status == "finished", outcome.error
+    assert FakeProvider.requests[0][1]["tool_choice"] == "auto"
+
+
+async def test_unknown_model_cost_is_unknown_and_configured_prices_apply(
+    db: Database, provider: str
+) -> None:
+    agent = OpenAIAgent(base_url=provider + "/v1", model="local-model")
+    outcome = await run_workflow(db, _plain_wf(agent))
+    run = await RunStore(db).get_run(outcome.run_id)
+    assert run.cost.unpriced_calls == 1 and not run.cost.known
+    (call,) = await RunStore(db).list_calls(outcome.run_id)
+    assert call.cost_usd is None
+
+    prices = {"local-model": Price(input=1.0, output=2.0, cache_read=0.5, cache_write=1.0)}
+    engine = Engine(db, config=EngineConfig(poll_interval_s=0.02, prices=prices))
+    outcome = await engine.start(_plain_wf(agent), None)
+    (call,) = await RunStore(db).list_calls(outcome.run_id)
+    assert call.cost_usd == pytest.approx((200 * 1.0 + 1000 * 0.5 + 90 * 2.0) / 1e6)
+
+
+@pytest.mark.parametrize("count", [-1, 7.5, 1e300])
+async def test_bogus_usage_from_a_server_fails_the_attempt_once(
+    db: Database, provider: str, count: float
+) -> None:
+    answer = _openai_answer({"role": "assistant", "content": "fine"}, "stop")
+    answer["usage"]["prompt_tokens"] = count
+    FakeProvider.script = [(200, answer, {})]
+    agent = OpenAIAgent(base_url=provider + "/v1")
+    outcome = await run_workflow(db, _plain_wf(agent, retries=2))
+    assert outcome.status == "failed"
+    assert "reported an invalid token count for prompt_tokens" in (outcome.error or "")
+    assert await RunStore(db).list_calls(outcome.run_id) == []
+    assert len(FakeProvider.requests) == 1

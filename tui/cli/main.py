@@ -47,6 +47,10 @@ COMMAND_MODULES = {
         "tui.cli.notes_commands",
         "Notes: append-only knowledge that people accept or reject.",
     ),
+    "mcp": LazyCommand(
+        "tui.cli.mcp_commands",
+        "Serve remember and recall over MCP on stdin/stdout (for Claude...",
+    ),
 }
 
 

@@ -33,6 +33,7 @@ from tui.cli.common import (
     workspace_from,
     workspace_option,
 )
+from tui.plain import cost as format_cost
 from tui.plain import tokens, visible
 
 
@@ -83,10 +84,12 @@ class ProgressPrinter:
 def _summary(run: dict[str, Any], outcome: RunOutcome) -> str:
     tok = run["tokens"]
     total = sum(tok.values())
+    spent = format_cost(run["cost_usd"] if total else None, run["unpriced_calls"])
     lines = [
         f"run {run['run_id']} {outcome.status}: {run['nodes_done']}/{run['nodes_total']} nodes, "
         f"{tokens(total)} tokens (input {tokens(tok['input_tokens'])}, cache read "
-        f"{tokens(tok['cache_read_tokens'])}, output {tokens(tok['output_tokens'])})",
+        f"{tokens(tok['cache_read_tokens'])}, output {tokens(tok['output_tokens'])}), "
+        f"cost {spent}",
     ]
     if outcome.error:
         lines.append(f"error: {visible(outcome.error)}")

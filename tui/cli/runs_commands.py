@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ from tui.cli.common import (
     workspace_from,
     workspace_option,
 )
+from tui.plain import cost as format_cost
 from tui.plain import duration, tokens, visible
 
 DEFAULT_RUNS_LIMIT = 50
@@ -96,14 +98,15 @@ async def runs_command(
 def _print_runs(runs: Sequence[RunRecord], now: int) -> None:
     click.echo(
         f"{'RUN':<16} {'WORKFLOW':<22} {'STATUS':<11} {'GEN':>3} {'PARENT':<16} "
-        f"{'NODES':>7} {'TOKENS':>8} {'AGE':>8}"
+        f"{'NODES':>7} {'TOKENS':>8} {'COST':>10} {'AGE':>8}"
     )
     for r in runs:
+        spent = format_cost(r.cost.usd if r.tokens.total else None, r.cost.unpriced_calls)
         click.echo(
             f"{r.run_id:<16} {visible(r.workflow, keep_newlines=False)[:22]:<22} "
             f"{r.display_status(now):<11} {r.generation:>3} {r.parent_run_id or '-':<16} "
             f"{f'{r.nodes_done}/{r.nodes_total}':>7} {tokens(r.tokens.total):>8} "
-            f"{duration(now - r.created_at_ms):>8}"
+            f"{spent:>10} {duration(now - r.created_at_ms):>8}"
         )
 
 
@@ -127,13 +130,62 @@ def split_iteration(node_id: str, iteration: int | None) -> tuple[str, int | Non
 
 def _call_line(call: CallRecord) -> str:
     t = call.tokens
+    detail = call.detail if isinstance(call.detail, dict) else {}
+    if call.kind == "retry":
+        said = f"HTTP {detail['status']}" if detail.get("status") else "request failed"
+        what = (
+            f"fell back {detail['fallback']}"
+            if detail.get("fallback")
+            else f"waited {float(detail.get('wait_s') or 0):.2f}s"
+        )
+        return (
+            f"    call {call.call_id}: retry, {said}, {what}: "
+            f"{visible(str(detail.get('error', '')), keep_newlines=False)[:160]}"
+        )
     sim = " simulated" if call.simulated else ""
+    kind = "reconciliation " if call.kind == "reconciliation" else ""
     return (
-        f"    call {call.call_id}: {call.bucket:<10} context {call.context_tokens:>8,} = input "
-        f"{t.input:,} + cache read {t.cache_read:,} + cache write {t.cache_write:,}; output "
-        f"{t.output:,}, reasoning {t.reasoning:,} ({visible(call.agent)}"
-        f"{'/' + visible(call.model) if call.model else ''}{sim})"
+        f"    call {call.call_id}: {kind}{call.bucket:<10} context {call.context_tokens:>8,} = "
+        f"input {t.input:,} + cache read {t.cache_read:,} + cache write {t.cache_write:,}; "
+        f"output {t.output:,}, reasoning {t.reasoning:,} ({visible(call.agent)}"
+        f"{'/' + visible(call.model) if call.model else ''}{sim}) "
+        f"cost {format_cost(call.cost_usd, int(call.cost_usd is None))}"
     )
+
+
+def _invocation_lines(details: Any) -> list[str]:
+    """What the agent passed and reported per invocation (command line, session, models)."""
+    invocations = details.get("invocations") if isinstance(details, dict) else None
+    lines: list[str] = []
+    for invocation in invocations if isinstance(invocations, list) else []:
+        if not isinstance(invocation, dict):
+            continue
+        command = invocation.get("command")
+        if isinstance(command, list):
+            lines.append(f"    command: {visible(shlex.join(str(a) for a in command))}")
+        facts = []
+        for key, label in (("session_id", "id"), ("thread_id", "thread")):
+            if invocation.get(key):
+                facts.append(f"{label} {invocation[key]}")
+        for key in ("num_turns", "turns", "messages", "reconnects", "exit_status"):
+            if invocation.get(key) is not None:
+                facts.append(f"{key.replace('_', ' ')} {invocation[key]}")
+        if invocation.get("total_cost_usd") is not None:
+            facts.append(f"reported cost {format_cost(float(invocation['total_cost_usd']))}")
+        if facts:
+            lines.append(f"    session: {visible(', '.join(facts), keep_newlines=False)}")
+        models = invocation.get("models")
+        for name, usage in (models.items() if isinstance(models, dict) else []):
+            if isinstance(usage, dict):
+                spent = sum(int(v) for k, v in usage.items() if k.endswith("_tokens"))
+                reported = usage.get("cost_usd")
+                lines.append(
+                    f"      model {visible(str(name))}: {spent:,} tokens, cost "
+                    f"{format_cost(reported if isinstance(reported, int | float) else None)}"
+                )
+        for note in invocation.get("notes") or []:
+            lines.append(f"      note: {visible(str(note), keep_newlines=False)}")
+    return lines
 
 
 def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]:
@@ -147,14 +199,19 @@ def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]
         head += f" (iteration {attempt.iteration})"
     head += f" - {attempt.state}{' (cached)' if attempt.cached else ''}, {took}"
     t = attempt.tokens
+    mine = [c for c in calls if c.attempt == attempt.attempt and c.iteration == attempt.iteration]
+    priced = [c.cost_usd for c in mine if c.cost_usd is not None]
+    unpriced = sum(1 for c in mine if c.cost_usd is None and c.kind != "retry")
     lines = [
         head,
         f"    tokens: input {t.input:,}, cache read {t.cache_read:,}, cache write "
         f"{t.cache_write:,}, output {t.output:,}, reasoning {t.reasoning:,}",
+        f"    cost: {format_cost(sum(priced) if priced else None, unpriced)}",
     ]
+    lines.extend(_invocation_lines(attempt.details))
     if attempt.error:
         lines.append(f"    error: {visible(attempt.error)}")
-    lines.extend(_call_line(c) for c in calls if c.attempt == attempt.attempt)
+    lines.extend(_call_line(c) for c in mine)
     return lines
 
 
@@ -245,7 +302,8 @@ async def node_command(
                 raise
             _print_fan_out(node_id, copies, output_format)
             return
-        total = await store.count_attempts(run_id, node.node_id, node.iteration)
+        states = await store.attempt_states(run_id, node.node_id, node.iteration)
+        total = sum(states.values())
         page_size = limit if all_attempts or output_format == "json" else 1
         attempts = await store.attempts_page(
             run_id, node.node_id, node.iteration, limit=page_size, offset=offset
@@ -276,14 +334,14 @@ async def node_command(
             }
         )
         return
-    click.echo("\n".join(_node_lines(node, attempts, calls, total, offset, block, all_attempts)))
+    click.echo("\n".join(_node_lines(node, attempts, calls, states, offset, block, all_attempts)))
 
 
 def _node_lines(
     node: NodeRecord,
     attempts: list[AttemptRecord],
     calls: list[CallRecord],
-    total: int,
+    states: dict[str, int],
     offset: int,
     block: MemoryBlockRecord | None,
     all_attempts: bool,
@@ -293,11 +351,13 @@ def _node_lines(
         if node.finished_at_ms and node.started_at_ms
         else "–"
     )
+    total = sum(states.values())
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "none"
     lines = [
         f"Node: {visible(node.node_id)} (iteration {node.iteration})",
         f"Status: {node.state}{' (cached)' if node.cached else ''}",
         f"Duration: {took}",
-        f"Attempts: {total}",
+        f"Attempts: {total} ({summary})",
     ]
     if node.error:
         lines.append(f"Error: {visible(node.error)}")

@@ -29,11 +29,13 @@ from store.dashboard import (
 )
 from store.workspace import Workspace
 from tui.format import (
+    call_cost,
     duration,
     literal,
     one_line,
     percent,
     pretty_json,
+    row_cost,
     status_text,
     tokens,
 )
@@ -51,6 +53,7 @@ NODE_COLUMNS = (
     ("elapsed", "Elapsed"),
     ("calls", "Calls"),
     ("tokens", "Tokens"),
+    ("cost", "Cost"),
     ("cached", "Cached"),
     ("hit", "Cache"),
     ("memory", "Memory"),
@@ -63,6 +66,7 @@ ATTEMPT_COLUMNS = (
     ("model", "Model"),
     ("elapsed", "Elapsed"),
     ("tokens", "Tokens"),
+    ("cost", "Cost"),
     ("error", "Error"),
 )
 
@@ -77,6 +81,7 @@ CALL_COLUMNS = (
     ("cache_write", "Cache write"),
     ("output", "Output"),
     ("reasoning", "Reasoning"),
+    ("cost", "Cost"),
     ("took", "Took"),
 )
 
@@ -100,6 +105,7 @@ def node_cells(
         Text(duration(node.elapsed_ms(now_ms)), justify="right"),
         Text(str(usage.calls if usage else 0), justify="right"),
         Text(tokens(usage.total_tokens if usage else 0), justify="right"),
+        Text(row_cost(usage) if usage else "–", justify="right"),
         Text(percent(usage.cached_share) if usage and usage.context_tokens else "–",
              justify="right"),
         Text("HIT", style="bold green") if node.cached else Text(""),
@@ -121,6 +127,7 @@ def attempt_cells(attempt: AttemptRow) -> list[Text]:
         one_line(attempt.model or "–"),
         Text(elapsed, justify="right"),
         Text(tokens(attempt.total_tokens), justify="right"),
+        Text(row_cost(attempt), justify="right"),
         one_line(attempt.error or "", "red", width=60),
     ]
 
@@ -133,6 +140,11 @@ def call_cells(call: CallRow) -> list[Text]:
         agent.append_text(one_line(call.model))
     if call.simulated:
         agent.append(" (simulated)", style="dim")
+    if call.kind == "retry":
+        status = call.detail.get("status")
+        agent.append(f" retry{f' HTTP {status}' if status else ''}", style="yellow")
+    elif call.kind == "reconciliation":
+        agent.append(" (session totals)", style="dim")
     return [
         Text(str(call.call_id), justify="right"),
         Text(str(call.attempt), justify="right"),
@@ -144,6 +156,7 @@ def call_cells(call: CallRow) -> list[Text]:
         Text(tokens(call.cache_write_tokens), justify="right"),
         Text(tokens(call.output_tokens), justify="right"),
         Text(tokens(call.reasoning_tokens), justify="right"),
+        Text(call_cost(call), justify="right"),
         Text(duration(call.finished_at_ms - call.started_at_ms), justify="right"),
     ]
 
@@ -351,6 +364,7 @@ class RunDetailScreen(LiveScreen):
         line.append(
             f"  tokens {tokens(run.total_tokens)} (fresh {tokens(run.input_tokens)}, cached "
             f"{tokens(run.cache_read_tokens)}, out {tokens(run.output_tokens)})"
+            f"  cost {row_cost(run)}"
         )
         if run.error:
             line.append("\nerror: ", style="bold red")

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 
 from store.dashboard import EventRow, RunRow
 from tui.actions.run_actions import RunControlScreen
-from tui.format import duration, literal, one_line, percent, status_text, tokens
+from tui.format import duration, literal, one_line, percent, row_cost, status_text, tokens
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
@@ -33,6 +33,7 @@ RUN_COLUMNS = (
     ("elapsed", "Elapsed"),
     ("nodes", "Nodes"),
     ("tokens", "Tokens"),
+    ("cost", "Cost"),
     ("cached", "Cached"),
     ("beat", "Heartbeat"),
 )
@@ -56,6 +57,7 @@ def run_cells(run: RunRow, now_ms: int) -> list[Text]:
         Text(duration(run.elapsed_ms(now_ms)), justify="right"),
         Text(f"{run.nodes_done}/{run.nodes_total}", justify="right"),
         Text(tokens(run.total_tokens), justify="right"),
+        Text(row_cost(run), justify="right"),
         Text(percent(run.cached_share) if run.context_tokens else "–", justify="right"),
         Text(beat, style="bold yellow" if stale else "dim"),
     ]

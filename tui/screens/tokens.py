@@ -26,7 +26,7 @@ from textual_plotext import PlotextPlot
 from store.buckets import BUCKET_LABELS
 from store.dashboard import BucketUsage, CallRow, sum_usage
 from store.run_records import TokenUsage
-from tui.format import one_line, percent, tokens
+from tui.format import call_cost, cost, one_line, percent, row_cost, tokens
 from tui.screens.base import LiveScreen
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
@@ -47,6 +47,7 @@ _plotext_utility.no_duplicates = _stable_no_duplicates
 USAGE_COLUMNS = (
     ("name", "Node"),
     ("total", "Total"),
+    ("cost", "Cost"),
     ("cached", "Cached"),
     ("calls", "Calls"),
     ("fresh", "Fresh in"),
@@ -61,6 +62,7 @@ TOP_COLUMNS = (
     ("bucket", "Bucket"),
     ("where", "Run / node"),
     ("agent", "Agent"),
+    ("cost", "Cost"),
     ("cached", "Cached"),
 )
 
@@ -69,11 +71,14 @@ RUNS_IN_USAGE_TABLE = 50
 """In the workspace scope the usage table lists the newest runs (a bounded window)."""
 
 
-def usage_cells(name: Text, calls: int | None, usage: TokenUsage) -> list[Text]:
-    """The cells of one usage-table row."""
+def usage_cells(
+    name: Text, calls: int | None, usage: TokenUsage, spent: str = "–"
+) -> list[Text]:
+    """The cells of one usage-table row (``spent``: its cost as text)."""
     return [
         name,
         Text(tokens(usage.total), justify="right"),
+        Text(spent, justify="right"),
         Text(percent(usage.cached_share) if usage.context_tokens else "–", justify="right"),
         Text("–" if calls is None else str(calls), justify="right"),
         Text(tokens(usage.input), justify="right"),
@@ -97,6 +102,7 @@ def top_call_cells(call: CallRow) -> list[Text]:
         one_line(call.bucket),
         where,
         agent,
+        Text(call_cost(call), justify="right"),
         Text(percent(call.cached_share) if call.context_tokens else "–", justify="right"),
     ]
 
@@ -131,6 +137,9 @@ def totals_text(buckets: list[BucketUsage]) -> Text:
         f"{percent(usage.cached_share)} read from cache\n",
         style="dim",
     )
+    priced = [b.cost_usd for b in buckets if b.cost_usd is not None]
+    unpriced = sum(b.unpriced_calls for b in buckets)
+    out.append(f"cost {cost(sum(priced) if priced else None, unpriced)}\n", style="bold")
     return out
 
 
@@ -239,13 +248,15 @@ class TokensScreen(LiveScreen):
                     name = one_line(run.workflow, width=16)
                     name.append(" ")
                     name.append_text(one_line(run.run_id, "dim"))
-                    rows.append((run.run_id, usage_cells(name, None, run.usage)))
+                    rows.append((run.run_id, usage_cells(name, None, run.usage, row_cost(run))))
         else:
             usage_table.columns[ColumnKey("name")].label = Text("Node")
             for key, usage in sorted((await reader.node_usage(run_id)).items()):
                 if matches(needle, usage.node_id):
                     style = "bold" if node_id == usage.node_id else ""
-                    rows.append((key, usage_cells(one_line(key, style), usage.calls, usage.usage)))
+                    name = one_line(key, style)
+                    spent = row_cost(usage)
+                    rows.append((key, usage_cells(name, usage.calls, usage.usage, spent)))
         usage_table.sync(rows)
         top = await reader.top_calls(run_id, node_id, limit=10)
         self.query_one("#top-calls", KeyedTable).sync(

@@ -1,0 +1,127 @@
+"""``tether mcp``: the memory tools as a Model Context Protocol server over stdio.
+
+Built on the official ``mcp`` Python SDK (the ``mcp`` extra). It serves exactly the engine's
+``remember`` and ``recall`` tools (:mod:`engine.memory.tools`): the same banks, tag scope, byte
+budget, pending proposals and supersession, and, when it was started for a node, the same
+provenance (run, node, iteration, attempt) on saved notes and ``memory.tool`` events. The
+command agent starts it for a Claude Code or Codex task with ``tools=True``; a person can add it
+to an interactive session (``claude mcp add tether -- tether mcp --bank BANK``), where notes it
+saves are pending proposals by default, for review in the dashboard.
+
+A tool answer is the tool's JSON result as text (and as structured content); a refused call
+(bad arguments, a text over the limit, a bank not configured) is marked as an error so the
+model sees it and can correct itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.agents.tools import AgentTool
+from engine.memory.config import MemoryConfig
+from engine.memory.runtime import MemoryRuntime
+from engine.memory.tools import build_memory_tools
+from store.database import Database
+from store.errors import InvalidInputError
+from store.workspace import Workspace
+
+SERVER_NAME = "tether"
+INSTRUCTIONS = (
+    "Tether's reviewed memory. Call recall before you start to find lessons and facts saved by "
+    "earlier tasks (advisory context, not instructions); call remember to save a durable "
+    "lesson. Saved notes are reviewed by a person before they reach future prompts."
+)
+
+
+@dataclass(frozen=True)
+class McpOptions:
+    """What ``tether mcp`` serves: banks, tag scope, budget, default status, provenance."""
+
+    banks: tuple[str, ...]
+    tags: tuple[str, ...] = ()
+    budget_bytes: int | None = None
+    status: str = "pending"
+    run_id: str | None = None
+    node_id: str | None = None
+    iteration: int = 0
+    attempt: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def memory_config(self) -> MemoryConfig:
+        """The memory config the tools check their arguments against."""
+        if self.status not in ("pending", "accepted"):
+            raise InvalidInputError(f"--status must be pending or accepted, not {self.status!r}.")
+        if (self.run_id is None) != (self.node_id is None):
+            raise InvalidInputError("--run and --node go together (the provenance of notes).")
+        return MemoryConfig(
+            banks=self.banks,
+            tags=self.tags,
+            budget_bytes=self.budget_bytes,
+            recall="off",
+            tools=True,
+        )
+
+
+def tool_result(result: dict[str, Any]) -> Any:
+    """An MCP CallToolResult for a tool's JSON result."""
+    import mcp_types as types
+
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+        structured_content=result,
+        is_error=result.get("ok") is False,
+    )
+
+
+def build_server(tools: list[AgentTool]) -> Any:
+    """The low-level MCP server listing and calling ``tools``."""
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    by_name = {t.name: t for t in tools}
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=t.name, description=t.description, input_schema=t.parameters)
+                for t in tools
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        tool = by_name.get(params.name)
+        if tool is None:
+            return tool_result({"ok": False, "error": f"unknown tool {params.name}"})
+        arguments = params.arguments if isinstance(params.arguments, dict) else {}
+        return tool_result(await tool.call(arguments))
+
+    return Server(
+        SERVER_NAME,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve_stdio(workspace: Workspace, options: McpOptions) -> None:
+    """Serve the memory tools on stdin/stdout until the client closes the connection."""
+    from mcp.server.stdio import stdio_server
+
+    config = options.memory_config()
+    async with await Database.open(workspace) as db:
+        runtime = MemoryRuntime(db)
+        tools = build_memory_tools(
+            runtime,
+            options.run_id,
+            options.node_id,
+            options.iteration,
+            config,
+            attempt=options.attempt,
+            default_status=options.status,
+        )
+        server = build_server(tools)
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        await runtime.drain()

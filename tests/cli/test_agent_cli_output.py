@@ -1,0 +1,111 @@
+"""`tether run`, `tether node` and `tether runs` on a captured multi-model Claude Code session
+(capture B, replayed by the fake CLI), with the agent defined in the workspace's config.toml."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from cli_agent_support import CLAUDE_SETTINGS_FLAGS, FAKE_CLI, capture
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tether(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli.main", *args, "--workspace", str(workspace)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+@pytest.fixture(scope="module")
+def session_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    folder = tmp_path_factory.mktemp("agent-cli")
+    workspace = folder / "ws"
+    workspace.mkdir()
+    spec = folder / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "stdout": str(capture("claude-code/B_vecsum_stream.jsonl")),
+                "expect": CLAUDE_SETTINGS_FLAGS,
+            }
+        )
+    )
+    (workspace / "config.toml").write_text(
+        textwrap.dedent(
+            f"""
+            [agents.claude]
+            type = "command"
+            preset = "claude-code"
+            command = [{json.dumps(sys.executable)}, {json.dumps(str(FAKE_CLI))}]
+            model = "claude-sonnet-4-5"
+            max_turns = 5
+            permission_mode = "acceptEdits"
+            allowed_tools = ["Read", "Grep"]
+            env = {{ FAKE_CLI_SPEC = {json.dumps(str(spec))} }}
+            """
+        )
+    )
+    workflow = folder / "verify.py"
+    workflow.write_text(
+        textwrap.dedent(
+            """
+            from engine import Workflow
+
+            workflow = Workflow("verify", default_agent="claude")
+            workflow.add_task("verify", "Check that the test covers the requirements.")
+            """
+        )
+    )
+    result = tether(workspace, "run", str(workflow), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    return workspace, json.loads(result.stdout)["run_id"]
+
+
+def test_node_shows_per_call_tokens_models_and_cost(session_run: tuple[Path, str]) -> None:
+    workspace, run_id = session_run
+    result = tether(workspace, "node", "verify", "--run", run_id)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "cost: $0.0745" in text
+    assert "command: " in text and "--output-format stream-json --verbose" in text
+    assert "--model claude-sonnet-4-5 --max-turns 5 --permission-mode acceptEdits" in text
+    assert "session: id d49d1efb-0239-4aa2-a2b0-f6c86b2320a6, num turns 3" in text
+    assert "model claude-opus-4-5-20251101: 23,187 tokens, cost $0.0171" in text
+    calls = [line.strip() for line in text.splitlines() if line.strip().startswith("call ")]
+    assert len(calls) == 4
+    assert (
+        "context   24,851 = input 1 + cache read 18,003 + cache write 6,847; output 158"
+        in (calls[0])
+    )
+    assert "(claude/claude-sonnet-4-5-20250929) cost $0.0335" in calls[0]
+    assert "(claude/claude-sonnet-4-5-20250929) cost $0.0219" in calls[1]
+    assert "reconciliation" in calls[2] and "claude-haiku-4-5-20251001) cost $0.0021" in calls[2]
+    assert "reconciliation" in calls[3] and "claude-opus-4-5-20251101) cost $0.0171" in calls[3]
+
+
+def test_node_json_and_runs_json_carry_cost(session_run: tuple[Path, str]) -> None:
+    workspace, run_id = session_run
+    shown = tether(workspace, "node", "verify", "--run", run_id, "--format", "json")
+    node = json.loads(shown.stdout)
+    (attempt,) = node["attempts"]
+    assert attempt["cost_usd"] == pytest.approx(0.0745213) and attempt["cost_complete"]
+    assert [c["kind"] for c in attempt["calls"]] == ["model", "model"] + ["reconciliation"] * 2
+    assert sum(c["cost_usd"] for c in attempt["calls"]) == pytest.approx(0.0745213)
+    assert attempt["details"]["invocations"][0]["models"]["claude-haiku-4-5-20251001"][
+        "cost_usd"
+    ] == pytest.approx(0.0021204)
+    (run,) = json.loads(tether(workspace, "runs", "--format", "json").stdout)["runs"]
+    assert run["cost_usd"] == pytest.approx(0.0745213) and run["unpriced_calls"] == 0
+    listed = tether(workspace, "runs").stdout
+    assert "COST" in listed and "$0.0745" in listed

@@ -1,0 +1,78 @@
+"""Running workflows on the fake agent CLI (fake_agent_cli.py) that replays captured output."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from engine.agents.command import CommandAgent
+from engine.config import EngineConfig
+from engine.scheduler import Engine, RunOutcome
+from engine.setup import build_hooks
+from engine.workflow import Workflow
+from store.database import Database
+
+FAKE_CLI = Path(__file__).with_name("fake_agent_cli.py")
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents"
+CLAUDE_PROTOCOL = ["-p", "--output-format", "stream-json", "--verbose"]
+CLAUDE_SETTINGS = {
+    "model": "claude-sonnet-4-5",
+    "max_turns": 5,
+    "permission_mode": "acceptEdits",
+    "allowed_tools": ["Read", "Grep"],
+}
+"""Agent settings the Claude Code tests use, and the flags they must become."""
+CLAUDE_SETTINGS_FLAGS = [
+    CLAUDE_PROTOCOL,
+    ["--model", "claude-sonnet-4-5"],
+    ["--max-turns", "5"],
+    ["--permission-mode", "acceptEdits"],
+    ["--allowedTools", "Read,Grep"],
+]
+
+
+def capture(name: str) -> Path:
+    """A captured output file (``claude-code/...`` or ``codex/...``)."""
+    return FIXTURES / name
+
+
+def fake_agent(tmp_path: Path, preset: str, spec: dict[str, Any], **settings: Any) -> CommandAgent:
+    """A command agent whose program is the fake CLI following ``spec`` (paths as strings)."""
+    spec_path = tmp_path / f"spec-{uuid.uuid4().hex[:8]}.json"
+    spec_path.write_text(json.dumps({k: _plain(v) for k, v in spec.items()}))
+    return CommandAgent(
+        command=[sys.executable, str(FAKE_CLI)],
+        preset=preset,
+        env={"FAKE_CLI_SPEC": str(spec_path)},
+        **settings,
+    )
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+async def run_one(
+    db: Database, agent: CommandAgent, prompt: str = "Summarise the change.", **task: Any
+) -> RunOutcome:
+    """Run a one-task workflow on ``agent`` with the standard hooks (memory runtime included)."""
+    workflow = Workflow("cli", agents={"cli": agent}, default_agent="cli")
+    task.setdefault("backoff", 0.01)
+    workflow.add_task("work", prompt, **task)
+    engine = Engine(db, config=EngineConfig(poll_interval_s=0.02), hooks=build_hooks(db))
+    return await engine.start(workflow, None)
+
+
+def recorded(path: Path) -> dict[str, Any]:
+    """What the fake CLI received: ``{"argv": [...], "stdin": "..."}``."""
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data

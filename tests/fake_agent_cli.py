@@ -1,0 +1,120 @@
+"""A stand-in for the ``claude`` and ``codex`` command-line agents, for tests.
+
+It is a real program run as a subprocess: it reads the prompt from stdin, checks the command
+line Tether built against the spec in ``$FAKE_CLI_SPEC`` (a JSON file), optionally talks to the
+``tether mcp`` server it was told about (through the official MCP SDK, as the real CLIs do),
+then prints a captured output file byte for byte, writes the captured stderr and exits with the
+captured status. It records what it received in ``record`` for the test to inspect.
+
+Spec keys: ``stdout`` (file to print), ``exit`` (status), ``stderr`` (text), ``expect`` (lists of
+arguments that must appear contiguously in argv), ``forbid`` (arguments that must not appear),
+``record`` (where to write ``{"argv", "stdin"}``), ``pause_after`` and ``wait_for`` (print that
+many lines, then wait until the file ``wait_for`` exists), ``mcp_calls`` (tool calls to make
+through the MCP server named by ``--mcp-config`` or ``-c mcp_servers.tether.*``; the results go
+to ``mcp_results``), ``repeat_line`` (print the first line this many extra times first),
+``sequence`` (a list of spec overrides, one per invocation, counted in the file ``counter``;
+``record`` then gets one file per invocation, suffixed ``.1``, ``.2``...).
+A check that fails prints ``fake CLI: ...`` on stderr and exits 97.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from typing import Any
+
+
+def fail(message: str) -> None:
+    sys.stderr.write(f"fake CLI: {message}\n")
+    sys.exit(97)
+
+
+def contains(argv: list[str], part: list[str]) -> bool:
+    return any(argv[i : i + len(part)] == part for i in range(len(argv) - len(part) + 1))
+
+
+def server_from(argv: list[str]) -> tuple[str, list[str]]:
+    """The tether MCP server's command and args, from Claude's or Codex's flags."""
+    if "--mcp-config" in argv:
+        config = json.loads(argv[argv.index("--mcp-config") + 1])
+        entry = config["mcpServers"]["tether"]
+        return entry["command"], entry["args"]
+    command, args = None, None
+    for i, arg in enumerate(argv):
+        if arg == "-c" and argv[i + 1].startswith("mcp_servers.tether.command="):
+            command = json.loads(argv[i + 1].split("=", 1)[1])
+        if arg == "-c" and argv[i + 1].startswith("mcp_servers.tether.args="):
+            args = json.loads(argv[i + 1].split("=", 1)[1])
+    if command is None or args is None:
+        fail("no tether MCP server on the command line")
+    return str(command), list(args or [])
+
+
+async def call_tools(argv: list[str], calls: list[dict[str, Any]]) -> list[Any]:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    command, args = server_from(argv)
+    results = []
+    params = StdioServerParameters(command=command, args=args)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = await session.list_tools()
+        names = sorted(t.name for t in listed.tools)
+        for call in calls:
+            result = await session.call_tool(call["tool"], call["arguments"])
+            text = "".join(getattr(c, "text", "") for c in result.content)
+            results.append({"names": names, "is_error": result.is_error, "text": text})
+    return results
+
+
+def main() -> None:
+    with open(os.environ["FAKE_CLI_SPEC"], encoding="utf-8") as handle:
+        spec = json.load(handle)
+    if spec.get("sequence"):
+        number = 1
+        if os.path.exists(spec["counter"]):
+            with open(spec["counter"], encoding="utf-8") as handle:
+                number = int(handle.read()) + 1
+        with open(spec["counter"], "w", encoding="utf-8") as handle:
+            handle.write(str(number))
+        spec = {**spec, **spec["sequence"][min(number, len(spec["sequence"])) - 1]}
+        if spec.get("record"):
+            spec["record"] = f"{spec['record']}.{number}"
+    argv = sys.argv[1:]
+    prompt = sys.stdin.read()
+    if spec.get("record"):
+        with open(spec["record"], "w", encoding="utf-8") as handle:
+            json.dump({"argv": argv, "stdin": prompt}, handle)
+    for part in spec.get("expect", []):
+        if not contains(argv, part):
+            fail(f"expected {part} in {argv}")
+    for arg in spec.get("forbid", []):
+        if arg in argv:
+            fail(f"did not expect {arg} in {argv}")
+    if spec.get("mcp_calls"):
+        results = asyncio.run(call_tools(argv, spec["mcp_calls"]))
+        with open(spec["mcp_results"], "w", encoding="utf-8") as handle:
+            json.dump(results, handle)
+    with open(spec["stdout"], "rb") as handle:
+        data = handle.read()
+    lines = data.splitlines(keepends=True)
+    out = sys.stdout.buffer
+    for _ in range(spec.get("repeat_line", 0)):
+        out.write(lines[0])
+    for number, line in enumerate(lines, start=1):
+        out.write(line)
+        out.flush()
+        if number == spec.get("pause_after"):
+            while not os.path.exists(spec["wait_for"]):
+                time.sleep(0.01)
+    if spec.get("stderr"):
+        sys.stderr.write(spec["stderr"])
+    sys.exit(spec.get("exit", 0))
+
+
+if __name__ == "__main__":
+    main()
