@@ -251,6 +251,7 @@ def test_runs_shows_generation_and_parent(seeded: tuple[Path, dict[str, str]]) -
         "PARENT",
         "NODES",
         "TOKENS",
+        "COST",
         "AGE",
     ]
     row = next(line for line in lines if line.startswith(ids["child"]))
