@@ -79,7 +79,7 @@ async def run_tether(shape: str, n: int, durability: str) -> dict[str, Any]:
     from engine.agents.base import AgentRequest, AgentResult, ModelCall
     from engine.config import EngineConfig
     from engine.context import TaskContext
-    from engine.scheduler import Engine
+    from engine.setup import open_engine
     from engine.workflow import Workflow
     from store.database import Database
     from store.run_records import TokenUsage
@@ -129,7 +129,9 @@ async def run_tether(shape: str, n: int, durability: str) -> dict[str, Any]:
                 for node, deps in graph.items():
                     workflow.add_task(node, prompt_reading(deps, node), depends_on=deps)
                 expected = len(graph)
-            engine = Engine(db, config=EngineConfig(poll_interval_s=0.5))
+            # The engine `tether run` uses: the workspace's config and every standard hook
+            # (memory runtime, ceiling guard, handoff), none of which this workflow needs.
+            engine = open_engine(db, config=EngineConfig(poll_interval_s=0.5))
             started, cpu = time.perf_counter(), time.process_time()
             outcome = await engine.start(workflow, {})
             elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu

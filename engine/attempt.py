@@ -15,7 +15,7 @@ from engine.artifacts import RAW_OUTPUT, stream_log_path
 from engine.pricing import PriceTable
 from engine.prompting import repair_prompt
 from engine.structured import OutputInvalid, to_jsonable, validate_output
-from engine.units import Unit
+from engine.units import StopDispatch, Unit
 from store.run_records import CallUsage, TokenUsage
 
 if TYPE_CHECKING:
@@ -38,19 +38,30 @@ async def run_attempt(
     # The attempt's start is committed before the agent runs (an agent never runs without a
     # recorded attempt, so a resumed run never reuses an attempt number) but not flushed to
     # disk on its own. Its calls join the next group commit without being waited for one by
-    # one; the attempt's end (flushed, waited for) is committed after them, so by the time the
-    # node counts as finished all of them are durable (writes commit in submission order).
+    # one; the attempt's end (flushed) is committed after them, so by the time the node counts
+    # as finished all of them are durable (writes commit in submission order).
     writes: list[Awaitable[None]] = []
-    await execution.store.start_attempt(
-        execution.run_id,
-        unit.node_id,
-        unit.iteration,
-        attempt,
-        agent=agent_name,
-        model=getattr(agent, "model", None),
-        prompt=prompt,
-        owner_id=execution.owner_id,
-    )
+    try:
+        await execution.store.start_attempt(
+            execution.run_id,
+            unit.node_id,
+            unit.iteration,
+            attempt,
+            agent=agent_name,
+            model=getattr(agent, "model", None),
+            prompt=prompt,
+            owner_id=execution.owner_id,
+        )
+    except asyncio.CancelledError:
+        # The queued start still commits: end it as cancelled behind it.
+        await _end_unrun(execution, unit, attempt, "cancelled")
+        raise
+    if execution.halting():
+        # Something this attempt was dispatched after went wrong while its start was being
+        # committed (an upstream node's end failed to commit, a cancel or clear arrived):
+        # the agent does not run.
+        await _end_unrun(execution, unit, attempt, "pending")
+        raise StopDispatch("the run stopped dispatching")
     execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
     calls: list[ModelCall] = []
     simulated = bool(getattr(agent, "simulated", False))
@@ -183,7 +194,11 @@ async def run_attempt(
         execution.progress("node", unit, "cancelled")
         raise
     execution.done_count += 1
-    requests = await execution.store.finish_attempt(
+    # The node's end is queued, not waited for: the scheduler may dispatch its dependents at
+    # once; their starts queue behind this end, so none of their agents runs before it is
+    # committed (and, at durability "full", flushed). The node counts as finished (progress,
+    # requests) when the commit returns (RunExecution.acknowledge).
+    end = execution.store.finish_attempt(
         execution.run_id,
         unit.node_id,
         unit.iteration,
@@ -197,10 +212,24 @@ async def run_attempt(
         nodes_done=execution.done_count,
         details=request.details or None,
     )
-    await _committed(writes)
-    execution.absorb_requests(requests)
-    execution.progress("node", unit, "finished", tokens=total().total, attempt=attempt)
+    execution.acknowledge(unit, end, writes, tokens=total().total, attempt=attempt)
     return output
+
+
+async def _end_unrun(execution: RunExecution, unit: Unit, attempt: int, node_state: str) -> None:
+    """End an attempt whose agent never ran (recorded as cancelled, with the node's state)."""
+    with contextlib.suppress(Exception):
+        await asyncio.shield(
+            execution.store.finish_attempt(
+                execution.run_id,
+                unit.node_id,
+                unit.iteration,
+                attempt,
+                "cancelled",
+                error="Not run: the run stopped dispatching before the agent started.",
+                node_state=node_state,
+            )
+        )
 
 
 async def _committed(writes: list[Awaitable[None]]) -> None:

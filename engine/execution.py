@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Awaitable
 from typing import Any
 
 from engine.agents.base import Agent
@@ -73,6 +74,7 @@ class RunExecution:
         self.outputs: dict[Key, Any] = {}
         self.top_outputs: dict[str, Any] = {}
         self.running: dict[asyncio.Task[Any], Unit] = {}
+        self.pending_ends: set[asyncio.Future[RunRequests | None]] = set()
         self.done_count = 0
         self.failure: str | None = None
         self.cancelled = False
@@ -211,6 +213,44 @@ class RunExecution:
                 "handoff", run.clear_reason or "cleared by a person", trigger="person"
             )
             self.progress("run", None, "handing-off", self.stop.reason)
+
+    def acknowledge(
+        self,
+        unit: Unit,
+        end: Awaitable[RunRequests | None],
+        writes: list[Awaitable[None]],
+        *,
+        tokens: int,
+        attempt: int,
+    ) -> None:
+        """A node's end is queued for the next group commit: once committed it counts as
+        finished (the cancel/clear requests read in its transaction are taken in, progress
+        says so); a write that failed fails the run. :meth:`settle_ends` waits for them."""
+        future = asyncio.ensure_future(end)
+        self.pending_ends.add(future)
+
+        def committed(done: asyncio.Future[RunRequests | None]) -> None:
+            self.pending_ends.discard(done)
+            error = None if done.cancelled() else done.exception()
+            for write in writes:  # committed before the end (submission order)
+                if error is None and isinstance(write, asyncio.Future) and write.done():
+                    error = None if write.cancelled() else write.exception()
+            if done.cancelled() and error is None:
+                return  # the loop is shutting down; the run stays resumable
+            if error is not None:
+                self.failure = self.failure or (
+                    f"Recording the end of node {unit.node_id} failed: {error}"
+                )
+                return
+            self.absorb_requests(done.result())
+            self.progress("node", unit, "finished", tokens=tokens, attempt=attempt)
+
+        future.add_done_callback(committed)
+
+    async def settle_ends(self) -> None:
+        """Wait until every queued node end is committed (before the run's own end)."""
+        while self.pending_ends:
+            await asyncio.gather(*self.pending_ends, return_exceptions=True)
 
     def cancel_all(self) -> None:
         """Cancel every running task of this run (their attempts are recorded as cancelled)."""

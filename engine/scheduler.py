@@ -299,6 +299,7 @@ class ScheduledRun(RunExecution):
             monitor.cancel()
             with contextlib.suppress(BaseException):
                 await monitor
+        await self.settle_ends()
         drain = getattr(self.hooks.memory, "drain", None)
         if drain is not None:
             # Background retention writes land before the run reports its end.

@@ -63,6 +63,10 @@ class DatabaseApi(Protocol):
         """One write statement in its own transaction; the number of changed rows."""
         ...
 
+    async def flush(self) -> None:
+        """Wait until every queued write is committed."""
+        ...
+
     async def close(self) -> None:
         """Commit what is queued and close."""
         ...

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from store.clock import SYSTEM_CLOCK, Clock
@@ -36,15 +36,18 @@ from store.workspace import Workspace
 T = TypeVar("T")
 
 
-def run_now(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine that never suspends (a store call on a :class:`DirectDatabase`) to its
+def run_now(awaitable: Awaitable[T]) -> T:
+    """Run an awaitable that never suspends (a store call on a :class:`DirectDatabase`) to its
     end and return its result."""
+    steps = awaitable.__await__()
     try:
-        coroutine.send(None)
+        steps.send(None)
     except StopIteration as done:
         result: T = done.value
         return result
-    coroutine.close()
+    close = getattr(steps, "close", None)
+    if close is not None:
+        close()
     raise RuntimeError("a direct database call tried to wait on an event loop")
 
 
@@ -102,6 +105,9 @@ class DirectDatabase:
         except OSError:
             pass
         return cls(conn, workspace, clock, level)
+
+    async def flush(self) -> None:
+        """Nothing is ever queued here: every write commits before it returns."""
 
     async def close(self) -> None:
         """Close the connection."""

@@ -35,7 +35,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from store.calls import CallLog
@@ -593,7 +593,7 @@ class RunStore(CallLog, MemoryBlockLog):
 
         await self.db.submit(work, flush=False)
 
-    async def finish_attempt(
+    def finish_attempt(
         self,
         run_id: str,
         node_id: str,
@@ -612,13 +612,15 @@ class RunStore(CallLog, MemoryBlockLog):
         nodes_done: int | None = None,
         extra_events: Sequence[NewEvent] = (),
         details: Mapping[str, Any] | None = None,
-    ) -> RunRequests | None:
+    ) -> Awaitable[RunRequests | None]:
         """End an attempt, writing its authoritative token totals once.
 
         When ``node_state`` is given the node moves to it in the same transaction (with its
         output when ``set_node_output``), and ``nodes_done`` updates the run's progress.
-        Returns the run's pending cancel/clear requests as read in that transaction, so the
-        scheduler learns of them before it dispatches anything else. ``details`` (what the
+        Await the result for the run's pending cancel/clear requests as read in that
+        transaction, so the scheduler learns of them before it dispatches anything else. The
+        write is queued for the next group commit at once (before any await): the engine
+        queues a node's end and then its dependents' starts behind it. ``details`` (what the
         agent passed and reported: command line, session, per-model cost) is stored as JSON;
         the attempt's cost is summed from its calls.
         """
@@ -678,8 +680,7 @@ class RunStore(CallLog, MemoryBlockLog):
             row = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,)).fetchone()
             return None if row is None else RunRequests(row[0], row[1], row[2])
 
-        result: RunRequests | None = await self.db.run_in_transaction(work)
-        return result
+        return self.db.submit(work)
 
     def _abandon(self, conn: sqlite3.Connection, run_id: str, now: int) -> int:
         running = conn.execute(sql.SELECT_RUNNING_ATTEMPTS, (run_id,)).fetchall()
