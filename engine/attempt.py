@@ -54,13 +54,13 @@ async def run_attempt(
         )
     except asyncio.CancelledError:
         # The queued start still commits: end it as cancelled behind it.
-        await _end_unrun(execution, unit, attempt, "cancelled")
+        await _end_cancelled(execution, unit, attempt, _NOT_RUN, node_state="cancelled")
         raise
     if execution.halting():
         # Something this attempt was dispatched after went wrong while its start was being
         # committed (an upstream node's end failed to commit, a cancel or clear arrived):
         # the agent does not run.
-        await _end_unrun(execution, unit, attempt, "pending")
+        await _end_cancelled(execution, unit, attempt, _NOT_RUN, node_state="pending")
         raise StopDispatch("the run stopped dispatching")
     execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
     calls: list[ModelCall] = []
@@ -173,23 +173,18 @@ async def run_attempt(
             writes,
         ) from error
     except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
-            await asyncio.shield(
-                execution.store.finish_attempt(
-                    execution.run_id,
-                    unit.node_id,
-                    unit.iteration,
-                    attempt,
-                    "cancelled",
-                    usage=total(),
-                    response_text=text or None,
-                    error="Cancelled by request."
-                    if execution.cancelled
-                    else "Interrupted; the run stays resumable.",
-                    node_state="cancelled",
-                    details=request.details or None,
-                )
-            )
+        await _end_cancelled(
+            execution,
+            unit,
+            attempt,
+            "Cancelled by request."
+            if execution.cancelled
+            else "Interrupted; the run stays resumable.",
+            node_state="cancelled",
+            usage=total(),
+            text=text or None,
+            details=request.details or None,
+        )
         _settled(writes)
         execution.progress("node", unit, "cancelled")
         raise
@@ -216,8 +211,21 @@ async def run_attempt(
     return output
 
 
-async def _end_unrun(execution: RunExecution, unit: Unit, attempt: int, node_state: str) -> None:
-    """End an attempt whose agent never ran (recorded as cancelled, with the node's state)."""
+_NOT_RUN = "Not run: the run stopped dispatching before the agent started."
+
+
+async def _end_cancelled(
+    execution: RunExecution,
+    unit: Unit,
+    attempt: int,
+    error: str,
+    *,
+    node_state: str,
+    usage: TokenUsage = TokenUsage(),
+    text: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> None:
+    """Record an attempt as cancelled (shielded: the task itself may be being cancelled)."""
     with contextlib.suppress(Exception):
         await asyncio.shield(
             execution.store.finish_attempt(
@@ -226,8 +234,11 @@ async def _end_unrun(execution: RunExecution, unit: Unit, attempt: int, node_sta
                 unit.iteration,
                 attempt,
                 "cancelled",
-                error="Not run: the run stopped dispatching before the agent started.",
+                usage=usage,
+                response_text=text,
+                error=error,
                 node_state=node_state,
+                details=details,
             )
         )
 
