@@ -3,10 +3,11 @@ and migrating it, reads, and writes by group commit.
 
 Every write is a function of a ``sqlite3`` connection (``work``) handed to
 :meth:`Database.run_in_transaction` (or :meth:`Database.submit`). Writes queue up while one is
-being committed and the next commit takes the whole queue in one ``BEGIN IMMEDIATE`` ...
-``COMMIT``, each write in its own savepoint (:func:`store.connection.run_group`): writes that
-arrive together (nodes finishing at the same moment) share one commit and, at the ``full``
-durability level, one flush to disk. A write is acknowledged (its future resolves) only once
+being committed; the next commit lets what is ready on the event loop run for a few passes,
+then takes the whole queue in one ``BEGIN IMMEDIATE`` ... ``COMMIT``
+(:func:`store.connection.run_group`; each write keeps its own all-or-nothing meaning): writes
+that arrive together (nodes finishing at the same moment) share one commit and, at the
+``full`` durability level, one flush to disk. A write is acknowledged (its future resolves) only once
 the commit holding it has returned, so anything that waits for a write sees it durable at the
 workspace's level (:mod:`store.durability`). Writes are committed in the order they were
 submitted.
@@ -26,7 +27,7 @@ import asyncio
 import contextlib
 import dataclasses
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import aiosqlite
@@ -68,6 +69,7 @@ class _Queued:
     work: Work
     future: asyncio.Future[Any]
     flush: bool
+
 
 T = TypeVar("T")
 Params = Sequence[Any] | dict[str, Any]
@@ -228,27 +230,6 @@ class Database:
         """Run one write statement for many parameter rows in a single transaction."""
         rows = list(rows)
         await self.run_in_transaction(lambda conn: conn.executemany(sql, rows))
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A write transaction held open across awaits (``BEGIN IMMEDIATE`` ... ``COMMIT``,
-        rolled back on error). Prefer :meth:`run_in_transaction`, which groups commits."""
-        await self.flush()
-        async with self._write_lock:
-            await self._retry_busy(lambda: self._conn.execute("BEGIN IMMEDIATE"))
-            try:
-                yield self._conn
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    await self._conn.execute("ROLLBACK")
-                raise
-            else:
-                try:
-                    await self._conn.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        await self._conn.execute("ROLLBACK")
-                    raise
 
     async def _flush(self) -> None:
         batch: list[_Queued] = []
