@@ -7,10 +7,10 @@ being committed; the next commit lets what is ready on the event loop run for a 
 then takes the whole queue in one ``BEGIN IMMEDIATE`` ... ``COMMIT``
 (:func:`store.connection.run_group`; each write keeps its own all-or-nothing meaning): writes
 that arrive together (nodes finishing at the same moment) share one commit and, at the
-``full`` durability level, one flush to disk. A write is acknowledged (its future resolves) only once
-the commit holding it has returned, so anything that waits for a write sees it durable at the
-workspace's level (:mod:`store.durability`). Writes are committed in the order they were
-submitted.
+``full`` durability level, one flush to disk. A write is acknowledged (its future resolves)
+only once the commit holding it has returned, so anything that waits for a write sees it
+durable at the workspace's level (:mod:`store.durability`). Writes are committed in the order
+they were submitted.
 
 ``BEGIN IMMEDIATE`` takes the write lock up front, so two processes never deadlock upgrading a
 read to a write; a busy lock is waited for (busy timeout) and retried with jittered backoff, so
