@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -75,7 +76,9 @@ def rss_bytes() -> int:
 # -- Tether ------------------------------------------------------------------------------------
 
 
-async def run_tether(shape: str, n: int, durability: str) -> dict[str, Any]:
+async def run_tether(
+    shape: str, n: int, durability: str, *, trace_heap: bool = False
+) -> dict[str, Any]:
     from engine.agents.base import AgentRequest, AgentResult, ModelCall
     from engine.config import EngineConfig
     from engine.context import TaskContext
@@ -134,9 +137,15 @@ async def run_tether(shape: str, n: int, durability: str) -> dict[str, Any]:
             # The engine `tether run` uses: the workspace's config and every standard hook
             # (memory runtime, ceiling guard, handoff), none of which this workflow needs.
             engine = open_engine(db, config=EngineConfig(poll_interval_s=0.5))
+            if trace_heap:
+                tracemalloc.start()
             started, cpu = time.perf_counter(), time.process_time()
             outcome = await engine.start(workflow, {})
             elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+            heap_peak = 0
+            if trace_heap:
+                heap_peak = tracemalloc.get_traced_memory()[1]
+                tracemalloc.stop()
             peak = rss_bytes()
             assert outcome.status == "finished", outcome.error
             count = await db.fetch_value("SELECT count(*) FROM attempts WHERE state = 'finished'")
@@ -149,6 +158,7 @@ async def run_tether(shape: str, n: int, durability: str) -> dict[str, Any]:
         "cpu_seconds": cpu,
         "nodes": expected,
         "rss_growth": peak - before,
+        "heap_peak": heap_peak,
         "pragmas": pragmas,
     }
 
@@ -295,6 +305,11 @@ def child(engine: str, shape: str, n: int, durability: str) -> None:
                 result = asyncio.run(run_tether(shape, size, durability))
             else:
                 result = asyncio.run(run_langgraph(shape, size, durability, engine.split(":")[1]))
+        if engine == "tether":
+            # Python heap at its peak during a second run, traced (slower, so not timed): the
+            # engine's own memory per node, free of the allocator's granularity.
+            traced = asyncio.run(run_tether(shape, n, durability, trace_heap=True))
+            result["heap_peak"] = traced["heap_peak"]
         print(json.dumps(result), flush=True)
     except BaseException:
         import traceback
@@ -354,6 +369,8 @@ def main() -> None:
                         kept["seconds"] = min(kept["seconds"], result["seconds"])
                         kept["cpu_seconds"] = min(kept["cpu_seconds"], result["cpu_seconds"])
                         kept["rss_growth"] = min(kept["rss_growth"], result["rss_growth"])
+                        if "heap_peak" in result:
+                            kept["heap_peak"] = min(kept["heap_peak"], result["heap_peak"])
                 tether = best["tether"]
                 row: dict[str, Any] = {"durability": durability, "shape": shape, "nodes": n}
                 for engine, result in best.items():
@@ -361,22 +378,30 @@ def main() -> None:
                         "ms_per_task": result["seconds"] * 1000 / result["nodes"],
                         "cpu_ms_per_task": result["cpu_seconds"] * 1000 / result["nodes"],
                         "kib_per_node": result["rss_growth"] / 1024 / result["nodes"],
+                        "heap_kib_per_node": result.get("heap_peak", 0) / 1024 / result["nodes"],
                         "pragmas": result["pragmas"],
                     }
                 peers = [row[e]["ms_per_task"] for e in engines if e != "tether"]
                 row["peer_over_tether"] = min(peers) / row["tether"]["ms_per_task"]
+                row["peer_over_tether_cpu"] = (
+                    min(row[e]["cpu_ms_per_task"] for e in engines if e != "tether")
+                    / row["tether"]["cpu_ms_per_task"]
+                )
                 row["load_average"] = load_average()
                 rows.append(row)
                 lg = "  ".join(
-                    f"{e} {row[e]['ms_per_task']:.3f} ms {row[e]['kib_per_node']:.1f} KiB"
+                    f"{e} {row[e]['ms_per_task']:.3f} ms (cpu {row[e]['cpu_ms_per_task']:.3f}) "
+                    f"{row[e]['kib_per_node']:.1f} KiB"
                     for e in engines
                     if e != "tether"
                 )
+                t = row["tether"]
                 print(
-                    f"{durability:<6} {shape:<6} {n:>6}  tether "
-                    f"{row['tether']['ms_per_task']:.3f} ms/task "
-                    f"{row['tether']['kib_per_node']:.1f} KiB/node  |  {lg}  |  "
-                    f"peer/tether {row['peer_over_tether']:.2f}x",
+                    f"{durability:<6} {shape:<6} {n:>6}  tether {t['ms_per_task']:.3f} ms "
+                    f"(cpu {t['cpu_ms_per_task']:.3f}) {t['kib_per_node']:.1f} KiB "
+                    f"(heap {t['heap_kib_per_node']:.1f})  |  {lg}  |  "
+                    f"peer/tether {row['peer_over_tether']:.2f}x "
+                    f"(cpu {row['peer_over_tether_cpu']:.2f}x)  load {row['load_average']}",
                     flush=True,
                 )
                 del tether
@@ -384,8 +409,9 @@ def main() -> None:
     print("\nper-task cost and memory per node, largest size over smallest (target <= 1.5x):")
     for key, values in growth.items():
         print(
-            f"  {key:<24} ms/task {values['ms_per_task']:.2f}x   "
-            f"KiB/node {values['kib_per_node']:.2f}x"
+            f"  {key:<16} ms/task {values['ms_per_task']:.2f}x (cpu "
+            f"{values['cpu_ms_per_task']:.2f}x)   heap KiB/node {values['heap_kib_per_node']:.2f}x"
+            f"   RSS KiB/node {values['rss_kib_per_node']:.2f}x"
         )
     pragmas = sorted({json.dumps(r["tether"]["pragmas"], sort_keys=True) for r in rows})
     print("PRAGMAs verified on every writing connection after each run:")
@@ -434,7 +460,9 @@ def _growth(rows: list[dict[str, Any]], sizes: list[int]) -> dict[str, dict[str,
         a, b = index[(durability, shape, small)], index[(durability, shape, large)]
         growth[f"{durability} {shape}"] = {
             "ms_per_task": b["ms_per_task"] / a["ms_per_task"],
-            "kib_per_node": b["kib_per_node"] / max(a["kib_per_node"], 1e-9),
+            "cpu_ms_per_task": b["cpu_ms_per_task"] / a["cpu_ms_per_task"],
+            "heap_kib_per_node": b["heap_kib_per_node"] / max(a["heap_kib_per_node"], 1e-9),
+            "rss_kib_per_node": b["kib_per_node"] / max(a["kib_per_node"], 1e-9),
         }
     return growth
 
