@@ -152,7 +152,7 @@ class Engine:
             workflow_path=workflow_path,
             owner_id=self.owner_id,
         )
-        return await self._execution(workflow, run, parsed).execute()
+        return await self._execution(workflow, run, parsed).execute(fresh=True)
 
     async def resume(self, workflow: Workflow, run_id: str) -> RunOutcome:
         """Continue ``run_id``: finished nodes keep their outputs, the rest run.
@@ -257,14 +257,18 @@ class ScheduledRun(RunExecution):
 
     # -- the main loop ----------------------------------------------------------------------
 
-    async def execute(self) -> RunOutcome:
-        """Run to the end (finished, failed, cancelled or handed off) and record the outcome."""
-        for node in await self.store.list_nodes(self.run_id):
-            self.prior[(node.node_id, node.iteration)] = node
-            self.known.add((node.node_id, node.iteration))
-        handoffs = await self.store.list_handoffs(to_run_id=self.run_id)
-        if handoffs:
-            self.continuation = handoffs[-1].carried_state
+    async def execute(self, *, fresh: bool = False) -> RunOutcome:
+        """Run to the end (finished, failed, cancelled or handed off) and record the outcome.
+
+        ``fresh``: the run was just created here, so it has no nodes and no handoff to read.
+        """
+        if not fresh:
+            for node in await self.store.list_nodes(self.run_id):
+                self.prior[(node.node_id, node.iteration)] = node
+                self.known.add((node.node_id, node.iteration))
+            handoffs = await self.store.list_handoffs(to_run_id=self.run_id)
+            if handoffs:
+                self.continuation = handoffs[-1].carried_state
         static = [
             (i, 0, "pending", list(self.workflow.tasks[i].depends_on))
             for i in self.top_ids
@@ -272,10 +276,8 @@ class ScheduledRun(RunExecution):
             and not self.workflow.tasks[i].is_fan_out
             and (i, 0) not in self.known
         ]
-        if static:
-            await self.store.upsert_nodes(self.run_id, static)
-            self.known.update((n, 0) for n, *_ in static)
-        await self.store.set_progress(self.run_id, nodes_total=len(self.known))
+        self.known.update((n, 0) for n, *_ in static)
+        await self.store.upsert_nodes(self.run_id, static, nodes_total=len(self.known))
         self.progress("run", None, "running", self.run_id)
         monitor = asyncio.create_task(monitor_run(self))
         try:
@@ -393,8 +395,7 @@ class ScheduledRun(RunExecution):
                 if loop_id not in self.top_outputs and self._start_loop_body(loop_id, new_nodes):
                     changed = True
             if new_nodes:
-                await self.store.upsert_nodes(self.run_id, new_nodes)
-                await self.store.set_progress(self.run_id, nodes_total=len(self.known))
+                await self.store.upsert_nodes(self.run_id, new_nodes, nodes_total=len(self.known))
             self._fill()
             if not changed:
                 return

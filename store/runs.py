@@ -151,9 +151,11 @@ class RunStore(CallLog, MemoryBlockLog):
                 owner_id=owner_id,
                 nodes_total=nodes_total,
             )
+            # Read back in the same transaction: no second trip to the database.
+            return RunRecord.from_row(conn.execute(sql.SELECT_RUN, (run_id,)).fetchone())
 
-        await self.db.run_in_transaction(work)
-        return await self.get_run(run_id)
+        record: RunRecord = await self.db.run_in_transaction(work)
+        return record
 
     def _insert_run(
         self,
@@ -492,14 +494,23 @@ class RunStore(CallLog, MemoryBlockLog):
         await self.db.run_in_transaction(work)
 
     async def upsert_nodes(
-        self, run_id: str, nodes: Sequence[tuple[str, int, str, Sequence[str]]]
+        self,
+        run_id: str,
+        nodes: Sequence[tuple[str, int, str, Sequence[str]]],
+        *,
+        nodes_total: int | None = None,
     ) -> None:
-        """Create many nodes as ``(node_id, iteration, state, depends_on)``, one event each."""
+        """Create many nodes as ``(node_id, iteration, state, depends_on)``, one event each;
+        ``nodes_total`` also sets the run's node count in the same transaction."""
         now = self.now_ms
         params = [self._node_params(now, run_id, n, i, s, depends_on=d) for n, i, s, d in nodes]
 
         def work(conn: sqlite3.Connection) -> Any:
             conn.executemany(sql.UPSERT_NODE, params)
+            if nodes_total is not None:
+                conn.execute(
+                    sql.UPDATE_PROGRESS, _progress_params(run_id, now, nodes_total=nodes_total)
+                )
             self._insert_events(conn, now, [self._node_event(p) for p in params])
 
         await self.db.run_in_transaction(work)
