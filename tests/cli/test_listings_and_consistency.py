@@ -340,3 +340,10 @@ def test_help_lines_match_each_commands_own_help() -> None:
         command = next(c for c in module.COMMANDS if c.name == name)
         full = " ".join((command.help or "").split())
         assert full.startswith(lazy.short_help.removesuffix("...")), name
+
+
+def test_the_more_line_says_where_counting_stopped() -> None:
+    from tui.cli.common import more_line
+
+    assert more_line(12, "runs", 1000) == "… 12 more runs (raise --limit to see them)"
+    assert more_line(1000, "notes", 1000) == "… 1,000+ more notes (raise --limit to see them)"
