@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -64,6 +65,13 @@ def commands(tether: str, workspace: Path) -> dict[str, list[str]]:
     }
 
 
+def _children_cpu_ms() -> float:
+    """CPU time (user + system) of every finished child so far: unlike wall time, it does not
+    count the time a busy machine made the command wait for a core."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
 def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -87,25 +95,38 @@ def main() -> None:
         for argv in cases.values():
             subprocess.run(argv, capture_output=True, check=False, env=env)
         times: dict[str, list[float]] = {name: [] for name in cases}
+        cpu: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(args.rounds):
             for name, argv in cases.items():
+                before = _children_cpu_ms()
                 started = time.perf_counter()
                 done = subprocess.run(argv, capture_output=True, check=False, env=env)
                 times[name].append((time.perf_counter() - started) * 1000)
+                cpu[name].append(_children_cpu_ms() - before)
                 if done.returncode != 0:
                     raise SystemExit(f"{name} failed: {done.stderr.decode()}")
     floor = statistics.median(times["python -c pass"])
+    cpu_floor = statistics.median(cpu["python -c pass"])
     rows = {}
     print(f"CLI start-up, {args.rounds} interleaved rounds; load before {load_before}")
-    print(f"{'command':<22} {'median ms':>10} {'min ms':>8} {'x floor':>8}")
+    print(
+        f"{'command':<22} {'median ms':>10} {'min ms':>8} {'x floor':>8} "
+        f"{'cpu ms':>8} {'cpu x floor':>12}"
+    )
     for name, samples in times.items():
         median = statistics.median(samples)
+        cpu_median = statistics.median(cpu[name])
         rows[name] = {
             "median_ms": round(median, 2),
             "min_ms": round(min(samples), 2),
             "over_floor": round(median / floor, 2),
+            "cpu_median_ms": round(cpu_median, 2),
+            "cpu_over_floor": round(cpu_median / cpu_floor, 2),
         }
-        print(f"{name:<22} {median:>10.1f} {min(samples):>8.1f} {median / floor:>7.2f}x")
+        print(
+            f"{name:<22} {median:>10.1f} {min(samples):>8.1f} {median / floor:>7.2f}x "
+            f"{cpu_median:>8.1f} {cpu_median / cpu_floor:>11.2f}x"
+        )
     load_after = load_average()
     print(f"load after {load_after}; target: memory get, notes add, runs within {TARGET_RATIO}x")
     document = {

@@ -35,7 +35,13 @@ def safe_part(text: str) -> str:
 def _attempt_parts(
     artifacts_root: Path, run_id: str, node_id: str, iteration: int, attempt: int
 ) -> list[str]:
-    parts = [str(artifacts_root), safe_part(run_id), safe_part(node_id)]
+    return _node_parts(
+        os.path.join(str(artifacts_root), safe_part(run_id)), node_id, iteration, attempt
+    )
+
+
+def _node_parts(run_folder: str, node_id: str, iteration: int, attempt: int) -> list[str]:
+    parts = [run_folder, safe_part(node_id)]
     if iteration:
         parts.append(f"iteration-{iteration}")
     parts.append(str(attempt))
@@ -55,6 +61,20 @@ def stream_log_path(
     """Path of an attempt's live stream log (built in one step: one is made per attempt)."""
     parts = _attempt_parts(artifacts_root, run_id, node_id, iteration, attempt)
     return Path(os.path.join(*parts, STREAM_LOG))
+
+
+class AttemptFolders:
+    """Where a run's attempts keep their files, with the run's part of the path worked out
+    once (one stream log path is made per attempt)."""
+
+    def __init__(self, artifacts_root: Path, run_id: str) -> None:
+        self.run_folder = os.path.join(str(artifacts_root), safe_part(run_id))
+
+    def stream_log(self, node_id: str, iteration: int, attempt: int) -> Path:
+        """The attempt's stream log (the same path as :func:`stream_log_path`)."""
+        return Path(
+            os.path.join(*_node_parts(self.run_folder, node_id, iteration, attempt), STREAM_LOG)
+        )
 
 
 class RunArtifacts:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.agents.base import Agent, AgentError, AgentRequest, ModelCall
 from engine.agents.usage import check_usage
-from engine.artifacts import RAW_OUTPUT, stream_log_path
+from engine.artifacts import RAW_OUTPUT
 from engine.pricing import PriceTable
 from engine.prompting import repair_prompt
 from engine.structured import OutputInvalid, to_jsonable, validate_output
@@ -65,7 +65,7 @@ async def run_attempt(
     execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
     calls: list[ModelCall] = []
     simulated = bool(getattr(agent, "simulated", False))
-    prices = execution.config.price_table
+    prices = execution.prices
 
     async def on_call(call: ModelCall) -> None:
         # Agent output is outside input: a bogus count fails the attempt, never the engine.
@@ -95,9 +95,7 @@ async def run_attempt(
             usage = usage + call.usage
         return usage
 
-    stream_path = stream_log_path(
-        execution.artifacts_root, execution.run_id, unit.node_id, unit.iteration, attempt
-    )
+    stream_path = execution.attempt_folders.stream_log(unit.node_id, unit.iteration, attempt)
     request = AgentRequest(
         prompt=prompt,
         run_id=execution.run_id,

@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.agents.base import Agent
 from engine.agents.registry import AgentRegistry
-from engine.artifacts import RunArtifacts
+from engine.artifacts import AttemptFolders, RunArtifacts
 from engine.config import EngineConfig
 from engine.hooks import (
     DispatchContext,
@@ -70,6 +70,8 @@ class RunExecution:
         self.input = parsed
         self.artifacts_root = services.workspace.artifacts_dir
         self.artifacts = RunArtifacts(self.artifacts_root, self.run_id)
+        self.attempt_folders = AttemptFolders(self.artifacts_root, self.run_id)
+        self.prices = services.config.price_table  # built once per run, read by every call
         self.prior: dict[Key, NodeRecord] = {}
         self.outputs: dict[Key, Any] = {}
         self.top_outputs: dict[str, Any] = {}
