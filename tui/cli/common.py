@@ -28,6 +28,10 @@ that ended failed or cancelled (BRIEF section 4)."""
 
 MAX_LIMIT = 100_000
 
+direct_command_finished = False
+"""Set once a :func:`run_direct` command has run to its end (its database closed): the
+console script may then end the process without tearing modules down."""
+
 workspace_option = click.option(
     "--workspace",
     "workspace_dir",
@@ -102,13 +106,17 @@ def run_direct(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
     @wraps(coro_fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        global direct_command_finished
         from store.direct import run_now
 
         try:
             return run_now(coro_fn(*args, **kwargs))
         except TetherError as error:
+            direct_command_finished = True
             fail(str(error), error.exit_code)
             raise AssertionError("unreachable") from error
+        finally:
+            direct_command_finished = True
 
     return wrapper
 
