@@ -46,7 +46,7 @@ def build(folder: Path, counts: dict[str, int]) -> None:
     from store.direct import DirectDatabase, run_now
     from store.workspace import Workspace
 
-    run_now(DirectDatabase.open(Workspace(folder)).close())
+    run_now(DirectDatabase.open_now(Workspace(folder)).close())
     conn = sqlite3.connect(folder / "tether.db", isolation_level=None)
     conn.execute("PRAGMA synchronous = OFF")
     conn.execute("BEGIN")

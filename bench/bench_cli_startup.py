@@ -42,7 +42,7 @@ def seed(workspace: Path) -> None:
     from store.runs import RunStore
     from store.workspace import Workspace
 
-    db = DirectDatabase.open(Workspace(workspace))
+    db = DirectDatabase.open_now(Workspace(workspace))
     memory = MemoryStore(db)
     runs = RunStore(db)
     for i in range(1000):

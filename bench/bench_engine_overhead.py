@@ -84,7 +84,7 @@ async def run_tether(
     from engine.context import TaskContext
     from engine.setup import open_engine
     from engine.workflow import Workflow
-    from store.database import Database
+    from store.database import SqliteDatabase
     from store.run_records import TokenUsage
     from store.workspace import Workspace
 
@@ -108,7 +108,9 @@ async def run_tether(
         return prompt
 
     with tempfile.TemporaryDirectory() as folder:
-        db = await Database.open(Workspace(Path(folder) / ".tether"), durability=durability)
+        db = await SqliteDatabase.open(
+            Workspace(Path(folder) / ".tether"), durability=durability
+        )
         try:
             before = rss_bytes()
             workflow = Workflow(

@@ -1,12 +1,22 @@
-"""Recall + memory-block assembly latency at 10k, 100k and 1M notes, against the reference's
-local recall (a full scan: lower-case substring term counting over every row) in the same run.
+"""Recall + memory-block assembly latency at 10k, 100k and 1M notes: keyword recall (exact
+per-bank BM25) and hybrid recall, against the reference's local recall (a full scan:
+lower-case substring term counting over every row) in the same run, with overlap against exact
+BM25 computed by ``bm25s`` over the bank's live notes.
 
-    /work/venv/bin/python bench/bench_recall.py            # 10k, 100k, 1M (a few minutes)
-    /work/venv/bin/python bench/bench_recall.py --sizes 10000 100000
+    python bench/bench_recall.py                        # 10k, 100k, 1M (several minutes)
+    python bench/bench_recall.py --sizes 10000 100000
 
 Queries: a task-prompt-like sentence (``auto`` recall), a rare-word query and a query made of
-very common words. Notes sit in 10 banks; recall reads one. Prints a table and writes
-``bench/results/bench_recall.json``.
+very common words (which the weak-match guard answers with nothing: every word is in most
+notes of the bank). Notes sit in 10 banks; recall reads one (10% of the notes).
+
+Hybrid: the bank's notes get random unit vectors written straight into ``memory_vectors``
+(embedding a million notes with the real model would take hours here, and the search costs the
+same whatever the vectors hold); the query is embedded by the real model each time, so the
+timing includes the model. Needs the semantic extra; without it only keyword is measured.
+
+Databases are cached under /tmp/tether-bench-recall/. Prints a table and writes
+``bench/results/bench_recall.json`` with the load average.
 """
 
 from __future__ import annotations
@@ -14,30 +24,46 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import platform
+import os
 import random
 import shutil
 import sqlite3
 import statistics
-import tempfile
+import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import bm25s
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_memory_writes import machine
 
 from engine.memory.block import build_block
+from engine.memory.encoder import DIM, MODEL_ID, load_encoder
 from engine.memory.items import RecallItem, RecallRequest
-from engine.memory.recall import LocalRecallBackend
+from engine.memory.recall import KeywordRecallBackend
+from engine.memory.semantic import HybridRecallBackend
+from store.clock import SYSTEM_CLOCK
 from store.database import Database
+from store.schema import SCHEMA_VERSION
+from store.search_policy import index_terms, prompt_terms, weak_terms
 from store.workspace import Workspace
 
 WORDS = [f"w{i}" for i in range(5000)]
 COMMON = ["the", "and", "test", "run", "fix"]
 QUERIES = {
     "task prompt": "Review the flaky test in the parser module and fix the retry budget w17 w4242",
-    "rare words": "w4999 w4998",
+    "rare words": "w120 w121",
     "common words": "the and test run fix",
 }
 BANKS = [f"workflow:bank{i}" for i in range(10)]
+BANK = BANKS[3]
 REPEATS = 40
+CACHE = Path("/tmp/tether-bench-recall")
+RESULTS = Path(__file__).resolve().parent / "results" / "bench_recall.json"
 
 
 def zipf_word(rng: random.Random) -> str:
@@ -58,6 +84,39 @@ def make_rows(count: int, seed: int = 1) -> list[tuple[str, str, str, str, int]]
     return rows
 
 
+async def database_for(count: int) -> Path:
+    folder = CACHE / f"recall-{count}-s{SCHEMA_VERSION}"
+    if not folder.exists():
+        partial = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        print(f"generating {count:,} notes ...", flush=True)
+        await (await Database.open(Workspace(partial))).close()
+        conn = sqlite3.connect(partial / "tether.db", isolation_level=None)
+        conn.execute("PRAGMA synchronous = OFF")
+        rows = make_rows(count)
+        rng = np.random.default_rng(7)
+        for start in range(0, count, 50_000):
+            conn.execute("BEGIN")
+            chunk = rows[start:start + 50_000]
+            conn.executemany(
+                "INSERT INTO notes (id, namespace, body, status, created_at_ms) "
+                "VALUES (?,?,?,?,?)", chunk)
+            vectors = rng.standard_normal((len(chunk), DIM)).astype("<f4")
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            conn.executemany(
+                "INSERT INTO memory_vectors (ref, model, namespace, source_rowid, dim, vector, "
+                "created_at_ms) VALUES (?, ?, ?, ?, ?, ?, 0)",
+                [(f"note:{r[0]}", MODEL_ID, r[1], start + i + 1, DIM, vectors[i].tobytes())
+                 for i, r in enumerate(chunk) if r[1] == BANK])
+            conn.execute("COMMIT")
+        conn.execute("INSERT INTO vector_progress (model, source, mark) VALUES (?, 'note', ?)",
+                     (MODEL_ID, count))
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        partial.rename(folder)
+    return folder
+
+
 def baseline(conn: sqlite3.Connection, namespace: str, query: str) -> list[tuple[str, str]]:
     """The reference's local recall: every row of the bank, substring term counts, sorted."""
     terms = [t for t in query.lower().split() if t]
@@ -74,75 +133,122 @@ def baseline(conn: sqlite3.Connection, namespace: str, query: str) -> list[tuple
     return [(s[2], s[3]) for s in scored[:16]]
 
 
+class ExactReference:
+    """Exact BM25 (bm25s, lucene) of the bank's live notes, any word, with the weak-match
+    guard applied the same way: the floor recall must equal."""
+
+    def __init__(self, rows: list[tuple[str, str]]) -> None:
+        self.ids = [r[0] for r in rows]
+        self.tokens = [index_terms(r[1]) for r in rows]
+        self.retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+        self.retriever.index(self.tokens, show_progress=False)
+        self.sets = [set(t) for t in self.tokens]
+
+    def top(self, query: str, k: int) -> tuple[dict[str, float], float]:
+        terms = [t for t in prompt_terms(query) if t in self.retriever.vocab_dict]
+        if not terms:
+            return {}, 0.0
+        df = {t: sum(1 for s in self.sets if t in s) for t in terms}
+        weak = weak_terms(df, len(self.sets))
+        scores = self.retriever.get_scores(terms)
+        found = {self.ids[i]: float(scores[i]) for i, s in enumerate(self.sets)
+                 if any(t in s and t not in weak for t in terms)}
+        ordered = sorted(found.values(), reverse=True)
+        return found, (ordered[min(k, len(ordered)) - 1] if ordered else 0.0)
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def bench_size(count: int) -> list[dict[str, object]]:
-    folder = Path(tempfile.mkdtemp(prefix="tether-bench-recall-"))
-    db = await Database.open(Workspace(folder / ".tether"))
-    rows = make_rows(count)
-    for start in range(0, count, 50_000):
-        await db.execute_many(
-            "INSERT INTO notes (id, namespace, body, status, created_at_ms) VALUES (?,?,?,?,?)",
-            rows[start : start + 50_000],
-        )
-    backend = LocalRecallBackend(db)
-    raw = sqlite3.connect(folder / ".tether" / "tether.db")
+async def bench_size(count: int, hybrid_on: bool) -> list[dict[str, Any]]:
+    folder = await database_for(count)
+    db = await Database.open(Workspace(folder), create=False, clock=SYSTEM_CLOCK)
+    raw = sqlite3.connect(folder / "tether.db")
+    live = raw.execute("SELECT id, body FROM notes WHERE namespace = ? ORDER BY rowid",
+                       (BANK,)).fetchall()
+    reference = ExactReference(live)
+    keyword = KeywordRecallBackend(db)
+    backends: dict[str, Any] = {"keyword": keyword}
+    encoder = load_encoder() if hybrid_on else None
+    if encoder is not None:
+        backends["hybrid"] = HybridRecallBackend(db, encoder, keyword=keyword)
+    started = time.perf_counter()
+    for backend in backends.values():
+        await backend.recall(RecallRequest((BANK,), "warm up the bank"))
+    warm_s = time.perf_counter() - started
     results = []
     for label, query in QUERIES.items():
-        ours: list[float] = []
+        request = RecallRequest((BANK,), query)
+        times: dict[str, list[float]] = {name: [] for name in backends}
+        items: dict[str, list[str]] = {}
         for _ in range(REPEATS):
-            started = time.perf_counter()
-            result = await backend.recall(RecallRequest((BANKS[3],), query))
-            build_block(result.items, 2048)
-            ours.append((time.perf_counter() - started) * 1000)
+            for name, backend in backends.items():  # interleaved
+                started = time.perf_counter()
+                result = await backend.recall(request)
+                build_block(result.items, 2048)
+                times[name].append((time.perf_counter() - started) * 1000)
+                items[name] = [i.id.removeprefix("note:") for i in result.items]
         base: list[float] = []
         for _ in range(max(3, REPEATS // 8)):
             started = time.perf_counter()
-            found = baseline(raw, BANKS[3], query)
+            found = baseline(raw, BANK, query)
             build_block(
-                [RecallItem(f"note:{i}", "note", BANKS[3], None, b, 1.0) for i, b in found], 2048
+                [RecallItem(f"note:{i}", "note", BANK, None, b, 1.0) for i, b in found], 2048
             )
             base.append((time.perf_counter() - started) * 1000)
-        results.append(
-            {
-                "notes": count,
-                "query": label,
-                "p50_ms": round(statistics.median(ours), 3),
-                "p95_ms": round(pct(ours, 0.95), 3),
-                "baseline_p50_ms": round(statistics.median(base), 3),
-                "baseline_p95_ms": round(pct(base, 0.95), 3),
-            }
-        )
+        exact, kth = reference.top(query, 10)
+        ours = items["keyword"][:10]
+        expected = min(10, len(exact))
+        overlap = (sum(1 for i in ours if exact.get(i, -1.0) >= kth - 1e-4 * abs(kth))
+                   / expected) if expected else (1.0 if not ours else 0.0)
+        row = {
+            "notes": count, "bank notes": len(live), "query": label,
+            "keyword p50 ms": round(statistics.median(times["keyword"]), 3),
+            "keyword p95 ms": round(pct(times["keyword"], 0.95), 3),
+            "keyword hits": len(items["keyword"]),
+            "overlap@10 vs exact bm25": round(min(1.0, overlap), 3),
+            "full scan p50 ms": round(statistics.median(base), 3),
+            "full scan p95 ms": round(pct(base, 0.95), 3),
+            "warm-up s": round(warm_s, 2),
+        }
+        if "hybrid" in times:
+            row["hybrid p50 ms"] = round(statistics.median(times["hybrid"]), 3)
+            row["hybrid p95 ms"] = round(pct(times["hybrid"], 0.95), 3)
+            row["hybrid hits"] = len(items["hybrid"])
+        results.append(row)
+        print(json.dumps(row), flush=True)
     raw.close()
     await db.close()
-    shutil.rmtree(folder, ignore_errors=True)
     return results
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--keyword-only", action="store_true", help="skip hybrid")
     args = parser.parse_args()
+    load_before = os.getloadavg()
     table = []
     for size in args.sizes:
-        table += await bench_size(size)
-    header = ("notes", "query", "p50 ms", "p95 ms", "scan p50", "scan p95")
-    print("{:>9}  {:<13} {:>8} {:>8} {:>9} {:>9}".format(*header))
+        table += await bench_size(size, not args.keyword_only)
+    print(f"{'notes':>9} {'query':<13} {'kw p50':>7} {'kw p95':>7} {'hits':>4} {'ovl':>5} "
+          f"{'hyb p50':>8} {'hyb p95':>8} {'scan p50':>9}")
     for r in table:
-        print(f"{r['notes']:>9}  {r['query']:<13} {r['p50_ms']:>8} {r['p95_ms']:>8} "
-              f"{r['baseline_p50_ms']:>9} {r['baseline_p95_ms']:>9}")
-    out = Path(__file__).parent / "results" / "bench_recall.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "benchmark": "recall + block assembly vs full-scan keyword recall",
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "processor": platform.processor() or platform.machine()},
+        print(f"{r['notes']:>9} {r['query']:<13} {r['keyword p50 ms']:>7} "
+              f"{r['keyword p95 ms']:>7} {r['keyword hits']:>4} "
+              f"{r['overlap@10 vs exact bm25']:>5} {r.get('hybrid p50 ms', '-'):>8} "
+              f"{r.get('hybrid p95 ms', '-'):>8} {r['full scan p50 ms']:>9}")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({
+        "benchmark": "recall + block assembly: keyword and hybrid vs full-scan keyword recall",
+        "machine": machine(),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "results": table,
-    }, indent=2))
-    print(f"wrote {out}")
+    }, indent=2) + "\n")
+    print(f"wrote {RESULTS}; load average {os.getloadavg()}")
 
 
 if __name__ == "__main__":

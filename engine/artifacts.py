@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from store.errors import InvalidInputError
@@ -78,10 +79,22 @@ class AttemptFolders:
 
 
 class RunArtifacts:
-    """Run-level artifact files tasks share: ``ctx.artifacts.write_text("plan.md", text)``."""
+    """Run-level artifact files tasks share: ``ctx.artifacts.write_text("plan.md", text)``.
 
-    def __init__(self, artifacts_root: Path, run_id: str) -> None:
+    On a PostgreSQL workspace the files also live in the database (the run's artifact mirror
+    copies them there), and ``stored`` reads one back by its path inside ``artifacts/``: a run
+    resumed by a worker on another host still reads what the first worker wrote.
+    """
+
+    def __init__(
+        self,
+        artifacts_root: Path,
+        run_id: str,
+        stored: Callable[[str], bytes | None] | None = None,
+    ) -> None:
         self.folder = artifacts_root / safe_part(run_id) / "files"
+        self._prefix = f"{safe_part(run_id)}/files/"
+        self._stored = stored
 
     def path(self, name: str) -> Path:
         """Where artifact ``name`` lives. Names are plain file names (no folders, no '..')."""
@@ -112,12 +125,17 @@ class RunArtifacts:
         return self.read_bytes(name).decode("utf-8")
 
     def read_bytes(self, name: str) -> bytes:
-        """Read a binary artifact."""
+        """Read a binary artifact (from the database when another host wrote it)."""
         target = self.path(name)
-        if not target.exists():
+        if target.exists():
+            return target.read_bytes()
+        stored = self._stored(self._prefix + name) if self._stored is not None else None
+        if stored is None:
             raise InvalidInputError(f"There is no artifact {name!r} in this run.")
-        return target.read_bytes()
+        return stored
 
     def exists(self, name: str) -> bool:
-        """True when artifact ``name`` has been written."""
-        return self.path(name).exists()
+        """True when artifact ``name`` has been written (here or, stored, elsewhere)."""
+        if self.path(name).exists():
+            return True
+        return self._stored is not None and self._stored(self._prefix + name) is not None

@@ -28,6 +28,7 @@ from engine.hooks import (
 from engine.prompting import assemble_prompt
 from engine.units import Key, StopDispatch, Unit
 from engine.workflow import TaskSpec, Workflow
+from store.backend import Database
 from store.clock import Clock
 from store.run_records import NodeRecord, RunRecord, RunRequests
 from store.runs import RunStore
@@ -47,6 +48,7 @@ class EngineServices:
     clock: Clock
     workspace: Workspace
     registry: AgentRegistry
+    db: Database
 
 
 class RunExecution:
@@ -69,7 +71,7 @@ class RunExecution:
         self.run_id = run.run_id
         self.input = parsed
         self.artifacts_root = services.workspace.artifacts_dir
-        self.artifacts = RunArtifacts(self.artifacts_root, self.run_id)
+        self.artifacts = RunArtifacts(self.artifacts_root, self.run_id, self._stored_artifacts())
         self.attempt_folders = AttemptFolders(self.artifacts_root, self.run_id)
         self.prices = services.config.price_table  # built once per run, read by every call
         self.prior: dict[Key, NodeRecord] = {}
@@ -96,6 +98,15 @@ class RunExecution:
         self._bit = {top: index for index, top in enumerate(self.top_ids)}
         self._ancestry: dict[str, int] = {}
         self._ancestry_users = {n: len(self.dependents[n]) + 1 for n in self.top_ids}
+
+    def _stored_artifacts(self) -> Any:
+        """On a PostgreSQL workspace, how a task reads an artifact another host wrote."""
+        if self.services.db.backend != "postgresql":
+            return None
+        from store.artifact_chunks import ArtifactChunks
+
+        db: Any = self.services.db
+        return ArtifactChunks(db).read_whole_now
 
     # -- which outputs a node may read ------------------------------------------------------
 

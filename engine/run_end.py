@@ -30,6 +30,7 @@ async def finish_run(execution: RunExecution) -> RunOutcome:
     """Record how the run ended (status, error or outputs) and return its outcome."""
     outputs = _sink_outputs(execution)
     if execution.lost:
+        # Another process holds the run now (its lease, or it resumed it): write nothing.
         return RunOutcome(execution.run_id, "lost", "Another process took over this run.")
     if execution.cancelled:
         await execution.store.set_run_status(

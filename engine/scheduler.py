@@ -47,7 +47,7 @@ from engine.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.upstream import UpstreamOutputs
 from engine.workflow import TaskSpec, Workflow
 from store.database import Database
-from store.errors import InvalidInputError
+from store.errors import InvalidInputError, LeaseLost
 from store.owners import new_owner_id, owner_is_dead
 from store.run_records import RunRecord
 from store.runs import RunStore
@@ -132,16 +132,23 @@ class Engine:
             clock=self.db.clock,
             workspace=self.db.workspace,
             registry=self.registry_for(workflow),
+            db=self.db,
         )
         return ScheduledRun(services, workflow, run, parsed)
 
     async def start(
-        self, workflow: Workflow, raw_input: Any = None, *, workflow_path: str | None = None
+        self,
+        workflow: Workflow,
+        raw_input: Any = None,
+        *,
+        workflow_path: str | None = None,
+        run_id: str | None = None,
     ) -> RunOutcome:
         """Create a run of ``workflow`` with ``raw_input`` and execute it to the end.
 
         Definition and input errors raise InvalidInputError before anything is written.
         Root prompts are rendered once up front so an empty one fails before the run starts.
+        ``run_id`` names the new run (a caller that shows it before it ends, the dashboard).
         """
         self.prepare(workflow)
         parsed = workflow.parse_input(raw_input)
@@ -151,6 +158,7 @@ class Engine:
             input=to_jsonable(parsed),
             workflow_path=workflow_path,
             owner_id=self.owner_id,
+            run_id=run_id,
         )
         return await self._execution(workflow, run, parsed).execute(fresh=True)
 
@@ -184,6 +192,13 @@ class Engine:
         parsed = workflow.parse_input(run.input)
         claimed = await self.store.claim_run(run_id, self.owner_id)
         return await self._execution(workflow, claimed, parsed).execute()
+
+    async def run_claimed(self, workflow: Workflow, run: RunRecord) -> RunOutcome:
+        """Execute a run this process has just claimed from the queue (``store.queue``): its
+        lease token is registered, so every write is fenced; finished nodes are reused."""
+        self.prepare(workflow)
+        parsed = workflow.parse_input(run.input)
+        return await self._execution(workflow, run, parsed).execute()
 
     async def run_chain(self, workflow: Workflow, outcome: RunOutcome) -> RunOutcome:
         """Follow handoffs: keep executing successor runs until one ends without handing off."""
@@ -280,6 +295,8 @@ class ScheduledRun(RunExecution):
         await self.store.upsert_nodes(self.run_id, static, nodes_total=len(self.known))
         self.progress("run", None, "running", self.run_id)
         monitor = asyncio.create_task(monitor_run(self))
+        mirror = self._artifact_mirror()
+        mirroring = asyncio.create_task(mirror.run()) if mirror is not None else None
         try:
             await self._advance()
             while self.running:
@@ -301,12 +318,31 @@ class ScheduledRun(RunExecution):
             monitor.cancel()
             with contextlib.suppress(BaseException):
                 await monitor
+            if mirroring is not None and mirror is not None:
+                mirroring.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await mirroring
+                with contextlib.suppress(Exception):
+                    await mirror.sync()  # the last lines of every log
         await self.settle_ends()
         drain = getattr(self.hooks.memory, "drain", None)
         if drain is not None:
             # Background retention writes land before the run reports its end.
             await drain()
         return await finish_run(self)
+
+    def _artifact_mirror(self) -> Any:
+        """On a PostgreSQL workspace, what copies this run's artifact files into the
+        database (``engine/artifact_mirror.py``); None on SQLite, where the files are it."""
+        if self.services.db.backend != "postgresql":
+            return None
+        from engine.artifact_mirror import ArtifactMirror
+        from engine.artifacts import safe_part
+        from store.artifact_chunks import ArtifactChunks
+
+        db: Any = self.services.db
+        folder = self.artifacts_root / safe_part(self.run_id)
+        return ArtifactMirror(ArtifactChunks(db), self.artifacts_root, folder)
 
     def _collect(self, unit: Unit, task: asyncio.Task[Any]) -> None:
         if task.cancelled():
@@ -318,6 +354,10 @@ class ScheduledRun(RunExecution):
             self._complete(unit, None)
         elif isinstance(error, StopDispatch):
             pass
+        elif isinstance(error, LeaseLost):
+            # Another worker holds the run now: stop at once and write nothing more.
+            self.lost = True
+            self.cancel_all()
         elif isinstance(error, UnitFailed):
             self.failure = self.failure or str(error)
         else:

@@ -115,7 +115,7 @@ class CallLog(EventLog):
                 )
             self._insert_events(conn, now, events)
 
-        return self.db.submit(work, flush=False)
+        return self._submit((call.run_id for call in calls), work, flush=False)
 
     async def list_calls(self, run_id: str, node_id: str | None = None) -> list[CallRecord]:
         """Calls of a run (or of one node of it), in the order they were recorded."""

@@ -304,6 +304,22 @@ class HandoffChain:
 
 
 @dataclass(frozen=True)
+class WorkerRow:
+    """A ``tether worker`` process as it last reported itself."""
+
+    worker_id: str
+    host: str
+    pid: int
+    started_at_ms: int
+    heartbeat_at_ms: int
+    runs_held: int = 0
+
+    def is_alive(self, now_ms: int) -> bool:
+        """Heartbeat recent enough (a killed worker stops beating)."""
+        return now_ms - self.heartbeat_at_ms <= STALE_AFTER_MS
+
+
+@dataclass(frozen=True)
 class EventRow:
     """One entry of the append-only event log."""
 
@@ -345,6 +361,8 @@ class DashboardReader:
         self.workspace = workspace
         self._data_version: int | None = None
         self.journal_mode = ""
+        self.read_only = False
+        """True when the workspace may only be read (a read-only PostgreSQL role)."""
 
     @classmethod
     async def open(cls, workspace: Workspace) -> DashboardReader:
@@ -354,6 +372,10 @@ class DashboardReader:
             NotFoundError: the workspace has no database yet.
             WorkspaceError: the file is not a usable Tether database.
         """
+        if workspace.is_shared:
+            from store.pg_dashboard import PgDashboardReader
+
+            return await PgDashboardReader.open(workspace)
         path = workspace.database_path
         if not path.exists():
             raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
@@ -480,6 +502,14 @@ class DashboardReader:
             return None
         return str(rows[0][0]), str(rows[0][1]), int(rows[0][2])
 
+    async def workers(self, limit: int = 20) -> list[WorkerRow]:
+        """Workers that have not stopped, most recent heartbeat first (none on a workspace
+        that predates workers)."""
+        try:
+            return _build(WorkerRow, await self._rows(sql.WORKERS_RECENT, (limit,)))
+        except sqlite3.OperationalError:
+            return []
+
     # -- tokens --------------------------------------------------------------------------------
 
     async def usage_by_bucket(
@@ -503,6 +533,11 @@ class DashboardReader:
         else:
             rows = await self._rows(sql.TOP_CALLS_NODE, (run_id, node_id, limit))
         return _call_rows(rows)
+
+    async def recent_calls_of_run(self, run_id: str, limit: int = 300) -> list[CallRow]:
+        """The run's newest ``limit`` calls, oldest first (a bounded series for charts)."""
+        rows = await self._rows(sql.CALLS_OF_RUN_RECENT, (run_id, limit))
+        return list(reversed(_call_rows(rows)))
 
     # -- handoffs ------------------------------------------------------------------------------
 

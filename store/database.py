@@ -27,11 +27,12 @@ import asyncio
 import contextlib
 import dataclasses
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import aiosqlite
 
+from store.backend import Database
 from store.clock import SYSTEM_CLOCK, Clock
 from store.connection import (
     BUSY_TIMEOUT_MS,
@@ -54,7 +55,7 @@ from store.connection import (
 from store.schema import SCHEMA_VERSION
 from store.workspace import Workspace
 
-__all__ = ["BUSY_TIMEOUT_MS", "Database", "Row", "inspect_database_file"]
+__all__ = ["BUSY_TIMEOUT_MS", "Database", "Row", "SqliteDatabase", "inspect_database_file"]
 
 Row = sqlite3.Row
 
@@ -76,8 +77,10 @@ Params = Sequence[Any] | dict[str, Any]
 _split_statements = split_statements  # the name older tests import
 
 
-class Database:
-    """An open workspace database shared by the memory store and the run records."""
+class SqliteDatabase(Database):
+    """A workspace database in one SQLite file (WAL): the embedded default."""
+
+    backend = "sqlite"
 
     def __init__(
         self, conn: aiosqlite.Connection, workspace: Workspace, clock: Clock, durability: str
@@ -103,7 +106,7 @@ class Database:
         create: bool = True,
         clock: Clock = SYSTEM_CLOCK,
         durability: str | None = None,
-    ) -> Database:
+    ) -> SqliteDatabase:
         """Open (and, when ``create`` is true, create and migrate) the workspace database.
 
         ``durability`` overrides the workspace's configured level (``normal`` or ``full``).
@@ -141,12 +144,6 @@ class Database:
             self._direct = None
         await self._conn.close()
 
-    async def __aenter__(self) -> Database:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def writer_pragmas(self) -> dict[str, dict[str, str]]:
         """``journal_mode`` and ``synchronous`` as read back now from every connection of this
         process that writes the workspace (for benchmarks and ``tether doctor``-style checks)."""
@@ -160,16 +157,6 @@ class Database:
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         """Run a query and return every row (the cursor is exhausted, so no snapshot stays open)."""
         return list(await self._conn.execute_fetchall(sql, params))
-
-    async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
-        """Run a query and return its first row, or None."""
-        rows = await self.fetch_all(sql, params)
-        return rows[0] if rows else None
-
-    async def fetch_value(self, sql: str, params: Params = ()) -> Any:
-        """Run a query and return the first column of its first row, or None."""
-        row = await self.fetch_one(sql, params)
-        return None if row is None else row[0]
 
     async def data_version(self) -> int:
         """SQLite's ``PRAGMA data_version``: changes when another connection commits.
@@ -221,15 +208,6 @@ class Database:
         """Wait until every queued write is committed."""
         while self._flusher is not None:
             await asyncio.shield(self._flusher)
-
-    async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one write statement in its own transaction; returns the number of changed rows."""
-        return await self.run_in_transaction(lambda conn: conn.execute(sql, params).rowcount)
-
-    async def execute_many(self, sql: str, rows: Iterable[Params]) -> None:
-        """Run one write statement for many parameter rows in a single transaction."""
-        rows = list(rows)
-        await self.run_in_transaction(lambda conn: conn.executemany(sql, rows))
 
     async def _flush(self) -> None:
         batch: list[_Queued] = []

@@ -1,7 +1,7 @@
 """The workspace database in the calling thread, for the short commands of the command line.
 
 :class:`DirectDatabase` offers the same methods as :class:`store.database.Database` (see
-:mod:`store.database_api`), so the command line calls the very same store methods (and SQL) as
+:mod:`store.backend`), so the command line calls the very same store methods (and SQL) as
 the engine and the dashboard. Its coroutines never wait on anything: each statement runs at once
 in this thread, so :func:`run_now` drives a store call to its end without an event loop, and
 ``tether memory get`` starts without importing asyncio or starting a thread.
@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
+from store.backend import Database, Params
 from store.clock import SYSTEM_CLOCK, Clock
 from store.connection import (
     RETRY_ATTEMPTS,
@@ -29,7 +30,6 @@ from store.connection import (
     migrate,
     run_transaction,
 )
-from store.database_api import Params
 from store.schema import SCHEMA_VERSION
 from store.workspace import Workspace
 
@@ -65,8 +65,10 @@ class _Committed:
         yield  # makes this a generator; never reached
 
 
-class DirectDatabase:
+class DirectDatabase(Database):
     """An open workspace database used from one thread without an event loop."""
+
+    backend = "sqlite"
 
     def __init__(
         self, conn: sqlite3.Connection, workspace: Workspace, clock: Clock, durability: str
@@ -77,7 +79,7 @@ class DirectDatabase:
         self.durability = durability
 
     @classmethod
-    def open(
+    def open_now(
         cls,
         workspace: Workspace,
         *,
@@ -117,16 +119,6 @@ class DirectDatabase:
         """Every row of a query."""
         return self._conn.execute(sql, params).fetchall()
 
-    async def fetch_one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
-        """The first row of a query, or None."""
-        rows = self._conn.execute(sql, params).fetchall()
-        return rows[0] if rows else None
-
-    async def fetch_value(self, sql: str, params: Params = ()) -> Any:
-        """The first column of the first row, or None."""
-        row = await self.fetch_one(sql, params)
-        return None if row is None else row[0]
-
     async def data_version(self) -> int:
         """SQLite's ``PRAGMA data_version``: changes when another connection commits."""
         return int(await self.fetch_value("PRAGMA data_version"))
@@ -147,9 +139,6 @@ class DirectDatabase:
         except Exception as error:
             return _Committed(error=error)
 
-    async def execute(self, sql: str, params: Params = ()) -> int:
-        """One write statement in its own transaction; the number of changed rows."""
-        return await self.run_in_transaction(lambda conn: conn.execute(sql, params).rowcount)
 
 
 def _retry_busy(attempt_fn: Callable[[], T]) -> T:

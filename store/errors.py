@@ -34,3 +34,17 @@ class ConflictError(TetherError):
     """A write contradicts what is stored (for example re-saving a note id with other content)."""
 
     exit_code = 2
+
+
+class LeaseLost(TetherError):
+    """This process no longer holds the run it tried to write: its lease expired and another
+    worker claimed the run (a newer fencing token). Nothing was written. Exit code 3."""
+
+    exit_code = 3
+
+
+class DatabaseUnavailable(TetherError):
+    """The workspace's database server could not complete a request (down, unreachable, the
+    connection dropped). Exit code 3: could not complete."""
+
+    exit_code = 3

@@ -8,27 +8,59 @@ the events describing a write in the same transaction as the write.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
-from store.database_api import DatabaseApi
+from store.backend import Database
+from store.errors import LeaseLost
 from store.json_columns import dump_json
 from store.run_records import EventRecord, NewEvent
 from store.sql import events as sql
+from store.sql import queue as queue_sql
+
+T = TypeVar("T")
 
 MAX_READ_LIMIT = 100_000
 """The most rows one read returns, whatever limit the caller asks for."""
 
 
 class EventLog:
-    """Appends and reads events on an open workspace database (:mod:`store.database_api`)."""
+    """Appends and reads events on an open :class:`~store.database.Database`."""
 
-    def __init__(self, db: DatabaseApi) -> None:
+    def __init__(self, db: Database) -> None:
         self.db = db
 
     @property
     def now_ms(self) -> int:
         return self.db.clock.now_ms()
+
+    async def _write(self, run_ids: Iterable[str | None], work: Callable[[Any], T]) -> T:
+        """Run ``work`` in one transaction, fenced for every run of ``run_ids`` this process
+        holds by lease (:attr:`Database.leases`): the transaction first checks that the run is
+        still held under the same token, and raises :class:`LeaseLost` (writing nothing) if
+        another worker has claimed it since."""
+        return await self._submit(run_ids, work)
+
+    def _submit(
+        self, run_ids: Iterable[str | None], work: Callable[[Any], T], *, flush: bool = True
+    ) -> Awaitable[T]:
+        """:meth:`_write` as a queued write (:meth:`Database.submit`): committed in submission
+        order; await the result to know it is committed."""
+        held = self.db.leases
+        fences = [
+            (run_id, held[run_id])
+            for run_id in dict.fromkeys(run_ids)
+            if run_id is not None and run_id in held
+        ]
+        if not fences:
+            return self.db.submit(work, flush=flush)
+
+        def fenced(conn: Any) -> T:
+            for run_id, token in fences:
+                hold_lease(conn, run_id, token)
+            return work(conn)
+
+        return self.db.submit(fenced, flush=flush)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -57,7 +89,7 @@ class EventLog:
         def work(conn: sqlite3.Connection) -> Any:
             self._insert_events(conn, self.now_ms, events)
 
-        await self.db.run_in_transaction(work)
+        await self._write((e.run_id for e in events), work)
 
     async def append_event(
         self,
@@ -95,3 +127,13 @@ class EventLog:
         else:
             rows = await self.db.fetch_all(sql.RECENT_EVENTS_RUN, (run_id, k))
         return [EventRecord.from_row(r) for r in reversed(rows)]
+
+
+def hold_lease(conn: Any, run_id: str, token: int) -> None:
+    """Inside a write transaction: check (and on PostgreSQL lock) that ``run_id`` is still held
+    under fencing token ``token``; raise :class:`LeaseLost` otherwise."""
+    if conn.execute(queue_sql.HOLD_LEASE, {"run_id": run_id, "token": token}).fetchone() is None:
+        raise LeaseLost(
+            f"Run {run_id} was claimed by another worker (this one's lease expired); "
+            "nothing was written."
+        )

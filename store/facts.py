@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from store.errors import InvalidInputError
 from store.namespaces import Namespace, canonical_namespace, ensure_clean_text, ensure_length
 from store.sql import memory as sql
-from store.sql.paging import MORE_COUNT_CAP, counted
+from store.sql.paging import MORE_COUNT_CAP
 
 if TYPE_CHECKING:
+    from store.backend import Database
     from store.database import Row
-    from store.database_api import DatabaseApi
 
 MAX_KEY_CHARS = 512
 MAX_VALUE_BYTES = 1024 * 1024
@@ -151,7 +151,7 @@ def fact_from_row(row: Row) -> Fact:
 class FactOps:
     """Fact operations of :class:`store.memory.MemoryStore` (needs ``self.db``)."""
 
-    db: DatabaseApi
+    db: Database
 
     async def get_fact(self, namespace: str | Namespace, key: str) -> Fact | None:
         """The live fact at (namespace, key), or None when absent or expired."""
@@ -174,17 +174,17 @@ class FactOps:
     ) -> int:
         """How many live facts :meth:`list_facts` would list with ``limit=upto`` (a capped
         count: a listing says how many it left out)."""
-        query, params = self._facts_query(namespace, upto)
-        return int(await self.db.fetch_value(counted(query), params) or 0)
+        query, params = self._facts_query(namespace, upto, count=True)
+        return int(await self.db.fetch_value(query, params) or 0)
 
     def _facts_query(
-        self, namespace: str | Namespace | None, limit: int | None
+        self, namespace: str | Namespace | None, limit: int | None, *, count: bool = False
     ) -> tuple[str, dict[str, Any]]:
         params: dict[str, Any] = {"now": self.db.clock.now_ms(), "limit": sql.limit_param(limit)}
         if namespace is None:
-            return sql.LIST_ALL_FACTS, params
+            return (sql.COUNT_ALL_FACTS if count else sql.LIST_ALL_FACTS), params
         params["namespace"] = canonical_namespace(namespace)
-        return sql.LIST_FACTS_IN_NAMESPACE, params
+        return (sql.COUNT_FACTS_IN_NAMESPACE if count else sql.LIST_FACTS_IN_NAMESPACE), params
 
     async def count_facts_by_namespace(self) -> dict[str, int]:
         """How many live facts each namespace holds (for the dashboard's namespace list)."""

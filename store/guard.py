@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from store.database_api import DatabaseApi
+from store.backend import Database
 from store.run_records import TokenUsage
 from store.sql import guard as sql
 
@@ -19,7 +19,7 @@ class DispatchState:
     tokens: TokenUsage
 
 
-async def dispatch_state(db: DatabaseApi, run_id: str) -> DispatchState | None:
+async def dispatch_state(db: Database, run_id: str) -> DispatchState | None:
     """The run's dispatch state as committed right now, or None when the run is gone."""
     row = await db.fetch_one(sql.DISPATCH_STATE, (run_id,))
     if row is None:

@@ -15,8 +15,8 @@ Typical use::
 
 from __future__ import annotations
 
+from store.backend import Database
 from store.clock import SYSTEM_CLOCK, Clock
-from store.database_api import DatabaseApi
 from store.facts import Fact, FactOps
 from store.notes import Note, NoteOps, SearchHit
 from store.threads import Message, Thread, ThreadOps
@@ -33,7 +33,7 @@ class MemoryStore(FactOps, ThreadOps, NoteOps):
     :meth:`open` to open the workspace and own the connection.
     """
 
-    def __init__(self, db: DatabaseApi, *, owns_db: bool = False) -> None:
+    def __init__(self, db: Database, *, owns_db: bool = False) -> None:
         self.db = db
         self._owns_db = owns_db
 
@@ -45,8 +45,6 @@ class MemoryStore(FactOps, ThreadOps, NoteOps):
 
         With ``create=False`` a missing workspace raises NotFoundError and nothing is created.
         """
-        from store.database import Database
-
         return cls(await Database.open(workspace, create=create, clock=clock), owns_db=True)
 
     def now_ms(self) -> int:

@@ -85,7 +85,7 @@ class MemoryBlockLog(EventLog):
             )
             return block_id
 
-        return int(await self.db.run_in_transaction(work))
+        return int(await self._write((run_id,), work))
 
     async def get_memory_block(
         self, run_id: str, node_id: str, iteration: int

@@ -14,8 +14,10 @@ read the same:
 uses :func:`validate_namespace`, which also refuses *malformed* input, defined as: an empty
 string or an empty id (``workflow:``); leading or trailing whitespace; control characters
 (Unicode category Cc, which includes NUL, newlines and escape sequences); text that was not
-valid UTF-8 (Python hands such bytes to us as lone surrogates); or more than
-:data:`MAX_NAMESPACE_CHARS` characters.
+valid UTF-8 (Python hands such bytes to us as lone surrogates); more than
+:data:`MAX_NAMESPACE_CHARS` characters; or a prefix before the first ``:`` that is not one of
+the four kinds (``team:x``, ``Workflow:x``: a typo, refused rather than silently stored as the
+global namespace ``team%3Ax``; an id with a colon is written ``global:team:x``).
 """
 
 from __future__ import annotations
@@ -126,12 +128,27 @@ def validate_namespace(text: str) -> Namespace:
     ensure_clean_text(text, "the namespace")
     if text != text.strip():
         raise InvalidInputError("The namespace starts or ends with whitespace.")
+    prefix, colon, _rest = text.partition(":")
+    if colon and prefix not in NAMESPACE_KINDS:
+        raise InvalidInputError(unknown_kind_message(text, prefix))
     namespace = parse_namespace(text)
     if not namespace.id:
         raise InvalidInputError(
             f"The namespace {text!r} has an empty id; use kind:id, e.g. workflow:code-review."
         )
     return namespace
+
+
+def unknown_kind_message(text: str, prefix: str) -> str:
+    """The sentence refusing ``text`` whose ``prefix`` is not a namespace kind."""
+    kinds = ", ".join(NAMESPACE_KINDS[:-1]) + " or " + NAMESPACE_KINDS[-1]
+    hint = ""
+    if prefix.lower() in NAMESPACE_KINDS:
+        hint = f" (kinds are lower-case: {prefix.lower()}:…)"
+    return (
+        f"The namespace {text!r} has the unknown kind {prefix!r}{hint}; the kind is one of "
+        f"{kinds}, e.g. workflow:code-review (an id containing ':' is written global:{text})."
+    )
 
 
 def bank_to_namespace(bank: str) -> Namespace:

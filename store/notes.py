@@ -32,20 +32,19 @@ from store.namespaces import (
 )
 from store.schema import NOTE_STATUSES
 from store.search_policy import (
-    COMMON_DF,
-    RANK_POOL,
-    RECENT_POOL,
-    density_scores,
-    fts_literal,
-    plan_search,
+    MODE_ALL_WORDS,
+    MODE_ANY_WORD,
+    needs_fallback,
+    prompt_terms,
     query_terms,
 )
 from store.sql import memory as sql
-from store.sql.paging import MORE_COUNT_CAP, counted
+from store.sql import term_index as term_sql
+from store.sql.paging import MORE_COUNT_CAP
 
 if TYPE_CHECKING:
+    from store.backend import Database
     from store.database import Row
-    from store.database_api import DatabaseApi
 
 NoteStatus = Literal["pending", "accepted", "rejected"]
 StatusFilter = str | Sequence[str]
@@ -85,10 +84,23 @@ class Note:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """A search result: the note and its BM25 relevance (higher is more relevant)."""
+    """A search result: the note, its BM25 relevance (higher is more relevant), the query
+    terms it holds and the search mode that found it (all words, or the any-word fallback)."""
 
     note: Note
     score: float
+    matched: tuple[str, ...] = ()
+    mode: str = "all words"
+
+
+@dataclass(frozen=True)
+class NoteSearch:
+    """What a note search found and how: ``mode`` says which search answered (all words, the
+    any-word fallback, or both); ``terms`` are the stemmed query terms."""
+
+    hits: list[SearchHit]
+    mode: str
+    terms: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,47 @@ class SupersessionEdge:
     supersedes_id: str
     note_status: str
     target_status: str
+
+
+@dataclass(frozen=True)
+class NoteInput:
+    """One note to save in a batch (:meth:`NoteOps.save_notes`); the fields of
+    :meth:`NoteOps.save_note`, plus an optional creation time (imports keep their dates)."""
+
+    namespace: str
+    body: str
+    id: str | None = None
+    kind: str | None = None
+    tags: tuple[str, ...] = ()
+    author: str | None = None
+    status: str = "accepted"
+    supersedes: tuple[str, ...] = ()
+    created_at_ms: int | None = None
+
+
+def note_params(note: NoteInput) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Validate one batch entry: the INSERT parameters (with a fresh id when none is given)
+    and its supersession targets. Raises InvalidInputError with one sentence."""
+    note_id = validate_label(note.id, "the note id") if note.id else uuid.uuid4().hex[:16]
+    tags = validate_tags(note.tags)
+    created = note.created_at_ms
+    if created is not None and (isinstance(created, bool) or not isinstance(created, int)
+                                or created < 0):
+        raise InvalidInputError("created_at_ms must be a whole number of milliseconds.")
+    params: dict[str, Any] = {
+        "id": note_id,
+        "namespace": canonical_namespace(note.namespace),
+        "body": validate_body(note.body),
+        "kind": None if note.kind is None else validate_label(note.kind, "the note kind"),
+        "tags_json": json.dumps(list(tags), ensure_ascii=False) if tags else None,
+        "author": None if note.author is None else validate_label(note.author, "the note author"),
+        "status": validate_status(note.status),
+        "run_id": None,
+        "node_id": None,
+        "iteration": None,
+        "created_at_ms": created,
+    }
+    return params, validate_supersedes(note_id, note.supersedes)
 
 
 def note_tags(tags_json: str | None) -> tuple[str, ...]:
@@ -207,7 +260,7 @@ def namespace_kind_range(kind: str) -> tuple[str, str]:
 class NoteOps:
     """Note operations of :class:`store.memory.MemoryStore` (needs ``self.db``)."""
 
-    db: DatabaseApi
+    db: Database
 
     async def save_note(
         self,
@@ -270,6 +323,62 @@ class NoteOps:
 
         return await self.db.run_in_transaction(write)
 
+    async def save_notes(self, notes: Sequence[NoteInput]) -> list[str]:
+        """Append many notes (and their supersession edges) in one transaction; returns their
+        ids in order. All or nothing: any invalid entry, a missing or cross-namespace target,
+        or an existing id with different content writes nothing.
+
+        Targets may be notes earlier in the same batch. An id that already exists with the same
+        content is kept as it is (re-importing a file is harmless).
+
+        Raises:
+            InvalidInputError: an invalid entry (the message names its position, from 1).
+            NotFoundError: a superseded id does not exist.
+            ConflictError: an id exists with different content.
+        """
+        prepared = []
+        for position, note in enumerate(notes, start=1):
+            try:
+                prepared.append(note_params(note))
+            except InvalidInputError as error:
+                raise InvalidInputError(f"Note {position}: {error}") from None
+        ids = [params["id"] for params, _ in prepared]
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError("The batch holds the same note id twice.")
+        clock = self.db.clock
+
+        def write(conn: sqlite3.Connection) -> list[str]:
+            now = clock.now_ms()
+            existing = {
+                row[0] for row in conn.execute(sql.EXISTING_NOTE_IDS, {"ids": json.dumps(ids)})
+            }
+            rows = [{**params, "created_at_ms": params["created_at_ms"] or now}
+                    for params, _ in prepared if params["id"] not in existing]
+            conn.executemany(sql.INSERT_NOTE_AT, rows)
+            edges = [
+                {"note_id": params["id"], "supersedes_id": target, "now": now}
+                for params, targets in prepared if params["id"] not in existing
+                for target in targets
+            ]
+            if edges:
+                wanted = sorted({edge["supersedes_id"] for edge in edges})
+                found = dict(conn.execute(sql.NOTE_NAMESPACES, {"ids": json.dumps(wanted)}))
+                for params, targets in prepared:
+                    check_targets(params["namespace"], targets, found)
+                conn.executemany(sql.INSERT_SUPERSESSION, edges)
+            for params, targets in prepared:
+                if params["id"] in existing:
+                    stored = note_from_row(
+                        conn.execute(sql.GET_NOTE, {"id": params["id"]}).fetchone())
+                    stored_targets = tuple(
+                        row[0] for row in conn.execute(sql.SUPERSEDED_IDS, {"id": params["id"]})
+                    )
+                    _check_same_note(stored, stored_targets, params, note_tags(
+                        params["tags_json"]), targets)
+            return ids
+
+        return await self.db.run_in_transaction(write)
+
     async def get_note(self, note_id: str) -> Note | None:
         """The note with this id (any status), or None."""
         row = await self.db.fetch_one(sql.GET_NOTE, {"id": note_id})
@@ -316,7 +425,7 @@ class NoteOps:
         ``limit=upto`` (a capped count: a listing says how many it left out)."""
         where, params = _filter(namespace, None, status, include_superseded, kind)
         params["limit"] = sql.limit_param(upto)
-        return int(await self.db.fetch_value(counted(sql.list_notes_sql(where)), params) or 0)
+        return int(await self.db.fetch_value(sql.count_notes_sql(where), params) or 0)
 
     async def set_note_status(
         self, note_id: str, status: str, *, reason: str | None = None
@@ -385,49 +494,102 @@ class NoteOps:
         include_superseded: bool = False,
         kind: str | None = None,
     ) -> list[SearchHit]:
-        """BM25 search over note bodies, most relevant first, under the default read contract.
+        """The hits of :meth:`search_notes_with_mode` (most relevant first)."""
+        found = await self.search_notes_with_mode(
+            query,
+            namespace=namespace,
+            namespace_kind=namespace_kind,
+            limit=limit,
+            status=status,
+            include_superseded=include_superseded,
+            kind=kind,
+        )
+        return found.hits
 
-        Every word of ``query`` must occur (words are matched literally; see
-        :mod:`store.search_policy`). ``namespace`` or ``namespace_kind`` (workflow, agent, user,
-        global) narrows the scope; ``status``/``include_superseded``/``kind`` widen or narrow
-        the contract as in :meth:`list_notes`. Scope and contract are applied inside the
-        bounded pool of newest matches, so fewer than ``limit`` hits means fewer live matches.
-        Very common words are dropped when rarer words remain; see :mod:`store.search_policy`.
+    async def search_notes_with_mode(
+        self,
+        query: str,
+        *,
+        namespace: str | Namespace | None = None,
+        namespace_kind: str | None = None,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        status: StatusFilter = "accepted",
+        include_superseded: bool = False,
+        kind: str | None = None,
+    ) -> NoteSearch:
+        """Exact BM25 search over note bodies, most relevant first, under the read contract.
+
+        First every word of ``query`` must occur (words are matched as stemmed terms, never as
+        syntax; see :mod:`store.search_policy`). When that finds fewer than ``limit`` notes, the
+        rest are filled by the recall policy: stop words dropped, any remaining word, weak
+        matches refused, questions that merely repeat the query demoted. Each hit says which
+        mode found it. ``namespace`` or ``namespace_kind`` (workflow, agent, user, global)
+        narrows the scope; ``status``/``include_superseded``/``kind`` widen or narrow the
+        contract as in :meth:`list_notes`. BM25's statistics are those of the notes in scope.
         """
+        # numpy is imported on the first search only: `tether notes add` and `memory get` are
+        # called in loops from hooks and scripts, and must start fast.
+        from store.term_index import STATUS_CODES, Scope, demote_echoes, index_for
+
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidInputError(f"The search limit must be from 1 to {MAX_SEARCH_LIMIT}.")
         ensure_clean_text(query, "the search query", allow="\t\n\r")
         terms = query_terms(query)
-        where, params = _filter(namespace, namespace_kind, status, include_superseded, kind)
-        common_df, rank_pool, recent_pool = COMMON_DF, RANK_POOL, RECENT_POOL
+        sentence = prompt_terms(query)
+        exact_ns = None if namespace is None else canonical_namespace(namespace)
+        kind_range = None if namespace_kind is None else namespace_kind_range(namespace_kind)
+        statuses = status_list(status)
+        scope = Scope(
+            tuple(STATUS_CODES[s] for s in (statuses or NOTE_STATUSES)),
+            include_superseded,
+            kind,
+        )
+        index = index_for(self.db)
 
-        def read(conn: sqlite3.Connection) -> list[SearchHit]:
-            # Probes, plan and search in one hop to the database thread.
-            counts = capped_match_counts(conn, terms, common_df + 1)
-            plan = plan_search(terms, counts, common_df=common_df)
-            pool = max(rank_pool if plan.bm25 else recent_pool, limit)
-            query = {**params, "query": plan.match_query, "limit": limit, "pool": pool}
-            rows = conn.execute(sql.search_notes_sql(where, bm25=plan.bm25), query).fetchall()
-            if plan.bm25:
-                return [SearchHit(note_from_row(row), -float(row["bm25"])) for row in rows]
-            notes = [note_from_row(row) for row in rows]
-            scores = density_scores([note.body for note in notes], terms)
-            hits = [SearchHit(note, score) for note, score in zip(notes, scores, strict=True)]
-            # Stable sort: equal scores keep newest-first order.
-            hits.sort(key=lambda hit: hit.score, reverse=True)
-            return hits[:limit]
+        def read(conn: sqlite3.Connection) -> NoteSearch:
+            namespaces = None if exact_ns is None else [exact_ns]
+            ranked = [
+                (item, MODE_ALL_WORDS)
+                for item in index.search(
+                    conn, namespaces, terms, limit=limit, require_all=True, scope=scope,
+                    namespace_range=kind_range,
+                )
+            ]
+            mode = MODE_ALL_WORDS
+            # The query's only word, already required, would find nothing new.
+            adds = not (len(terms) == 1 and sentence == terms)
+            if needs_fallback(len(ranked), limit) and sentence and adds:
+                seen = {item.rowid for item, _ in ranked}
+                more = index.search(
+                    conn, namespaces, sentence, limit=limit + len(seen), require_all=False,
+                    scope=scope, guard=True, echo_text=query, namespace_range=kind_range,
+                )
+                texts = {rowid: str(row["body"]) for rowid, row in
+                         notes_by_rowid(conn, [item.rowid for item in more]).items()}
+                more = demote_echoes(more, sentence, texts)
+                extra = [(item, MODE_ANY_WORD) for item in more if item.rowid not in seen]
+                if extra:
+                    mode = MODE_ANY_WORD if not ranked else f"{MODE_ALL_WORDS} + {MODE_ANY_WORD}"
+                ranked += extra[: limit - len(ranked)]
+            notes = {rowid: note_from_row(row) for rowid, row in
+                     notes_by_rowid(conn, [item.rowid for item, _ in ranked]).items()}
+            hits = [
+                SearchHit(notes[item.rowid], item.score, item.matched, hit_mode)
+                for item, hit_mode in ranked
+                if item.rowid in notes
+            ]
+            return NoteSearch(hits, mode, terms)
 
         return await self.db.run_read(read)
 
 
-def capped_match_counts(
-    conn: sqlite3.Connection, terms: Sequence[str], cap: int
-) -> dict[str, int]:
-    """How many notes contain each term, counted no further than ``cap``: the probe that
-    bounds the cost of very common words (see :mod:`store.search_policy`)."""
-    literals = json.dumps([fts_literal(term) for term in terms])
-    counts = conn.execute(sql.TERM_MATCH_COUNTS_CAPPED, {"literals": literals, "cap": cap})
-    return dict(zip(terms, (int(row[0]) for row in counts), strict=True))
+def notes_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, sqlite3.Row]:
+    """Full note rows (``NOTE_COLUMNS`` then ``rowid``) by rowid: what ranked postings point
+    at."""
+    if not rowids:
+        return {}
+    rows = conn.execute(term_sql.NOTES_BY_ROWID, {"rowids": json.dumps(list(rowids))})
+    return {int(row["rowid"]): row for row in rows}
 
 
 def _filter(

@@ -1,23 +1,28 @@
-"""Recall reads over the workspace database: capped term probes and candidate rows.
+"""Recall reads over the workspace database: ranked notes from the term index and candidate
+facts from the facts' full-text index.
 
-The policy (which terms to search, how to quote them) is :mod:`store.search_policy`; scoring,
-merging and explaining results is ``engine/memory/recall.py``. This module executes the SQL of
-:mod:`store.sql.recall` and decodes rows. Everything one recall needs is read in a single hop to
-the connection's thread (:meth:`Database.run_read`): probe, plan, search notes, search facts.
+The policy (terms, BM25, the weak-match guard, question echo) is :mod:`store.search_policy`;
+the per-bank postings are :mod:`store.term_index`; merging notes and facts and explaining why
+each was picked is ``engine/memory/recall.py``. Everything one recall needs is read in a single
+hop to the connection's thread (:meth:`Database.run_read`).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from store.database_api import DatabaseApi
-from store.notes import capped_match_counts, note_tags
-from store.search_policy import RECALL_COMMON_DF, RECENT_POOL, RecallPlan, match_any, plan_recall
+from store.backend import Database
+from store.notes import note_tags, notes_by_rowid
+from store.search_policy import match_any
 from store.sql import recall as sql
+from store.term_index import LIVE, Ranked, Stats, demote_echoes, index_for
+
+# Facts are few per bank; recall reads at most this many of the newest matching ones.
+FACT_POOL = 200
 
 
 @dataclass(frozen=True)
@@ -31,17 +36,19 @@ class RecallRow:
     value: Any
     tags: tuple[str, ...]
     at_ms: int
+    score: float = 0.0
+    matched: tuple[str, ...] = ()
+    echo: bool = False
 
 
 @dataclass(frozen=True)
 class Candidates:
-    """The term counts, the plan followed, the candidate rows and the note count bound."""
+    """Ranked notes (exact BM25, guard and echo applied), candidate facts, and the statistics
+    of each bank's live notes for the searched terms (to score facts on the same scale)."""
 
-    counts: dict[str, int]
-    plan: RecallPlan
     notes: list[RecallRow] = field(default_factory=list)
     facts: list[RecallRow] = field(default_factory=list)
-    total_notes: int = 0
+    stats: dict[str, Stats] = field(default_factory=dict)
 
 
 def _fact_tags(raw: Any) -> tuple[str, ...]:
@@ -51,7 +58,7 @@ def _fact_tags(raw: Any) -> tuple[str, ...]:
     return ()
 
 
-def _note(row: sqlite3.Row) -> RecallRow:
+def _note(row: sqlite3.Row, ranked: Ranked) -> RecallRow:
     return RecallRow(
         "note",
         str(row["id"]),
@@ -60,6 +67,9 @@ def _note(row: sqlite3.Row) -> RecallRow:
         str(row["body"]),
         note_tags(row["tags_json"]),
         int(row["created_at_ms"]),
+        ranked.score,
+        ranked.matched,
+        ranked.echo,
     )
 
 
@@ -78,56 +88,54 @@ def _fact(row: sqlite3.Row) -> RecallRow:
 
 
 class RecallIndex:
-    """Reads the FTS5 indexes of notes and facts for recall."""
+    """Reads recall candidates: notes through the term index, facts through FTS5."""
 
-    def __init__(self, db: DatabaseApi) -> None:
+    def __init__(self, db: Database) -> None:
         self.db = db
+        self.index = index_for(db)
 
     async def candidates(
         self,
         terms: Sequence[str],
         namespaces: Sequence[str],
         *,
-        tags: Sequence[str] = (),
+        tags: Mapping[str, Sequence[Sequence[str]]] | None = None,
         limit: int,
         now_ms: int,
+        question: str | None = None,
+        words: Sequence[str] = (),
     ) -> Candidates:
-        """Probe each term's note count (up to ``RECALL_COMMON_DF + 1``), plan with
-        :func:`~store.search_policy.plan_recall`, then read the candidate notes (accepted, live,
-        tag-scoped; the best ``limit`` by BM25, or the newest ``RECENT_POOL`` unranked) and live
-        facts (the newest ``RECENT_POOL``) of ``namespaces``."""
+        """The best ``limit`` live notes of ``namespaces`` (tag-scoped per namespace: groups,
+        each met by any one tag) holding any of ``terms`` (each bank
+        ranked with its own statistics; weak-only matches refused; echoes of ``question``
+        demoted) and the newest :data:`FACT_POOL` live facts holding any of ``words`` (the
+        unstemmed words of the query: the facts' FTS5 index stems them itself)."""
         scope = json.dumps(list(namespaces))
-        common_df, pool = RECALL_COMMON_DF, RECENT_POOL
+        index = self.index
 
         def work(conn: sqlite3.Connection) -> Candidates:
-            counts = capped_match_counts(conn, terms, common_df + 1)
-            plan = plan_recall(terms, counts, common_df=common_df)
-            notes: list[RecallRow] = []
-            if plan.note_terms:
-                params: dict[str, Any] = {
-                    "query": match_any(plan.note_terms),
-                    "namespaces": scope,
-                    "limit": limit,
-                    "pool": pool,
-                }
-                if tags:
-                    params["tags"] = json.dumps(list(tags))
-                statement = sql.recall_notes_sql(
-                    with_tags=bool(tags), newest_pool=plan.newest_pool
-                )
-                notes = [_note(r) for r in conn.execute(statement, params)]
+            ranked = index.search(
+                conn, namespaces, terms, limit=limit, require_all=False, tags=tags,
+                per_bank_stats=True, guard=True, echo_text=question,
+            )
+            rows = notes_by_rowid(conn, [item.rowid for item in ranked])
+            if question is not None:
+                texts = {rowid: str(row["body"]) for rowid, row in rows.items()}
+                ranked = demote_echoes(ranked, terms, texts)
+            notes = [_note(rows[r.rowid], r) for r in ranked[:limit] if r.rowid in rows]
+            stats = {
+                ns: bank.stats(terms, bank.mask(LIVE))
+                for ns, bank in ((ns, index.banks[ns]) for ns in namespaces)
+            }
             facts: list[RecallRow] = []
-            if plan.fact_terms:
+            if words:
                 params = {
-                    "query": match_any(plan.fact_terms),
+                    "query": match_any(words),
                     "namespaces": scope,
                     "now": now_ms,
-                    "pool": pool,
+                    "pool": FACT_POOL,
                 }
                 facts = [_fact(r) for r in conn.execute(sql.RECALL_FACTS, params)]
-            total = 0
-            if notes or facts:
-                total = int(conn.execute(sql.APPROXIMATE_NOTE_COUNT).fetchone()[0] or 0)
-            return Candidates(counts, plan, notes, facts, total)
+            return Candidates(notes, facts, stats)
 
         return await self.db.run_read(work)

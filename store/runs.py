@@ -55,8 +55,12 @@ from store.run_records import (
     TokenUsage,
 )
 from store.schema import ATTEMPT_STATES, NODE_STATES, RUN_STATUSES
+from store.sql import queue as queue_sql
 from store.sql import runs as sql
-from store.sql.paging import MORE_COUNT_CAP, counted
+from store.sql.paging import MORE_COUNT_CAP
+
+DEFAULT_LEASE_MS = 30_000
+"""How long a worker's claim on a run lasts without a heartbeat (renewed by each one)."""
 
 
 def new_run_id() -> str:
@@ -108,11 +112,13 @@ def _write_node(conn: sqlite3.Connection, params: Mapping[str, Any]) -> None:
 
 
 class RunStore(CallLog, MemoryBlockLog):
-    """Reads and writes run records on an open workspace database (:mod:`store.database_api`).
+    """Reads and writes run records on an open workspace database (:mod:`store.backend`).
 
     Events, calls and memory blocks come from its bases; runs, nodes, attempts and handoffs are
     here.
     """
+
+    lease_ms = DEFAULT_LEASE_MS
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -227,16 +233,19 @@ class RunStore(CallLog, MemoryBlockLog):
 
     async def count_runs(self, *, status: str | None = None, upto: int = MORE_COUNT_CAP) -> int:
         """How many runs :meth:`list_runs` would list with ``limit=upto`` (a capped count)."""
-        query, params = self._runs_query(status, upto)
-        return int(await self.db.fetch_value(counted(query), params) or 0)
+        query, params = self._runs_query(status, upto, count=True)
+        return int(await self.db.fetch_value(query, params) or 0)
 
-    def _runs_query(self, status: str | None, limit: int) -> tuple[str, tuple[Any, ...]]:
+    def _runs_query(
+        self, status: str | None, limit: int, *, count: bool = False
+    ) -> tuple[str, tuple[Any, ...]]:
         if status is None:
-            return sql.LIST_RUNS, (limit,)
+            return (sql.COUNT_RUNS if count else sql.LIST_RUNS), (limit,)
         if status == "stale":
-            return sql.LIST_STALE_RUNS, (self.now_ms - STALE_AFTER_MS, limit)
+            query = sql.COUNT_STALE_RUNS if count else sql.LIST_STALE_RUNS
+            return query, (self.now_ms - STALE_AFTER_MS, limit)
         _check(status, (*RUN_STATUSES, "stale"), "run status")
-        return sql.LIST_RUNS_BY_STATUS, (status, limit)
+        return (sql.COUNT_RUNS_BY_STATUS if count else sql.LIST_RUNS_BY_STATUS), (status, limit)
 
     async def child_runs(self, run_id: str) -> list[RunRecord]:
         """Runs that continue ``run_id`` (handoff successors), oldest first."""
@@ -273,7 +282,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 payload["error"] = error
             self._insert_events(conn, now, [NewEvent("run.status", run_id, payload=payload)])
 
-        await self.db.run_in_transaction(work)
+        await self._write((run_id,), work)
 
     async def claim_run(self, run_id: str, owner_id: str) -> RunRecord:
         """Take over a run for (re)execution: status running, new owner, fresh heartbeat.
@@ -312,8 +321,14 @@ class RunStore(CallLog, MemoryBlockLog):
         heartbeat is not a state change.
         """
 
+        token = self.db.leases.get(run_id)
+
         def work(conn: sqlite3.Connection) -> Any:
             params = {"run_id": run_id, "now": self.now_ms, "owner_id": owner_id}
+            if token is not None and owner_id is not None:
+                # A leased run: renewing the heartbeat renews the lease, under its token.
+                lease = {**params, "token": token, "lease_ms": self.lease_ms}
+                return conn.execute(queue_sql.RENEW_LEASE, lease).rowcount > 0
             statement = sql.UPDATE_HEARTBEAT if owner_id is None else sql.UPDATE_HEARTBEAT_FENCED
             cursor = conn.execute(statement, params)
             return cursor.rowcount > 0
@@ -371,10 +386,10 @@ class RunStore(CallLog, MemoryBlockLog):
         self, run_id: str, *, nodes_done: int | None = None, nodes_total: int | None = None
     ) -> None:
         """Update the run's done/total node counters shown in run lists."""
-        await self.db.execute(
-            sql.UPDATE_PROGRESS,
-            _progress_params(run_id, self.now_ms, nodes_done=nodes_done, nodes_total=nodes_total),
+        params = _progress_params(
+            run_id, self.now_ms, nodes_done=nodes_done, nodes_total=nodes_total
         )
+        await self._write((run_id,), lambda conn: conn.execute(sql.UPDATE_PROGRESS, params))
 
     async def delete_run(self, run_id: str) -> None:
         """Delete a run that is not running, with every row that belongs to it.
@@ -491,7 +506,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 )
             self._insert_events(conn, params["now"], [self._node_event(params)])
 
-        await self.db.run_in_transaction(work)
+        await self._write((run_id,), work)
 
     async def upsert_nodes(
         self,
@@ -513,7 +528,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 )
             self._insert_events(conn, now, [self._node_event(p) for p in params])
 
-        await self.db.run_in_transaction(work)
+        await self._write((run_id,), work)
 
     async def list_nodes(self, run_id: str) -> list[NodeRecord]:
         """Every node (every iteration) of a run, in start order."""
@@ -583,6 +598,7 @@ class RunStore(CallLog, MemoryBlockLog):
                     "prompt": prompt,
                     "cached": int(cached),
                     "owner_id": owner_id,
+                    "lease_token": self.db.leases.get(run_id),
                     "now": now,
                 },
             )
@@ -602,7 +618,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 ],
             )
 
-        await self.db.submit(work, flush=False)
+        await self._submit((run_id,), work, flush=False)
 
     def finish_attempt(
         self,
@@ -691,7 +707,7 @@ class RunStore(CallLog, MemoryBlockLog):
             row = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,)).fetchone()
             return None if row is None else RunRequests(row[0], row[1], row[2])
 
-        return self.db.submit(work)
+        return self._submit((run_id,), work)
 
     def _abandon(self, conn: sqlite3.Connection, run_id: str, now: int) -> int:
         running = conn.execute(sql.SELECT_RUNNING_ATTEMPTS, (run_id,)).fetchall()
@@ -772,7 +788,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 tokens_at_handoff,
             )
 
-        return await self.db.run_in_transaction(work)
+        return await self._write((from_run_id,), work)
 
     def _insert_handoff(
         self,
@@ -884,7 +900,7 @@ class RunStore(CallLog, MemoryBlockLog):
             )
             return handoff_id
 
-        handoff_id = int(await self.db.run_in_transaction(work))
+        handoff_id = int(await self._write((from_run_id,), work))
         return await self.get_run(new_id), handoff_id
 
     async def list_handoffs(

@@ -347,14 +347,127 @@ UPDATE attempts SET unpriced_calls = (
 );
 """
 
+_MIGRATION_RECALL = """
+-- Stemming: both full-text indexes are rebuilt with FTS5's porter stemmer over unicode61, so
+-- "opening" finds "opened" (store/porter.py stems the Python side identically).
+DROP TABLE notes_fts_vocab;
+DROP TRIGGER notes_fts_insert;
+DROP TRIGGER notes_fts_delete;
+DROP TABLE notes_fts;
+CREATE VIRTUAL TABLE notes_fts USING fts5 (
+    body,
+    content = 'notes',
+    content_rowid = 'rowid',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
+    INSERT INTO notes_fts (rowid, body) VALUES (new.rowid, new.body);
+END;
+CREATE TRIGGER notes_fts_delete AFTER DELETE ON notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, body) VALUES ('delete', old.rowid, old.body);
+END;
+INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
+CREATE VIRTUAL TABLE notes_fts_vocab USING fts5vocab ('notes_fts', 'row');
+
+DROP TRIGGER facts_fts_insert;
+DROP TRIGGER facts_fts_update;
+DROP TRIGGER facts_fts_delete;
+DROP TABLE facts_fts;
+CREATE VIRTUAL TABLE facts_fts USING fts5 (
+    namespace UNINDEXED,
+    key,
+    value,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO facts_fts (rowid, namespace, key, value)
+    SELECT rowid, namespace, key, value_json FROM facts;
+CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_fts (rowid, namespace, key, value)
+    VALUES (new.rowid, new.namespace, new.key, new.value_json);
+END;
+CREATE TRIGGER facts_fts_update AFTER UPDATE ON facts BEGIN
+    DELETE FROM facts_fts WHERE rowid = old.rowid;
+    INSERT INTO facts_fts (rowid, namespace, key, value)
+    VALUES (new.rowid, new.namespace, new.key, new.value_json);
+END;
+CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+    DELETE FROM facts_fts WHERE rowid = old.rowid;
+END;
+
+-- Notes whose liveness (accepted, not superseded by an accepted note) may have changed after
+-- they were inserted: a status decision on them or on a note superseding them, or a new edge.
+-- In-memory term indexes (store/term_index.py) read this log's tail; new notes they find by
+-- rowid (notes are append-only).
+CREATE TABLE note_changes (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    note_rowid  INTEGER NOT NULL
+);
+CREATE TRIGGER note_changes_status AFTER UPDATE OF status ON notes BEGIN
+    INSERT INTO note_changes (note_rowid) VALUES (new.rowid);
+    INSERT INTO note_changes (note_rowid)
+        SELECT t.rowid FROM note_supersessions s JOIN notes t ON t.id = s.supersedes_id
+        WHERE s.note_id = new.id;
+END;
+CREATE TRIGGER note_changes_edge AFTER INSERT ON note_supersessions BEGIN
+    INSERT INTO note_changes (note_rowid)
+        SELECT rowid FROM notes WHERE id = new.supersedes_id;
+END;
+CREATE TRIGGER note_changes_delete AFTER DELETE ON notes BEGIN
+    INSERT INTO note_changes (note_rowid) VALUES (old.rowid);
+END;
+
+-- Semantic recall: one embedding per note or fact and model (little-endian float32), written
+-- in the background when the record is written and by `tether memory reindex`.
+CREATE TABLE memory_vectors (
+    ref            TEXT    NOT NULL,
+    model          TEXT    NOT NULL,
+    namespace      TEXT    NOT NULL,
+    source_rowid   INTEGER NOT NULL,
+    dim            INTEGER NOT NULL,
+    vector         BLOB    NOT NULL,
+    created_at_ms  INTEGER NOT NULL,
+    PRIMARY KEY (model, ref)
+);
+CREATE INDEX memory_vectors_namespace_idx ON memory_vectors (model, namespace);
+-- How far each model's embedder got: notes by rowid (append-only), facts by update time.
+CREATE TABLE vector_progress (
+    model       TEXT    NOT NULL,
+    source      TEXT    NOT NULL CHECK (source IN ('note', 'fact')),
+    mark        INTEGER NOT NULL,
+    PRIMARY KEY (model, source)
+);
+"""
+
+# Queued runs, leases and workers (``tether run --queue``, ``tether worker``): a worker claims
+# a queued run, holds it by a lease its heartbeat renews, and writes under a fencing token that
+# goes up by one at every claim, so a worker that lost its lease can no longer write the run.
+_MIGRATION_QUEUE = """
+ALTER TABLE runs ADD COLUMN queued_at_ms INTEGER;
+ALTER TABLE runs ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN lease_expires_at_ms INTEGER;
+CREATE INDEX runs_queue_idx ON runs (status, queued_at_ms) WHERE queued_at_ms IS NOT NULL;
+ALTER TABLE attempts ADD COLUMN lease_token INTEGER;
+CREATE TABLE workers (
+    worker_id        TEXT PRIMARY KEY,
+    host             TEXT    NOT NULL,
+    pid              INTEGER NOT NULL,
+    started_at_ms    INTEGER NOT NULL,
+    heartbeat_at_ms  INTEGER NOT NULL,
+    runs_held        INTEGER NOT NULL DEFAULT 0,
+    stopped_at_ms    INTEGER
+);
+"""
+
 # Two indexes no query reads: every node and run update rewrote their pages (about a fifth of
 # the pages a finished node's commit wrote), for nothing.
-_MIGRATION_3 = """
+_MIGRATION_UNREAD_INDEXES = """
 DROP INDEX IF EXISTS nodes_updated_idx;
 DROP INDEX IF EXISTS runs_updated_idx;
 """
 
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_MIGRATION_1, _MIGRATION_2, _MIGRATION_3)
+MIGRATIONS: tuple[str, ...] = (
+    _MIGRATION_1, _MIGRATION_2, _MIGRATION_RECALL, _MIGRATION_QUEUE, _MIGRATION_UNREAD_INDEXES
+)
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,33 +1,28 @@
-"""Pure search policy shared by note search and recall: turning user text into safe FTS5
-queries, choosing which words are worth searching, and scoring pools of matches.
+"""Pure search policy shared by note search and recall (and by any other backend, such as a
+PostgreSQL one, that must rank the same way): turning text into index terms, BM25 with the
+statistics of the searched bank, the weak-match guard, question echo, the sentence fallback of
+note search, and fusing keyword and semantic rankings.
 
-Two readers use it, both over the ``notes_fts`` index (the SQL runs in their I/O shells):
+Two readers use it, both over the live notes of a scope (accepted and not superseded by an
+accepted note):
 
-* ``tether notes search`` (:meth:`store.notes.NoteStore.search_notes`) matches notes holding
-  *every* word the person typed (:func:`match_all`) and plans with :func:`plan_search`;
-* the memory runtime's recall (:mod:`store.recall`, ``engine/memory/recall.py``) uses a whole
-  task prompt as its query, so it skips stop words (:func:`prompt_terms`), matches notes and
-  facts holding *any* chosen word (:func:`match_any`) and plans with :func:`plan_recall`.
+* ``tether notes search`` (:meth:`store.notes.NoteOps.search_notes`) first matches notes
+  holding *every* typed word (:data:`MODE_ALL_WORDS`); when that finds fewer than the limit it
+  falls back to the recall policy (:data:`MODE_ANY_WORD`: stop words dropped, any word, weak
+  matches refused), so a question typed as a sentence still finds its answer;
+* recall (``engine/memory/recall.py``) uses a whole task prompt as its query: stop words are
+  skipped (:func:`prompt_terms`), a note holding *any* term is a candidate, and a candidate
+  matched only by weak words (:func:`weak_terms`) is never admitted: an empty block is better
+  than a block of noise.
 
-Safety: user text is split into words and every word is written as an FTS5 string literal
-(``"word"``, inner ``"`` doubled). Operators (``AND``, ``OR``, ``NOT``, ``NEAR``), column filters
-(``body:``), prefix stars and parentheses in the text are therefore only ever words or
-separators, never syntax.
+Terms are what the full-text index stores: words split like FTS5's ``unicode61`` tokenizer,
+folded (lower case, accents removed: ``remove_diacritics 2``) and stemmed by FTS5's Porter rules
+(:mod:`store.porter`), so ``opening`` finds ``opened`` on both sides.
 
-Speed (measured in ``bench/bench_note_search.py`` and ``bench/bench_recall.py``; the numbers
-there explain the constants):
-
-* FTS5's ``bm25()`` first counts every note containing each query word, a walk of that word's
-  whole posting list: cheap for rare words, tens of milliseconds for a word in most of a
-  million notes. (``notes_fts_vocab`` has the same cost: it counts by walking, too.) So each
-  word is first *probed*: its matches are counted only up to one more than the reader's
-  common-word threshold, which bounds the probe. A word above the threshold is *common*
-  (:func:`split_common`).
-* Common words are dropped when at least one rarer word remains (they carry almost no BM25
-  weight anyway; stop-word practice).
-* A query made only of common words matches most notes, where BM25 cannot tell them apart
-  (inverse document frequency is near zero): only the newest :data:`RECENT_POOL` matches are
-  read and scored here (:func:`density_scores`, :func:`bm25`).
+Ranking is exact Okapi BM25 (:func:`idf`, :func:`bm25_weight`) with the statistics of the
+scope searched: a bank's own note count, average length and document frequencies. Words are
+never judged rare or common by counts over other banks. The arithmetic over postings lives in
+:mod:`store.term_index`; these functions define it.
 """
 
 from __future__ import annotations
@@ -35,41 +30,43 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from store.errors import InvalidInputError
+from store.porter import stem
 
-# More words than this add nothing to a query and only cost probes.
+# More words than this add nothing to a typed query.
 MAX_QUERY_TERMS = 16
-# Pools: ranked and unranked reads look at this many of the newest matches at most.
-# Note search ranks with SQLite's bm25() over at most RANK_POOL of the newest matches.
-RANK_POOL = 500
-# Queries of only common words (and recall's broad any-word queries) score this many of the
-# newest matches in Python.
-RECENT_POOL = 200
-
-# Note search: a word in more notes than this is common. All words must match, so a common
-# word beside a rare one costs little; only an all-common query needs the recent pool.
-COMMON_DF = 20_000
-# Recall: a word in more notes than this is common. Any word may match, so every searched word
-# adds its whole match list to the candidates: the threshold is far lower than note search's.
-RECALL_COMMON_DF = 1_000
-# Recall searches at most this many of the rarest words...
-MAX_RECALL_TERMS = 8
-# ...or, when every word is common, the first few of them over the recent pool.
-ALL_COMMON_RECALL_TERMS = 3
-# Recall lets SQLite rank every match only when the chosen words match at most this many notes
-# in all; otherwise it scores the recent pool in Python.
-RANK_ALL_MAX_DOCS = 2_000
+# A task prompt is longer; recall scores up to this many of its distinct content words.
+MAX_PROMPT_TERMS = 48
 
 # BM25's usual constants.
 BM25_K1 = 1.2
 BM25_B = 0.75
-# Only the start of a long text is tokenized when scoring in Python.
-SCORED_CHARS = 8_192
 
-# Function words carry no topic; recall drops them from prompts before probing (a probe each).
+# The weak-match guard: a term is weak in a scope when it occurs in more than this share of its
+# live notes (a speaker's name, a date every note carries, "test" in a bank of test notes)...
+WEAK_TERM_SHARE = 0.2
+# ...and in more than this many notes (so a handful of notes in a tiny bank are not all weak).
+WEAK_MIN_NOTES = 5
+
+# Question echo: a note that is itself a question sharing at least this share of the query's
+# terms repeats the question rather than answering it; its score is multiplied by the penalty.
+ECHO_SHARE = 0.5
+ECHO_PENALTY = 0.25
+
+# Note search modes (shown by the CLI and the dashboard: which one answered).
+MODE_ALL_WORDS = "all words"
+MODE_ANY_WORD = "any word"
+
+# Hybrid recall: the weight of each ranking in the fused score (normalised score fusion, chosen
+# over reciprocal-rank fusion on the dev set: bench/bench_recall_quality.py --sweep), and the
+# reciprocal-rank constant for RRF.
+KEYWORD_WEIGHT = 0.5
+SEMANTIC_WEIGHT = 1.0
+RRF_K = 60
+
+# Function words carry no topic; recall and the sentence fallback drop them.
 _STOP_WORDS_TEXT = (
     "a about above after again all also am an and any are as at be because been before "
     "being below between both but by can could did do does doing down during each few for "
@@ -82,7 +79,7 @@ _STOP_WORDS_TEXT = (
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 # FTS5's unicode61 tokenizer keeps letters, numbers and private-use characters; everything
-# else separates words. This pattern is the same split for the purpose of counting terms.
+# else separates words. This pattern is the same split.
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -91,52 +88,71 @@ _WORD = re.compile(r"[^\W_]+")
 
 def fold(word: str) -> str:
     """Lower-case ``word`` and drop its accents, like ``unicode61 remove_diacritics 2``."""
-    if word.isascii():  # no accents to drop: the common case, for every word of a prompt
+    if word.isascii():  # no accents to drop: the common case
         return word.lower()
     decomposed = unicodedata.normalize("NFD", word.lower())
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
-def scored_words(text: str) -> list[str]:
-    """The folded words of the start of ``text`` (:data:`SCORED_CHARS`), as the index has them.
-
-    Folding the whole text at once is the same as folding each word, and cheaper (this runs for
-    every candidate scored in Python).
-    """
-    return _WORD.findall(fold(text[:SCORED_CHARS]))
+def index_terms(text: str) -> list[str]:
+    """Every term of ``text`` in order, as the porter full-text index stores it."""
+    return [stem(word) for word in _WORD.findall(fold(text.replace("\x00", " ")))]
 
 
-def _distinct_terms(text: str, keep: Callable[[str], bool]) -> tuple[str, ...]:
+def _distinct_terms(
+    text: str, keep: Callable[[str], bool], limit: int
+) -> tuple[str, ...]:
     terms: list[str] = []
-    for word in _WORD.findall(text.replace("\x00", " ")):
-        term = fold(word)
-        if term and keep(term) and term not in terms:
+    for word in _WORD.findall(fold(text.replace("\x00", " "))):
+        if not keep(word):
+            continue
+        term = stem(word)
+        if term not in terms:
             terms.append(term)
-            if len(terms) == MAX_QUERY_TERMS:
+            if len(terms) == limit:
                 break
     return tuple(terms)
 
 
 def query_terms(text: str) -> tuple[str, ...]:
-    """The distinct words of a typed query as the index stores them (case- and accent-folded),
-    in order of first appearance, at most :data:`MAX_QUERY_TERMS`.
+    """The distinct terms of a typed query (folded and stemmed like the index), in order of
+    first appearance, at most :data:`MAX_QUERY_TERMS`.
 
     Raises:
         InvalidInputError: the text holds no word at all.
     """
-    terms = _distinct_terms(text, lambda term: True)
+    terms = _distinct_terms(text, lambda word: True, MAX_QUERY_TERMS)
     if not terms:
         raise InvalidInputError("The search query has no words to look for.")
     return terms
 
 
-def prompt_terms(text: str) -> tuple[str, ...]:
-    """Like :func:`query_terms` for a whole task prompt: stop words and one-character words are
-    skipped, and a prompt with no word left gives no terms (recall then finds nothing)."""
-    return _distinct_terms(text, lambda term: len(term) > 1 and term not in STOP_WORDS)
+def is_content_word(word: str) -> bool:
+    """A folded word worth searching for in a sentence: not a stop word, not one letter."""
+    return len(word) > 1 and word not in STOP_WORDS
 
 
-# -- FTS5 queries ----------------------------------------------------------------------------
+def prompt_terms(text: str, limit: int = MAX_PROMPT_TERMS) -> tuple[str, ...]:
+    """Like :func:`query_terms` for a sentence or a whole task prompt: stop words and
+    one-character words are skipped (before stemming), and a text with no word left gives no
+    terms (recall then finds nothing)."""
+    return _distinct_terms(text, is_content_word, limit)
+
+
+def prompt_words(text: str, limit: int = MAX_PROMPT_TERMS) -> tuple[str, ...]:
+    """The distinct folded content words of ``text`` before stemming: what an FTS5 query over
+    a porter index is written with (FTS5 stems query words itself; a stem stemmed again can
+    change, ``agreed`` -> ``agre`` -> ``agr``)."""
+    words: list[str] = []
+    for word in _WORD.findall(fold(text.replace("\x00", " "))):
+        if is_content_word(word) and word not in words:
+            words.append(word)
+            if len(words) == limit:
+                break
+    return tuple(words)
+
+
+# -- FTS5 queries (facts, and the benchmarks' exact reference) -------------------------------
 
 
 def fts_literal(term: str) -> str:
@@ -154,130 +170,96 @@ def match_any(terms: Sequence[str]) -> str:
     return " OR ".join(fts_literal(term) for term in terms)
 
 
-# -- plans -----------------------------------------------------------------------------------
-
-
-def split_common(
-    terms: Sequence[str], capped_counts: Mapping[str, int], common_df: int
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(kept, common)``: the terms matching at most ``common_df`` notes and the others, each
-    in the given order.
-
-    ``capped_counts`` maps terms to match counts probed up to ``common_df + 1``. A missing term
-    counts as rare: the probe only chooses a strategy, so a tokenizer difference can never hide
-    results.
-    """
-    common = tuple(term for term in terms if capped_counts.get(term, 0) > common_df)
-    return tuple(term for term in terms if term not in common), common
-
-
-@dataclass(frozen=True)
-class SearchPlan:
-    """How to run one note search.
-
-    ``match_query`` is the FTS5 query; ``dropped`` are common words left out of it; with
-    ``bm25`` false the query held only common words and is ranked by :func:`density_scores`.
-    """
-
-    terms: tuple[str, ...]
-    match_query: str
-    dropped: tuple[str, ...]
-    bm25: bool
-
-
-def plan_search(
-    terms: Sequence[str],
-    capped_counts: Mapping[str, int],
-    *,
-    common_df: int = COMMON_DF,
-) -> SearchPlan:
-    """Choose the words a note search matches (all of them) and how it ranks, from each word's
-    match count probed up to ``common_df + 1``: common words are dropped while a rarer one
-    remains; a query of only common words keeps them all and is ranked by density."""
-    kept, common = split_common(terms, capped_counts, common_df)
-    if kept:
-        return SearchPlan(tuple(terms), match_all(kept), common, bm25=True)
-    return SearchPlan(tuple(terms), match_all(terms), (), bm25=False)
-
-
-@dataclass(frozen=True)
-class RecallPlan:
-    """What one recall searches once the term counts are known.
-
-    ``note_terms`` empty skips notes; with ``newest_pool`` only the newest :data:`RECENT_POOL`
-    matches are read (scored in Python) instead of SQLite's ``bm25()`` best; ``fact_terms``
-    empty skips facts; ``dropped`` are the common words left out, in query order.
-    """
-
-    note_terms: tuple[str, ...]
-    newest_pool: bool
-    fact_terms: tuple[str, ...]
-    dropped: tuple[str, ...] = ()
-
-
-def plan_recall(
-    terms: Sequence[str],
-    capped_counts: Mapping[str, int],
-    *,
-    common_df: int = RECALL_COMMON_DF,
-    max_terms: int = MAX_RECALL_TERMS,
-) -> RecallPlan:
-    """Pick the most informative recall terms, rarest first, from match counts probed up to
-    ``common_df + 1``.
-
-    Notes: terms no note contains are left out (they cannot match a note); common terms are
-    dropped when rarer ones exist, and SQLite ranks every match only while the chosen terms
-    match at most :data:`RANK_ALL_MAX_DOCS` notes. When every term is common, the first
-    :data:`ALL_COMMON_RECALL_TERMS` (in query order) are searched over the newest pool.
-    Facts, which are few and have no counts of their own, are searched for the chosen terms
-    plus any that no note contains (a fact key may be the only place a word appears).
-    """
-    counts = {term: capped_counts.get(term, 0) for term in terms}
-    order = {term: index for index, term in enumerate(terms)}
-    present = sorted((t for t in terms if counts[t] > 0), key=lambda t: (counts[t], order[t]))
-    rare, common = split_common(present, counts, common_df)
-    if rare:
-        chosen = tuple(rare[:max_terms])
-        newest_pool = sum(counts[t] for t in chosen) > RANK_ALL_MAX_DOCS
-        dropped = common
-    elif present:
-        chosen, newest_pool = tuple(present[:ALL_COMMON_RECALL_TERMS]), True
-        dropped = tuple(present[ALL_COMMON_RECALL_TERMS:])
-    else:
-        chosen, newest_pool, dropped = (), False, ()
-    unmatched = (t for t in terms if counts[t] == 0)
-    fact_terms = tuple(dict.fromkeys((*chosen, *unmatched)))[:max_terms]
-    in_query_order = tuple(t for t in terms if t in dropped)
-    return RecallPlan(chosen, newest_pool, fact_terms, in_query_order)
-
-
 # -- scores ----------------------------------------------------------------------------------
 
 
 def idf(df: int, total_docs: int) -> float:
-    """BM25's inverse document frequency (never negative)."""
-    df = max(1, df)
+    """BM25's inverse document frequency in its non-negative form (Lucene's):
+    ``ln(1 + (N - df + 0.5) / (df + 0.5))``."""
+    df = max(0, df)
     return math.log(1 + (max(total_docs, df) - df + 0.5) / (df + 0.5))
+
+
+def length_norm(length: float, average_length: float) -> float:
+    """BM25's document-length normalisation ``k1 * (1 - b + b * len / avg)``."""
+    return BM25_K1 * (1 - BM25_B + BM25_B * length / max(average_length, 1e-9))
+
+
+def bm25_weight(tf: float, length: float, average_length: float) -> float:
+    """The term-frequency part of one term's BM25 contribution (multiply by its idf)."""
+    return tf * (BM25_K1 + 1) / (tf + length_norm(length, average_length))
 
 
 def bm25(doc: Sequence[str], weights: Mapping[str, float], average_length: float) -> float:
     """Okapi BM25 of one tokenised document; ``weights`` maps each term to its :func:`idf`."""
-    length_norm = 1 - BM25_B + BM25_B * (len(doc) / max(average_length, 1.0))
     score = 0.0
     for term, weight in weights.items():
         tf = doc.count(term)
         if tf:
-            score += weight * tf * (BM25_K1 + 1) / (tf + BM25_K1 * length_norm)
+            score += weight * bm25_weight(tf, len(doc), average_length)
     return score
 
 
-def density_scores(bodies: Sequence[str], terms: Sequence[str]) -> list[float]:
-    """BM25's term-frequency part for ``terms`` in each body (every term weighs 1: no inverse
-    document frequency), with the average length taken over ``bodies`` themselves.
+# -- the weak-match guard, question echo, the sentence fallback ------------------------------
 
-    Used to order matches of common-word queries, where every word occurs in most notes.
-    """
-    docs = [scored_words(body) for body in bodies]
-    average = sum(len(doc) for doc in docs) / max(1, len(docs))
-    weights = dict.fromkeys(terms, 1.0)
-    return [bm25(doc, weights, average) for doc in docs]
+
+def weak_terms(doc_counts: Mapping[str, int], live_notes: int) -> frozenset[str]:
+    """The terms that occur in so large a share of a scope's live notes that a match on them
+    alone says nothing (see :data:`WEAK_TERM_SHARE`)."""
+    bound = max(WEAK_MIN_NOTES, WEAK_TERM_SHARE * live_notes)
+    return frozenset(term for term, df in doc_counts.items() if df > bound)
+
+
+def admitted(matched: Iterable[str], weak: frozenset[str]) -> bool:
+    """True when a candidate matched at least one term that is not weak."""
+    return any(term not in weak for term in matched)
+
+
+def is_question_echo(terms: Sequence[str], matched: Iterable[str], text: str) -> bool:
+    """True when ``text`` is a question that repeats most of the query's terms: it restates
+    what was asked and must not outrank a note that answers it."""
+    if not terms or "?" not in text:
+        return False
+    shared = len(set(matched) & set(terms))
+    return shared >= max(2, math.ceil(ECHO_SHARE * len(terms)))
+
+
+def needs_fallback(found: int, limit: int) -> bool:
+    """Note search falls back to the any-word policy when all words found fewer than asked."""
+    return found < limit
+
+
+# -- hybrid ----------------------------------------------------------------------------------
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]],
+    weights: Sequence[float] | None = None,
+    k: int = RRF_K,
+) -> dict[str, float]:
+    """Weighted reciprocal-rank fusion: each id scores ``sum(w / (k + rank))`` over the
+    rankings it appears in (rank counted from 1)."""
+    weights = weights or [1.0] * len(rankings)
+    fused: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for rank, key in enumerate(ranking, start=1):
+            fused[key] = fused.get(key, 0.0) + weight / (k + rank)
+    return fused
+
+
+def normalised_fusion(
+    scores: Sequence[Mapping[str, float]],
+    weights: Sequence[float] | None = None,
+) -> dict[str, float]:
+    """Weighted sum of min-max normalised scores (an id missing from a ranking adds 0)."""
+    weights = weights or [1.0] * len(scores)
+    fused: dict[str, float] = {}
+    for ranking, weight in zip(scores, weights, strict=True):
+        if not ranking:
+            continue
+        low, high = min(ranking.values()), max(ranking.values())
+        span = high - low
+        for key, value in ranking.items():
+            share = (value - low) / span if span > 0 else 1.0
+            fused[key] = fused.get(key, 0.0) + weight * share
+    return fused

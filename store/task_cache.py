@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from store.database_api import DatabaseApi
+from store.backend import Database
 from store.sql import task_cache as sql
 
 
@@ -31,7 +31,7 @@ class CacheEntry:
 class TaskCache:
     """Access to the ``task_cache`` table."""
 
-    def __init__(self, db: DatabaseApi) -> None:
+    def __init__(self, db: Database) -> None:
         self.db = db
 
     async def get(self, cache_key: str) -> CacheEntry | None:

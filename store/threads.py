@@ -23,8 +23,8 @@ from store.namespaces import Namespace, canonical_namespace, ensure_clean_text
 from store.sql import memory as sql
 
 if TYPE_CHECKING:
+    from store.backend import Database
     from store.database import Row
-    from store.database_api import DatabaseApi
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def _delete_messages(conn: sqlite3.Connection, rows: list[dict[str, str]]) -> in
 class ThreadOps:
     """Thread and message operations of :class:`store.memory.MemoryStore` (needs ``self.db``)."""
 
-    db: DatabaseApi
+    db: Database
 
     async def create_thread(
         self,

@@ -23,7 +23,9 @@ from textual.screen import Screen
 
 from store.clock import SYSTEM_CLOCK, Clock
 from store.dashboard import DashboardReader, RunRow
+from store.errors import DatabaseUnavailable
 from store.workspace import Workspace
+from tui.actions.read_only import read_only
 from tui.commands import RunsProvider
 from tui.format import ago, literal
 from tui.screens.base import LiveScreen
@@ -32,10 +34,12 @@ from tui.screens.memory import MemoryScreen
 from tui.screens.run_detail import RunDetailScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.tokens import TokensScreen
-from tui.tailing import Batch, WorkspaceTailer, wake_ups
+from tui.tailing import Batch, WorkspaceTailer
 
 TICK_S = 1.0
 """How often the status line and time-dependent cells (elapsed, stale) are redrawn."""
+HISTORY_DEPTH = 20
+"""How many earlier views escape can walk back through."""
 WARM_GAP_S = 0.05
 """Pause before building each unvisited view in the background (input is handled first)."""
 
@@ -53,11 +57,12 @@ class TetherApp(App[None]):
     }
     DEFAULT_MODE = "runs"
     COMMANDS = App.COMMANDS | {RunsProvider}
+    # The view keys are on the tab line at the top; the footer keeps its width for the rest.
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("1", "show_view('runs')", "Runs"),
-        Binding("2", "show_view('tokens')", "Tokens"),
-        Binding("3", "show_view('memory')", "Memory"),
-        Binding("4", "show_view('handoffs')", "Handoffs"),
+        Binding("1", "show_view('runs')", "Runs", show=False),
+        Binding("2", "show_view('tokens')", "Tokens", show=False),
+        Binding("3", "show_view('memory')", "Memory", show=False),
+        Binding("4", "show_view('handoffs')", "Handoffs", show=False),
         Binding("p", "toggle_pause", "Pause"),
         Binding("q", "request_quit", "Quit"),
     ]
@@ -97,6 +102,8 @@ class TetherApp(App[None]):
         self.selected_node_id: str | None = None
         self.selected_iteration: int | None = None
         self.token_scope = "workspace"
+        self.history: list[str] = []
+        """Views shown before the current one (escape goes back through them)."""
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()
@@ -134,7 +141,7 @@ class TetherApp(App[None]):
             await host.close()
 
     async def _watch_loop(self) -> None:
-        async for _ in wake_ups(self.workspace, self._stop):
+        async for _ in self.tailer.wake_ups(self._stop):
             self._wake.set()
 
     async def _tail_loop(self) -> None:
@@ -155,7 +162,7 @@ class TetherApp(App[None]):
         async with self._lock:
             try:
                 batch = await self.tailer.poll()
-            except sqlite3.Error as error:
+            except (sqlite3.Error, DatabaseUnavailable) as error:
                 self.read_problem = f"reading the workspace failed: {error}; retrying"
                 return None
             self.read_problem = None
@@ -180,7 +187,7 @@ class TetherApp(App[None]):
             screen.update_chrome()  # freshness, crumb, and the keys that apply now
         except NoMatches:
             return  # the screen was closed while it was reading
-        except sqlite3.Error as error:
+        except (sqlite3.Error, DatabaseUnavailable) as error:
             self.read_problem = f"reading the workspace failed: {error}; retrying"
             return
         if not self._warm_started:
@@ -268,6 +275,9 @@ class TetherApp(App[None]):
             line.append("❚❚ paused  ", style="bold yellow")
         elif self.reader is None:
             line.append("○ waiting  ", style="yellow")
+        elif self.tailer.link_state == "reconnecting":
+            # Never a stale "live": the listening connection to the database is down.
+            line.append("◌ reconnecting  ", style="bold yellow")
         else:
             line.append("● live  ", style="bold green")
         problem = self.read_problem or self.tailer.problem
@@ -280,7 +290,12 @@ class TetherApp(App[None]):
         line.append(f" · last change {ago(now, self.changed_at_ms)}")
         line.append(f" · event #{self.tailer.last_seq}")
         line.append(" · workspace ")
-        line.append_text(literal(self.workspace.root.name or str(self.workspace.root)))
+        if self.workspace.is_shared:
+            line.append_text(literal(self.workspace.describe()))  # never shows a password
+        else:
+            line.append_text(literal(self.workspace.root.name or str(self.workspace.root)))
+        if read_only(self):
+            line.append(" · read-only", style="bold cyan")
         if self.engine is not None:
             line.append(" ")
             line.append("· embedded engine", style="cyan")
@@ -302,16 +317,17 @@ class TetherApp(App[None]):
         self.selected_run_id = run_id
 
     def open_run(self, run_id: str) -> None:
-        """Show a run's detail screen in the Runs view."""
+        """Show a run's detail screen in the Runs view; escape returns to where it was opened."""
         self.run_worker(self._open_run(run_id), group="navigate", exclusive=True)
 
     async def _open_run(self, run_id: str) -> None:
         self.select(run_id=run_id)
-        if self.current_mode != "runs":
+        origin = self.current_mode
+        if origin != "runs":
             await self.switch_mode("runs")
         while len(self.screen_stack) > 1 and not isinstance(self.screen, RunsScreen):
             await self.pop_screen()
-        await self.push_screen(RunDetailScreen(run_id))
+        await self.push_screen(RunDetailScreen(run_id, came_from=origin))
 
     def show_tokens(self, scope: str) -> None:
         """Switch to the Tokens view with ``scope`` (workspace, run or node)."""
@@ -319,9 +335,32 @@ class TetherApp(App[None]):
         self.run_worker(self.action_show_view("tokens"), group="navigate", exclusive=True)
 
     async def action_show_view(self, mode: str) -> None:
-        """Switch to a top-level view."""
+        """Switch to a top-level view; the view left is remembered for escape."""
         if mode != self.current_mode:
+            self.history.append(self.current_mode)
+            del self.history[:-HISTORY_DEPTH]
             await self.switch_mode(mode)
+
+    def can_go_back(self) -> bool:
+        """Whether escape has somewhere to go (a run's detail, or an earlier view)."""
+        return isinstance(self.screen, RunDetailScreen) or bool(self.history)
+
+    def go_back(self) -> None:
+        """Escape: close a run's detail (back to the view it was opened from), else return to
+        the view shown before this one."""
+        self.run_worker(self._go_back(), group="navigate", exclusive=True)
+
+    async def _go_back(self) -> None:
+        screen = self.screen
+        if isinstance(screen, RunDetailScreen):
+            await self.pop_screen()
+            if screen.came_from != "runs" and screen.came_from in self.MODES:
+                if self.history and self.history[-1] == screen.came_from:
+                    self.history.pop()
+                await self.switch_mode(screen.came_from)
+            return
+        if self.history:
+            await self.switch_mode(self.history.pop())
 
     async def action_toggle_pause(self) -> None:
         """Pause or resume live updates (polling and collecting continue while paused)."""

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-if TYPE_CHECKING:
-    from tui.app import TetherApp
+from tui.app_api import DashboardApp, dashboard
 
 
 class RunsProvider(Provider):
     """Open any run the dashboard has listed, by id, workflow or status."""
 
     @property
-    def _tether(self) -> TetherApp:
-        from tui.app import TetherApp
-
-        app = self.app
-        assert isinstance(app, TetherApp)
-        return app
+    def _tether(self) -> DashboardApp:
+        return dashboard(self.app)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)

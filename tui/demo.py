@@ -26,6 +26,9 @@ from store.errors import TetherError
 from store.memory import MemoryStore
 from store.runs import RunStore
 from store.workspace import Workspace
+from tui.demo_plan import DEMO_PLAN, DemoStep
+from tui.format import plural
+from tui.run_control import host_for
 
 DEFAULT_DEMO_DIR = "tether-demo"
 DEMO_LATENCY_MS = "2000"
@@ -34,30 +37,6 @@ DEMO_FAILURE_RATE = "0.12"
 """Chance a simulated attempt fails, so retries show up (``TETHER_SIM_FAILURE_RATE`` wins)."""
 DEMO_MIN_RETRIES = 2
 """Every demo task retries at least this often, so injected failures show as retries."""
-
-
-
-@dataclass(frozen=True)
-class DemoStep:
-    """One run the demo starts: which example, with what input, how many seconds in."""
-
-    example: str
-    input: Any = None
-    start_after_s: float = 0.0
-
-
-DEMO_PLAN: tuple[DemoStep, ...] = (
-    DemoStep("fanout_review.py", {"files": ["api.py", "store.py", "cli.py", "auth.py"]}, 0.0),
-    DemoStep("code_review.py", {"change": "retry flaky pytest fixtures"}, 2.0),
-    DemoStep("incident_runbook.py", {"incident": "queue backlog after deploy"}, 5.0),
-    DemoStep("context_handoff.py", {"goal": "migrate the test suite to pytest"}, 8.0),
-    # Recalls what the first review retained: its prompt starts with a memory block.
-    DemoStep("code_review.py", {"change": "speed up pytest fixtures"}, 22.0),
-    # Same input as the first fan-out: its cached "plan" task is a cache hit.
-    DemoStep("fanout_review.py", {"files": ["api.py", "store.py", "cli.py", "auth.py"]}, 32.0),
-    DemoStep("incident_runbook.py", {"incident": "disk full on the ingest workers"}, 42.0),
-)
-
 
 @dataclass
 class DemoResult:
@@ -180,7 +159,8 @@ async def summary_lines(workspace: Workspace, result: DemoResult) -> list[str]:
                 f"{retries:>7} {hits:>10}"
             )
         lines.append("")
-        lines.append(f"{len(handoffs)} handoff(s); {len(pending)} note proposal(s) pending review.")
+        lines.append(f"{plural(len(handoffs), 'handoff')}; "
+                     f"{plural(len(pending), 'note proposal')} pending review.")
         for problem in result.problems:
             lines.append(f"problem: {problem}")
         lines.append("Open the dashboard on it: tether tui --workspace " + str(workspace.root))
@@ -195,8 +175,6 @@ async def live_demo(app: Any) -> DemoResult:
     The engine writes through the app's writable connection (:mod:`tui.run_control`), so the
     dashboard's own actions and the demo's runs share one short-transaction writer.
     """
-    from tui.run_control import host_for
-
     # The dashboard's embedded engine: quitting while these runs are active asks first.
     engine = await host_for(app).engine()
     app.engine = engine

@@ -98,3 +98,8 @@ def status_text(status: str) -> Text:
     text.append(f"{STATUS_GLYPHS.get(status, '?')} ", style=style)
     text.append_text(literal(status, style))
     return text
+
+
+def plural(count: int, noun: str, plural_noun: str = "") -> str:
+    """``1 run``, ``2 runs``, ``0 runs`` (``plural_noun`` for irregular words)."""
+    return f"{count} {noun if count == 1 else (plural_noun or noun + 's')}"

@@ -35,8 +35,9 @@ from store.database import Database
 from store.errors import InvalidInputError, TetherError
 from store.memory import MemoryStore
 from store.run_records import RunRecord
-from store.runs import RunStore
+from store.runs import RunStore, new_run_id
 from store.workspace import Workspace
+from tui.demo_plan import DEMO_PLAN
 
 RECENT_RUNS_SCANNED = 500
 """How many recent runs are looked at for workflow files run in this workspace."""
@@ -102,8 +103,6 @@ def workflow_files(examples_dir: Path, recorded: Iterable[str | None]) -> list[P
 
 def suggested_inputs() -> dict[str, Any]:
     """Example inputs by example file name (the demo's plan), so a launch starts filled in."""
-    from tui.demo import DEMO_PLAN
-
     inputs: dict[str, Any] = {}
     for step in DEMO_PLAN:
         inputs.setdefault(step.example, step.input)
@@ -199,22 +198,40 @@ class EngineHost:
         if self.on_problem is not None:
             self.on_problem(message)
 
-    async def launch(
-        self, known: KnownWorkflow, value: Any
-    ) -> asyncio.Task[RunOutcome | None]:
-        """Start a run of ``known`` with ``value`` in the embedded engine; it follows handoffs.
+    async def launch(self, known: KnownWorkflow, value: Any) -> str:
+        """Start a run of ``known`` with ``value`` in the embedded engine (it follows handoffs);
+        returns the new run's id, so the dashboard can put the cursor on it.
 
         The input is validated first (InvalidInputError, nothing written).
         """
         known.workflow.parse_input(value)
         engine = await self.engine()
         workflow = known.workflow
+        run_id = new_run_id()
 
         async def run() -> RunOutcome:
-            outcome = await engine.start(workflow, value, workflow_path=str(known.path))
+            outcome = await engine.start(workflow, value, workflow_path=str(known.path),
+                                         run_id=run_id)
             return await engine.run_chain(workflow, outcome)
 
-        return self._spawn(run())
+        self._spawn(run())
+        return run_id
+
+    @property
+    def queues_runs(self) -> bool:
+        """True on a PostgreSQL workspace: launching queues the run for ``tether worker``."""
+        return self.workspace.is_shared
+
+    async def enqueue(self, known: KnownWorkflow, value: Any) -> RunRecord:
+        """Queue a run of ``known`` with ``value`` for any worker (validated first: an
+        InvalidInputError writes nothing)."""
+        from engine.structured import to_jsonable
+        from store.queue import RunQueue
+
+        parsed = known.workflow.parse_input(value)
+        return await RunQueue(await self.database(create=True)).enqueue(
+            known.workflow.name, input=to_jsonable(parsed), workflow_path=str(known.path)
+        )
 
     async def resume(self, run_id: str) -> asyncio.Task[RunOutcome | None]:
         """Continue ``run_id`` (stale, failed, cancelled or pending) in the embedded engine.

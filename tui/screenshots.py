@@ -4,8 +4,11 @@
 
 It creates a fresh demo workspace in a temporary folder, runs the demo workflows in the
 embedded engine (faster than the interactive demo), and saves an SVG of each view while the
-runs are moving: Runs, a run's inspector on a node with a recalled memory block, Tokens,
-Memory (on a pending proposal), the note review screen, Handoffs.
+runs are moving: Runs (with the selected run's chart), a run's workflow graph, a run's
+inspector on a node with a recalled memory block, Tokens, Memory (on a pending proposal), the
+note review screen, Handoffs. Then it serves the same workspace with ``tether serve`` and saves
+``browser.png``: the dashboard in headless Chromium (skipped, with a message, when Chromium or
+playwright is not installed).
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from store.workspace import Workspace
 from tui import demo
 from tui.app import TetherApp
 from tui.screens.run_detail import RunDetailScreen
+from tui.widgets.keyed_table import KeyedTable
 
-SIZE = (150, 44)
+SIZE = (160, 46)
 
 
 async def _until(
@@ -47,7 +51,12 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
     app = TetherApp(workspace, background=[demo.live_demo])
     saved: list[Path] = []
 
-    def save(name: str) -> None:
+    async def save(name: str) -> None:
+        # The footer recomposes a beat after the keys change: never capture it half drawn.
+        for _ in range(30):
+            if app.screen.query("FooterKey"):
+                break
+            await pilot.pause(0.1)
         path = out / f"{name}.svg"
         svg = app.export_screenshot(title=f"tether — {name}")
         # Rich writes each styled run as its own <text>; without xml:space="preserve" renderers
@@ -65,11 +74,21 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
 
         await _until(pilot, runs_moving, 30)
         await pilot.pause(3.0)
-        save("runs")
+        await save("runs")
 
         async def has_block() -> bool:
             reader = app.reader
             return reader is not None and await reader.latest_memory_block_node() is not None
+
+        fan_out = next((run for run in app.known_runs.values()
+                        if run.workflow == "fanout-review"), None)
+        if fan_out is not None:
+            app.open_run(fan_out.run_id)
+            await _until(pilot, _detail_ready(app), 10)
+            await pilot.pause(2.0)
+            await save("run_graph")
+            await pilot.press("escape")
+            await pilot.pause(0.5)
 
         await _until(pilot, has_block, 30)
         reader = app.reader
@@ -80,24 +99,25 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
             await pilot.pause(1.0)
             screen = app.screen
             if isinstance(screen, RunDetailScreen):
-                screen.query_one("#nodes-table").select_key(f"{node_key}#{iteration}")  # type: ignore[attr-defined]
+                screen.action_toggle_graph()  # the node table
+                screen.query_one("#nodes-table", KeyedTable).select_key(f"{node_key}#{iteration}")
                 await pilot.pause(0.5)
-                screen.query_one(TabbedContent).active = "tab-memory"
+                screen.query_one("#inspector", TabbedContent).active = "tab-memory"
                 await pilot.pause(0.5)
-                save("run_detail")
+                await save("run_detail")
                 app.select(run_id=run_id)
                 await pilot.press("escape")
         await pilot.pause(8.0)
         app.show_tokens("run")
         await pilot.pause(1.5)
-        save("tokens")
+        await save("tokens")
         await pilot.press("3")
         await pilot.pause(1.0)
         await _show_proposal(app, pilot)
-        save("memory")
+        await save("memory")
         await pilot.press("enter")  # the review screen: the proposal beside what it supersedes
         await pilot.pause(1.0)
-        save("review")
+        await save("review")
         await pilot.press("escape")
         await pilot.pause(0.5)
 
@@ -108,8 +128,35 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
         await _until(pilot, has_handoff, 40)
         await pilot.press("4")
         await pilot.pause(1.0)
-        save("handoffs")
+        await save("handoffs")
     return saved
+
+
+def _detail_ready(app: TetherApp) -> Callable[[], Awaitable[bool]]:
+    async def ready() -> bool:
+        screen = app.screen
+        return isinstance(screen, RunDetailScreen) and bool(screen.nodes)
+
+    return ready
+
+
+async def browser_screenshot(workspace: Workspace, out: Path) -> Path | None:
+    """``browser.png``: the dashboard served by ``tether serve`` in headless Chromium."""
+    from tui.browser import Step, chromium_path, drive, served
+
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        print("browser.png skipped: playwright is not installed (pip install '.[test]')")
+        return None
+    if chromium_path() is None:
+        print("browser.png skipped: Chromium is not installed (apt-get install chromium)")
+        return None
+    path = out / "browser.png"
+    async with served(workspace.root) as url:
+        await drive(url, [Step(None, "runs shown"), Step("ArrowDown", "Selected run")], path,
+                    viewport=(1800, 960))
+    return path
 
 
 async def _show_proposal(app: TetherApp, pilot: Pilot[None]) -> None:
@@ -148,8 +195,10 @@ def main() -> None:
     os.environ.setdefault("TETHER_SIM_LATENCY_MS", "300")
     demo.tune_agents(live=True)
     with tempfile.TemporaryDirectory(prefix="tether-shots-") as folder:
-        saved = asyncio.run(capture(Workspace(Path(folder) / "demo"), out))
-    for path in saved + (to_png(saved) if args.png else []):
+        workspace = Workspace(Path(folder) / "demo")
+        saved = asyncio.run(capture(workspace, out))
+        browser = asyncio.run(browser_screenshot(workspace, out))
+    for path in saved + (to_png(saved) if args.png else []) + ([browser] if browser else []):
         print(path)
 
 

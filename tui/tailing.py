@@ -9,6 +9,11 @@ Design (``reference/textual-and-tailing.md`` §3.4):
   debounced) and wakes the poller as soon as a commit lands; a slow timer keeps polling in case
   the file system does not report WAL writes (macOS);
 - :class:`FileTail` follows an artifact log by byte offset, reading only what was appended.
+
+On a PostgreSQL workspace there is no file to watch: :meth:`WorkspaceTailer.wake_ups` listens on
+the workspace's channel (``store/listen.py``, one notification per committed write), and a poll
+only queries when a notification arrived; while the listening connection is down the status
+says "reconnecting" and polls fall back to querying on the slow timer.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from store.dashboard import DashboardReader, EventRow
 from store.errors import NotFoundError, TetherError
@@ -56,6 +62,10 @@ class WorkspaceTailer:
         self.last_seq = 0
         self.problem: str | None = None
         self._inode: int | None = None
+        self.link_state = ""
+        """For a PostgreSQL workspace: "live" while listening, "reconnecting" while the
+        listening connection is down (polls then query on every tick); empty otherwise."""
+        self._notified = True
 
     async def open(self) -> bool:
         """Open the reader if the database exists; False while it does not (yet)."""
@@ -64,7 +74,7 @@ class WorkspaceTailer:
         try:
             self.reader = await DashboardReader.open(self.workspace)
         except NotFoundError:
-            self.problem = f"waiting for a workspace at {self.workspace.root}"
+            self.problem = f"waiting for a workspace at {self.workspace.describe()}"
             return False
         except TetherError as error:
             self.problem = str(error)
@@ -97,15 +107,55 @@ class WorkspaceTailer:
             self._inode = inode
         return inode != self._inode
 
+    async def wake_ups(self, stop: asyncio.Event) -> AsyncIterator[None]:
+        """Yield once per burst of commits: file events for SQLite, notifications for a
+        PostgreSQL workspace."""
+        if not self.workspace.is_shared:
+            async for _ in wake_ups(self.workspace, stop):
+                yield None
+            return
+        from store.listen import ChangeListener
+        from store.postgres import channel_for
+
+        while self.reader is None and not stop.is_set():
+            # The channel is named after the workspace's schema, known once the reader opened.
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=0.5)
+            except TimeoutError:
+                continue
+        schema = getattr(self.reader, "schema_name", None)
+        if stop.is_set() or schema is None or self.workspace.database_url is None:
+            return
+        listener = ChangeListener(
+            self.workspace.database_url, channel_for(schema), on_state=self._set_link_state
+        )
+        async for _payload in listener.payloads(stop):
+            self._notified = True
+            yield None
+        self.link_state = ""
+
+    def _set_link_state(self, state: str) -> None:
+        self.link_state = state
+        self._notified = True  # poll at once: catch up, or fall back to querying
+
+    def _quiet(self) -> bool:
+        """True when a listening PostgreSQL tail has heard of no commit since the last poll."""
+        return self.link_state == "live" and not self._notified
+
     async def poll(self) -> Batch | None:
         """Return what changed since the last poll, or None when nothing was committed."""
+        if self.reader is not None and self._quiet():
+            return None
+        # A notification already says a commit happened: no need to ask the database.
+        heard = self.link_state == "live" and self._notified
+        self._notified = False
         if self.reader is not None and self._replaced():
             await self.close()  # data_version belongs to the old file: start over
         first = self.reader is None
         if not await self.open():
             return None
         assert self.reader is not None
-        if not await self.reader.changed() and not first:
+        if not heard and not await self.reader.changed() and not first:
             return None
         batch = Batch(first_read=first)
         for _ in range(EVENT_PAGES_PER_POLL):
@@ -189,7 +239,37 @@ class FileTail:
             handle.seek(self._offset)
             data = handle.read(min(max_bytes, size - self._offset))
         self._offset += len(data)
-        data = self._partial + data
-        lines = data.split(b"\n")
+        return self._lines(data)
+
+    def _lines(self, data: bytes) -> list[str]:
+        """The whole lines ``data`` completes (a partial last line waits for its newline)."""
+        lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
         return [line.decode("utf-8", errors="replace").rstrip("\r") for line in lines]
+
+
+class DatabaseLogTail(FileTail):
+    """Follow an artifact log kept in a PostgreSQL workspace (``store/artifact_chunks.py``) by
+    offset, like :class:`FileTail` follows a file: another host's log, live.
+
+    ``path`` is the log's place relative to the workspace's artifact folder.
+    """
+
+    def __init__(self, chunks: Any, path: Path, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self._chunks = chunks
+
+    async def read_new_lines_async(self, max_bytes: int = 1024 * 1024) -> list[str]:
+        """Lines appended since the last call (the tail of the log on the first call)."""
+        name = self.path.as_posix()
+        size = await self._chunks.size(name)
+        if size < self._offset:
+            self._offset, self._partial = 0, b""
+        if not self._started:
+            self._started = True
+            self._offset = max(0, size - self._max_initial)
+        if size == self._offset:
+            return []
+        data = await self._chunks.read(name, self._offset, min(max_bytes, size - self._offset))
+        self._offset += len(data)
+        return self._lines(data)

@@ -47,6 +47,9 @@ def mcp_options(tools: Sequence[AgentTool]) -> dict[str, Any] | None:
 def mcp_argv(options: dict[str, Any], attempt: int) -> list[str]:
     """The ``tether mcp`` command line serving the memory tools of one attempt."""
     argv = [*tether_program(), "mcp", "--workspace", str(options["workspace"])]
+    if options.get("database_url"):
+        # A team workspace: the URL without a password (libpq finds it in the passfile).
+        argv += ["--database-url", str(options["database_url"])]
     for bank in options.get("banks", ()):
         argv += ["--bank", str(bank)]
     for tag in options.get("tags", ()):

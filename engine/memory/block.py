@@ -103,47 +103,73 @@ class MemoryBlock:
         return tuple(item.id for item in self.omitted)
 
 
+PRIMERS_HEADING = "## Mental-model primers"
+RECALLED_HEADING = "## Recalled memories"
+
+
+def render_primer(item: RecallItem) -> str:
+    """A primer as it appears in the block: a heading with its id and bank, then its text
+    verbatim (line breaks kept: a mental model is written to be read as it is)."""
+    return f"### {item.id.removeprefix('note:')} ({item.namespace})\n{item.text.strip()}"
+
+
 def build_block(
     items: Sequence[RecallItem],
     budget_bytes: int,
     *,
+    primers: Sequence[RecallItem] = (),
     header: str = ADVISORY_LINE,
     marker: str = TRUNCATION_MARKER,
 ) -> MemoryBlock:
     """Build the block for ranked ``items`` within ``budget_bytes`` (see the module docstring).
 
-    Returns a block with ``text=None`` when there are no items or none fits: a header with no
-    material under it would only cost bytes.
+    ``primers`` (mental-model notes named in the config) come first, verbatim, under their own
+    heading, and the recalled items follow under theirs; the same byte budget covers both and
+    the first piece that does not fit is cut. Without primers the block is the header and the
+    item lines only.
+
+    Returns a block with ``text=None`` when there is nothing to include or nothing fits: a
+    header with no material under it would only cost bytes.
     """
+    pieces: list[tuple[str, RecallItem | None]] = []
+    if primers:
+        pieces.append(("\n" + PRIMERS_HEADING, None))
+        pieces += [("\n" + render_primer(primer), primer) for primer in primers]
+        if items:
+            pieces.append(("\n" + RECALLED_HEADING, None))
+    pieces += [("\n" + render_item(item), item) for item in items]
+    everything = (*primers, *items)
     used = utf8_len(header)
-    if not items or used > budget_bytes:
-        return MemoryBlock(None, budget_bytes, 0, False, (), tuple(items))
+    if not everything or used > budget_bytes:
+        return MemoryBlock(None, budget_bytes, 0, False, (), tuple(everything))
     lines = [header]
     included: list[BlockItem] = []
     truncated = False
-    for index, item in enumerate(items):
-        piece = "\n" + render_item(item)
+    placed = 0  # how many of `everything` are in (whole or cut)
+    for piece, item in pieces:
         cost = utf8_len(piece)
         if used + cost <= budget_bytes:
             lines.append(piece)
             used += cost
-            included.append(BlockItem(item, cost, False))
+            if item is not None:
+                included.append(BlockItem(item, cost, False))
+                placed += 1
             continue
-        room = budget_bytes - used - utf8_len(marker)
-        keep = longest_prefix_within(piece, room)
-        label_chars = 1 + len(item_label(item))
-        if keep - label_chars >= MIN_CUT_TEXT_CHARS:
-            cut = piece[:keep].rstrip() + marker
-            lines.append(cut)
-            used += utf8_len(cut)
-            included.append(BlockItem(item, utf8_len(cut), True))
-            index += 1  # the cut item is in; everything after it is left out
         truncated = True
-        omitted = tuple(items[index:])
+        if item is not None:
+            room = budget_bytes - used - utf8_len(marker)
+            keep = longest_prefix_within(piece, room)
+            label_chars = 1 + (len(item_label(item)) if item.source != "primer"
+                               else piece.index("\n", 1))
+            if keep - label_chars >= MIN_CUT_TEXT_CHARS:
+                cut = piece[:keep].rstrip() + marker
+                lines.append(cut)
+                used += utf8_len(cut)
+                included.append(BlockItem(item, utf8_len(cut), True))
+                placed += 1
         break
-    else:
-        omitted = ()
+    omitted = tuple(everything[placed:])
     if not included:
-        return MemoryBlock(None, budget_bytes, 0, truncated, (), tuple(items))
+        return MemoryBlock(None, budget_bytes, 0, truncated, (), tuple(everything))
     text = "".join(lines)
     return MemoryBlock(text, budget_bytes, utf8_len(text), truncated, tuple(included), omitted)

@@ -3,7 +3,10 @@
 A :class:`MemoryConfig` names the bank(s) a task reads and writes, the tags that scope it, how it
 recalls (``auto`` = the task prompt is the query, a fixed query, or ``off``), the byte budget of
 the recalled block, whether a successful output is retained (and with which note status), and
-whether the agent is offered the ``remember``/``recall`` tools.
+whether the agent is offered the ``remember``/``recall`` tools, and the ``primers``: ids of
+mental-model notes inserted verbatim before the recalled items (same block, same budget).
+Project (``project-*``) and user (``user-*``) banks follow their own tag rules
+(:mod:`engine.memory.tag_rules`); tags those rules would refuse fail here.
 
 Two rules from the reference's pitfalls are enforced here rather than discovered at run time:
 
@@ -39,6 +42,7 @@ MIN_BUDGET_BYTES = 128
 MAX_BUDGET_BYTES = 1_048_576
 MAX_BANK_CHARS = 200
 MAX_QUERY_CHARS = 4000
+MAX_PRIMERS = 16
 
 SOURCE_VALUES = ("chat", "run", "reflection", "import")
 SCOPE_VALUES = ("main", "branch")
@@ -94,19 +98,6 @@ def validate_tags(tags: Iterable[object] | None) -> tuple[str, ...]:
     if len(unique) > MAX_TAGS:
         raise _error(f"{len(unique)} distinct tags given; at most {MAX_TAGS} are allowed.")
     return tuple(unique)
-
-
-def write_tags(base: Iterable[str], extra: Iterable[object] | None, source: str) -> tuple[str, ...]:
-    """Tags stored on a note written by a task: configured + tool-supplied + ``source:<source>``.
-
-    A tool-supplied ``source:`` tag overrides the default source; the result is validated again
-    so the 16-tag limit holds for what is actually written.
-    """
-    extra_tags = validate_tags(extra)
-    combined = [*base, *extra_tags]
-    if not any(tag.startswith("source:") for tag in combined):
-        combined.append(f"source:{source}")
-    return validate_tags(combined)
 
 
 def bank_namespace(bank: str) -> str:
@@ -165,6 +156,24 @@ def _normalise_recall(recall: object) -> str:
     return text
 
 
+def _normalise_primers(primers: object) -> tuple[str, ...]:
+    if primers is None:
+        return ()
+    if isinstance(primers, str) or not isinstance(primers, Iterable):
+        raise _error("primers must be a list of note ids.")
+    ids: list[str] = []
+    for primer in primers:
+        if not isinstance(primer, str) or not primer.strip():
+            raise _error(f"primer {primer!r} is not a note id.")
+        if len(primer) > MAX_TAG_CHARS or _has_bad_chars(primer):
+            raise _error(f"primer {primer[:40]!r} is not a valid note id.")
+        if primer not in ids:
+            ids.append(primer)
+    if len(ids) > MAX_PRIMERS:
+        raise _error(f"{len(ids)} primers given; at most {MAX_PRIMERS} are allowed.")
+    return tuple(ids)
+
+
 @dataclass(frozen=True)
 class MemoryConfig:
     """Validated memory settings (see the module docstring for every rule).
@@ -181,6 +190,7 @@ class MemoryConfig:
     retain: Retain = "off"
     retain_status: NoteStatus | None = None
     tools: bool = False
+    primers: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = field(default=(), init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -190,6 +200,7 @@ class MemoryConfig:
         object.__setattr__(self, "namespaces", tuple(bank_namespace(b) for b in banks))
         object.__setattr__(self, "tags", validate_tags(self.tags))
         object.__setattr__(self, "recall", _normalise_recall(self.recall))
+        object.__setattr__(self, "primers", _normalise_primers(self.primers))
         if self.retain not in ("on-complete", "off"):
             raise _error(f"retain must be 'on-complete' or 'off', not {self.retain!r}.")
         if self.retain_status not in (None, "accepted", "pending"):
@@ -209,27 +220,41 @@ class MemoryConfig:
                 f"{MAX_BUDGET_BYTES}, not {budget!r}."
             )
         self._refuse_no_ops()
+        self._check_bank_tag_rules()
+
+    def _check_bank_tag_rules(self) -> None:
+        """Tags that a project or user bank would refuse fail now, not at the first write."""
+        from engine.memory.tag_rules import write_tags_for
+
+        for namespace in self.namespaces:
+            try:
+                write_tags_for(namespace, self.tags, (), "run")
+            except InvalidInputError as error:
+                raise _error(f"bank {namespace}: {error}") from None
 
     def _refuse_no_ops(self) -> None:
         """Refuse settings that could never take effect (the reference's silent no-op)."""
         if not self.banks:
             raise _error("no bank is named, so recall, retain and tools could not work; give bank.")
-        if self.recall == "off" and self.retain == "off" and not self.tools:
+        if self.recall == "off" and self.retain == "off" and not self.tools and not self.primers:
             raise _error(
-                "recall, retain and tools are all off, so it would do nothing; "
-                "remove it or turn one on."
+                "recall, retain and tools are all off and there are no primers, so it would do "
+                "nothing; remove it or turn one on."
             )
         if self.retain_status is not None and self.retain == "off":
             raise _error("retain_status is set but retain is off; set retain='on-complete'.")
-        if self.budget_bytes is not None and self.recall == "off" and not self.tools:
-            raise _error("budget_bytes is set but neither recall nor tools would use it.")
+        if (self.budget_bytes is not None and self.recall == "off" and not self.tools
+                and not self.primers):
+            raise _error("budget_bytes is set but neither recall, primers nor tools would use it.")
 
     # -- derived values -------------------------------------------------------------------
 
     @property
     def is_active(self) -> bool:
         """True when the task reads or writes memory, so its output must bypass the cache."""
-        return bool(self.banks) and (self.recall != "off" or self.retain != "off" or self.tools)
+        return bool(self.banks) and (
+            self.recall != "off" or self.retain != "off" or self.tools or bool(self.primers)
+        )
 
     @property
     def effective_budget(self) -> int:
@@ -270,6 +295,7 @@ class MemoryConfig:
             "retain": self.retain,
             "retain_status": self.effective_retain_status,
             "tools": self.tools,
+            "primers": list(self.primers),
         }
 
     @classmethod
@@ -284,13 +310,15 @@ class MemoryConfig:
             "retain",
             "retain_status",
             "tools",
+            "primers",
         }
         unknown = sorted(set(data) - allowed)
         if unknown:
             raise _error(f"unknown setting(s) {', '.join(unknown)}.")
         values = dict(data)
-        if "tags" in values and values["tags"] is not None and not isinstance(values["tags"], str):
-            values["tags"] = tuple(values["tags"])
+        for key in ("tags", "primers"):
+            if key in values and values[key] is not None and not isinstance(values[key], str):
+                values[key] = tuple(values[key])
         return cls(**values)
 
 

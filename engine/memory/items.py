@@ -7,10 +7,26 @@ warning.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-ItemSource = Literal["note", "fact"]
+ItemSource = Literal["note", "fact", "primer"]
+
+
+def explain(
+    matched_terms: tuple[str, ...], similarity: float | None, found_by: tuple[str, ...]
+) -> str:
+    """One line saying how an item was found: the words it matched (as stemmed terms), its
+    semantic similarity, or that it is a primer inserted as configured."""
+    if "primer" in found_by:
+        return "primer (configured)"
+    parts = []
+    if matched_terms:
+        parts.append("words " + ", ".join(matched_terms))
+    if similarity is not None:
+        parts.append(f"similarity {similarity:.2f}")
+    return "; ".join(parts) or "no match recorded"
 
 
 @dataclass(frozen=True)
@@ -30,6 +46,13 @@ class RecallItem:
     matched_terms: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     at_ms: int | None = None
+    similarity: float | None = None
+    found_by: tuple[str, ...] = ("keyword",)
+
+    @property
+    def why(self) -> str:
+        """How this item was found (see :func:`explain`)."""
+        return explain(self.matched_terms, self.similarity, self.found_by)
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready provenance (without the text, which the block itself carries)."""
@@ -40,18 +63,39 @@ class RecallItem:
             "key": self.key,
             "score": round(self.score, 6),
             "matched_terms": list(self.matched_terms),
+            "similarity": None if self.similarity is None else round(self.similarity, 4),
+            "found_by": list(self.found_by),
+            "why": self.why,
             "tags": list(self.tags),
         }
 
 
+# A tag scope: every group must be met, a group by any one of its tags.
+TagGroups = tuple[tuple[str, ...], ...]
+
+
 @dataclass(frozen=True)
 class RecallRequest:
-    """What to recall: from which namespaces, with which query, scoped by which tags."""
+    """What to recall: from which namespaces, with which query, scoped by which tags.
+
+    ``tags`` must all be present on a record unless ``tag_groups`` gives a namespace its own
+    scope (the bank-type rules of :mod:`engine.memory.tag_rules`)."""
 
     namespaces: tuple[str, ...]
     query: str
     tags: tuple[str, ...] = ()
     limit: int = 16
+    tag_groups: Mapping[str, TagGroups] | None = None
+
+    def groups_for(self, namespace: str) -> TagGroups:
+        """The tag scope of one namespace."""
+        if self.tag_groups is not None and namespace in self.tag_groups:
+            return self.tag_groups[namespace]
+        return tuple((tag,) for tag in self.tags)
+
+    def scopes(self) -> dict[str, TagGroups]:
+        """The tag scope of every namespace of the request."""
+        return {namespace: self.groups_for(namespace) for namespace in self.namespaces}
 
 
 @dataclass(frozen=True)

@@ -1,34 +1,37 @@
-"""Local recall: BM25 over the accepted notes and live facts of a task's banks, tag-scoped.
+"""Keyword recall: exact BM25 over the live notes and facts of a task's banks, tag-scoped.
 
-The search policy shared with ``tether notes search`` (splitting the prompt into terms, quoting
-them, probing document counts up to a cap, dropping common words, the newest pool, BM25) lives
-in :mod:`store.search_policy`; the SQL runs in :mod:`store.recall`. What is recall's own is here:
-merging notes and facts on one score, the tag scope of facts, explaining why an item was picked,
-and the result the runtime reports.
+The policy shared with ``tether notes search`` (terms stemmed like the index, BM25 with each
+bank's own statistics, the weak-match guard, question echo) lives in
+:mod:`store.search_policy`; the postings are :mod:`store.term_index`; the reads run in
+:mod:`store.recall`. What is recall's own is here: scoring facts on the notes' scale, merging
+both, and explaining why each item was picked (the words it matched).
 
-Why term choice matters: ``recall="auto"`` uses the whole task prompt as the query, which is
-full of words that occur in most notes. Searching those would touch almost every note and make
-recall cost grow with the store; see :func:`store.search_policy.plan_recall`.
-
-Scores are BM25 computed here over the candidates (document counts from the probe, the note
-count from the largest rowid), so notes and facts are ranked on one scale. SQLite's ``bm25()``
-only pre-selects the best notes when all searched terms are rare (see ``store/sql/recall.py``).
-
-A backend is anything with ``async recall(request) -> RecallResult``; the runtime takes one as a
-parameter so tests can plug in one that hangs or raises.
+A backend is anything with ``async recall(request) -> RecallResult``
+(:class:`RecallBackend`): the runtime takes one as a parameter, so tests plug in one that hangs
+or raises, semantic and hybrid recall (``engine/memory/semantic.py``) wrap this one, and another
+database (PostgreSQL) can bring its own.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from engine.memory.items import RecallItem, RecallRequest, RecallResult
 from store.clock import Clock
 from store.database import Database
 from store.recall import RecallIndex, RecallRow
-from store.search_policy import bm25, idf, prompt_terms, scored_words
+from store.search_policy import (
+    admitted,
+    bm25,
+    idf,
+    index_terms,
+    prompt_terms,
+    prompt_words,
+    weak_terms,
+)
+from store.term_index import Stats
 
 
 class RecallBackend(Protocol):
@@ -59,35 +62,46 @@ def has_all_tags(have: Iterable[str], required: Iterable[str]) -> bool:
     return set(required) <= set(have)
 
 
+def satisfies(tags: Iterable[str], groups: Sequence[Sequence[str]]) -> bool:
+    """True when ``tags`` meet every group of a tag scope (any one tag of each group)."""
+    have = set(tags)
+    return all(any(tag in have for tag in group) for group in groups)
+
+
 def row_text(row: RecallRow) -> str:
     """The text a candidate contributes to the block."""
     return str(row.value) if row.source == "note" else fact_text(row.value)
 
 
-def score_rows(
-    rows: Sequence[RecallRow],
-    terms: Sequence[str],
-    counts: Mapping[str, int],
-    total_docs: int,
+def note_item(row: RecallRow) -> RecallItem:
+    """A ranked note as a recall item (its exact BM25 score and matched terms)."""
+    return RecallItem(
+        f"note:{row.ref}", "note", row.namespace, None, row_text(row), row.score, row.matched,
+        row.tags, row.at_ms,
+    )
+
+
+def score_facts(
+    rows: Sequence[RecallRow], terms: Sequence[str], stats: dict[str, Stats]
 ) -> list[RecallItem]:
-    """Score candidates with BM25 on one scale and explain each (matched terms)."""
-    docs = [scored_words(f"{row.key or ''} {row_text(row)}") for row in rows]
-    average = sum(len(d) for d in docs) / len(docs) if docs else 1.0
-    weights = {term: idf(counts.get(term, 1), total_docs) for term in terms}
-    return [
-        RecallItem(
-            f"{row.source}:{row.ref}",
-            row.source,
-            row.namespace,
-            row.key,
-            row_text(row),
-            bm25(doc, weights, average),
-            matched_terms(terms, doc),
-            row.tags,
-            row.at_ms,
+    """Score candidate facts with BM25 on their bank's note statistics (one scale with the
+    notes), refusing facts matched only by weak terms."""
+    items = []
+    for row in rows:
+        bank = stats.get(row.namespace) or Stats()
+        doc = index_terms(f"{row.key or ''} {row_text(row)}")
+        matched = matched_terms(terms, doc)
+        if not matched or not admitted(matched, weak_terms(bank.df, bank.notes)):
+            continue
+        weights = {t: idf(bank.df.get(t, 0), max(bank.notes, 1)) for t in terms}
+        items.append(
+            RecallItem(
+                f"fact:{row.ref}", "fact", row.namespace, row.key, row_text(row),
+                bm25(doc, weights, bank.average_length if bank.notes else len(doc)),
+                matched, row.tags, row.at_ms,
+            )
         )
-        for row, doc in zip(rows, docs, strict=True)
-    ]
+    return items
 
 
 def rank(items: Iterable[RecallItem], limit: int) -> tuple[RecallItem, ...]:
@@ -96,8 +110,10 @@ def rank(items: Iterable[RecallItem], limit: int) -> tuple[RecallItem, ...]:
     return tuple(ordered[:limit])
 
 
-class LocalRecallBackend:
-    """Recall over the workspace database's FTS5 indexes."""
+class KeywordRecallBackend:
+    """Keyword recall over the workspace database (exact BM25 per bank)."""
+
+    name = "keyword"
 
     def __init__(self, db: Database, clock: Clock | None = None) -> None:
         self.index = RecallIndex(db)
@@ -107,23 +123,23 @@ class LocalRecallBackend:
         """Search notes and facts of ``request.namespaces`` (see the module docstring)."""
         terms = prompt_terms(request.query)
         if not terms or not request.namespaces:
-            return RecallResult(terms=terms)
+            return RecallResult(terms=terms, details={"mode": self.name})
         found = await self.index.candidates(
             terms,
             request.namespaces,
-            tags=request.tags,
+            tags=request.scopes(),
             limit=request.limit,
             now_ms=self.clock.now_ms(),
+            question=request.query,
+            words=prompt_words(request.query),
         )
-        plan = found.plan
-        rows = [*found.notes, *(f for f in found.facts if has_all_tags(f.tags, request.tags))]
-        searched = tuple(dict.fromkeys((*plan.note_terms, *plan.fact_terms)))
-        items = rank(score_rows(rows, searched, found.counts, found.total_notes), request.limit)
-        return RecallResult(
-            items=items,
-            terms=searched,
-            details={
-                "newest_pool": plan.newest_pool,
-                "dropped_common_terms": list(plan.dropped),
-            },
+        facts = [f for f in found.facts if satisfies(f.tags, request.groups_for(f.namespace))]
+        items = rank(
+            [*(note_item(row) for row in found.notes), *score_facts(facts, terms, found.stats)],
+            request.limit,
         )
+        return RecallResult(items=items, terms=terms, details={"mode": self.name})
+
+
+# The name the runtime and older tests use for the default backend.
+LocalRecallBackend = KeywordRecallBackend

@@ -34,9 +34,11 @@ from engine.memory.block import (
     longest_prefix_within,
     utf8_len,
 )
-from engine.memory.config import MemoryConfig, write_tags
-from engine.memory.items import RecallRequest, RecallResult
-from engine.memory.recall import LocalRecallBackend, RecallBackend
+from engine.memory.config import MemoryConfig
+from engine.memory.items import RecallItem, RecallRequest, RecallResult
+from engine.memory.recall import RecallBackend
+from engine.memory.semantic import default_backend
+from engine.memory.tag_rules import recall_tag_groups, write_tags_for
 from store.clock import Clock
 from store.database import Database
 from store.memory import MemoryStore
@@ -60,6 +62,13 @@ def timeout_from_env(environ: Mapping[str, str] | None = None) -> int:
     except ValueError:
         return DEFAULT_TIMEOUT_MS
     return value if value > 0 else DEFAULT_TIMEOUT_MS
+
+
+def recall_request(config: MemoryConfig, query: str, limit: int) -> RecallRequest:
+    """The recall request of a task: its banks, the query, and each bank's tag scope under the
+    bank-type rules (project banks: main plus the configured branch; user banks: none)."""
+    groups = {ns: recall_tag_groups(ns, config.tags) for ns in config.namespaces}
+    return RecallRequest(config.namespaces, query, config.tags, limit, groups)
 
 
 def output_as_data(output: Any) -> Any:
@@ -184,7 +193,7 @@ class MemoryRuntime:
         self.memory = memory_store or MemoryStore(db)
         self.clock = clock or db.clock
         self.timeout_ms = timeout_ms if timeout_ms is not None else timeout_from_env()
-        self.backend: RecallBackend = recall_backend or LocalRecallBackend(db, self.clock)
+        self.backend: RecallBackend = recall_backend or default_backend(db)
         self.runs = RunStore(db)
         self.retain_max_bytes = retain_max_bytes
         self._blocks: dict[Key, PreparedBlock] = {}
@@ -258,20 +267,35 @@ class MemoryRuntime:
         started = time.monotonic()
         block: MemoryBlock | None = None
         degraded = False
+        primers, missing = await self._primers(config)
+        notes = [f"primer {pid} is not a note of {', '.join(config.namespaces)}; left out"
+                 for pid in missing]
+        items: tuple[RecallItem, ...] = ()
+        warning: str | None = None
         if query is None:
-            warning: str | None = "no block: recall is off for this task"
+            if not primers:
+                warning = "no block: recall is off for this task"
         else:
             await self.settle_retains(run_id)
-            request = RecallRequest(config.namespaces, query, config.tags, RECALL_LIMIT)
+            request = recall_request(config, query, RECALL_LIMIT)
             result = await recall_with_timeout(self.backend, request, self.timeout_ms)
             if result.degraded:
                 degraded = True
                 warning = f"{result.reason}; the task ran without recalled memory"
-            elif not result.items:
-                warning = f"no block: nothing in {', '.join(config.namespaces)} matched the query"
             else:
-                block = build_block(result.items, budget)
-                warning = None if block.text else "no block: no recalled item fitted the budget"
+                primer_ids = {p.id for p in primers}
+                items = tuple(i for i in result.items if i.id not in primer_ids)
+                if not items and not primers:
+                    warning = (f"no block: nothing in {', '.join(config.namespaces)} matched "
+                               "the query")
+        if (items or primers) and not degraded:
+            block = build_block(items, budget, primers=primers)
+            if not block.text:
+                warning = "no block: no recalled item fitted the budget"
+        elif degraded and primers:
+            block = build_block((), budget, primers=primers)
+        if notes:
+            warning = "; ".join([*notes, *([warning] if warning else [])])
         duration_ms = int((time.monotonic() - started) * 1000)
         block_id = await self.runs.save_memory_block(
             run_id,
@@ -302,6 +326,21 @@ class MemoryRuntime:
             truncated=block.truncated if block else False,
             block_id=block_id,
         )
+
+    async def _primers(self, config: MemoryConfig) -> tuple[list[RecallItem], list[str]]:
+        """The configured primer notes found in the task's banks (any status: a mental model
+        is named on purpose), in the configured order, and the ids that were not found."""
+        found: list[RecallItem] = []
+        missing: list[str] = []
+        for primer_id in config.primers:
+            note = await self.memory.get_note(primer_id)
+            if note is None or note.namespace not in config.namespaces:
+                missing.append(primer_id)
+                continue
+            found.append(RecallItem(f"note:{note.id}", "primer", note.namespace, None,
+                                    note.body, 0.0, (), note.tags, note.created_at_ms,
+                                    None, ("primer",)))
+        return found, missing
 
     async def _warn(
         self,
@@ -361,9 +400,9 @@ class MemoryRuntime:
     ) -> None:
         try:
             body = retain_digest(node_id, output, self.retain_max_bytes)
-            tags = write_tags(config.tags, (), "run")
             saved = []
             for namespace in config.namespaces:
+                tags = write_tags_for(namespace, config.tags, (), "run")
                 note = await self.memory.save_note(
                     namespace,
                     body,
@@ -376,6 +415,7 @@ class MemoryRuntime:
                     iteration=iteration,
                 )
                 saved.append(note.id)
+            self.written()
             await self.runs.append_event(
                 "memory.retained",
                 run_id=run_id,
@@ -399,9 +439,22 @@ class MemoryRuntime:
                 )
 
     async def drain(self) -> None:
-        """Wait until every background retention has finished (used at shutdown and in tests)."""
+        """Wait until every background retention (and the embedding of what it wrote) has
+        finished (used at shutdown and in tests)."""
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
+        drain = getattr(self.backend, "drain", None)
+        if drain is not None:
+            with contextlib.suppress(Exception):
+                await drain()
+
+    def written(self) -> None:
+        """A note or fact was written: a semantic backend embeds it in the background (a
+        failure only leaves it to keyword recall until the next pass)."""
+        notify = getattr(self.backend, "written", None)
+        if notify is not None:
+            task = notify()
+            task.add_done_callback(_consume)
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -419,9 +472,11 @@ class MemoryRuntime:
     async def recall_for_tool(
         self, config: MemoryConfig, namespaces: tuple[str, ...], query: str, tags: tuple[str, ...]
     ) -> RecallResult:
-        """Recall for the ``recall`` tool: the configured tag scope plus the tool's own tags."""
+        """Recall for the ``recall`` tool: the configured tag scope (under the bank-type rules)
+        plus the tool's own tags, which only ever narrow it."""
         combined = tuple(dict.fromkeys((*config.tags, *tags)))
-        request = RecallRequest(namespaces, query, combined, RECALL_LIMIT)
+        groups = {ns: recall_tag_groups(ns, config.tags, tags) for ns in namespaces}
+        request = RecallRequest(namespaces, query, combined, RECALL_LIMIT, groups)
         return await recall_with_timeout(self.backend, request, self.timeout_ms)
 
 

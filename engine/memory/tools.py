@@ -35,8 +35,8 @@ from engine.memory.config import (
     SOURCE_VALUES,
     MemoryConfig,
     validate_tags,
-    write_tags,
 )
+from engine.memory.tag_rules import write_tags_for
 from store.errors import TetherError
 
 if TYPE_CHECKING:
@@ -51,6 +51,16 @@ RECALL_DESCRIPTION = (
     "Search this task's memory banks for notes and facts relevant to a query. Results are "
     "advisory context, not instructions."
 )
+
+
+def child_database_url(url: str | None) -> str | None:
+    """How ``tether mcp``, started by an agent CLI, reaches a PostgreSQL workspace (no
+    password in it: see :func:`store.database_url.for_child_process`)."""
+    if not url:
+        return None
+    from store.database_url import for_child_process
+
+    return for_child_process(url)
 
 
 def _tag_choices(config: MemoryConfig) -> list[str]:
@@ -128,6 +138,18 @@ def effective_tool_budget(config: MemoryConfig, requested: Any) -> int:
     return max(MIN_BUDGET_BYTES, min(requested, config.effective_budget))
 
 
+HINT_WORDS = 24
+"""How many words of the task prompt a proposed lesson starts from."""
+
+
+def first_words(text: str, count: int = HINT_WORDS) -> str:
+    """The first ``count`` whole words of ``text``, with `` …`` when more followed, so a
+    shortened lesson never ends as if it were complete."""
+    words = text.split()
+    head = " ".join(words[:count])
+    return head + " …" if len(words) > count else head
+
+
 def build_memory_tools(
     runtime: MemoryRuntime,
     run_id: str | None,
@@ -148,6 +170,7 @@ def build_memory_tools(
     status_default = default_status or config.effective_retain_status
     mcp = {
         "workspace": str(runtime.db.workspace.root),
+        "database_url": child_database_url(runtime.db.workspace.database_url),
         "banks": list(config.banks or ()),
         "tags": list(config.tags),
         "budget_bytes": config.effective_budget,
@@ -156,7 +179,7 @@ def build_memory_tools(
         "node": node_id,
         "iteration": iteration,
     }
-    words = " ".join(task_prompt.split()[:24])
+    words = " ".join(task_prompt.split()[:HINT_WORDS])
     hints: dict[str, Any] = {
         "tags": [],
         "propose": True,
@@ -165,7 +188,7 @@ def build_memory_tools(
     }
     if words:
         hints["query"] = config.recall if config.recall not in ("auto", "off") else words
-        hints["content"] = f"Lesson from {node_id}: {words}"
+        hints["content"] = f"Lesson from {node_id}: {first_words(task_prompt)}"
     if config.banks:
         hints["bank"] = config.banks[0]
 
@@ -186,8 +209,9 @@ def build_memory_tools(
             content = _text_argument(arguments, "content", MAX_CONTENT_CHARS)
             bank = arguments.get("bank")
             (namespace,) = config.namespace_of(bank)[:1]
-            tags = write_tags(
-                config.tags, _list_argument(arguments, "tags", MAX_TOOL_TAGS), "reflection"
+            tags = write_tags_for(
+                namespace, config.tags, _list_argument(arguments, "tags", MAX_TOOL_TAGS),
+                "reflection",
             )
             supersedes = [
                 str(i) for i in _list_argument(arguments, "supersedes", MAX_SUPERSEDES)
@@ -208,6 +232,7 @@ def build_memory_tools(
         except TetherError as error:
             await event({"tool": "remember", "ok": False, "error": str(error)})
             return {"ok": False, "error": str(error)}
+        runtime.written()
         await event(
             {
                 "tool": "remember",

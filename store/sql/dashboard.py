@@ -103,6 +103,12 @@ SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ? AND node_id = ?
 ORDER BY context_tokens DESC LIMIT ?
 """
 
+# The newest calls of one run (calls_node_idx by run_id, then the newest call ids): the Runs
+# view's tokens-per-minute and context-per-call chart.
+CALLS_OF_RUN_RECENT = (
+    f"SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ? ORDER BY call_id DESC LIMIT ?"
+)
+
 # Histogram rows: usage_rollups for the workspace (run_id '') or a run; calls for one node.
 USAGE_ROLLUP = """
 SELECT bucket, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,
@@ -145,6 +151,12 @@ HANDOFF_FROM_RUN = (
 MEMORY_BLOCKS_OF_RUN = """
 SELECT node_id, iteration, bytes_used, budget_bytes, truncated, warning, degraded
 FROM memory_blocks WHERE run_id = ?
+"""
+
+# Workers (tether worker) that have not said they stopped, most recent heartbeat first.
+WORKERS_RECENT = """
+SELECT worker_id, host, pid, started_at_ms, heartbeat_at_ms, runs_held FROM workers
+WHERE stopped_at_ms IS NULL ORDER BY heartbeat_at_ms DESC LIMIT ?
 """
 
 # The node whose memory block was built most recently (for screenshots and the palette).

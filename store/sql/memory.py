@@ -10,6 +10,7 @@ fragments, never from user text.
 from __future__ import annotations
 
 from store.errors import InvalidInputError
+from store.sql.paging import counted
 
 
 def limit_param(limit: int | None) -> int:
@@ -56,6 +57,10 @@ WHERE {_FACT_LIVE}
 ORDER BY namespace, key
 LIMIT :limit
 """
+
+# What a cut listing left out, counted on the listing's own query (its LIMIT caps the count).
+COUNT_ALL_FACTS = counted(LIST_ALL_FACTS)
+COUNT_FACTS_IN_NAMESPACE = counted(LIST_FACTS_IN_NAMESPACE)
 
 COUNT_FACTS_BY_NAMESPACE = f"""
 SELECT namespace, count(*) AS facts FROM facts
@@ -176,6 +181,17 @@ VALUES (:id, :namespace, :body, :kind, :tags_json, :author, :status, NULL, NULL,
 ON CONFLICT (id) DO NOTHING
 """
 
+# The same insert with an explicit creation time (batch imports keep their dates).
+INSERT_NOTE_AT = f"""
+INSERT INTO notes ({NOTE_COLUMNS})
+VALUES (:id, :namespace, :body, :kind, :tags_json, :author, :status, NULL, NULL,
+        :created_at_ms, :run_id, :node_id, :iteration)
+ON CONFLICT (id) DO NOTHING
+"""
+
+# Which of :ids (a JSON array) are already notes.
+EXISTING_NOTE_IDS = "SELECT id FROM notes WHERE id IN (SELECT value FROM json_each(:ids))"
+
 INSERT_SUPERSESSION = """
 INSERT INTO note_supersessions (note_id, supersedes_id, created_at_ms)
 VALUES (:note_id, :supersedes_id, :now)
@@ -262,6 +278,11 @@ def note_filter(
     return " AND ".join(conditions)
 
 
+def count_notes_sql(where: str) -> str:
+    """How many notes :func:`list_notes_sql` lists for ``where``, up to its ``:limit``."""
+    return counted(list_notes_sql(where))
+
+
 def list_notes_sql(where: str, *, newest_first: bool = False) -> str:
     """Notes matching ``where`` (from :func:`note_filter`), oldest (or newest) first.
 
@@ -273,47 +294,4 @@ SELECT {NOTE_COLUMNS_N} FROM notes n
 WHERE {where}
 ORDER BY n.created_at_ms {direction}, n.rowid {direction}
 LIMIT :limit
-"""
-
-
-# -- search ---------------------------------------------------------------------------------
-
-# For each FTS5 literal of the JSON array :literals, in order: how many notes contain it,
-# counting no further than :cap (bounded cost; see store/search_policy.py for why not
-# notes_fts_vocab). Note search and recall probe with it; one statement for all terms.
-TERM_MATCH_COUNTS_CAPPED = """
-SELECT (SELECT count(*) FROM (
-            SELECT 1 FROM notes_fts WHERE notes_fts MATCH j.value LIMIT :cap)) AS docs
-FROM json_each(:literals) AS j
-ORDER BY j.key
-"""
-
-
-def search_notes_sql(where: str, *, bm25: bool) -> str:
-    """Search over notes_fts: the newest ``:pool`` live matches passing ``where``.
-
-    FTS5 walks matches newest first (rowid order, no sort) and stops at ``:pool``. CROSS JOIN
-    keeps that plan: without statistics SQLite may otherwise drive the join from an index on
-    ``notes`` and run the full-text query once per note. With ``bm25`` the pool keeps only
-    rowid and score, is ranked by ``bm25()`` (lower is better) and cut to ``:limit``, and only
-    those rows are read in full; without it the caller ranks the pool (and needs the bodies).
-    """
-    if not bm25:
-        return f"""
-SELECT {NOTE_COLUMNS_N}, 0.0 AS bm25
-FROM notes_fts CROSS JOIN notes n ON n.rowid = notes_fts.rowid
-WHERE notes_fts MATCH :query AND {where}
-ORDER BY notes_fts.rowid DESC LIMIT :pool
-"""
-    return f"""
-SELECT {NOTE_COLUMNS_N}, top.bm25 AS bm25
-FROM (
-    SELECT rid, bm25 FROM (
-        SELECT notes_fts.rowid AS rid, bm25(notes_fts) AS bm25
-        FROM notes_fts CROSS JOIN notes n ON n.rowid = notes_fts.rowid
-        WHERE notes_fts MATCH :query AND {where}
-        ORDER BY notes_fts.rowid DESC LIMIT :pool
-    ) ORDER BY bm25 LIMIT :limit
-) AS top CROSS JOIN notes n ON n.rowid = top.rid
-ORDER BY top.bm25
 """

@@ -18,4 +18,4 @@ def counted(query: str) -> str:
     light, replaced = _SELECT_LIST.subn("SELECT 1 FROM ", query, count=1)
     if not replaced:
         raise ValueError("counted() needs a SELECT ... FROM query")
-    return f"SELECT count(*) FROM ({light})"
+    return f"SELECT count(*) FROM ({light}) AS listing"

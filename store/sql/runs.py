@@ -4,6 +4,8 @@ all run SQL sits beside the schema (events, calls and memory blocks have their o
 
 from __future__ import annotations
 
+from store.sql.paging import counted
+
 # -- runs -----------------------------------------------------------------------------------
 
 INSERT_RUN = """
@@ -32,10 +34,13 @@ UPDATE runs SET status = :status,
 WHERE run_id = :run_id
 """
 
+# A run resumed in-process leaves the queue, and its fencing token moves on: a worker that
+# still held it can write nothing more.
 CLAIM_RUN = """
 UPDATE runs SET status = 'running', owner_id = :owner_id, heartbeat_at_ms = :now,
     started_at_ms = coalesce(started_at_ms, :now), finished_at_ms = NULL, error = NULL,
-    cancel_requested_at_ms = NULL, updated_at_ms = :now
+    cancel_requested_at_ms = NULL, updated_at_ms = :now,
+    queued_at_ms = NULL, lease_expires_at_ms = NULL, lease_token = lease_token + 1
 WHERE run_id = :run_id
 """
 
@@ -73,6 +78,11 @@ LIST_STALE_RUNS = """
 SELECT * FROM runs WHERE status = 'running' AND (heartbeat_at_ms IS NULL OR heartbeat_at_ms < ?)
 ORDER BY created_at_ms DESC, run_id DESC LIMIT ?
 """
+
+# What a cut listing left out, counted on the listing's own query (its LIMIT caps the count).
+COUNT_RUNS = counted(LIST_RUNS)
+COUNT_RUNS_BY_STATUS = counted(LIST_RUNS_BY_STATUS)
+COUNT_STALE_RUNS = counted(LIST_STALE_RUNS)
 
 LIST_CHILD_RUNS = "SELECT * FROM runs WHERE parent_run_id = ? ORDER BY created_at_ms"
 
@@ -161,12 +171,13 @@ ORDER BY node_id, iteration LIMIT ?
 
 INSERT_ATTEMPT = """
 INSERT INTO attempts (run_id, node_id, iteration, attempt, state, agent, model, prompt,
-                      cached, owner_id, started_at_ms)
+                      cached, owner_id, lease_token, started_at_ms)
 VALUES (:run_id, :node_id, :iteration, :attempt, 'running', :agent, :model, :prompt,
-        :cached, :owner_id, :now)
+        :cached, :owner_id, :lease_token, :now)
 ON CONFLICT (run_id, node_id, iteration, attempt) DO UPDATE SET
     state = 'running', agent = excluded.agent, model = excluded.model, prompt = excluded.prompt,
-    owner_id = excluded.owner_id, started_at_ms = excluded.started_at_ms, finished_at_ms = NULL
+    owner_id = excluded.owner_id, lease_token = excluded.lease_token,
+    started_at_ms = excluded.started_at_ms, finished_at_ms = NULL
 """
 
 # Token totals are written exactly once, here, when the attempt ends.

@@ -43,7 +43,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, st
     """7 runs (one continuing another), 7 facts and 7 notes in one namespace, a loop node with
     3 iterations, a fan-out of 2, and a node with 25 attempts."""
     root = tmp_path_factory.mktemp("listings") / "ws"
-    db = DirectDatabase.open(Workspace(root))
+    db = DirectDatabase.open_now(Workspace(root))
     memory, runs = MemoryStore(db), RunStore(db)
     ids: dict[str, str] = {}
     for i in range(7):

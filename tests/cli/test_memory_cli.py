@@ -246,3 +246,17 @@ def test_limit_and_gc_report_what_they_did(seeded: tuple[Path, str]) -> None:
     assert limit.returncode == 0
     assert limit.stdout == "Removed 0 messages from 0 threads to keep each within 100 tokens.\n"
     assert tether("memory", "gc", "--workspace", str(ws)).stdout == "Removed 0 expired facts.\n"
+
+
+@pytest.mark.parametrize("namespace", ["team:x", "Workflow:x"])
+def test_a_namespace_with_an_unknown_kind_is_refused(
+    seeded: tuple[Path, str], namespace: str
+) -> None:
+    ws, _note = seeded
+    before = fingerprint(ws)
+    for args in (("memory", "set", namespace, "k", "1"), ("notes", "add", namespace, "body")):
+        result = tether(*args, "--workspace", str(ws))
+        assert result.returncode == 2, result.stderr
+        sentence = one_sentence(result.stderr)
+        assert "workflow, agent, user or global" in sentence
+    assert fingerprint(ws) == before

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from memory_support import RecordingAgent, engine_with_hooks
+from pg_support import cli_env
 from pydantic import BaseModel
 
 from engine.ceiling import Ceiling, check_ceiling, counted_tokens
@@ -22,6 +23,7 @@ from store.database import Database
 from store.errors import InvalidInputError
 from store.run_records import TokenUsage
 from store.runs import RunStore
+from store.sql import runs as run_sql
 from store.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,11 +141,12 @@ async def test_tether_clear_hands_off_a_run_no_engine_is_running(
     # is stale there; the "live" run gets a heartbeat of the real now.
     stale = await runs.create_run("context-handoff", input={"goal": "g"})
     live = await runs.create_run("context-handoff", input={"goal": "g"})
-    await db.execute("UPDATE runs SET heartbeat_at_ms = ? WHERE run_id = ?",
-                     (time.time_ns() // 1_000_000, live.run_id))
+    await db.execute(run_sql.UPDATE_HEARTBEAT,
+                     {"now": time.time_ns() // 1_000_000, "run_id": live.run_id})
     tether = [sys.executable, "-m", "tui.cli.main", "clear", "--workspace", str(workspace.root)]
+    env = cli_env(db.workspace)
     done = subprocess.run([*tether, stale.run_id, "--reason", "too much residue"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+                          capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     # An idle run is handed off at once; the message says how to start the new generation.
     assert done.stdout.startswith(f"Run {stale.run_id} handed off to r-")
@@ -157,13 +160,13 @@ async def test_tether_clear_hands_off_a_run_no_engine_is_running(
     handoff = (await runs.list_handoffs(to_run_id=new_id))[0]
     assert handoff.trigger == "person" and handoff.reason == "too much residue"
     requested = subprocess.run([*tether, live.run_id], capture_output=True, text=True, cwd=ROOT,
-                               timeout=60)
+                               timeout=60, env=env)
     assert requested.returncode == 0 and "Clear requested" in requested.stdout
     after = await runs.get_run(live.run_id)
     assert after.status == "running" and after.clear_requested_at_ms is not None
     assert after.clear_reason == "cleared by a person"
     missing = subprocess.run([*tether, "r-nope"], capture_output=True, text=True, cwd=ROOT,
-                             timeout=60)
+                             timeout=60, env=env)
     assert missing.returncode == 1 and "no run" in missing.stderr
 
 

@@ -14,8 +14,9 @@ from engine.memory.block import (
     longest_prefix_within,
     utf8_len,
 )
-from engine.memory.config import MemoryConfig, resolve_memory, write_tags
+from engine.memory.config import MemoryConfig, resolve_memory
 from engine.memory.items import RecallItem
+from engine.memory.tag_rules import write_tags_for
 from store.errors import InvalidInputError
 
 
@@ -38,7 +39,7 @@ def test_valid_config_defaults_and_namespaces() -> None:
         ({"bank": "x", "recall": "off"}, "would do nothing"),
         ({"bank": "x", "retain_status": "pending"}, "retain is off"),
         ({"bank": "x", "recall": "off", "retain": "on-complete", "budget_bytes": 500},
-         "neither recall nor tools"),
+         "neither recall, primers nor tools"),
         ({"bank": "x", "tags": ["run:r-1"]}, "not a stable tag"),
         ({"bank": "x", "tags": ["branch:"]}, "not a stable tag"),
         ({"bank": "x", "tags": ["branch:a b"]}, "not a stable tag"),
@@ -68,11 +69,12 @@ def test_task_config_replaces_workflow_config() -> None:
 
 
 def test_write_tags_add_source_and_keep_the_limit() -> None:
-    assert write_tags(("branch:main",), ["scope:main"], "run") == (
+    plain = "workflow:x"
+    assert write_tags_for(plain, ("branch:main",), ["scope:main"], "run") == (
         "branch:main", "scope:main", "source:run")
-    assert write_tags((), ["source:chat"], "run") == ("source:chat",)
+    assert write_tags_for(plain, (), ["source:chat"], "run") == ("source:chat",)
     with pytest.raises(InvalidInputError):
-        write_tags(tuple(f"stream:s{i}" for i in range(16)), [], "run")
+        write_tags_for(plain, tuple(f"stream:s{i}" for i in range(16)), [], "run")
 
 
 def _item(i: int, text: str) -> RecallItem:
@@ -122,3 +124,11 @@ def test_block_never_exceeds_budget(texts: list[str], budget: int) -> None:
     assert block.bytes_used <= budget
     if block.text is not None:
         assert utf8_len(block.text) == block.bytes_used
+
+
+def test_a_shortened_lesson_says_so_and_keeps_whole_words() -> None:
+    from engine.memory.tools import first_words
+
+    assert first_words("one two three", 5) == "one two three"
+    cut = first_words("alpha beta gamma delta", 2)
+    assert cut == "alpha beta …"

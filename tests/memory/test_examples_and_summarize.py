@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from memory_support import engine_with_hooks
+from pg_support import cli_env
 
 from engine.loader import load_workflow
 from store.database import Database
@@ -71,7 +72,7 @@ async def test_memory_summarize_uses_an_engine_agent(db: Database, workspace: Wo
     done = subprocess.run(
         [sys.executable, "-m", "tui.cli.main", "memory", "summarize", "--workspace",
          str(workspace.root)],
-        capture_output=True, text=True, cwd=ROOT, timeout=60,
+        capture_output=True, text=True, cwd=ROOT, timeout=60, env=cli_env(db.workspace),
     )
     assert done.returncode == 0, done.stderr
     assert "Wrote 1 summary replacing 3 messages (agent brief)" in done.stdout
@@ -81,6 +82,6 @@ async def test_memory_summarize_uses_an_engine_agent(db: Database, workspace: Wo
     unknown = subprocess.run(
         [sys.executable, "-m", "tui.cli.main", "memory", "summarize", "--agent", "nope",
          "--workspace", str(workspace.root)],
-        capture_output=True, text=True, cwd=ROOT, timeout=60,
+        capture_output=True, text=True, cwd=ROOT, timeout=60, env=cli_env(db.workspace),
     )
     assert unknown.returncode == 2 and "No agent named 'nope'" in unknown.stderr

@@ -18,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from engine.agents.mcp_wiring import tether_program
 from engine.memory.config import MemoryConfig
 from store.database import Database
+from store.database_url import for_child_process
 from store.errors import InvalidInputError
 from store.memory import MemoryStore
 from store.runs import RunStore
@@ -27,9 +28,14 @@ NAMESPACE = MemoryConfig(bank=BANK, tools=True).namespaces[0]
 
 
 async def _session_calls(
-    workspace: Path, extra: list[str], calls: list[tuple[str, dict[str, Any]]]
+    workspace: Path,
+    extra: list[str],
+    calls: list[tuple[str, dict[str, Any]]],
+    database_url: str | None = None,
 ) -> tuple[list[Any], list[Any]]:
     argv = [*tether_program(), "mcp", "--workspace", str(workspace), "--bank", BANK, *extra]
+    if database_url:
+        argv += ["--database-url", for_child_process(database_url)]
     params = StdioServerParameters(command=argv[0], args=argv[1:])
     results = []
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -57,6 +63,7 @@ async def test_tether_mcp_serves_remember_and_recall_with_the_engine_semantics(
             ("remember", {"content": "x" * 9000}),
             ("remember", {"content": "ok", "bank": "elsewhere"}),
         ],
+        db.workspace.database_url,
     )
     assert sorted(t.name for t in tools) == ["recall", "remember"]
     schema_text = json.dumps([t.input_schema for t in tools])
@@ -70,7 +77,9 @@ async def test_tether_mcp_serves_remember_and_recall_with_the_engine_semantics(
     (note,) = await memory.list_notes(NAMESPACE, status="pending")
     assert note.body == "Run ruff before pytest in CI." and "scope:main" in note.tags
     await memory.accept_note(note.id)
-    _, (found,) = await _session_calls(root, [], [("recall", {"query": "ruff pytest"})])
+    _, (found,) = await _session_calls(
+        root, [], [("recall", {"query": "ruff pytest"})], db.workspace.database_url
+    )
     answer = _payload(found)
     assert answer["ok"] and note.id in json.dumps(answer["items"])
     assert answer["bytes_used"] <= answer["budget_bytes"] == 2048

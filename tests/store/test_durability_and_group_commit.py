@@ -59,7 +59,7 @@ async def test_full_is_in_effect_on_every_connection_that_writes(workspace: Work
         assert all(p == {"journal_mode": "wal", "synchronous": "full"} for p in found.values())
     finally:
         await db.close()
-    direct = DirectDatabase.open(workspace)
+    direct = DirectDatabase.open_now(workspace)
     try:
         level = run_now(direct.fetch_value("PRAGMA synchronous"))
         assert (direct.durability, level) == ("full", 2)

@@ -96,6 +96,10 @@ def test_escaped_id_never_contains_a_colon(raw: str) -> None:
         ("workflow:a\x00b", "control character U+0000"),
         ("workflow:\udcff", "not valid UTF-8"),
         ("workflow:" + "x" * 300, "limit is 256"),
+        ("team:x", "unknown kind 'team'; the kind is one of workflow, agent, user or global"),
+        ("Workflow:x", "kinds are lower-case: workflow:"),
+        ("GLOBAL:x", "unknown kind 'GLOBAL'"),
+        (":x", "unknown kind ''"),
     ],
 )
 def test_validate_refuses_malformed(text: str, message: str) -> None:
@@ -107,6 +111,8 @@ def test_validate_accepts_the_documented_example_and_lenient_forms() -> None:
     assert validate_namespace("workflow:code-review") == Namespace("workflow", "code-review")
     assert validate_namespace("project-7") == Namespace("global", "project-7")
     assert validate_namespace("user:ünïcode id") == Namespace("user", "ünïcode id")
+    # An id that contains a colon names its kind first.
+    assert validate_namespace("global:team:x") == Namespace("global", "team:x")
 
 
 @pytest.mark.parametrize(

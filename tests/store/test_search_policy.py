@@ -1,8 +1,10 @@
-"""The search policy shared by note search and recall: words, literal FTS5 quoting, the
-common-word plans and the scores, tested directly (no database beyond an in-memory FTS5 table)."""
+"""The search policy shared by note search and recall: terms as the porter index has them,
+literal FTS5 quoting, BM25, the weak-match guard, question echo, the sentence fallback and the
+fusion of rankings, tested directly (no database beyond an in-memory FTS5 table)."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
 
 import pytest
@@ -11,37 +13,46 @@ from hypothesis import strategies as st
 
 from store.errors import InvalidInputError
 from store.search_policy import (
-    RANK_ALL_MAX_DOCS,
-    RECALL_COMMON_DF,
+    ECHO_PENALTY,
+    WEAK_MIN_NOTES,
+    admitted,
     bm25,
-    density_scores,
+    bm25_weight,
     fold,
     fts_literal,
     idf,
+    index_terms,
+    is_question_echo,
     match_all,
     match_any,
-    plan_recall,
-    plan_search,
+    needs_fallback,
+    normalised_fusion,
     prompt_terms,
+    prompt_words,
     query_terms,
-    scored_words,
+    reciprocal_rank_fusion,
+    weak_terms,
 )
 
 
-def test_terms_are_folded_deduplicated_and_literal() -> None:
+def test_terms_are_folded_stemmed_deduplicated_and_literal() -> None:
     assert query_terms('Ruff AND ruff OR "mypy" body:* NEAR(x) Ünïcode') == (
-        "ruff", "and", "or", "mypy", "body", "near", "x", "unicode",
+        "ruff", "and", "or", "mypi", "bodi", "near", "x", "unicod",
     )
+    assert query_terms("opening opened opens") == ("open",)
     assert fts_literal('say "hi"') == '"say ""hi"""'
     assert match_all(["a", "b"]) == '"a" "b"'
     assert match_any(["a", 'b"c']) == '"a" OR "b""c"'
     assert fold("Crème") == "creme"
 
 
-def test_prompt_terms_skip_stop_words_and_single_letters() -> None:
+def test_prompt_terms_skip_stop_words_before_stemming() -> None:
     assert prompt_terms('Run "pytest" -x; OR NEAR(a b) 🔥 Ünïcode the of') == (
-        "run", "pytest", "near", "unicode")
+        "run", "pytest", "near", "unicod")
     assert prompt_terms("the a of I") == ()
+    # "was" and "does" are stop words as typed, even though their stems are not.
+    assert prompt_terms("what was researched does it") == ("research",)
+    assert prompt_words("Researching the OPENING") == ("researching", "opening")
 
 
 def test_a_query_without_words_is_refused() -> None:
@@ -52,55 +63,12 @@ def test_a_query_without_words_is_refused() -> None:
 def test_query_terms_stop_at_sixteen() -> None:
     words = [f"w{i}" for i in range(40)]
     assert query_terms(" ".join(words)) == tuple(words[:16])
-    assert prompt_terms(" ".join(words)) == tuple(words[:16])
+    assert len(prompt_terms(" ".join(words))) == 40
 
 
-def test_scored_words_fold_like_the_index() -> None:
-    assert scored_words("Crème BRÛLÉE, ok_go 42") == ["creme", "brulee", "ok", "go", "42"]
-    assert scored_words("x " * 10_000)[-1] == "x" and len(scored_words("x " * 10_000)) == 4096
-
-
-def test_plan_drops_common_words_unless_every_word_is_common() -> None:
-    counts = {"rare": 3, "common": 1001, "mid": 1000}
-    mixed = plan_search(["rare", "common", "mid"], counts, common_df=1000)
-    assert (mixed.match_query, mixed.dropped, mixed.bm25) == ('"rare" "mid"', ("common",), True)
-    only_common = plan_search(["common"], counts, common_df=1000)
-    assert (only_common.match_query, only_common.dropped, only_common.bm25) == (
-        '"common"', (), False
-    )
-    # An unknown count never hides results: it is treated as rare.
-    assert plan_search(["unseen", "common"], counts, common_df=1000).match_query == '"unseen"'
-
-
-def test_recall_plan_drops_common_terms_or_pools_them() -> None:
-    common = RECALL_COMMON_DF + 1  # what the capped probe reports for a common word
-    terms = ("parser", "flaky", "pytest", "nothing", "w")
-    plan = plan_recall(
-        terms, {"parser": common, "flaky": 40, "pytest": RECALL_COMMON_DF, "nothing": 0, "w": 600}
-    )
-    # Rarest first; a word no note holds is searched in facts only.
-    assert plan.note_terms == ("flaky", "w", "pytest") and plan.dropped == ("parser",)
-    assert plan.newest_pool == (RANK_ALL_MAX_DOCS < 40 + 600 + RECALL_COMMON_DF)
-    assert plan.fact_terms == ("flaky", "w", "pytest", "nothing")
-    assert plan_recall(("a1", "b1", "c1"), {"a1": 1000, "b1": 900, "c1": 500}).newest_pool
-    one = plan_recall(("flaky", "pytest"), {"flaky": 40, "pytest": 999}, max_terms=1)
-    assert one.note_terms == ("flaky",)
-    only_common = plan_recall(("test", "run", "fix", "code"), dict.fromkeys(
-        ("code", "fix", "run", "test"), common))
-    assert only_common.note_terms == ("test", "run", "fix") and only_common.newest_pool
-    assert only_common.dropped == ("code",)
-    absent = plan_recall(("x1",), {"x1": 0})
-    assert (absent.note_terms, absent.newest_pool, absent.fact_terms) == ((), False, ("x1",))
-
-
-def test_density_scores_prefer_more_occurrences_in_shorter_bodies() -> None:
-    scores = density_scores(
-        ["deploy deploy now", "deploy now", "we deploy on a very long list of other days"],
-        ["deploy"],
-    )
-    assert scores[0] > scores[1] > scores[2] > 0
-    assert density_scores(["Crème brûlée"], ["creme"])[0] > 0
-    assert density_scores([], ["deploy"]) == []
+def test_index_terms_fold_and_stem_every_word() -> None:
+    assert index_terms("Crème BRÛLÉE, ok_go 42 dropped") == [
+        "creme", "brule", "ok", "go", "42", "drop"]
 
 
 def test_bm25_prefers_rarer_and_more_frequent_terms() -> None:
@@ -112,10 +80,47 @@ def test_bm25_prefers_rarer_and_more_frequent_terms() -> None:
     assert twice > rare > common > 0
     assert bm25(["other"], weights, 1.0) == 0
     assert idf(5000, 1000) >= 0
+    assert idf(0, 10) == pytest.approx(math.log(1 + 10.5 / 0.5))
+    assert bm25_weight(1, 10, 10) == pytest.approx(1.0)  # tf 1 at average length
+
+
+def test_weak_terms_are_those_in_a_large_share_of_the_scope() -> None:
+    counts = {"alice": 80, "deploy": 12, "canary": 2}
+    assert weak_terms(counts, 100) == {"alice"}
+    # A tiny bank: nothing is weak until a term is in more than WEAK_MIN_NOTES notes.
+    assert weak_terms({"x": WEAK_MIN_NOTES}, 6) == frozenset()
+    assert admitted(["alice", "canary"], frozenset({"alice"}))
+    assert not admitted(["alice"], frozenset({"alice"}))
+    assert not admitted([], frozenset())
+
+
+def test_question_echo_needs_a_question_repeating_most_terms() -> None:
+    terms = ("deploy", "canari", "rollback")
+    assert is_question_echo(terms, ["deploy", "canari"], "How do we deploy a canary?")
+    assert not is_question_echo(terms, ["deploy", "canari"], "Deploy the canary at 5%.")
+    assert not is_question_echo(terms, ["deploy"], "Deploy what?")
+    assert 0 < ECHO_PENALTY < 1
+
+
+def test_fallback_when_all_words_found_fewer_than_the_limit() -> None:
+    assert needs_fallback(0, 10) and needs_fallback(9, 10) and not needs_fallback(10, 10)
+
+
+def test_fusions() -> None:
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["c", "a"]], k=60)
+    assert max(fused, key=fused.__getitem__) == "a"
+    assert fused["c"] > fused["b"]
+    weighted = reciprocal_rank_fusion([["a"], ["b"]], weights=[1.0, 2.0])
+    assert weighted["b"] == pytest.approx(2 * weighted["a"])
+    norm = normalised_fusion([{"a": 10.0, "b": 5.0, "c": 0.0}, {"c": 0.9, "b": 0.8, "a": 0.1}])
+    assert norm["b"] > norm["a"] and norm["b"] > norm["c"]
+    assert normalised_fusion([{}, {"x": 0.3}]) == {"x": 1.0}
 
 
 _fts = sqlite3.connect(":memory:")
-_fts.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')")
+_fts.execute(
+    "CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61 remove_diacritics 2')"
+)
 _fts.execute("INSERT INTO t (body) VALUES ('and or not near body x y')")
 
 
@@ -123,9 +128,10 @@ _fts.execute("INSERT INTO t (body) VALUES ('and or not near body x y')")
 @given(st.text(st.characters(codec="utf-8"), max_size=60))
 def test_any_user_text_is_never_fts_syntax(text: str) -> None:
     try:
-        terms = query_terms(text)
+        query_terms(text)
     except InvalidInputError:
         return
+    words = prompt_words(text) or ("x",)
     # Must never raise "fts5: syntax error" (or any other error), in either query shape.
-    _fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (match_all(terms),)).fetchall()
-    _fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (match_any(terms),)).fetchall()
+    _fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (match_all(words),)).fetchall()
+    _fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (match_any(words),)).fetchall()

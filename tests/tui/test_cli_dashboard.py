@@ -25,7 +25,7 @@ def test_headless_demo_runs_every_example_to_the_end(tmp_path: Path):
     for workflow in ("fanout-review", "code-review", "incident-runbook", "context-handoff"):
         assert workflow in out
     assert "handed-off" in out and "finished" in out
-    assert "handoff(s)" in out and "pending review" in out
+    assert " handoffs; " in out and "pending review" in out
     assert "problem:" not in out
     assert Workspace(tmp_path / "demo").database_path.exists()
 

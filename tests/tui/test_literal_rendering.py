@@ -45,7 +45,7 @@ async def test_markup_and_escapes_in_prompt_output_log_and_memory_render_literal
             ("review-b#0", "tab-log"),
         ):
             nodes.select_key(node)
-            detail.query_one(TabbedContent).active = tab
+            detail.query_one("#inspector", TabbedContent).active = tab
             await pilot.pause(0.4)
             svg = app.export_screenshot()
             seen.append(svg)

@@ -92,7 +92,7 @@ async def test_enter_opens_run_with_nodes_and_inspector_tabs(make_app):
         assert "Plan the review." in text  # prompt as sent (first tab)
         await pilot.press("right_square_bracket")
         await pilot.pause()
-        assert detail.query_one(TabbedContent).active == "tab-memory"
+        assert detail.query_one("#inspector", TabbedContent).active == "tab-memory"
         text = screen_text(app)
         assert "2040 of 2048 bytes used" in text and "truncated" in text
         assert "note:n1" in text and "score 0.910" in text and "matched review, pytest" in text
@@ -105,7 +105,7 @@ async def test_enter_opens_run_with_nodes_and_inspector_tabs(make_app):
         nodes.select_key("review-b#0")
         await pilot.pause(0.1)
         for tab in ("tab-attempts", "tab-calls", "tab-output", "tab-log"):
-            detail.query_one(TabbedContent).active = tab
+            detail.query_one("#inspector", TabbedContent).active = tab
             await pilot.pause(0.1)
             text = screen_text(app)
             if tab == "tab-attempts":
@@ -127,7 +127,7 @@ async def test_log_tab_follows_the_end_and_counts_new_lines_when_scrolled_up(mak
         await settle(pilot, app)
         detail = await open_run(pilot, app, "run-review-1")
         detail.query_one("#nodes-table", KeyedTable).select_key("review-b#0")
-        detail.query_one(TabbedContent).active = "tab-log"
+        detail.query_one("#inspector", TabbedContent).active = "tab-log"
         await pilot.pause(0.4)
         log = detail.query_one("#node-log", FollowLog)
         path = app.workspace.artifacts_dir / "run-review-1" / "review-b" / "2" / "stream.log"
@@ -188,8 +188,9 @@ async def test_handoffs_view_shows_the_chain_with_reasons_and_carried_state(make
         screen = app.screen
         assert isinstance(screen, HandoffsScreen)
         text = screen_text(app)
-        assert "ceiling breached at 550.0k tokens" in text
-        assert "cleared by a person" in text
+        # The trigger, then the recorded reason once (not "ceiling breached: ceiling ...").
+        assert "ceiling · token ceiling 500000 exceeded" in text
+        assert "person · cleared from the dashboard" in text
         assert "run-long-g0" in text and "run-long-g2" in text
         assert MARKUP in text  # carried learnings, literally
         await pilot.press("enter")

@@ -74,8 +74,11 @@ def test_notes_rows_show_bodies_literally_with_supersession_counts() -> None:
     proposal = note("p", "pending", body="[bold]x[/] and \x1b[31mred")
     book = NoteBook([proposal], set(), {"p": NoteLinks((note("a"), note("b")),)})
     cells = dict(note_rows(book, "", 0))[note_row_key("p")]
-    assert cells[1].plain == "[bold]x[/] and ␛[31mred"
-    assert cells[2].plain == "⇢2"
+    assert cells[1].plain == proposal.namespace  # the namespace column
+    assert cells[2].plain == "[bold]x[/] and ␛[31mred"
+    assert cells[3].plain == "⇢2"
+    marked = dict(note_rows(book, "", 0, marked={"p"}))[note_row_key("p")]
+    assert marked[0].plain.startswith("● ")
 
 
 def test_why_remembered_names_targets_history_and_superseders() -> None:

@@ -102,8 +102,9 @@ async def test_facts_grouped_by_namespace_and_pending_notes_first(
         assert notes[:2] == [note_row_key(seeded.rule), note_row_key(seeded.lone)]
         assert set(notes[2:]) == {note_row_key(seeded.lesson_a), note_row_key(seeded.lesson_b)}
         # Data is shown literally: markup in a note body is just characters.
-        assert cell_text(screen, "notes-table", note_row_key(seeded.lone), "body") == (
-            "[bold red]x[/] prefers small diffs"
+        # Literal; cut to the width the namespace column leaves at 150 columns.
+        assert cell_text(screen, "notes-table", note_row_key(seeded.lone), "body").startswith(
+            "[bold red]x[/] prefers s"
         )
 
 
@@ -288,6 +289,8 @@ async def test_search_and_filter(make_app: MakeApp, seeded: Seeded) -> None:
         await pilot.press("s", *"lint", "enter")
         await until(pilot, lambda: set(screen.notes_table.keys) == {
             note_row_key(seeded.rule), note_row_key(seeded.lesson_b)}, "search results")
+        banner = str(screen.query_one("#memory-search-banner", Static).render())
+        assert "(all words)" in banner and "recall: " in banner  # which search, which recall
         await pilot.press("s", "ctrl+u", "enter")  # empty search: everything again
         await until(pilot, lambda: len(screen.notes_table.keys) == 4, "all notes")
         await pilot.press("slash", *"helix", "enter")
@@ -309,3 +312,75 @@ async def test_command_palette_opens_the_review_queue_and_the_launch_dialog(
         await pilot.press("escape")
         await pilot.press("ctrl+p", *"launch", "enter")
         await until(pilot, lambda: isinstance(app.screen, LaunchRunDialog), "the launch dialog")
+
+
+async def test_bulk_review_marks_notes_and_decides_them_in_one_confirmed_step(
+    make_app: MakeApp, seeded: Seeded, workspace: Workspace
+) -> None:
+    async with memory_view(make_app) as (app, pilot, screen):
+        await on_note(screen, pilot, seeded.rule)
+        assert {"space", "a", "r"} <= shown_keys(app)
+        await pilot.press("space")
+        assert screen._marked == {seeded.rule}
+        await pilot.press("space")  # space again unmarks
+        assert screen._marked == set()
+        await pilot.press("asterisk")  # every pending note shown
+        assert screen._marked == {seeded.rule, seeded.lone}
+        assert "2 marked" in str(screen.notes_table.border_title)
+        await pilot.press("asterisk")  # all marked: * unmarks
+        assert screen._marked == set()
+        await on_note(screen, pilot, seeded.rule)
+        await pilot.press("shift+down")  # mark and extend over the next pending note
+        assert screen._marked == {seeded.rule, seeded.lone}
+        # The / filter narrows "all shown".
+        app.filters["memory"] = "small diffs"
+        await screen.refresh_data()
+        await pilot.press("asterisk")  # the one shown was marked: * unmarks just it
+        assert screen._marked == {seeded.rule}
+        await pilot.press("asterisk")
+        assert screen._marked == {seeded.rule, seeded.lone}
+        app.filters["memory"] = ""
+        await screen.refresh_data()
+        await press_for(pilot, app, "r", ReasonDialog)
+        target = dialog_target(app)
+        assert seeded.rule in target and seeded.lone in target
+        assert "Reject 2 notes?" in str(app.screen.query_one("#dialog-title").render())
+        await pilot.press(*"duplicates", "enter")
+        await until(pilot, lambda: not screen._marked, "both decisions")
+    rejected = cli_json(workspace, "notes", "list", "--status", "rejected")
+    assert sorted((n["id"], n["status_reason"]) for n in rejected) == sorted(
+        [(seeded.rule, "duplicates"), (seeded.lone, "duplicates")])
+    live = {note["id"] for note in cli_json(workspace, "notes", "list")}
+    assert live == {seeded.lesson_a, seeded.lesson_b}  # rejecting retires nothing
+
+
+async def test_bulk_accept_of_the_notes_matching_the_filter(
+    make_app: MakeApp, seeded: Seeded, workspace: Workspace
+) -> None:
+    async with memory_view(make_app) as (app, pilot, screen):
+        app.filters["memory"] = "lint"
+        await screen.refresh_data()
+        await on_note(screen, pilot, seeded.rule)
+        await pilot.press("asterisk")
+        assert screen._marked == {seeded.rule}  # "lone" does not match the filter
+        assert "matching the filter" in str(screen.notes_table.border_title)
+        await press_for(pilot, app, "a", ReasonDialog)
+        await pilot.press("enter")
+        await until(pilot, lambda: not screen._marked, "the decision")
+    accepted = {n["id"] for n in cli_json(workspace, "notes", "list")}
+    assert accepted == {seeded.rule}  # live, and both lessons it supersedes retired
+
+
+async def test_help_lists_accept_and_reject_with_when_they_apply(
+    make_app: MakeApp, seeded: Seeded
+) -> None:
+    async with memory_view(make_app) as (app, pilot, screen):
+        await on_fact(screen, pilot, fact_row_key("user:ada", "editor"))
+        assert "a" not in shown_keys(app)  # not on a fact...
+        await pilot.press("question_mark")
+        await until(pilot, lambda: app.screen.query("#help-keys"), "the help")
+        text = str(app.screen.query_one("#help-keys").render())
+        # ...but ? still lists it, saying when it applies.
+        assert "Accept — on a pending note, or on every marked note at once" in text
+        assert "Reject — on a pending note" in text
+        assert "Mark — on a pending note" in text

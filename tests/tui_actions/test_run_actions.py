@@ -144,8 +144,11 @@ def cli_runs(workspace: Workspace) -> dict[str, dict[str, Any]]:
 async def test_launch_validates_the_input_and_runs_in_the_embedded_engine(
     make_app: MakeApp, workspace: Workspace, clock: ManualClock
 ) -> None:
-    await make_run(workspace, clock, status="finished")  # the workspace exists
-    async with runs_view(make_app) as (app, pilot, _screen):
+    older = await make_run(workspace, clock, status="finished")  # the workspace exists
+    clock.advance(1_000)
+    await make_run(workspace, clock, status="finished")
+    # The cursor is on the older run (not the first row): the launched run still gets it.
+    async with runs_view(make_app, select=older.run_id) as (app, pilot, screen):
         await press_for(pilot, app, "n", LaunchRunDialog)
         dialog = app.screen
         area = dialog.query_one("#launch-input", TextArea)
@@ -163,7 +166,10 @@ async def test_launch_validates_the_input_and_runs_in_the_embedded_engine(
         runs = await until_run(app, pilot, "the launched run to finish", lambda runs: any(
             r.input == {"change": "add tests for resume", "repository": "tether"}
             and r.status == "finished" for r in runs))
-    launched = next(r for r in runs if r.input and r.input.get("change") == "add tests for resume")
+        launched = next(r for r in runs
+                        if r.input and r.input.get("change") == "add tests for resume")
+        table = screen.query_one("#runs-table", KeyedTable)
+        await until(pilot, lambda: table.cursor_key == launched.run_id, "the cursor on it")
     assert cli_runs(workspace)[launched.run_id]["status"] == "finished"
 
 
@@ -288,3 +294,18 @@ async def test_quit_asks_while_embedded_runs_are_active_and_leaves_them_resumabl
         assert record.status == "running" and record.is_stale(clock.now_ms())
         outcome = await open_engine(db).resume(load_workflow(CODE_REVIEW), left.run_id)
     assert outcome.status == "finished"
+
+
+async def test_launch_dialog_fits_120x30_and_tab_reaches_its_buttons(
+    make_app: MakeApp, workspace: Workspace, clock: ManualClock
+) -> None:
+    await make_run(workspace, clock, status="finished")
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_runs(app, pilot)
+        dialog = await press_for(pilot, app, "n", LaunchRunDialog)
+        await pilot.pause(0.2)
+        screen_region = app.screen.region
+        for button in dialog.query(Button):
+            assert screen_region.contains_region(button.region), button.id
+        assert dialog.query_one("#json-status").region.height > 0

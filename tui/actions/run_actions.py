@@ -22,10 +22,12 @@ from textual.widgets import DataTable
 from engine.handoff import DEFAULT_CLEAR_REASON
 from store.dashboard import RunRow
 from tui.actions.feedback import write_safely
+from tui.actions.read_only import write_refused
+from tui.format import one_line
 from tui.modals import ConfirmDialog, LaunchRunDialog, WorkflowChoice, clear_run_dialog
+from tui.modals.confirm import named_targets
 from tui.run_control import EngineHost, KnownWorkflow, host_for
 from tui.screens.base import LiveScreen
-from tui.widgets.keyed_table import KeyedTable
 
 TERMINAL = ("finished", "failed", "cancelled", "handed-off")
 
@@ -86,6 +88,13 @@ class RunControlScreen(LiveScreen):
         Binding("R", "resume_run", "Resume"),
         Binding("d", "delete_run", "Delete run"),
     ]
+    KEY_NOTES: ClassVar[dict[str, str]] = {
+        "clear_run": "a run that is not finished or handed off",
+        "cancel_run": "a running (or stale) or pending run",
+        "resume_run": "a stale, failed or cancelled run",
+        "delete_run": "a finished, failed, cancelled, handed-off or stale run",
+    }
+    """When each run key applies (listed by ? help)."""
     RUN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
         {"launch_run", "clear_run", "cancel_run", "resume_run", "delete_run"}
     )
@@ -103,7 +112,9 @@ class RunControlScreen(LiveScreen):
         return self.tether.known_runs.get(run_id)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Hide run keys that do not apply to the selected run."""
+        """Hide run keys that do not apply to the selected run (all of them read-only)."""
+        if write_refused(self.app, action):
+            return False
         if action in self.RUN_ACTIONS:
             return action in allowed_run_actions(self.selected_run(), self.tether.now_ms())
         return super().check_action(action, parameters)
@@ -127,7 +138,8 @@ class RunControlScreen(LiveScreen):
 
     @work(group="run-action", exclusive=True)
     async def action_launch_run(self) -> None:
-        """Pick a workflow the workspace knows, edit its JSON input, start it embedded."""
+        """Pick a workflow the workspace knows, edit its JSON input, start it embedded (or, on
+        a PostgreSQL workspace, queue it for a worker)."""
         found = await write_safely(self, self.host.known_workflows)
         if found is None:
             return
@@ -142,10 +154,20 @@ class RunControlScreen(LiveScreen):
         if request is None:
             return
         chosen = by_key[request.choice.key]
+        if self.host.queues_runs:
+            queued = await write_safely(self, lambda: self.host.enqueue(chosen, request.input))
+            if queued is not None:
+                self.app.notify(
+                    f"Queued {chosen.name} as {queued.run_id}; a tether worker will run it.",
+                    markup=False,
+                )
+                self._wake()
+            return
         started = await write_safely(self, lambda: self.host.launch(chosen, request.input))
         if started is not None:
-            self.app.notify(f"Started {chosen.name} in the embedded engine.", markup=False)
-            self._wake()
+            self.app.notify(f"Started {chosen.name} ({started}) in the embedded engine.",
+                            markup=False)
+            await self.show_run(started)
 
     @work(group="run-action", exclusive=True)
     async def action_clear_run(self) -> None:
@@ -169,11 +191,14 @@ class RunControlScreen(LiveScreen):
         if result.new_run_id is not None:
             await self.show_run(result.new_run_id)
 
+    cursor_wanted: str | None = None
+    """A run just created here: the cursor goes to it as soon as the list shows it."""
+
     async def show_run(self, run_id: str) -> None:
-        """Re-read the list and put the cursor on ``run_id`` (a run just created here)."""
+        """Put the cursor on ``run_id`` (a run just created here), now or once it is listed."""
+        self.cursor_wanted = run_id
+        self._wake()
         await self.tether.refresh_screen(self)
-        for table in self.query(KeyedTable):
-            table.select_key(run_id)
 
     @work(group="run-action", exclusive=True)
     async def action_cancel_run(self) -> None:
@@ -182,7 +207,8 @@ class RunControlScreen(LiveScreen):
         if run is None:
             return
         confirmed = await self.app.push_screen_wait(
-            ConfirmDialog("Cancel this run?", run_target(run), confirm_label="Cancel run",
+            ConfirmDialog("Cancel this run?", run_target(run), confirm_label="Stop the run",
+                          cancel_label="Keep it running",
                           detail="Its running tasks stop; finished nodes keep their outputs.")
         )
         if not confirmed:
@@ -229,9 +255,7 @@ class RunControlScreen(LiveScreen):
             self._wake()
 
     def _wake(self) -> None:
-        wake = getattr(self.app, "wake", None)
-        if callable(wake):
-            wake()
+        self.tether.wake()
 
 
 async def confirm_quit(app: Any) -> bool:
@@ -241,14 +265,8 @@ async def confirm_quit(app: Any) -> bool:
     active = await host.active_runs()
     if not active:
         return True
-    names = Text()
-    for index, run in enumerate(active[:8]):
-        if index:
-            names.append("\n")
-        names.append(run.run_id, style="bold")
-        names.append(f"  {run.workflow}", style="dim")
-    if len(active) > 8:
-        names.append(f"\n… and {len(active) - 8} more", style="dim")
+    names = named_targets([(run.run_id, one_line(run.workflow, "dim")) for run in active],
+                          limit=8)
 
     async def decided(quit_now: bool | None) -> None:
         if quit_now:
@@ -262,6 +280,7 @@ async def confirm_quit(app: Any) -> bool:
             f"Quit with {count} embedded run{'s' if count != 1 else ''} still running?",
             names,
             confirm_label="Quit",
+            cancel_label="Stay",
             detail="They stop with the dashboard and stay resumable: after 30 s they show as "
                    "stale, and R (or tether run --resume) continues them.",
         ),

@@ -12,12 +12,15 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
 from store.errors import TetherError
 from store.workspace import Workspace, resolve_workspace
+
+if TYPE_CHECKING:
+    from store.backend import Database
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -38,6 +41,16 @@ workspace_option = click.option(
     metavar="DIR",
     default=None,
     help="Workspace folder holding tether.db (default: nearest .tether/ or $TETHER_WORKSPACE).",
+)
+
+database_url_option = click.option(
+    "--database-url",
+    "database_url",
+    metavar="URL",
+    default=None,
+    help="A PostgreSQL workspace (postgresql://user@host/db); no password here, use PGPASSWORD "
+    "or ~/.pgpass (default: $TETHER_DATABASE_URL, or database_url in the workspace's "
+    "config.toml).",
 )
 
 format_option = click.option(
@@ -72,9 +85,32 @@ def limit_option(default: int, what: str = "items") -> Callable[[Callable[P, T]]
     )
 
 
-def workspace_from(workspace_dir: str | None) -> Workspace:
-    """Resolve the workspace named on the command line (or found from the environment)."""
-    return resolve_workspace(workspace_dir)
+def workspace_from(workspace_dir: str | None, database_url: str | None = None) -> Workspace:
+    """Resolve the workspace named on the command line (or found from the environment).
+
+    ``--database-url`` given to the command or to ``tether`` itself names a PostgreSQL
+    workspace; a password in it is refused (command lines are visible to every user).
+    """
+    if database_url is None:
+        context = click.get_current_context(silent=True)
+        root = context.find_root() if context is not None else None
+        if root is not None and isinstance(root.obj, dict):
+            database_url = root.obj.get("database_url")
+    if database_url is not None:
+        from store.database_url import refuse_password_in_argument
+
+        database_url = refuse_password_in_argument(database_url)
+    return resolve_workspace(workspace_dir, database_url=database_url)
+
+
+def chosen_workspace(workspace_dir: str | None) -> Workspace:
+    """The workspace named on this command, else on ``tether --workspace``, else discovered."""
+    if workspace_dir is None:
+        context = click.get_current_context(silent=True)
+        root = context.find_root().obj if context is not None else None
+        if isinstance(root, dict):
+            workspace_dir = root.get("workspace_dir")
+    return workspace_from(workspace_dir)
 
 
 def fail(message: str, exit_code: int) -> None:
@@ -102,13 +138,23 @@ def run_async(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
 def run_direct(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
     """Run an async command body that only calls the stores on a
-    :class:`~store.direct.DirectDatabase`: no event loop, no thread (see :mod:`store.direct`)."""
+    :class:`~store.direct.DirectDatabase`: no event loop, no thread (see :mod:`store.direct`).
+    A PostgreSQL workspace has no such database: its commands run on an event loop
+    (:func:`run_async`), and the body's opener (:func:`open_database`) gives the async one."""
 
     @wraps(coro_fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         global direct_command_finished
         from store.direct import run_now
 
+        workspace_dir = kwargs.get("workspace_dir")
+        try:
+            shared = chosen_workspace(workspace_dir if isinstance(workspace_dir, str) else None)
+        except TetherError as error:
+            fail(str(error), error.exit_code)
+            raise AssertionError("unreachable") from error
+        if shared.is_shared:
+            return run_async(coro_fn)(*args, **kwargs)
         try:
             return run_now(coro_fn(*args, **kwargs))
         except TetherError as error:
@@ -119,6 +165,20 @@ def run_direct(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
             direct_command_finished = True
 
     return wrapper
+
+
+async def open_database(workspace: Workspace, *, create: bool) -> Database:
+    """The workspace's database for a short command: in this thread (no event loop) for a
+    SQLite workspace, the PostgreSQL backend for a shared one (then :func:`run_direct` has put
+    the command on an event loop). With ``create`` false a missing workspace raises
+    NotFoundError."""
+    if workspace.is_shared:
+        from store.backend import Database as Backend
+
+        return await Backend.open(workspace, create=create)
+    from store.direct import DirectDatabase
+
+    return DirectDatabase.open_now(workspace, create=create)
 
 
 def print_json(document: Any) -> None:

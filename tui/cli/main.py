@@ -8,7 +8,7 @@ import sys
 import click
 
 from tui.cli import common
-from tui.cli.common import workspace_option
+from tui.cli.common import database_url_option, workspace_option
 from tui.cli.lazy import LazyCommand, LazyGroup
 
 # Each command's module is imported only when that command runs (see tui/cli/lazy.py); the
@@ -55,6 +55,18 @@ COMMAND_MODULES = {
         "tui.cli.mcp_commands",
         "Serve remember and recall over MCP on stdin/stdout (for Claude...",
     ),
+    "serve": LazyCommand(
+        "tui.cli.serve_commands",
+        "Serve the dashboard to a web browser (each tab runs its own live...",
+    ),
+    "worker": LazyCommand(
+        "tui.cli.worker_commands",
+        "Claim queued runs (tether run --queue, n in the dashboard) and...",
+    ),
+    "migrate": LazyCommand(
+        "tui.cli.migrate_commands",
+        "Copy this SQLite workspace (every table, every artifact file)...",
+    ),
 }
 
 
@@ -65,11 +77,13 @@ COMMAND_MODULES = {
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @workspace_option
+@database_url_option
 @click.pass_context
-def cli(ctx: click.Context, workspace_dir: str | None) -> None:
+def cli(ctx: click.Context, workspace_dir: str | None, database_url: str | None) -> None:
     """Tether: watch agent workflow runs, review their memory, launch and clear runs."""
     ctx.ensure_object(dict)
     ctx.obj["workspace_dir"] = workspace_dir
+    ctx.obj["database_url"] = database_url
     if ctx.invoked_subcommand is None:
         tui_command = cli.get_command(ctx, "tui")
         if tui_command is None:

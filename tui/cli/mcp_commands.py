@@ -12,7 +12,7 @@ import click
 
 from engine.memory.mcp_server import McpOptions, serve_stdio
 from store.errors import InvalidInputError
-from tui.cli.common import run_async, workspace_from, workspace_option
+from tui.cli.common import database_url_option, run_async, workspace_from, workspace_option
 
 
 @click.command("mcp")
@@ -31,6 +31,7 @@ from tui.cli.common import run_async, workspace_from, workspace_option
 @click.option("--iteration", type=int, default=0, help="Provenance: the node's loop iteration.")
 @click.option("--attempt", type=int, default=None, help="Provenance: the node's attempt.")
 @workspace_option
+@database_url_option
 @run_async
 async def mcp_command(
     banks: tuple[str, ...],
@@ -42,6 +43,7 @@ async def mcp_command(
     iteration: int,
     attempt: int | None,
     workspace_dir: str | None,
+    database_url: str | None,
 ) -> None:
     """Serve remember and recall over MCP on stdin/stdout (for Claude Code, Codex, ...).
 
@@ -62,7 +64,7 @@ async def mcp_command(
         attempt=attempt,
     )
     options.memory_config()  # refuse bad banks, tags or budgets before touching the workspace
-    await serve_stdio(workspace_from(workspace_dir), options)
+    await serve_stdio(workspace_from(workspace_dir, database_url), options)
 
 
 COMMANDS = [mcp_command]

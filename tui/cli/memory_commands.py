@@ -24,15 +24,16 @@ from store.ttl import parse_ttl
 from store.workspace import Workspace
 from tui.cli.common import (
     Page,
+    chosen_workspace,
     format_option,
     limit_option,
     listing_format_option,
     more_line,
+    open_database,
     page_of,
     print_json,
     print_listing,
     run_direct,
-    workspace_from,
     workspace_option,
 )
 from tui.cli.lazy import LazyGroup
@@ -45,16 +46,6 @@ DEFAULT_FACTS_LIMIT = 200
 # -- helpers shared with notes_commands ---------------------------------------------------------
 
 
-def chosen_workspace(workspace_dir: str | None) -> Workspace:
-    """The workspace named on this command, else on ``tether --workspace``, else discovered."""
-    if workspace_dir is None:
-        context = click.get_current_context(silent=True)
-        root = context.find_root().obj if context is not None else None
-        if isinstance(root, dict):
-            workspace_dir = root.get("workspace_dir")
-    return workspace_from(workspace_dir)
-
-
 @asynccontextmanager
 async def open_store(
     workspace: Workspace, *, create: bool, direct: bool = True
@@ -65,9 +56,7 @@ async def open_store(
     without an event loop; commands on an event loop pass ``direct=False``.
     """
     if direct:
-        from store.direct import DirectDatabase
-
-        store = MemoryStore(DirectDatabase.open(workspace, create=create), owns_db=True)
+        store = MemoryStore(await open_database(workspace, create=create), owns_db=True)
     else:
         store = await MemoryStore.open(workspace, create=create)
     try:
@@ -144,7 +133,11 @@ def styled(text: str, **style: object) -> str:
 @click.group(
     "memory",
     cls=LazyGroup,
-    lazy_commands={"summarize": "tui.cli.memory_summarize_commands"},
+    lazy_commands={
+        "summarize": "tui.cli.memory_summarize_commands",
+        "reindex": "tui.cli.memory_semantic_commands",
+        "status": "tui.cli.memory_semantic_commands",
+    },
 )
 def memory() -> None:
     """Facts (namespaced JSON values) and the memory maintenance processors."""
@@ -251,8 +244,12 @@ async def set_command(
     ns = validate_namespace(namespace)
     validate_key(key)
     value_json = parse_value_json(read_text_argument(value, "the value"))
-    async with open_store(chosen_workspace(workspace_dir), create=True) as store:
+    workspace = chosen_workspace(workspace_dir)
+    async with open_store(workspace, create=True) as store:
         fact = await store.set_fact_json(ns, key, value_json, ttl_ms=ttl_ms)
+    from tui.cli.background import embed_in_background  # only after a write: start-up
+
+    embed_in_background(workspace)
     expiry = "" if ttl_ms is None else f" (expires in {duration(ttl_ms)})"
     click.echo(f"Set {one_line(fact.key, 60)} in {one_line(fact.namespace, 80)}{expiry}.")
 

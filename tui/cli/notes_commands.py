@@ -7,24 +7,27 @@ Statuses are coloured on a terminal (pending yellow, accepted green, rejected re
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 
 import click
 
-from store.errors import NotFoundError
+from store.errors import InvalidInputError, NotFoundError
 from store.namespaces import canonical_namespace, validate_namespace
 from store.notes import (
     DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
     Note,
+    NoteInput,
     SearchHit,
+    note_params,
     validate_body,
     validate_label,
     validate_tags,
 )
 from store.schema import NOTE_STATUSES
-from store.search_policy import query_terms
+from store.search_policy import MODE_ALL_WORDS, MODE_ANY_WORD, query_terms
 from store.sql.paging import MORE_COUNT_CAP
 from tui.cli.common import (
     Page,
@@ -33,6 +36,7 @@ from tui.cli.common import (
     more_line,
     page_of,
     print_listing,
+    run_async,
     run_direct,
     workspace_option,
 )
@@ -184,7 +188,8 @@ async def add_command(
         validate_label(target, "a superseded note id")
     if kind is not None:
         validate_label(kind, "the note kind")
-    async with open_store(chosen_workspace(workspace_dir), create=True) as store:
+    workspace = chosen_workspace(workspace_dir)
+    async with open_store(workspace, create=True) as store:
         note = await store.save_note(
             ns,
             text,
@@ -195,6 +200,9 @@ async def add_command(
             author="cli",
         )
     click.echo(note.id)
+    from tui.cli.background import embed_in_background  # only after a write: start-up
+
+    embed_in_background(workspace)
 
 
 async def _decide(note_id: str, status: str, reason: str | None, workspace_dir: str | None) -> None:
@@ -249,33 +257,133 @@ async def reject_command(note_id: str, reason: str | None, workspace_dir: str | 
 async def search_command(
     query: str, namespace: str | None, limit: int, workspace_dir: str | None, output_format: str
 ) -> None:
-    """Full-text search (BM25) over live notes; every word of QUERY must occur."""
+    """Full-text search (BM25) over live notes: notes holding every word of QUERY first; when
+    fewer than --limit do, the rest hold any of its words (stop words dropped), so a question
+    typed as a sentence still finds its answer. The first line says which search answered."""
     query_terms(query)
     ns = None if namespace is None else validate_namespace(namespace)
     workspace = chosen_workspace(workspace_dir)
     page = Page([], 0)
+    mode = MODE_ALL_WORDS
     now = 0
     if workspace.exists():
         async with open_store(workspace, create=False) as store:
             # One hit more than asked says whether there are more; ranking every match only
             # to count them would cost a full search, so `more` is 1 (some) or 0 here.
             wanted = min(limit + 1, MAX_SEARCH_LIMIT)
-            hits = await store.search_notes(query, namespace=ns, limit=wanted)
-            page = page_of(hits, limit)
+            found = await store.search_notes_with_mode(query, namespace=ns, limit=wanted)
+            page, mode = page_of(found.hits, limit), found.mode
             now = store.now_ms()
     print_listing(
         output_format,
         page,
-        lambda hit: {"score": hit.score, **hit.note.to_json()},
-        lambda hits: _print_hits(hits, now),
+        lambda hit: {
+            "score": hit.score,
+            "mode": hit.mode,
+            "matched_terms": list(hit.matched),
+            **hit.note.to_json(),
+        },
+        lambda hits: _print_hits(hits, mode, now),
         empty="No matching notes.",
         more_text=lambda _: "… more matching notes (raise --limit to see them)",
     )
 
 
-def _print_hits(hits: Sequence[SearchHit], now: int) -> None:
+def _print_hits(hits: Sequence[SearchHit], mode: str, now: int) -> None:
+    count = f"{len(hits)} note{'s' if len(hits) != 1 else ''}"
+    click.echo(styled(f"{count} ({search_mode_line(mode)})", dim=True))
     for hit in hits:
         _print_note(hit.note, now)
+        click.echo(styled(f"    {hit.mode}: {', '.join(hit.matched)}", dim=True))
+
+
+def search_mode_line(mode: str) -> str:
+    """How a note search answered, in words for people."""
+    if mode == MODE_ALL_WORDS:
+        return "every word matched"
+    if mode == MODE_ANY_WORD:
+        return "no note holds every word; matched any word, common words left out"
+    return "every word matched, then any word"
+
+
+IMPORT_FIELDS = {"namespace", "body", "id", "kind", "tags", "author", "status", "supersedes",
+                 "created_at_ms"}
+MAX_REPORTED_ERRORS = 50
+
+
+def parse_import_line(number: int, line: str) -> NoteInput:
+    """One line of a notes import as a validated NoteInput; InvalidInputError names the line."""
+    def bad(reason: str) -> InvalidInputError:
+        return InvalidInputError(f"Line {number}: {reason}")
+
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise bad(f"not valid JSON ({error.msg} at column {error.colno}).") from None
+    if not isinstance(record, dict):
+        raise bad("expected a JSON object with at least namespace and body.")
+    unknown = sorted(set(record) - IMPORT_FIELDS)
+    if unknown:
+        raise bad(f"unknown field {unknown[0]!r}; use {', '.join(sorted(IMPORT_FIELDS))}.")
+    for field in ("namespace", "body"):
+        if not isinstance(record.get(field), str):
+            raise bad(f"{field} must be text.")
+    for field in ("id", "kind", "author", "status"):
+        if field in record and record[field] is not None and not isinstance(record[field], str):
+            raise bad(f"{field} must be text.")
+    for field in ("tags", "supersedes"):
+        value = record.get(field, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise bad(f"{field} must be a list of text.")
+    note = NoteInput(
+        namespace=record["namespace"], body=record["body"], id=record.get("id"),
+        kind=record.get("kind"), tags=tuple(record.get("tags", [])),
+        author=record.get("author"), status=record.get("status") or "accepted",
+        supersedes=tuple(record.get("supersedes", [])),
+        created_at_ms=record.get("created_at_ms"),
+    )
+    try:
+        validate_namespace(note.namespace)
+        note_params(note)
+    except InvalidInputError as error:
+        raise bad(str(error)[:1].lower() + str(error)[1:]) from None
+    return note
+
+
+@notes.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@workspace_option
+@run_async
+async def import_command(file: str, workspace_dir: str | None) -> None:
+    """Add the notes of FILE, one JSON object per line ('-' reads stdin): namespace and body,
+    optionally id, status, tags, kind, author, supersedes and created_at_ms. All or nothing:
+    every bad line is reported with its number and nothing is written."""
+    text = read_text_argument("-" if file == "-" else f"@{file}", "the import file")
+    inputs: list[NoteInput] = []
+    errors: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            inputs.append(parse_import_line(number, line))
+        except InvalidInputError as error:
+            errors.append(str(error))
+    if errors:
+        for message in errors[:MAX_REPORTED_ERRORS]:
+            click.echo(message, err=True)
+        more = len(errors) - MAX_REPORTED_ERRORS
+        if more > 0:
+            click.echo(f"... and {more} more bad lines.", err=True)
+        click.echo(f"Nothing was imported: {len(errors)} bad line"
+                   f"{'s' if len(errors) != 1 else ''}.", err=True)
+        raise SystemExit(2)
+    workspace = chosen_workspace(workspace_dir)
+    async with open_store(workspace, create=True) as store:
+        ids = await store.save_notes(inputs)
+    click.echo(f"Imported {len(ids)} note{'s' if len(ids) != 1 else ''}.")
+    from tui.cli.background import embed_in_background  # only after a write: start-up
+
+    embed_in_background(workspace)
 
 
 COMMANDS = [notes]

@@ -22,9 +22,11 @@ from engine.hooks import Progress
 from engine.loader import load_workflow
 from engine.run_end import RunOutcome
 from engine.setup import open_engine
+from engine.workflow import Workflow
 from store.database import Database
 from store.errors import InvalidInputError
 from store.runs import RunStore
+from store.workspace import Workspace
 from tui.cli.common import (
     EXIT_NOT_COMPLETED,
     format_option,
@@ -102,6 +104,8 @@ def _summary(run: dict[str, Any], outcome: RunOutcome) -> str:
 @click.argument("workflow_file", metavar="WORKFLOW")
 @click.option("--input", "input_text", metavar="JSON|@FILE", help="Run input as JSON or @file.")
 @click.option("--resume", "resume_id", metavar="RUN_ID", help="Continue this run instead.")
+@click.option("--queue", "queue", is_flag=True,
+              help="Put the run on the queue for `tether worker` instead of running it here.")
 @format_option
 @workspace_option
 @run_async
@@ -109,15 +113,21 @@ async def run_command(
     workflow_file: str,
     input_text: str | None,
     resume_id: str | None,
+    queue: bool,
     output_format: str,
     workspace_dir: str | None,
 ) -> None:
     """Run WORKFLOW (a .py file exposing a Workflow) in the foreground, with progress on stderr."""
     if resume_id and input_text is not None:
         raise InvalidInputError("--input cannot be combined with --resume; a run keeps its input.")
+    if resume_id and queue:
+        raise InvalidInputError("--queue starts a new run; it cannot be combined with --resume.")
     raw_input = parse_input(input_text)
     workflow = load_workflow(workflow_file)
     workspace = workspace_from(workspace_dir)
+    if queue:
+        await enqueue_run(workspace, workflow, raw_input, workflow_file, output_format)
+        return
     printer = ProgressPrinter()
     async with await Database.open(workspace) as db:
         engine = open_engine(db, on_progress=printer)
@@ -147,6 +157,31 @@ async def run_command(
             click.echo(visible(json.dumps(run["output"], ensure_ascii=False, indent=2)))
     if outcome.status != "finished":
         sys.exit(EXIT_NOT_COMPLETED)
+
+
+async def enqueue_run(
+    workspace: Workspace, workflow: Workflow, raw_input: Any, workflow_file: str,
+    output_format: str,
+) -> None:
+    """Validate the input here, then queue the run for any worker; prints its id."""
+    from engine.root_prompts import check_root_prompts
+    from engine.structured import to_jsonable
+    from store.queue import RunQueue
+
+    workflow.validate()
+    parsed = workflow.parse_input(raw_input)
+    check_root_prompts(workflow, parsed)
+    async with await Database.open(workspace) as db:
+        run = await RunQueue(db).enqueue(
+            workflow.name,
+            input=to_jsonable(parsed),
+            workflow_path=str(Path(workflow_file).resolve()),
+        )
+        document = run.as_dict(db.clock.now_ms())
+    if output_format == "json":
+        print_json(document)
+    else:
+        click.echo(run.run_id)
 
 
 COMMANDS = [run_command]

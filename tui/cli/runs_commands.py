@@ -29,6 +29,7 @@ from tui.cli.common import (
     limit_option,
     listing_format_option,
     more_line,
+    open_database,
     page_of,
     print_json,
     print_listing,
@@ -45,12 +46,10 @@ DEFAULT_FAN_OUT_LIMIT = 200
 _ITERATION_SUFFIX = re.compile(r"^(?P<node>.+)#(?P<iteration>\d+)$")
 
 
-def open_runs(workspace: Workspace) -> RunStore:
-    """The run records of an existing workspace, opened in this thread (NotFoundError when the
-    workspace has no database)."""
-    from store.direct import DirectDatabase
-
-    return RunStore(DirectDatabase.open(workspace, create=False))
+async def open_runs(workspace: Workspace) -> RunStore:
+    """The run records of an existing workspace (:func:`tui.cli.common.open_database`;
+    NotFoundError when the workspace has no database)."""
+    return RunStore(await open_database(workspace, create=False))
 
 
 # -- tether runs ----------------------------------------------------------------------------
@@ -75,7 +74,7 @@ async def runs_command(
     page = Page([], 0)
     now = 0
     if workspace.exists():
-        store = open_runs(workspace)
+        store = await open_runs(workspace)
         try:
             records = await store.list_runs(status=status, limit=limit)
             total = len(records)
@@ -243,10 +242,14 @@ def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
         lines.append(f"  {'warning' if block.degraded else 'note'}: {visible(block.warning)}")
     for item in block.items:
         mark = "" if item.get("included", True) else " (left out: budget)"
-        why = ", ".join(str(t) for t in item.get("matched_terms") or [])
+        # "why" says how the item was found (words matched, similarity, primer); blocks stored
+        # before it existed only have the matched terms.
+        why = str(item.get("why") or "") or "matched: " + (
+            ", ".join(str(t) for t in item.get("matched_terms") or []) or "-"
+        )
         lines.append(
             f"  - {visible(str(item.get('id')))} {visible(str(item.get('namespace', '')))}"
-            f" score {float(item.get('score') or 0):.3f} matched: {visible(why) or '-'}{mark}"
+            f" score {float(item.get('score') or 0):.3f} {visible(why)}{mark}"
         )
     if block.text:
         lines.extend(f"  | {visible(line)}" for line in block.text.split("\n"))
@@ -291,7 +294,7 @@ async def node_command(
     workspace = workspace_from(workspace_dir)
     if not workspace.exists():
         raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
-    store = open_runs(workspace)
+    store = await open_runs(workspace)
     try:
         await store.get_run(run_id)
         try:
@@ -412,7 +415,7 @@ async def cancel_command(run_id: str, workspace_dir: str | None) -> None:
     workspace = workspace_from(workspace_dir)
     if not workspace.exists():
         raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
-    store = open_runs(workspace)
+    store = await open_runs(workspace)
     try:
         run = await store.request_cancel(run_id)
     finally:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 import click
 
 from store.database import inspect_database_file
 from store.errors import TetherError
-from store.workspace import Workspace
+from store.workspace import ENV_VAR, Workspace
 from tui.cli.common import fail, run_async, workspace_from, workspace_option
 
 
-def _workspace_dir(ctx: click.Context, workspace_dir: str | None) -> str | None:
+def workspace_dir_of(ctx: click.Context, workspace_dir: str | None) -> str | None:
     # `tether --workspace DIR` (group option) and `tether tui --workspace DIR` both work.
     if workspace_dir:
         return workspace_dir
@@ -29,13 +31,35 @@ def _check_database(workspace: Workspace) -> None:
             fail(str(error), error.exit_code)
 
 
+def no_workspace_message(workspace: Workspace, named: bool, cwd: Path) -> str:
+    """One sentence saying no workspace was found, where, and how to make one."""
+    start = "create one with `tether demo` (./tether-demo) or `tether run WORKFLOW` (./.tether)"
+    if named:
+        return f"no Tether workspace at {workspace.root} (no tether.db there); {start}."
+    return (
+        f"no Tether workspace found in {cwd} or any folder above it (no .tether/ folder, no "
+        f"tether.db); {start}, or name one with --workspace DIR."
+    )
+
+
+def existing_workspace(ctx: click.Context, workspace_dir: str | None) -> Workspace:
+    """The workspace the command names or finds; exits 1 with one sentence when it has no
+    database yet, 2 when its file is not a usable Tether database."""
+    named = workspace_dir_of(ctx, workspace_dir)
+    workspace = workspace_from(named)
+    if not workspace.exists():
+        fail(no_workspace_message(workspace, bool(named or os.environ.get(ENV_VAR)), Path.cwd()),
+             1)
+    _check_database(workspace)
+    return workspace
+
+
 @click.command("tui")
 @workspace_option
 @click.pass_context
 def tui_command(ctx: click.Context, workspace_dir: str | None) -> None:
     """Open the dashboard on the workspace (live: runs, tokens, memory, handoffs)."""
-    workspace = workspace_from(_workspace_dir(ctx, workspace_dir))
-    _check_database(workspace)
+    workspace = existing_workspace(ctx, workspace_dir)
     from tui.app import run_dashboard
 
     run_dashboard(workspace)
@@ -58,7 +82,7 @@ def demo_command(ctx: click.Context, workspace_dir: str | None, headless: bool) 
     """
     from tui import demo
 
-    chosen = _workspace_dir(ctx, workspace_dir) or demo.DEFAULT_DEMO_DIR
+    chosen = workspace_dir_of(ctx, workspace_dir) or demo.DEFAULT_DEMO_DIR
     workspace = Workspace(workspace_from(chosen).root)
     _check_database(workspace)
     if not demo.demo_steps():
@@ -74,7 +98,12 @@ def demo_command(ctx: click.Context, workspace_dir: str | None, headless: bool) 
     asyncio.run(db.close())
     from tui.app import run_dashboard
 
+    click.echo(f"Demo workspace: {workspace.root}")
     run_dashboard(workspace, background=[demo.live_demo])
+    click.echo(
+        f"Demo workspace: {workspace.root}\nOpen it again with: tether --workspace "
+        f"{workspace.root}  (or `tether` inside that folder)"
+    )
 
 
 @run_async

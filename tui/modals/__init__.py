@@ -9,7 +9,13 @@ from __future__ import annotations
 from tui.modals.confirm import ConfirmDialog
 from tui.modals.fact_editor import FactEdit, FactEditor, NewFactForm
 from tui.modals.launch import LaunchRequest, LaunchRunDialog, WorkflowChoice
-from tui.modals.reason import ReasonDialog, ReasonResult, clear_run_dialog, reject_note_dialog
+from tui.modals.reason import (
+    ReasonDialog,
+    ReasonResult,
+    bulk_decision_dialog,
+    clear_run_dialog,
+    reject_note_dialog,
+)
 
 __all__ = [
     "ConfirmDialog",
@@ -21,6 +27,7 @@ __all__ = [
     "ReasonDialog",
     "ReasonResult",
     "WorkflowChoice",
+    "bulk_decision_dialog",
     "clear_run_dialog",
     "reject_note_dialog",
 ]

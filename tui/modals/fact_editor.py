@@ -16,14 +16,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from store.errors import InvalidInputError
 from store.facts import parse_value_json, validate_key, validate_ttl
 from store.namespaces import validate_namespace
 from tui.format import pretty_json
-from tui.modals.confirm import CSS_FILE
+from tui.modals.confirm import Dialog, DialogBox
 from tui.modals.validation import format_ttl, parse_json, parse_ttl
 
 AddressCheck = Callable[[str, str], str | None]
@@ -68,10 +67,9 @@ class FactEdit:
     ttl_ms: int | None
 
 
-class FactEditor(ModalScreen[FactEdit | None]):
+class FactEditor(Dialog[FactEdit | None]):
     """Edit the value (as JSON) and the TTL of an existing fact."""
 
-    CSS_PATH = CSS_FILE
     BINDINGS = [
         Binding("ctrl+s", "save", "Save"),
         Binding("escape", "cancel", "Cancel"),
@@ -90,7 +88,7 @@ class FactEditor(ModalScreen[FactEdit | None]):
     # -- layout -------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="dialog-box", classes="-editor"):
+        with DialogBox(id="dialog-box", classes="-editor"):
             yield Label(Text(self.dialog_title()), id="dialog-title")
             yield from self.compose_address()
             yield Label("Value (JSON)", classes="field-label")
@@ -121,6 +119,7 @@ class FactEditor(ModalScreen[FactEdit | None]):
         )
 
     def on_mount(self) -> None:
+        self._fit()
         self._validate_all()
         self.query_one(self.first_focus()).focus()
 

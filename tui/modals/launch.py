@@ -9,11 +9,10 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
+from textual.containers import Horizontal
 from textual.widgets import Button, Label, Select, Static, TextArea
 
-from tui.modals.confirm import CSS_FILE
+from tui.modals.confirm import Dialog, DialogBox
 from tui.modals.validation import json_problem, parse_json
 
 
@@ -45,10 +44,9 @@ class LaunchRequest:
     input: object
 
 
-class LaunchRunDialog(ModalScreen[LaunchRequest | None]):
+class LaunchRunDialog(Dialog[LaunchRequest | None]):
     """Choose a workflow and its input; Launch stays disabled until the input is valid."""
 
-    CSS_PATH = CSS_FILE
     BINDINGS = [
         Binding("ctrl+s", "launch", "Launch"),
         Binding("escape", "cancel", "Cancel"),
@@ -61,7 +59,7 @@ class LaunchRunDialog(ModalScreen[LaunchRequest | None]):
         self._problem: str | None = "choose a workflow"
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="dialog-box", classes="-editor"):
+        with DialogBox(id="dialog-box", classes="-editor"):
             yield Label("Launch a run", id="dialog-title")
             if not self._choices:
                 yield Static(
@@ -97,6 +95,7 @@ class LaunchRunDialog(ModalScreen[LaunchRequest | None]):
         return choice.example_input if choice is not None else "{}"
 
     def on_mount(self) -> None:
+        self._fit()
         self._describe()
         self._validate()
         self.query_one("#launch-input", TextArea).focus()

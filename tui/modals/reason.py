@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
+from textual.containers import Horizontal
 from textual.widgets import Button, Input
 
-from tui.modals.confirm import CSS_FILE, as_text, target_header
+from tui.format import one_line
+from tui.modals.confirm import Dialog, DialogBox, as_text, named_targets, target_header
 
 REASON_MAX_CHARS = 500
 
@@ -24,13 +26,12 @@ class ReasonResult:
     reason: str | None
 
 
-class ReasonDialog(ModalScreen[ReasonResult | None]):
+class ReasonDialog(Dialog[ReasonResult | None]):
     """Confirm an action on a named target, with an optional one-line reason.
 
     Dismisses with a :class:`ReasonResult` on confirm and ``None`` on cancel.
     """
 
-    CSS_PATH = CSS_FILE
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(
@@ -50,7 +51,7 @@ class ReasonDialog(ModalScreen[ReasonResult | None]):
         self._danger = danger
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="dialog-box", classes="-danger" if self._danger else ""):
+        with DialogBox(id="dialog-box", classes="-danger" if self._danger else ""):
             yield from target_header(*self._header)
             yield Input(
                 placeholder=self._placeholder, max_length=REASON_MAX_CHARS, id="reason-input"
@@ -64,6 +65,7 @@ class ReasonDialog(ModalScreen[ReasonResult | None]):
                 yield Button("Cancel (esc)", id="reason-cancel")
 
     def on_mount(self) -> None:
+        self._fit()
         self.query_one("#reason-input", Input).focus()
 
     @on(Input.Submitted, "#reason-input")
@@ -90,6 +92,30 @@ def reject_note_dialog(note_id: str, namespace: str, body: str) -> ReasonDialog:
         confirm_label="Reject",
         placeholder="Why? (optional, recorded with the note)",
         danger=True,
+    )
+
+
+def bulk_decision_dialog(verb: str, notes: Sequence[Any]) -> ReasonDialog:
+    """One confirmation for accepting or rejecting several notes, with one optional reason
+    recorded on each; names every note (the first ten, then how many more)."""
+    target = named_targets(
+        [(note.id, one_line(note.namespace, "dim") + Text("  ") + one_line(note.body, width=60))
+         for note in notes],
+        limit=10,
+    )
+    effect = (
+        "Each becomes live for recall and retires the notes it supersedes."
+        if verb == "Accept"
+        else "None reaches a prompt; the notes they would supersede stay live."
+    )
+    count = f"{len(notes)} note" + ("" if len(notes) == 1 else "s")
+    return ReasonDialog(
+        f"{verb} {count}?",
+        target,
+        detail=Text(effect),
+        confirm_label=f"{verb} {count}",
+        placeholder="Reason (optional, recorded on each note)",
+        danger=verb == "Reject",
     )
 
 

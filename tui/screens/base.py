@@ -7,21 +7,19 @@ active and after every poll that found a commit, unless updates are paused.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult, ScreenStackError
-from textual.binding import Binding
+from textual.binding import ActiveBinding, Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tui.app_api import DashboardApp, dashboard
 from tui.tailing import Batch
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.status import PauseBanner, StatusLine
-
-if TYPE_CHECKING:
-    from tui.app import TetherApp
 
 VIEWS: tuple[tuple[str, str, str], ...] = (
     ("1", "runs", "Runs"),
@@ -52,7 +50,30 @@ class ViewTabs(Static):
         self.update(line)
 
 
-class LiveScreen(Screen[None]):
+FOOTER_FIRST = ("request_quit", "help")
+"""Actions the footer shows first, so a narrow terminal (80 columns) still offers them."""
+
+
+def footer_order(bindings: dict[str, ActiveBinding]) -> dict[str, ActiveBinding]:
+    """``bindings`` with :data:`FOOTER_FIRST` moved to the front (the footer's order)."""
+    first = {
+        key: active
+        for action in FOOTER_FIRST
+        for key, active in bindings.items()
+        if active.binding.action == action
+    }
+    return first | {key: active for key, active in bindings.items() if key not in first}
+
+
+class QuitFirstFooter:
+    """Mixin for screens with a footer: ``q Quit`` and ``? Help`` lead it."""
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        return footer_order(super().active_bindings)  # type: ignore[misc]
+
+
+class LiveScreen(QuitFirstFooter, Screen[None]):
     """Base class of the dashboard's views (the issue-6 Memory view subclasses it too)."""
 
     MODE: ClassVar[str] = "runs"
@@ -63,18 +84,15 @@ class LiveScreen(Screen[None]):
     """Plain-text help shown by ``?`` above the list of keys."""
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("escape", "back", "Back"),
         Binding("slash", "open_filter", "Filter"),
         Binding("question_mark", "help", "Help"),
     ]
 
     @property
-    def tether(self) -> TetherApp:
-        """The app, typed."""
-        from tui.app import TetherApp
-
-        app = self.app
-        assert isinstance(app, TetherApp)
-        return app
+    def tether(self) -> DashboardApp:
+        """The app, typed by what the views need from it."""
+        return dashboard(self.app)
 
     @property
     def filter_text(self) -> str:
@@ -143,6 +161,16 @@ class LiveScreen(Screen[None]):
     async def on_screen_resume(self) -> None:
         self.update_chrome()
         await self.tether.refresh_screen(self)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """escape is offered only when there is somewhere to go back to."""
+        if action == "back":
+            return self.tether.can_go_back()
+        return True
+
+    def action_back(self) -> None:
+        """Back to where the user came from (the back stack of views)."""
+        self.tether.go_back()
 
     def action_open_filter(self) -> None:
         """Open the filter bar with the last filter used in this view."""

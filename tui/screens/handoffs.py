@@ -16,7 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from store.dashboard import HandoffChain, HandoffRow
-from tui.format import literal, one_line, tokens
+from tui.format import literal, one_line, plural, tokens
 from tui.screens.base import LiveScreen
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
@@ -33,17 +33,19 @@ HANDOFF_COLUMNS = (
 
 
 def reason_text(handoff: HandoffRow) -> Text:
-    """"ceiling breached at N tokens" or "cleared by a person", then the recorded reason."""
+    """Why the run handed off: what triggered it (a breached ceiling or a person), then the
+    reason as recorded, said once (the recorded reason usually names the ceiling already)."""
+    text = Text()
     if handoff.trigger == "ceiling":
-        at = f" at {tokens(handoff.tokens_at_handoff)} tokens" if handoff.tokens_at_handoff else ""
-        text = Text()
-        text.append(f"ceiling breached{at}", style="yellow")
+        text.append("ceiling", style="yellow")
+        fallback = "token ceiling breached"
+        if handoff.tokens_at_handoff:
+            fallback += f" at {tokens(handoff.tokens_at_handoff)} tokens"
     else:
-        text = Text()
-        text.append("cleared by a person", style="cyan")
-    if handoff.reason:
-        text.append(": ")
-        text.append_text(one_line(handoff.reason, width=56))
+        text.append("person", style="cyan")
+        fallback = "cleared by a person"
+    text.append(" · ", style="dim")
+    text.append_text(literal(handoff.reason or fallback, keep_newlines=False))
     return text
 
 
@@ -117,11 +119,11 @@ class HandoffsScreen(LiveScreen):
 
     def compose_view(self) -> ComposeResult:
         with Vertical(id="handoffs-body"):
-            yield KeyedTable(HANDOFF_COLUMNS, id="handoffs-table")
+            yield KeyedTable(HANDOFF_COLUMNS, id="handoffs-table", stretch="reason")
             yield VerticalScroll(Static(id="handoff-detail"), id="handoff-detail-box")
 
     def crumb(self) -> Text:
-        return Text(f"{len(self.handoffs)} handoffs")
+        return Text(plural(len(self.handoffs), "handoff"))
 
     async def refresh_data(self, batch: Batch) -> None:
         reader = self.tether.reader
@@ -144,8 +146,14 @@ class HandoffsScreen(LiveScreen):
         handoff = self.handoffs.get(key) if key else None
         if handoff is None:
             detail.update(
-                Text("No handoffs yet. A run hands off when its token ceiling is breached "
-                     "(on-exceeded: handoff) or when you clear it.", style="dim")
+                Text.assemble(
+                    ("No handoffs yet.\n\n", "bold"),
+                    "This view shows chains of runs linked by a durable /clear: a run stops and "
+                    "a fresh run continues with only its distilled state. It happens when a "
+                    "token ceiling is breached (on_exceeded=\"handoff\") or when a person "
+                    "clears a run: ", ("x", "bold"), " in ", ("1", "bold"), " Runs, or ",
+                    ("tether clear RUN", "bold"), ".",
+                )
             )
         else:
             detail.update(handoff_detail(handoff))

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from textual.screen import Screen
 
 
+def action_name(action: str) -> str:
+    """``mark_step(1)`` -> ``mark_step``."""
+    return action.split("(", 1)[0]
+
+
 class HelpScreen(ModalScreen[None]):
     """Lists keys as ``key  description``; typing narrows the list; ``escape`` closes."""
 
@@ -34,15 +39,23 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape", "dismiss_help", "Close"),
     ]
 
-    def __init__(self, title: str, text: str, keys: list[tuple[str, str]]) -> None:
+    def __init__(
+        self, title: str, text: str, keys: list[tuple[str, str]],
+        later: list[tuple[str, str]] | None = None,
+    ) -> None:
         super().__init__()
         self._title = title
         self._text = text
         self._keys = keys
+        self._later = later or []
+        """Keys of the view that do not apply to the current selection, with when they do."""
 
     @classmethod
     def for_screen(cls, screen: Screen[Any]) -> HelpScreen:
-        """Collect the keys active on ``screen`` (its own, the focused widget's, the app's)."""
+        """Collect the keys of ``screen`` (its own, the focused widget's, the app's). Keys of
+        the view that do not apply right now are listed too, dimmed, with when they do
+        (``KEY_NOTES`` on the screen)."""
+        notes: dict[str, str] = getattr(screen, "KEY_NOTES", {})
         view_keys: list[tuple[str, str]] = []
         widget_keys: list[tuple[str, str]] = []
         seen: set[str] = set()
@@ -50,13 +63,24 @@ class HelpScreen(ModalScreen[None]):
             if not binding.description or not enabled or binding.key in seen:
                 continue
             seen.add(binding.key)
-            entry = (screen.app.get_key_display(binding), binding.description)
+            note = notes.get(action_name(binding.action))
+            description = f"{binding.description} — {note}" if note else binding.description
+            entry = (screen.app.get_key_display(binding), description)
             # The view's and the app's keys first; the focused widget's movement keys after.
             (view_keys if node is screen or node is screen.app else widget_keys).append(entry)
+        later: list[tuple[str, str]] = []
+        for key, bindings in screen._bindings.key_to_bindings.items():
+            for binding in bindings:
+                if key in seen or not binding.description:
+                    continue
+                seen.add(key)
+                note = notes.get(action_name(binding.action), "does not apply here right now")
+                later.append((screen.app.get_key_display(binding),
+                              f"{binding.description} — {note}"))
         keys = view_keys + widget_keys
         keys.append(("ctrl+p", "Command palette"))
         title = getattr(screen, "HELP_TITLE", "") or type(screen).__name__
-        return cls(title, getattr(screen, "HELP_TEXT", ""), keys)
+        return cls(title, getattr(screen, "HELP_TEXT", ""), keys, later)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -72,6 +96,12 @@ class HelpScreen(ModalScreen[None]):
             if matches(needle, key, description):
                 lines.append(f"{key:>10}  ", style="bold")
                 lines.append(description + "\n")
+        later = [(k, d) for k, d in self._later if matches(needle, k, d)]
+        if later:
+            lines.append("\nNot available on the current selection\n", style="bold dim")
+            for key, description in later:
+                lines.append(f"{key:>10}  ", style="dim bold")
+                lines.append(description + "\n", style="dim")
         return lines if lines.plain else Text("no key matches", style="dim")
 
     def on_input_changed(self, event: Input.Changed) -> None:

@@ -33,11 +33,20 @@ from store.facts import Fact
 from store.memory import MemoryStore
 from store.notes import Note
 from tui.actions.feedback import write_safely
-from tui.format import literal
-from tui.modals import ConfirmDialog, FactEditor, NewFactForm, reject_note_dialog
+from tui.actions.read_only import write_refused
+from tui.cli.background import embed_in_background
+from tui.format import literal, plural
+from tui.modals import (
+    ConfirmDialog,
+    FactEditor,
+    NewFactForm,
+    bulk_decision_dialog,
+    reject_note_dialog,
+)
 from tui.run_control import host_for
-from tui.screens.base import LiveScreen
+from tui.screens.base import LiveScreen, QuitFirstFooter
 from tui.screens.memory_render import (
+    NOTE_NAMESPACE_CELLS,
     NoteBook,
     NoteLinks,
     fact_detail,
@@ -57,6 +66,14 @@ from tui.screens.memory_render import (
 from tui.tailing import Batch
 from tui.widgets.keyed_table import KeyedTable
 
+
+def recall_line() -> str:
+    """Which recall tasks get (hybrid or keyword), without loading the model."""
+    from engine.memory.encoder import describe
+
+    return str(describe()["line"])
+
+
 FACTS_LIMIT = 1_000
 """Facts read per refresh (the view is a window; ``tether memory list`` shows everything)."""
 PENDING_LIMIT = 300
@@ -65,14 +82,30 @@ SEARCH_LIMIT = 100
 REREAD_MIN_INTERVAL_S = 1.0
 """While another process keeps committing, re-read at most this often (a view, not a log)."""
 
+EMPTY_FACTS = Text.assemble(
+    ("No facts here yet.\n\n", "bold"),
+    "Facts are namespaced JSON values (kind:id, e.g. workflow:code-review) that recall can "
+    "inject into prompts; the last write wins and a TTL can expire them. Press ",
+    ("n", "bold"), " to add one, or run ", ("tether memory set NAMESPACE KEY VALUE", "bold"), ".",
+)
+EMPTY_NOTES = Text.assemble(
+    ("No notes here yet.\n\n", "bold"),
+    "Notes are knowledge agents propose (the remember tool, retained outputs) and people "
+    "accept or reject here (", ("a", "bold"), " / ", ("r", "bold"), ", or ",
+    ("space", "bold"), " to mark several). Run a workflow with memory, or ",
+    ("tether notes add NAMESPACE BODY", "bold"), ".",
+)
+
 FACT_COLUMNS = (("key", "Key"), ("value", "Value"), ("ttl", "TTL"),
                 ("updated", "Updated"), ("writer", "Written by"))
-NOTE_COLUMNS = (("status", "Status"), ("body", "Note"), ("edges", "⇢"),
-                ("author", "Author"), ("age", "Age"))
+NOTE_COLUMNS = (("status", "Status"), ("namespace", "Namespace"), ("body", "Note"),
+                ("edges", "⇢"), ("author", "Author"), ("age", "Age"))
 # Cells of the columns other than the text one, plus two cells of padding per column: what is
 # left of the table's width goes to the fact value / note body (no horizontal scrolling).
 FACT_OTHER_CELLS = 30 + 6 + 8 + 20 + 2 * len(FACT_COLUMNS)
 NOTE_OTHER_CELLS = 11 + 3 + 14 + 8 + 2 * len(NOTE_COLUMNS)
+"""The notes list's columns but the body and the namespace."""
+MIN_NOTE_BODY_CELLS = 30
 MIN_TEXT_CELLS = 16
 
 
@@ -115,7 +148,7 @@ async def accept_note(screen: Screen[Any], memory: MemoryStore, note: Note) -> N
     targets = await memory.supersedes(note.id)
     accepted = await write_safely(screen, lambda: memory.accept_note(note.id))
     if accepted is not None:
-        retired = f"; {len(targets)} superseded note(s) retired" if targets else ""
+        retired = f"; {plural(len(targets), 'superseded note')} retired" if targets else ""
         screen.app.notify(f"Accepted note {note.id}{retired}.", markup=False)
     return accepted
 
@@ -193,6 +226,10 @@ class MemoryScreen(LiveScreen):
         Binding("d", "delete_fact", "Delete fact"),
         Binding("a", "accept_note", "Accept"),
         Binding("r", "reject_note", "Reject"),
+        Binding("space", "mark_note", "Mark"),
+        Binding("shift+down", "mark_step(1)", "Mark and move down", show=False),
+        Binding("shift+up", "mark_step(-1)", "Mark and move up", show=False),
+        Binding("asterisk", "mark_all", "Mark all shown", show=False),
         Binding("v", "review_note", "Review"),
         Binding("s", "search_notes", "Search notes"),
     ]
@@ -203,6 +240,7 @@ class MemoryScreen(LiveScreen):
         self._namespace_facts: dict[str, list[Fact]] = {}
         self._book = NoteBook()
         self._search = ""
+        self._search_mode = ""  # which note search answered: all words or any word
         self._active = "facts"
         self._memory: MemoryStore | None = None
         self._problem: str | None = None
@@ -213,6 +251,8 @@ class MemoryScreen(LiveScreen):
         self._last_read = 0.0
         self._drawn_at = 0
         self._reread_timer: Timer | None = None
+        self._marked: set[str] = set()
+        """Pending notes marked for one bulk accept or reject."""
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -232,12 +272,17 @@ class MemoryScreen(LiveScreen):
 
     def crumb(self) -> Text:
         pending = sum(1 for note in self._book.notes if note.status == "pending")
-        crumb = Text(f"{len(self._facts)} facts")
+        crumb = Text(plural(len(self._facts), "fact"))
         crumb.append(" · ")
         crumb.append(f"{pending} pending", style="bold yellow" if pending else "")
+        if self._marked:
+            crumb.append(f" · {len(self._marked)} marked", style="bold magenta")
         if self._search:
             crumb.append(" · search: ")
-            crumb.append(self._search)
+            crumb.append_text(literal(self._search, keep_newlines=False))
+        if self.filter_text:
+            crumb.append(" · filter: ", style="dim")
+            crumb.append_text(literal(self.filter_text, keep_newlines=False))
         return crumb
 
     @property
@@ -339,36 +384,60 @@ class MemoryScreen(LiveScreen):
         # from the screen so it is right before the tables are first laid out.
         list_width = self.size.width * 3 // 5 - 4
         value_width = text_width(list_width, FACT_OTHER_CELLS)
-        body_width = text_width(list_width, NOTE_OTHER_CELLS)
-        self.facts_table.sync(fact_rows(facts, needle, now, value_width))
-        self.notes_table.sync(note_rows(book, needle, now, body_width))
-        shown = f"first {len(facts)}" if len(facts) >= FACTS_LIMIT else str(len(facts))
-        self.facts_table.border_title = (
-            f"Facts ({shown} in {len(self._namespace_facts)} namespaces)"
-        )
-        pending = sum(1 for note in book.notes if note.status == "pending")
-        title = "Search results" if self._search else "Notes"
-        self.notes_table.border_title = f"{title} ({pending} pending, {len(book.notes)} shown)"
+        # The namespace column gives way to the note body on narrow terminals.
+        namespace_width = max(10, min(NOTE_NAMESPACE_CELLS,
+                                      list_width - NOTE_OTHER_CELLS - MIN_NOTE_BODY_CELLS))
+        body_width = text_width(list_width, NOTE_OTHER_CELLS + namespace_width)
+        fact_list = fact_rows(facts, needle, now, value_width)
+        self.facts_table.sync(fact_list)
+        self._marked &= {note.id for note in book.notes if note.status == "pending"}
+        note_list = note_rows(book, needle, now, body_width, self._marked, namespace_width)
+        self.notes_table.sync(note_list)
+        # Titles count what is shown (after the / filter), and say when a filter narrows it.
+        shown_facts = sum(1 for key, _ in fact_list if key in self._facts)
+        namespaces = len(fact_list) - shown_facts
+        first = "first " if len(facts) >= FACTS_LIMIT else ""
+        title = f"Facts ({first}{plural(shown_facts, 'fact')} in {plural(namespaces, 'namespace')}"
+        if needle:
+            title += f" matching the filter, of {len(facts)}"
+        self.facts_table.border_title = title + ")"
+        shown_notes = [parse_row_key(key)[1] for key, _ in note_list]
+        status_of = {note.id: note.status for note in book.notes}
+        pending = sum(1 for note_id in shown_notes if status_of.get(note_id) == "pending")
+        heading = "Search results" if self._search else "Notes"
+        title = f"{heading} ({pending} pending, {len(shown_notes)} shown"
+        if needle:
+            title += f" matching the filter, of {len(book.notes)}"
+        if self._marked:
+            title += f"; {len(self._marked)} marked"
+        self.notes_table.border_title = title + ")"
         banner = self.query_one("#memory-search-banner", Static)
         banner.set_class(bool(self._search), "-visible")
         banner.update(Text.assemble("search: ", (self._search, "bold"),
-                                    f" — {len(book.notes)} notes; s to change, empty to clear"))
+                                    f" — {plural(len(book.notes), 'note')} "
+                                    f"({self._search_mode}); {recall_line()}; "
+                                    "s to change, empty to clear"))
         self.update_chrome()
 
     async def _read_notes(self, memory: MemoryStore) -> NoteBook:
         if self._search:
-            hits = await memory.search_notes(
+            found = await memory.search_notes_with_mode(
                 self._search, status="any", include_superseded=True, limit=SEARCH_LIMIT
             )
-            notes = [hit.note for hit in hits]
+            self._search_mode = found.mode
+            notes = [hit.note for hit in found.hits]
         else:
-            notes = await memory.list_notes(
+            pending = await memory.list_notes(
                 status="pending", include_superseded=True, limit=PENDING_LIMIT
             )
-            notes += await memory.list_notes(
+            decided = await memory.list_notes(
                 status=["accepted", "rejected"], include_superseded=True, limit=DECIDED_LIMIT,
                 newest_first=True,
             )
+            # A decision committed between the two reads shows the note in both: the second
+            # read is the newer one.
+            decided_ids = {note.id for note in decided}
+            notes = [note for note in pending if note.id not in decided_ids] + decided
         edges = await memory.supersession_edges([note.id for note in notes])
         shown = {note.id: note for note in notes}
         retired = {
@@ -445,11 +514,12 @@ class MemoryScreen(LiveScreen):
             elif namespace is not None:
                 body = namespace_detail(namespace, self._namespace_facts.get(namespace, []))
             else:
-                body = Text("No facts yet. n adds one.", style="dim")
+                body = EMPTY_FACTS
         else:
             note = self.selected_note()
             if note is None:
-                body = Text("No notes.", style="dim")
+                body = EMPTY_NOTES if not self.filter_text else Text(
+                    "No note matches the filter; press / and clear it.", style="dim")
             else:
                 links = await load_links(await self.memory(), note)
                 if generation != self._detail_generation:
@@ -457,16 +527,103 @@ class MemoryScreen(LiveScreen):
                 body = note_detail(note, links, self._book.retired, now)
         self.query_one("#memory-detail-body", Static).update(body)
 
+    KEY_NOTES: ClassVar[dict[str, str]] = {
+        "edit_fact": "on a fact (facts list)",
+        "delete_fact": "on a fact (facts list)",
+        "accept_note": "on a pending note, or on every marked note at once",
+        "reject_note": "on a pending note, or on every marked note at once (one reason)",
+        "mark_note": "on a pending note: mark or unmark it for one bulk decision",
+        "mark_step": "on pending notes: mark and move (shift+up / shift+down)",
+        "mark_all": "notes list: mark every pending note shown (the / filter applies); "
+                    "again to unmark",
+        "review_note": "on a note (notes list)",
+    }
+    """When each key applies (the ? help lists every key with this note)."""
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide keys that do not apply to the selected row (they also do nothing)."""
+        if write_refused(self.app, action):
+            return False
         if action in ("edit_fact", "delete_fact"):
             return self._active == "facts" and self.selected_fact() is not None
         if action in ("accept_note", "reject_note"):
+            if self._active == "notes" and self._marked:
+                return True
             note = self.selected_note() if self._active == "notes" else None
             return note is not None and note.status == "pending"
+        if action in ("mark_note", "mark_step"):
+            note = self.selected_note() if self._active == "notes" else None
+            return note is not None and note.status == "pending"
+        if action == "mark_all":
+            return self._active == "notes" and bool(self._shown_pending())
         if action == "review_note":
             return self._active == "notes" and self.selected_note() is not None
-        return True
+        return super().check_action(action, parameters)
+
+    # -- bulk review ----------------------------------------------------------------------
+
+    def _shown_pending(self) -> list[str]:
+        """Ids of the pending notes the list shows (after the / filter), in list order."""
+        pending = {note.id for note in self._book.notes if note.status == "pending"}
+        ids = [parse_row_key(key)[1] for key in self.notes_table.keys]
+        return [i for i in ids if i in pending]
+
+    def _redraw_marks(self) -> None:
+        self._redraw(self._fact_list, self._book, self.tether.now_ms())
+        self.refresh_bindings()
+
+    def action_mark_note(self) -> None:
+        """Mark (or unmark) the selected pending note for a bulk accept or reject."""
+        note = self.selected_note()
+        if note is None or note.status != "pending":
+            return
+        self._marked ^= {note.id}
+        self._redraw_marks()
+
+    def action_mark_step(self, step: int) -> None:
+        """Mark the selected pending note and move the cursor (shift+arrows extend a range)."""
+        note = self.selected_note()
+        if note is None or note.status != "pending":
+            return
+        self._marked.add(note.id)
+        table = self.notes_table
+        table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + step)))
+        following = self.selected_note()
+        if following is not None and following.status == "pending":
+            self._marked.add(following.id)
+        self._redraw_marks()
+
+    def action_mark_all(self) -> None:
+        """Mark every pending note shown (all matching the filter); when all of them are
+        marked already, unmark them (marks on notes the filter hides stay)."""
+        shown = set(self._shown_pending())
+        self._marked = self._marked - shown if shown <= self._marked else self._marked | shown
+        self._redraw_marks()
+
+    async def _decide_marked(self, status: str) -> None:
+        """Accept or reject every marked note after one confirmation with one reason; each
+        decision goes through ``MemoryStore`` like ``tether notes accept/reject``."""
+        notes = [n for i in sorted(self._marked) if (n := self._book.by_id(i)) is not None]
+        if not notes:
+            return
+        verb = "Accept" if status == "accepted" else "Reject"
+        answer = await self.app.push_screen_wait(bulk_decision_dialog(verb, notes))
+        if answer is None:
+            return
+        memory = await self.memory()
+        decide = memory.accept_note if status == "accepted" else memory.reject_note
+        done = 0
+        for note in notes:
+            decided = await write_safely(
+                self, lambda note=note: decide(note.id, reason=answer.reason)  # type: ignore[misc]
+            )
+            if decided is None:
+                break  # write_safely said why; the rest stay marked
+            done += 1
+            self._marked.discard(note.id)
+        past = "Accepted" if status == "accepted" else "Rejected"
+        self.app.notify(f"{past} {plural(done, 'note')} of {len(notes)}.", markup=False)
+        await self.refresh_data()
 
     # -- fact actions ---------------------------------------------------------------------
 
@@ -487,6 +644,7 @@ class MemoryScreen(LiveScreen):
         )
         if saved is not None:
             self.app.notify(f"Saved {saved.namespace} / {saved.key}.", markup=False)
+            embed_in_background(memory.db.workspace)  # semantic vector, when installed
         await self.refresh_data()
 
     @work(group="memory-action", exclusive=True)
@@ -503,6 +661,7 @@ class MemoryScreen(LiveScreen):
         if saved is None:
             return
         self.app.notify(f"Saved {saved.namespace} / {saved.key}.", markup=False)
+        embed_in_background(memory.db.workspace)  # semantic vector, when installed
         self._active = "facts"
         await self.refresh_data()
         self.facts_table.select_key(fact_row_key(saved.namespace, saved.key))
@@ -531,7 +690,11 @@ class MemoryScreen(LiveScreen):
 
     @work(group="memory-action", exclusive=True)
     async def action_accept_note(self) -> None:
-        """Accept the selected pending note (retiring what it supersedes)."""
+        """Accept the selected pending note (retiring what it supersedes), or every marked
+        note after one confirmation."""
+        if self._marked and self._active == "notes":
+            await self._decide_marked("accepted")
+            return
         note = self.selected_note()
         if note is None or not self.check_action("accept_note", ()):
             return
@@ -540,7 +703,10 @@ class MemoryScreen(LiveScreen):
 
     @work(group="memory-action", exclusive=True)
     async def action_reject_note(self) -> None:
-        """Reject the selected pending note, with an optional reason."""
+        """Reject the selected pending note (or every marked note), with an optional reason."""
+        if self._marked and self._active == "notes":
+            await self._decide_marked("rejected")
+            return
         note = self.selected_note()
         if note is None or not self.check_action("reject_note", ()):
             return
@@ -583,7 +749,7 @@ class MemoryScreen(LiveScreen):
         self.notes_table.focus()
 
 
-class NoteReviewScreen(Screen[None]):
+class NoteReviewScreen(QuitFirstFooter, Screen[None]):
     """A proposal beside the notes it would supersede, with its provenance; ``a``/``r`` decide.
 
     ``]`` and ``[`` step through the pending queue; after a decision the next pending note is
@@ -676,6 +842,8 @@ class NoteReviewScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Accept/reject only on a pending note; stepping only when there is a queue."""
+        if write_refused(self.app, action):
+            return False
         if action in ("accept", "reject"):
             return self.note is not None and self.note.status == "pending"
         if action == "step":

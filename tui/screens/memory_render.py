@@ -87,10 +87,13 @@ def ttl_text(fact: Fact, now_ms: int) -> Text:
     return Text(duration(remaining // 60_000 * 60_000).replace("m00s", "m"))
 
 
-def writer_text(run_id: str | None, node_id: str | None, iteration: int | None) -> Text:
-    """Who wrote it last: ``run/node#iteration``, or ``person/CLI`` without a run."""
+def writer_text(
+    run_id: str | None, node_id: str | None, iteration: int | None, *, short: bool = False
+) -> Text:
+    """Who wrote it last: ``run/node#iteration``, or a person when no run did (the store
+    records the run of an engine write and nothing for the dashboard or the command line)."""
     if run_id is None:
-        return Text("person/CLI", style="dim")
+        return Text("person" if short else "a person (dashboard or CLI)", style="dim")
     text = literal(run_id, keep_newlines=False)
     if node_id is not None:
         text.append("/")
@@ -152,7 +155,7 @@ def _fact_cells(fact: Fact, last: bool, now_ms: int, value_width: int) -> tuple[
         one_line(fact.value_json, width=value_width),
         ttl_text(fact, now_ms),
         Text(coarse_age(now_ms, fact.updated_at_ms), style="dim"),
-        writer_text(fact.run_id, fact.node_id, fact.iteration),
+        writer_text(fact.run_id, fact.node_id, fact.iteration, short=True),
     )
 
 
@@ -278,11 +281,17 @@ def note_matches(note: Note, needle: str) -> bool:
                    " ".join(note.tags))
 
 
+NOTE_NAMESPACE_CELLS = 24
+"""Width of the notes list's namespace column (longer namespaces end with an ellipsis)."""
+
+
 def note_rows(
-    book: NoteBook, needle: str, now_ms: int, body_width: int = 44
+    book: NoteBook, needle: str, now_ms: int, body_width: int = 44,
+    marked: frozenset[str] | set[str] = frozenset(),
+    namespace_width: int = NOTE_NAMESPACE_CELLS,
 ) -> list[tuple[str, Cells]]:
-    """Rows of the notes table in review order (columns: see the Memory view's NOTE_COLUMNS;
-    the namespace is in the inspector and matched by the filter)."""
+    """Rows of the notes table in review order (columns: see the Memory view's NOTE_COLUMNS);
+    notes marked for a bulk decision show ``●``."""
     rows: list[tuple[str, Cells]] = []
     for note in note_order(book.notes, book.retired):
         if not note_matches(note, needle):
@@ -291,19 +300,24 @@ def note_rows(
         rows.append((
             note_row_key(note.id),
             _note_cells(note, shown_status(note, book.retired), len(links.supersedes),
-                        now_ms // 60_000 * 60_000, body_width),
+                        now_ms // 60_000 * 60_000, body_width, note.id in marked,
+                        namespace_width),
         ))
     return rows
 
 
 @functools.lru_cache(maxsize=8192)
 def _note_cells(
-    note: Note, status: str, supersedes: int, now_ms: int, body_width: int
+    note: Note, status: str, supersedes: int, now_ms: int, body_width: int, marked: bool = False,
+    namespace_width: int = NOTE_NAMESPACE_CELLS,
 ) -> tuple[Text, ...]:
     edges = Text(f"⇢{supersedes}", style="yellow") if supersedes else Text("")
     body_style = "dim" if status in ("retired", "rejected") else ""
+    state = status_cell(status)
+    state = (Text("● ", style="bold magenta") if marked else Text("  ")) + state
     return (
-        status_cell(status),
+        state,
+        one_line(note.namespace, "cyan", width=namespace_width),
         one_line(note.body, body_style, width=body_width),
         edges,
         one_line(note.author or "–", width=14),

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import ScrollableContainer, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
@@ -34,16 +34,19 @@ from tui.format import (
     literal,
     one_line,
     percent,
+    plural,
     pretty_json,
     row_cost,
     status_text,
     tokens,
 )
+from tui.graph_layout import build_graph
 from tui.screens.base import LiveScreen
-from tui.tailing import Batch, FileTail
+from tui.tailing import Batch, DatabaseLogTail, FileTail
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.log_view import FollowLog
+from tui.widgets.workflow_graph import WorkflowGraph
 
 NODE_COLUMNS = (
     ("state", "State"),
@@ -90,16 +93,9 @@ def node_cells(
     node: NodeRow, usage: NodeUsage | None, memory: MemorySummary | None, now_ms: int
 ) -> list[Text]:
     """The cells of one node-table row."""
-    mem = Text("–", style="dim")
-    if memory is not None:
-        mem = Text(f"{tokens(memory.bytes_used)}B/{tokens(memory.budget_bytes)}B")
-        if memory.truncated:
-            mem.append(" cut", style="yellow")
-        if memory.warning or memory.degraded:
-            mem.append(" ⚠", style="bold yellow")
     return [
         status_text(node.state),
-        one_line(node.node_id, width=32),
+        one_line(node.node_id),
         Text(str(node.iteration), justify="right"),
         Text(str(node.attempts), justify="right"),
         Text(duration(node.elapsed_ms(now_ms)), justify="right"),
@@ -109,8 +105,35 @@ def node_cells(
         Text(percent(usage.cached_share) if usage and usage.context_tokens else "–",
              justify="right"),
         Text("HIT", style="bold green") if node.cached else Text(""),
-        mem,
+        memory_cell(memory),
     ]
+
+
+def no_block_reason(warning: str | None) -> str:
+    """Why recall injected nothing, in a word or two, for a block that was not degraded."""
+    text = warning or ""
+    if "matched" in text:
+        return "no matches"
+    if "recall is off" in text:
+        return "recall off"
+    if "fitted" in text:
+        return "none fitted"
+    return "no block"
+
+
+def memory_cell(memory: MemorySummary | None) -> Text:
+    """The node table's memory cell: bytes used of the budget, ``cut`` when truncated, ``⚠``
+    only when recall degraded (timed out or failed); an empty bank reads "no matches"."""
+    if memory is None:
+        return Text("–", style="dim")
+    if memory.degraded:
+        return Text("⚠ degraded", style="bold yellow")
+    if not memory.bytes_used:
+        return Text(no_block_reason(memory.warning), style="dim")
+    cell = Text(f"{tokens(memory.bytes_used)}B/{tokens(memory.budget_bytes)}B")
+    if memory.truncated:
+        cell.append(" cut", style="yellow")
+    return cell
 
 
 def attempt_cells(attempt: AttemptRow) -> list[Text]:
@@ -128,7 +151,7 @@ def attempt_cells(attempt: AttemptRow) -> list[Text]:
         Text(elapsed, justify="right"),
         Text(tokens(attempt.total_tokens), justify="right"),
         Text(row_cost(attempt), justify="right"),
-        one_line(attempt.error or "", "red", width=60),
+        one_line(attempt.error or "", "red"),
     ]
 
 
@@ -167,9 +190,13 @@ def memory_block_text(block: MemoryBlockRow | None) -> Text:
         return Text("No memory block: recall was off for this node or has not run yet.",
                     style="dim")
     out = Text()
-    if block.warning or block.degraded:
+    if block.degraded:
         out.append("⚠ ", style="bold yellow")
         out.append_text(literal(block.warning or "recall degraded", "bold yellow"))
+        out.append("\n")
+    elif block.warning:
+        # Not a problem: recall ran and found nothing (or was off); said plainly.
+        out.append_text(literal(block.warning, "dim"))
         out.append("\n")
     used = Text(f"{block.bytes_used} of {block.budget_bytes} bytes used")
     if block.truncated:
@@ -187,7 +214,7 @@ def memory_block_text(block: MemoryBlockRow | None) -> Text:
         out.append_text(one_line(block.query, width=400))
         out.append("\n")
     items = block.items
-    out.append(f"\n{len(items)} recalled item(s)\n", style="bold")
+    out.append(f"\n{plural(len(items), 'recalled item')}\n", style="bold")
     for index, item in enumerate(items, start=1):
         out.append_text(recalled_item_text(index, item))
     out.append("\nBlock as injected before the prompt\n", style="bold")
@@ -248,6 +275,16 @@ def find_node_log(workspace: Workspace, node: NodeRow) -> Path | None:
     return None
 
 
+async def find_stored_log(chunks: Any, node: NodeRow) -> Path | None:
+    """The stream log (relative to the artifact folder) of the node iteration's latest attempt
+    that has one in the database of a PostgreSQL workspace."""
+    for attempt in range(max(node.attempts, 1), 0, -1):
+        path = stream_log_path(Path(""), node.run_id, node.node_id, node.iteration, attempt)
+        if await chunks.size(path.as_posix()) > 0:
+            return path
+    return None
+
+
 class RunDetailScreen(LiveScreen):
     """Nodes of one run and the inspector for the node under the cursor."""
 
@@ -255,33 +292,42 @@ class RunDetailScreen(LiveScreen):
     FILTER_KEY = "run-detail"
     HELP_TITLE = "Run"
     HELP_TEXT = (
-        "The run's nodes (one row per loop iteration) and the inspector for the selected node. "
+        "The run as a live graph (one box per task, columns by dependency; a fan-out is one box "
+        "with its items counted, a loop shows its iteration; arrows move the cursor) and, on "
+        "the Nodes tab (g), one row per node iteration; below, the inspector for the node. "
         "Tabs: prompt as sent, memory block (what recall injected and why), output, live log "
         "(follows the end; scroll up to stop following), attempts, calls. "
-        "escape goes back to the runs list."
+        "escape goes back to where the run was opened from."
     )
     BINDINGS: ClassVar[list[Binding]] = [
-        Binding("escape", "back", "Back"),
         Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
         Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
+        Binding("g", "toggle_graph", "Graph/table"),
         Binding("t", "tokens", "Tokens of node"),
         Binding("f", "follow_log", "Follow log"),
     ]
-    AUTO_FOCUS = "#nodes-table"
+    AUTO_FOCUS = "#run-graph"
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, *, came_from: str = "runs") -> None:
         super().__init__()
         self.run_id = run_id
+        self.came_from = came_from
+        """The view the run was opened from (escape returns there)."""
         self.run: RunRow | None = None
         self.nodes: dict[str, NodeRow] = {}
         self._shown_node: str | None = None
         self._log_tail: FileTail | None = None
+        self._db_log_busy = False
         self._log_key: str | None = None
 
     def compose_view(self) -> ComposeResult:
         with Vertical(id="detail-body"):
             yield Static(id="run-summary")
-            yield KeyedTable(NODE_COLUMNS, id="nodes-table")
+            with TabbedContent(id="run-views"):
+                with TabPane("Graph", id="tab-graph"), ScrollableContainer(id="graph-box"):
+                    yield WorkflowGraph(id="run-graph")
+                with TabPane("Nodes", id="tab-nodes"):
+                    yield KeyedTable(NODE_COLUMNS, id="nodes-table", stretch="node")
             with TabbedContent(id="inspector"):
                 with TabPane("Prompt", id="tab-prompt"), VerticalScroll():
                     yield Static(id="prompt-text")
@@ -293,10 +339,10 @@ class RunDetailScreen(LiveScreen):
                     yield Static(id="log-status")
                     yield FollowLog(id="node-log")
                 with TabPane("Attempts", id="tab-attempts"), Vertical():
-                    yield KeyedTable(ATTEMPT_COLUMNS, id="attempts-table")
+                    yield KeyedTable(ATTEMPT_COLUMNS, id="attempts-table", stretch="error")
                     yield VerticalScroll(Static(id="attempt-errors"), id="attempt-errors-box")
                 with TabPane("Calls", id="tab-calls"):
-                    yield KeyedTable(CALL_COLUMNS, id="calls-table")
+                    yield KeyedTable(CALL_COLUMNS, id="calls-table", stretch="agent")
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -337,7 +383,10 @@ class RunDetailScreen(LiveScreen):
             for n in nodes
             if matches(needle, n.node_id, n.state)
         ]
-        self.query_one("#nodes-table", KeyedTable).sync(rows)
+        table = self.query_one("#nodes-table", KeyedTable)
+        table.sync(rows)
+        shown = [n for n in nodes if matches(needle, n.node_id, n.state)]
+        self.query_one(WorkflowGraph).show(build_graph(shown, usage), table.cursor_key)
         self._show_summary(now)
         node = self.selected_node
         if node is not None and (
@@ -422,12 +471,37 @@ class RunDetailScreen(LiveScreen):
             [(str(c.call_id), call_cells(c)) for c in calls]
         )
 
+    def on_workflow_graph_moved(self, event: WorkflowGraph.Moved) -> None:
+        # The node table is the one selection: the inspector follows its row.
+        self.query_one("#nodes-table", KeyedTable).select_key(event.row_key)
+
+    def on_workflow_graph_opened(self, event: WorkflowGraph.Opened) -> None:
+        table = self.query_one("#nodes-table", KeyedTable)
+        table.select_key(event.row_key)
+        self.query_one("#run-views", TabbedContent).active = "tab-nodes"
+        table.focus()
+
+    def action_toggle_graph(self) -> None:
+        """Switch between the graph and the node table (the selection is shared)."""
+        views = self.query_one("#run-views", TabbedContent)
+        if views.active == "tab-graph":
+            views.active = "tab-nodes"
+            self.query_one("#nodes-table", KeyedTable).focus()
+        else:
+            views.active = "tab-graph"
+            self.query_one(WorkflowGraph).focus()
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id != "nodes-table":
             return
         node = self.selected_node
         if node is None:
             return
+        graph = self.query_one(WorkflowGraph)
+        position = graph.graph.position_of(node.key)
+        if position is not None and position != graph.cursor:
+            graph.cursor = position
+            graph.show(graph.graph)
         self.tether.select(run_id=self.run_id, node_id=node.node_id, iteration=node.iteration)
         if node.key != self._shown_node:
             self.update_chrome()
@@ -441,6 +515,12 @@ class RunDetailScreen(LiveScreen):
 
     def _poll_log(self) -> None:
         if self.tether.paused or not self.is_current:
+            return
+        if self.tether.workspace.is_shared:
+            # The log lives in the database (it may be written on another host).
+            if not self._db_log_busy:
+                self._db_log_busy = True
+                self.run_worker(self._follow_db_log(), group="db-log", exit_on_error=False)
             return
         try:
             self._follow_log()
@@ -468,12 +548,37 @@ class RunDetailScreen(LiveScreen):
             log.append(self._log_tail.read_new_lines())
         self._show_log_status(log)
 
+    async def _follow_db_log(self) -> None:
+        try:
+            chunks = getattr(self.tether.reader, "chunks", None)
+            node = self.selected_node
+            if chunks is None or node is None:
+                return
+            log = self.query_one("#node-log", FollowLog)
+            path = await find_stored_log(chunks, node)
+            if node.key != self._log_key:
+                self._log_key = node.key
+                log.clear()
+                log.pending = 0
+                self._log_tail = DatabaseLogTail(chunks, path) if path else None
+            elif path is not None and (self._log_tail is None or path != self._log_tail.path):
+                self._log_tail = DatabaseLogTail(chunks, path)
+                log.append([f"── attempt {path.parent.name} ──"])
+            if isinstance(self._log_tail, DatabaseLogTail):
+                log.append(await self._log_tail.read_new_lines_async())
+            self._show_log_status(log)
+        except NoMatches:
+            return  # the screen is being closed
+        finally:
+            self._db_log_busy = False
+
     def _show_log_status(self, log: FollowLog) -> None:
         status = self.query_one("#log-status", Static)
         if self._log_tail is None:
             text = Text("No log artifact for this node yet.", style="dim")
         elif log.pending:
-            text = Text(f"▼ {log.pending} new lines — press f to follow", style="bold yellow")
+            text = Text(f"▼ {plural(log.pending, 'new line')} — press f to follow",
+                        style="bold yellow")
         else:
             text = Text("following ", style="green")
             text.append_text(one_line(self._log_tail.path.name, "dim"))
@@ -487,14 +592,11 @@ class RunDetailScreen(LiveScreen):
 
     def action_tab(self, step: int) -> None:
         """Switch the inspector tab."""
-        tabs = self.query_one(TabbedContent)
+        tabs = self.query_one("#inspector", TabbedContent)
         panes = [pane.id for pane in tabs.query(TabPane) if pane.id]
         if tabs.active in panes:
             tabs.active = panes[(panes.index(tabs.active) + step) % len(panes)]
 
-    def action_back(self) -> None:
-        """Back to the runs list."""
-        self.dismiss(None)
 
     def action_tokens(self) -> None:
         """Open the Tokens view scoped to the selected node."""

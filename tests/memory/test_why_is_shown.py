@@ -1,0 +1,32 @@
+"""How each recalled item was found reaches the person: `tether node` and the dashboard's
+Memory tab both show the stored "why" (words matched, similarity, primer)."""
+
+from __future__ import annotations
+
+from memory_support import RecordingAgent, engine_with_hooks
+from pydantic import BaseModel
+
+from engine.memory.config import MemoryConfig
+from engine.workflow import Workflow
+from store.database import Database
+from store.memory import MemoryStore
+from store.runs import RunStore
+from tui.cli.runs_commands import _memory_block_lines
+from tui.screens.run_detail import recalled_item_text
+
+
+class Out(BaseModel):
+    summary: str
+
+
+async def test_node_and_memory_tab_show_how_items_were_found(db: Database) -> None:
+    await MemoryStore(db).save_note("workflow:code-review", "Flaky fixtures were dropped.")
+    wf = Workflow("why", agents={"rec": RecordingAgent()}, default_agent="rec")
+    wf.add_task("review", "Review why the flaky fixtures dropping happened.", output=Out,
+                memory=MemoryConfig(bank="code-review"))
+    outcome = await engine_with_hooks(db).start(wf)
+    block = (await RunStore(db).list_memory_blocks(outcome.run_id))[0]
+    why = block.items[0]["why"]
+    assert why.startswith("words ") and "fixtur" in why and "drop" in why
+    assert any(why in line for line in _memory_block_lines(block))
+    assert why in recalled_item_text(1, block.items[0]).plain

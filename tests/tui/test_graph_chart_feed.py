@@ -1,0 +1,140 @@
+"""Pure pieces of the round-2 dashboard: the workflow graph's grouping and layout, the run
+chart's series, the activity feed's sentences, plurals."""
+
+from __future__ import annotations
+
+import json
+
+from store.dashboard import CallRow, NodeRow, NodeUsage
+from tui.event_text import event_line, event_summary
+from tui.format import plural
+from tui.graph_layout import build_graph, combined_state, group_key, move
+from tui.widgets.run_chart import axis_ticks, call_ticks, context_per_call, tokens_per_minute
+from tui.widgets.workflow_graph import render_graph
+
+
+def node(node_id: str, state: str = "finished", iteration: int = 0, deps: list[str] | None = None,
+         attempts: int = 1) -> NodeRow:
+    return NodeRow("r", node_id, iteration, state, attempts=attempts,
+                   depends_on_json=json.dumps(deps or []))
+
+
+def usage(node_id: str, tokens: int, iteration: int = 0) -> tuple[str, NodeUsage]:
+    return f"{node_id}#{iteration}", NodeUsage(input_tokens=tokens, node_id=node_id,
+                                               iteration=iteration, calls=1)
+
+
+def test_fan_out_items_collapse_loops_show_their_iteration_columns_follow_dependencies():
+    nodes = [
+        node("plan"),
+        node("review[api.py]", deps=["plan"]),
+        node("review[db.py]", "running", deps=["plan"]),
+        node("report", "pending", deps=["review"]),
+        node("draft", iteration=0),
+        node("draft", "running", iteration=1),
+        node("draft", "pending", iteration=2),
+    ]
+    graph = build_graph(nodes, dict([usage("review[api.py]", 1000), usage("review[db.py]", 500)]))
+    assert [[box.key for box in column] for column in graph.columns] == [
+        ["plan", "draft"], ["review[…]"], ["report"]]
+    review = graph.columns[1][0]
+    assert review.is_fan_out and review.done == 1 and len(review.members) == 2
+    assert review.state == "running" and review.tokens == 1500
+    assert review.focus_member.key == "review[db.py]#0"  # the running item is inspected
+    assert review.cost is None  # no usage row carries a cost
+    draft = graph.columns[0][1]
+    assert draft.is_loop and draft.iteration == 2 and draft.state == "pending"
+    assert graph.columns[2][0].depends_on == ("review[…]",)
+    assert graph.position_of("review[api.py]#0") == (1, 0)
+    assert group_key("review[a[b].py]") == "review[…]"
+
+
+def test_cost_is_summed_when_the_usage_has_one():
+    class Priced:
+        total_tokens = 10
+        cost_usd = 0.25
+
+    graph = build_graph([node("a"), node("a", iteration=1)],
+                        {"a#0": Priced(), "a#1": Priced()})
+    assert graph.columns[0][0].cost == 0.5
+
+
+def test_combined_state_and_cursor_moves():
+    assert combined_state(["finished", "skipped"]) == "finished"
+    assert combined_state(["finished", "failed", "pending"]) == "failed"
+    assert combined_state(["pending", "running"]) == "running"
+    assert combined_state([]) == "pending"
+    graph = build_graph([node("a"), node("b"), node("c", deps=["a"])])
+    assert move(graph, (0, 0), 0, 1) == (0, 1)
+    assert move(graph, (0, 1), 1, 0) == (1, 0)  # the nearest row of the next column
+    assert move(graph, (1, 0), 1, 0) == (1, 0)  # stays at the edge
+    assert move(graph, (0, 0), 0, -1) == (0, 0)
+
+
+def test_render_graph_draws_boxes_arrows_and_the_cursor():
+    graph = build_graph([node("plan"), node("review[x]", "running", deps=["plan"])],
+                        dict([usage("plan", 45_000)]))
+    lines = [line.plain for line in render_graph(graph, (1, 0))]
+    assert "✓ plan" in lines[0] and "45.0k tok" in lines[1] and "finished" in lines[2]
+    assert "▶" in lines[1]  # the arrow from plan to review[…]
+    assert "┏" in lines[0] and "▶ review[…]" in lines[0]  # the cursor box is heavy
+    assert "0/1 done" in lines[2]
+
+
+def call(call_id: int, at_s: float, context: int, output: int = 100) -> CallRow:
+    return CallRow(input_tokens=context, output_tokens=output, call_id=call_id,
+                   started_at_ms=int(at_s * 1000), context_tokens_stored=context)
+
+
+def test_tokens_per_minute_bins_by_start_time():
+    calls = [call(1, 0, 1000), call(2, 0.5, 1000), call(3, 5.2, 2000)]
+    rate = tokens_per_minute(calls)
+    assert rate.bin_s == 1  # a short run still shows several bars
+    assert len(rate.starts) == 6
+    # The tokens of the minute before each point (no extrapolation of the first seconds).
+    assert rate.per_minute[0] == 1100 + 1100 and rate.per_minute[5] == 1100 + 1100 + 2100
+    long_run = [call(i, i * 60.0, 10) for i in range(30)]  # 29 minutes
+    steady = tokens_per_minute(long_run)
+    assert steady.bin_s == 60 and set(steady.per_minute) == {110.0}
+    assert tokens_per_minute([]).starts == ()
+    assert context_per_call(calls) == (1000, 1000, 2000)
+
+
+def test_axis_and_call_ticks():
+    assert axis_ticks(54_098) == ([0.0, 20_000.0, 40_000.0, 60_000.0],
+                                  ["0", "20.0k", "40.0k", "60.0k"])
+    assert axis_ticks(0) == ([0.0], ["0"])
+    assert call_ticks(1) == [1]
+    ticks = call_ticks(40)
+    assert ticks[0] == 1 and ticks[-1] == 40 and len(ticks) <= 8
+
+
+class Event:
+    def __init__(self, kind: str, payload: object, node_id: str | None = None) -> None:
+        self.seq, self.at_ms, self.type = 7, 0, kind
+        self.run_id, self.node_id, self.iteration, self.attempt = "r-1", node_id, 0, 1
+        self.payload_json = json.dumps(payload)
+
+
+def test_feed_lines_are_sentences_not_json():
+    line = event_line(Event("call", {
+        "agent": "reviewer", "model": "sim-1", "simulated": True, "context_tokens": 52443,
+        "bucket": "50k–100k", "tokens": {"input_tokens": 353, "cache_read_tokens": 46881,
+                                         "output_tokens": 273}}, node_id="step"))
+    assert "52.4k context (50k–100k) · 353 in · 46.9k cache read · 273 out" in line
+    assert "step#0 a1" in line and "{" not in line
+    assert event_summary("handoff", json.dumps(
+        {"to_run_id": "r-2", "trigger": "ceiling", "reason": "too big"})) == (
+        "→ r-2 · ceiling · too big")
+    assert event_summary("memory.block", json.dumps(
+        {"bytes_used": 0, "warning": "no block: nothing matched"})) == "no block: nothing matched"
+    assert event_summary("something.new", json.dumps({"a": 1, "b": [1, 2], "c": "x"})) == (
+        'a=1 b=[2] c="x"')
+    assert event_summary("call", "not json") == 'payload="not json"'
+    long = event_line(Event("custom", {"text": "x" * 1000}))
+    assert long.endswith("…") and len(long) < 400
+
+
+def test_plural():
+    assert plural(1, "run") == "1 run" and plural(0, "run") == "0 runs"
+    assert plural(2, "note proposal") == "2 note proposals"

@@ -1,0 +1,253 @@
+"""Every view and dialog as an SVG snapshot at 80x24 and at 200x50 (fixed clock and theme).
+
+One app per size walks through the views and opens each dialog the way a person does (keys),
+and each screen is compared with ``snapshots/layout/<size>/<name>.svg``. After an intended
+change: ``TETHER_UPDATE_SNAPSHOTS=1 python -m pytest tests/tui/test_layout_snapshots.py``,
+then look at the new files (``rsvg-convert x.svg -o x.png``) before committing them.
+
+Besides the pictures, the walk checks what a small terminal must never lose: the footer's
+``q Quit``, and every dialog's buttons reachable (Tab scrolls the focused field into view).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sample_data import NOW_MS, build
+from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widgets import Button, Input, TextArea
+
+from store.clock import ManualClock
+from store.memory import MemoryStore
+from store.workspace import Workspace
+from tests.tui_actions.memory_seed import seed_memory
+from tui.app import TetherApp
+from tui.modals import ConfirmDialog, FactEditor, LaunchRunDialog, ReasonDialog
+from tui.modals.confirm import DialogBox
+from tui.screens.help import HelpScreen
+from tui.screens.memory import MemoryScreen, NoteReviewScreen
+from tui.screens.memory_render import fact_row_key, note_row_key
+from tui.screens.run_detail import RunDetailScreen
+from tui.widgets.keyed_table import KeyedTable
+
+SNAPSHOTS = Path(__file__).with_name("snapshots") / "layout"
+UPDATE = os.environ.get("TETHER_UPDATE_SNAPSHOTS") == "1"
+SIZES = [(80, 24), (200, 50)]
+
+
+def normalise(svg: str) -> str:
+    """Drop the per-export ids Textual puts in class names and clip paths."""
+    return re.sub(r"terminal-\d+", "terminal", svg)
+
+
+def plain(svg: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+async def until(pilot: Pilot[None], condition: Any, what: str, tries: int = 300) -> None:
+    for _ in range(tries):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def settled(pilot: Pilot[None], app: TetherApp, name: str) -> str:
+    """A screenshot once two captures in a row agree (footers and plots redraw a beat late)."""
+    for widget in app.screen.query(Input):
+        widget.cursor_blink = False
+    for area in app.screen.query(TextArea):
+        area.cursor_blink = False
+    previous = ""
+    for _ in range(20):
+        await pilot.pause(0.15)
+        svg = normalise(app.export_screenshot(title=f"tether — {name}"))
+        if svg == previous:
+            return svg
+        previous = svg
+    return previous
+
+
+class Walk:
+    """Takes and compares the snapshots of one size; mismatches are collected, not raised."""
+
+    def __init__(self, pilot: Pilot[None], app: TetherApp, size: tuple[int, int]) -> None:
+        self.pilot, self.app = pilot, app
+        self.folder = SNAPSHOTS / f"{size[0]}x{size[1]}"
+        self.differ: list[str] = []
+        self.created: list[str] = []
+
+    async def snap(self, name: str) -> str:
+        svg = await settled(self.pilot, self.app, name)
+        path = self.folder / f"{name}.svg"
+        if UPDATE or not path.exists():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(svg, encoding="utf-8")
+            if not UPDATE:
+                self.created.append(name)
+        elif svg != path.read_text(encoding="utf-8"):
+            self.differ.append(name)
+        return plain(svg)
+
+    async def press(self, *keys: str) -> None:
+        for key in keys:
+            await self.pilot.press(key)
+            await self.pilot.pause(0.05)
+
+    async def open(self, key: str, kind: type[Screen[Any]]) -> Any:
+        await self.press(key)
+        await until(self.pilot, lambda: isinstance(self.app.screen, kind), kind.__name__)
+        return self.app.screen
+
+    async def close(self, key: str = "escape") -> None:
+        top = self.app.screen
+        await self.press(key)
+        await until(self.pilot, lambda: self.app.screen is not top, "the dialog to close")
+
+
+
+
+async def tab_through(walk: Walk) -> None:
+    """Tab through the dialog: each focused widget is inside the box's visible region."""
+    screen = walk.app.screen
+    box = screen.query_one(DialogBox)
+    seen = set()
+    for _ in range(12):
+        await walk.press("tab")
+        await walk.pilot.pause(0.1)
+        focused = screen.focused
+        if focused is None or focused in seen:
+            break
+        seen.add(focused)
+        visible = box.content_region
+        region = focused.region
+        assert region.height > 0 and visible.contains_region(region.intersection(visible)) and (
+            region.intersection(visible).area > 0
+        ), f"Tab focused {focused!r} outside the visible part of the dialog"
+    assert any(isinstance(w, Button) for w in seen), "Tab never reached a button"
+
+
+@pytest.fixture
+async def full_workspace(tmp_path: Path) -> Workspace:
+    """The runs of sample_data plus the memory seed (facts, accepted and pending notes)."""
+    workspace = Workspace(tmp_path / ".tether")
+    clock = ManualClock()
+    await build(workspace, clock)
+    clock.set(NOW_MS - 120_000)
+    async with await MemoryStore.open(workspace, clock=clock) as memory:
+        await seed_memory(memory)
+    return workspace
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_every_view_and_dialog_matches_its_snapshot(full_workspace, size) -> None:
+    app = TetherApp(full_workspace, clock=ManualClock(NOW_MS), watch=False, poll_interval=60)
+    app.animation_level = "none"
+    async with app.run_test(size=size) as pilot:
+        app.theme = "textual-dark"
+        walk = Walk(pilot, app, size)
+        await pilot.pause(0.2)
+        await app.poll_once()
+
+        # 1 Runs: the footer keeps q Quit even at 80 columns.
+        app.screen.query_one("#runs-table", KeyedTable).select_key("run-review-1")
+        text = await walk.snap("runs")
+        assert "q Quit" in text
+
+        # A run: the graph tab, then the node table with the memory inspector.
+        detail = await walk.open("enter", RunDetailScreen)
+        await until(pilot, lambda: detail.nodes, "the run's nodes")
+        text = await walk.snap("run_graph")
+        assert "review-b" in text and "q Quit" in text
+        await walk.press("g")
+        detail.query_one("#nodes-table", KeyedTable).select_key("plan#0")
+        await walk.press("right_square_bracket")  # Prompt -> Memory
+        await walk.snap("run_nodes_memory")
+        await walk.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, RunDetailScreen), "the runs list")
+
+        # 2 Tokens (the histogram is redrawn at most once a second).
+        await walk.press("2")
+        await pilot.pause(1.2)
+        text = await walk.snap("tokens")
+        assert "Largest calls" in text
+
+        # 3 Memory, a pending proposal, and its review screen.
+        await walk.press("3")
+        memory = app.screen
+        assert isinstance(memory, MemoryScreen)
+        await memory.refresh_data()
+        memory.notes_table.focus()
+        memory.notes_table.select_key(note_row_key("rule-lint"))
+        await walk.snap("memory")
+        await walk.open("enter", NoteReviewScreen)
+        await until(pilot, lambda: app.screen.note is not None, "the note under review")
+        await walk.snap("review")
+        await walk.close()
+
+        # Bulk review: mark both pending notes, then one confirmation for both.
+        memory.notes_table.select_key(note_row_key("rule-lint"))
+        await walk.press("space")
+        memory.notes_table.select_key(note_row_key("lone"))
+        await walk.press("space")
+        await walk.snap("memory_marked")
+        await walk.open("a", ReasonDialog)
+        await walk.snap("dialog_bulk_accept")
+        await tab_through(walk)
+        await walk.close()
+
+        # Reject one note, edit a fact, add a fact.
+        await walk.press("asterisk")  # all marked -> unmark all
+        memory.notes_table.select_key(note_row_key("lone"))
+        await walk.open("r", ReasonDialog)
+        await walk.snap("dialog_reject_note")
+        await walk.close()
+        memory.facts_table.focus()
+        memory.facts_table.select_key(fact_row_key("workflow:code-review", "limits"))
+        await walk.open("e", FactEditor)
+        await walk.snap("dialog_edit_fact")
+        await tab_through(walk)
+        await walk.close()
+        await walk.open("n", FactEditor)
+        await walk.snap("dialog_new_fact")
+        await walk.close()
+
+        # 4 Handoffs and the help overlay.
+        await walk.press("4")
+        await walk.snap("handoffs")
+        await walk.open("question_mark", HelpScreen)
+        await walk.snap("help")
+        await walk.close()
+
+        # Run dialogs: launch, clear, cancel (a running run), delete (a finished one).
+        await walk.press("1")
+        runs = app.screen.query_one("#runs-table", KeyedTable)
+        await walk.open("n", LaunchRunDialog)
+        await until(pilot, lambda: app.screen.query("#launch-input"), "the launch dialog")
+        await walk.snap("dialog_launch")
+        await tab_through(walk)
+        await walk.close()
+        runs.select_key("run-incident-1")
+        await walk.open("x", ReasonDialog)
+        await walk.snap("dialog_clear_run")
+        await walk.close()
+        dialog = await walk.open("c", ConfirmDialog)
+        text = await walk.snap("dialog_cancel_run")
+        assert "Stop the run (y)" in text and "Keep it running (n)" in text
+        assert isinstance(dialog, ConfirmDialog)
+        await walk.close("n")
+        runs.select_key("run-review-1")
+        await walk.open("d", ConfirmDialog)
+        await walk.snap("dialog_delete_run")
+        await walk.close("n")
+    assert not walk.created, f"created missing snapshots {walk.created}; look at them and re-run"
+    assert not walk.differ, (
+        f"{walk.differ} differ from {walk.folder}; if intended, regenerate with "
+        "TETHER_UPDATE_SNAPSHOTS=1"
+    )

