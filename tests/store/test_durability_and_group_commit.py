@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import store.database as database_module
-from store.database import Database
+from store.database import Database, SqliteDatabase
 from store.direct import DirectDatabase, run_now
 from store.durability import check_durability, durability_from_config
 from store.errors import InvalidInputError, NotFoundError
@@ -111,6 +111,16 @@ def test_an_unknown_level_is_one_sentence_and_changes_nothing(tmp_path: Path) ->
 
 
 @pytest.fixture
+async def sqlite_db(workspace: Workspace) -> Any:
+    """Group commit is the SQLite backend's (PostgreSQL commits each write on its own)."""
+    database = await SqliteDatabase.open(workspace)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+@pytest.fixture
 def groups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The size of every group the database commits (run_group itself still runs)."""
     sizes: list[int] = []
@@ -124,8 +134,10 @@ def groups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return sizes
 
 
-async def test_writes_submitted_together_share_one_commit(db: Database, groups: list[int]) -> None:
-    memory = MemoryStore(db)
+async def test_writes_submitted_together_share_one_commit(
+    sqlite_db: Database, groups: list[int]
+) -> None:
+    memory = MemoryStore(sqlite_db)
     await asyncio.gather(*(memory.set_fact("global:g", f"k{i}", i) for i in range(20)))
     assert sum(groups) == 20 and len(groups) <= 2  # one group (two if the first ran alone)
     assert [f.value for f in await memory.list_facts("global:g")] == sorted(
@@ -133,7 +145,8 @@ async def test_writes_submitted_together_share_one_commit(db: Database, groups: 
     )
 
 
-async def test_a_failing_write_is_undone_alone(db: Database, groups: list[int]) -> None:
+async def test_a_failing_write_is_undone_alone(sqlite_db: Database, groups: list[int]) -> None:
+    db = sqlite_db
     def good(i: int) -> Any:
         return lambda conn: (
             conn.execute("INSERT INTO events (at_ms, type) VALUES (?, ?)", (i, "good")).lastrowid
