@@ -62,6 +62,22 @@ def stream_log_path(
     return attempt_dir(artifacts_root, run_id, node_id, iteration, attempt) / STREAM_LOG
 
 
+class AttemptFolders:
+    """Where a run's attempts keep their files, with the run's folder validated and checked
+    once (one stream log path is made per attempt; node folder names never hold ``/`` nor
+    start with ``.``, so a checked run folder keeps every attempt folder inside)."""
+
+    def __init__(self, artifacts_root: Path, run_id: str) -> None:
+        self.run_folder = run_dir(artifacts_root, run_id)
+
+    def stream_log(self, node_id: str, iteration: int, attempt: int) -> Path:
+        """The attempt's stream log (the same path as :func:`stream_log_path`)."""
+        folder = self.run_folder / node_folder_name(node_id)
+        if iteration:
+            folder = folder / f"iteration-{int(iteration)}"
+        return folder / str(int(attempt)) / STREAM_LOG
+
+
 def ensure_private_folder(folder: Path) -> Path:
     """Create ``folder`` and its missing parents owner-only (0700) and return it."""
     make_private_dirs(folder)

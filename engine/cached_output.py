@@ -13,7 +13,7 @@ from engine.workflow import CachePolicy
 from store.run_records import NewEvent
 
 if TYPE_CHECKING:
-    from engine.scheduler import RunExecution
+    from engine.execution import RunExecution
 
 
 async def lookup_cached_output(
@@ -51,7 +51,7 @@ async def lookup_cached_output(
         prompt=prompt if policy.include_prompt else None,
         input=to_jsonable(execution.input) if policy.include_input else None,
     )
-    entry = await execution.engine.cache.get(key)
+    entry = await execution.cache.get(key)
     if entry is None or not is_fresh(entry.created_at_ms, entry.ttl_ms, execution.clock.now_ms()):
         return key, None
     if spec.output is None:
@@ -60,7 +60,7 @@ async def lookup_cached_output(
         return key, spec.output.model_validate(entry.payload)
     except Exception:
         # The cached payload no longer matches the output model: a miss, never a failure.
-        await execution.engine.cache.delete(key)
+        await execution.cache.delete(key)
         await execution.store.append_event(
             "cache.invalid",
             run_id=execution.run_id,
@@ -83,7 +83,7 @@ async def record_cache_hit(
         attempt,
         agent=agent_name,
         prompt=prompt,
-        owner_id=execution.engine.owner_id,
+        owner_id=execution.owner_id,
         cached=True,
     )
     execution.done_count += 1

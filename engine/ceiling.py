@@ -133,7 +133,17 @@ class CeilingGuard:
         self.db = db
 
     async def check(self, context: DispatchContext) -> DispatchDecision:
-        """Clear request first (a person asked), then :func:`check_ceiling`."""
+        """Clear request first (a person asked), then :func:`check_ceiling`.
+
+        Without a ceiling there is nothing to read: the scheduler already acts on clear
+        requests (read at every attempt's end and by its monitor). With one, the run's token
+        totals are read once every write queued before this dispatch is committed, so the
+        usage of the node just finished counts (its end may still be in the group commit).
+        """
+        ceiling = ceiling_of(context.task_ceiling) or ceiling_of(context.workflow_ceiling)
+        if ceiling is None:
+            return RUN
+        await self.db.flush()
         state = await dispatch_state(self.db, context.run.run_id)
         if state is None:
             return RUN
@@ -141,7 +151,4 @@ class CeilingGuard:
             return DispatchDecision(
                 "handoff", state.clear_reason or "cleared by a person", trigger="person"
             )
-        ceiling = ceiling_of(context.task_ceiling) or ceiling_of(context.workflow_ceiling)
-        if ceiling is None:
-            return RUN
         return check_ceiling(ceiling, state.tokens, state.generation)

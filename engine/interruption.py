@@ -18,7 +18,7 @@ from engine.run_end import RunOutcome
 from store.errors import DamagedDatabaseError, StorageError
 
 if TYPE_CHECKING:
-    from engine.scheduler import RunExecution
+    from engine.execution import RunExecution
 
 INTERRUPTION_WAIT_S = 120.0
 """How long a run waits for the workspace to take writes again before giving up."""
@@ -41,7 +41,7 @@ async def record_interruption(execution: RunExecution, problem: StorageError) ->
     if isinstance(problem, DamagedDatabaseError):
         raise problem
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + execution.engine.interruption_wait_s
+    deadline = loop.time() + execution.services.interruption_wait_s
     delay = _FIRST_RETRY_S
     error = interruption_error(execution.run_id, problem)
     while True:

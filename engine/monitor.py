@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from engine.hooks import DispatchDecision
 from store.errors import StorageError
 
 if TYPE_CHECKING:
-    from engine.scheduler import RunExecution
+    from engine.execution import RunExecution
 
 
 async def monitor_run(execution: RunExecution) -> None:
@@ -25,14 +24,14 @@ async def monitor_run(execution: RunExecution) -> None:
 
 
 async def _monitor(execution: RunExecution) -> None:
-    config = execution.engine.config
+    config = execution.config
     last_beat = asyncio.get_running_loop().time()
     while True:
         await asyncio.sleep(config.poll_interval_s)
         now = asyncio.get_running_loop().time()
         if now - last_beat >= config.heartbeat_interval_s:
             last_beat = now
-            if not await execution.store.heartbeat(execution.run_id, execution.engine.owner_id):
+            if not await execution.store.heartbeat(execution.run_id, execution.owner_id):
                 execution.lost = True
                 execution.cancel_all()
                 return
@@ -41,13 +40,4 @@ async def _monitor(execution: RunExecution) -> None:
             execution.lost = True
             execution.cancel_all()
             return
-        execution.run = run
-        if run.cancel_requested_at_ms is not None and not execution.cancelled:
-            execution.cancelled = True
-            execution.progress("run", None, "cancelling")
-            execution.cancel_all()
-        if run.clear_requested_at_ms is not None and execution.stop is None:
-            execution.stop = DispatchDecision(
-                "handoff", run.clear_reason or "cleared by a person", trigger="person"
-            )
-            execution.progress("run", None, "handing-off", execution.stop.reason)
+        execution.take_requests(run)

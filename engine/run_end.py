@@ -12,7 +12,7 @@ from engine.structured import to_jsonable
 from store.run_records import RunRecord
 
 if TYPE_CHECKING:
-    from engine.scheduler import RunExecution
+    from engine.execution import RunExecution
 
 
 @dataclass

@@ -1,10 +1,13 @@
 """The scheduler: runs a workflow's tasks on asyncio and records everything in the run records.
 
 One :class:`Engine` per process (it owns an ``owner_id``); :meth:`Engine.start` creates a run
-and executes it, :meth:`Engine.resume` continues one. Inside a run (:class:`RunExecution`):
+and executes it, :meth:`Engine.resume` continues one. Inside a run (:class:`ScheduledRun`, the
+loop driving a :class:`~engine.execution.RunExecution`):
 
-* ready tasks run concurrently up to the concurrency limit; fan-outs expand when their
-  dependencies are done; loops run their body once per iteration until ``until`` holds;
+* ready nodes are launched up to the concurrency limit (a node waiting to retry gives its place
+  back); fan-outs expand when their dependencies are done; loops run their body once per
+  iteration until ``until`` holds. Each completion costs O(1): finished tasks are handed to
+  the loop by their done callbacks, and a fan-out counts its outstanding items;
 * every attempt goes through :meth:`RunExecution.dispatch_check` (cancel/clear requests and the
   :class:`~engine.hooks.DispatchGuard` hooks — the ceiling feature plugs in there), then
   :meth:`RunExecution.prepare_prompt` (the memory hook and pure prompt assembly), then the agent;
@@ -18,34 +21,26 @@ Parts of a run execution live beside this module: :mod:`engine.units` (a node to
 :mod:`engine.attempt` (one attempt), :mod:`engine.cached_output` (task cache steps),
 :mod:`engine.monitor` (heartbeat and request polling), :mod:`engine.run_end` (how a run ends),
 :mod:`engine.upstream` (``ctx.outputs``) and :mod:`engine.root_prompts` (the dry render before a
-run starts).
+run starts); the state they share is :mod:`engine.execution`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections import deque
 from typing import Any
 
-from engine.agents.base import Agent, AgentError, supports_tools
+from engine.agents.base import AgentError, supports_tools
 from engine.agents.registry import AgentRegistry
-from engine.artifacts import RunArtifacts
 from engine.attempt import record_failed_attempt, run_attempt
 from engine.cached_output import lookup_cached_output, record_cache_hit
 from engine.config import EngineConfig
 from engine.context import TaskContext
-from engine.hooks import (
-    DispatchContext,
-    DispatchDecision,
-    EngineHooks,
-    NodeKey,
-    Progress,
-)
+from engine.execution import EngineServices, RunExecution
+from engine.hooks import EngineHooks
 from engine.interruption import INTERRUPTION_WAIT_S, record_interruption
 from engine.monitor import monitor_run
-from engine.prompting import assemble_prompt
 from engine.root_prompts import check_root_prompts
 from engine.run_end import RunOutcome, finish_run
 from engine.structured import to_jsonable
@@ -56,7 +51,7 @@ from store.artifact_paths import run_dir
 from store.database import Database
 from store.errors import InvalidInputError, LeaseLost, StorageError
 from store.owners import new_owner_id, running_elsewhere
-from store.run_records import NodeRecord, RunRecord, RunRequests
+from store.run_records import RunRecord
 from store.runs import RunStore
 from store.task_cache import TaskCache
 
@@ -131,6 +126,21 @@ class Engine:
     def registry_for(self, workflow: Workflow) -> AgentRegistry:
         return AgentRegistry(workflow.agents, self.config.agents)
 
+    def _execution(self, workflow: Workflow, run: RunRecord, parsed: Any) -> ScheduledRun:
+        services = EngineServices(
+            store=self.store,
+            cache=self.cache,
+            config=self.config,
+            hooks=self.hooks,
+            owner_id=self.owner_id,
+            clock=self.db.clock,
+            workspace=self.db.workspace,
+            registry=self.registry_for(workflow),
+            db=self.db,
+            interruption_wait_s=self.interruption_wait_s,
+        )
+        return ScheduledRun(services, workflow, run, parsed)
+
     async def start(
         self,
         workflow: Workflow,
@@ -155,7 +165,7 @@ class Engine:
             owner_id=self.owner_id,
             run_id=run_id,
         )
-        return await RunExecution(self, workflow, run, parsed).execute()
+        return await self._execution(workflow, run, parsed).execute(fresh=True)
 
     async def resume(self, workflow: Workflow, run_id: str) -> RunOutcome:
         """Continue ``run_id``: finished nodes keep their outputs, the rest run.
@@ -180,14 +190,14 @@ class Engine:
         self.prepare(workflow)
         parsed = workflow.parse_input(run.input)
         claimed = await self.store.claim_run(run_id, self.owner_id, expected_owner=run.owner_id)
-        return await RunExecution(self, workflow, claimed, parsed).execute()
+        return await self._execution(workflow, claimed, parsed).execute()
 
     async def run_claimed(self, workflow: Workflow, run: RunRecord) -> RunOutcome:
         """Execute a run this process has just claimed from the queue (``store.queue``): its
         lease token is registered, so every write is fenced; finished nodes are reused."""
         self.prepare(workflow)
         parsed = workflow.parse_input(run.input)
-        return await RunExecution(self, workflow, run, parsed).execute()
+        return await self._execution(workflow, run, parsed).execute()
 
     async def run_chain(self, workflow: Workflow, outcome: RunOutcome) -> RunOutcome:
         """Follow handoffs: keep executing successor runs until one ends without handing off."""
@@ -196,101 +206,44 @@ class Engine:
         return outcome
 
 
-class RunExecution:
-    """Executes one run in this process (see the module docstring)."""
+class ScheduledRun(RunExecution):
+    """The scheduling loop of one run (see the module docstring)."""
 
-    def __init__(self, engine: Engine, workflow: Workflow, run: RunRecord, parsed: Any) -> None:
-        self.engine = engine
-        self.store = engine.store
-        self.clock = engine.db.clock
-        self.workflow = workflow
-        self.run = run
-        self.run_id = run.run_id
-        self.input = parsed
-        self.hooks = engine.hooks
-        self.registry = engine.registry_for(workflow)
-        self.artifacts_root = engine.db.workspace.artifacts_dir
-        self.artifacts = RunArtifacts(self.artifacts_root, self.run_id, self._stored_artifacts())
-        limit = engine.config.concurrency or workflow.concurrency
-        self.semaphore = asyncio.Semaphore(limit)
-        self.prior: dict[Key, NodeRecord] = {}
-        self.outputs: dict[Key, Any] = {}
-        self.top_outputs: dict[str, Any] = {}
+    def __init__(
+        self, services: EngineServices, workflow: Workflow, run: RunRecord, parsed: Any
+    ) -> None:
+        super().__init__(services, workflow, run, parsed)
+        self.limit = services.config.concurrency or workflow.concurrency
+        self.semaphore = asyncio.Semaphore(self.limit)
         self.started_top: set[str] = set()
         self.fanouts: dict[str, list[Unit]] = {}
+        self.fanout_left: dict[str, int] = {}
         self.loop_iteration: dict[str, int] = {}
         self.loop_started: dict[str, set[str]] = {}
-        self.running: dict[asyncio.Task[Any], Unit] = {}
         self.known: set[Key] = set()
-        self.done_count = 0
-        self.failure: str | None = None
-        self.storage_problem: StorageError | None = None
-        """Set when the workspace stopped taking writes: the run stops and is interrupted."""
-        self.cancelled = False
-        self.lost = False
-        self.stop: DispatchDecision | None = None
-        self.continuation: Any = None
-        self.top_ids = workflow.top_level_ids()
-        self.top_deps = {n: workflow.top_level_deps(n) for n in self.top_ids}
-        self.dependents: dict[str, list[str]] = {n: [] for n in self.top_ids}
-        for node, deps in self.top_deps.items():
-            for dep in deps:
-                self.dependents[dep].append(node)
         self.missing = {n: len(deps) for n, deps in self.top_deps.items()}
         self.ready: deque[str] = deque(n for n in self.top_ids if not self.missing[n])
-        self._ancestors: dict[str, frozenset[str]] = {}
-
-    # -- bookkeeping ------------------------------------------------------------------------
-
-    def ancestors(self, top: str) -> frozenset[str]:
-        """Every top-level node ``top`` depends on, directly or not (memoised)."""
-        found = self._ancestors.get(top)
-        if found is None:
-            collected: set[str] = set()
-            for dep in self.top_deps.get(top, ()):
-                collected.add(dep)
-                collected |= self.ancestors(dep)
-            found = self._ancestors[top] = frozenset(collected)
-        return found
+        # Units waiting for a place under the concurrency limit, in the order they became
+        # ready; tasks holding a place (a task waiting out a retry's backoff gives it back).
+        self.waiting: deque[Unit] = deque()
+        self.active = 0
+        self.parked: set[asyncio.Task[Any]] = set()
+        self.finished_tasks: deque[asyncio.Task[Any]] = deque()
+        self.wake = asyncio.Event()
 
     def _set_top(self, top_id: str, value: Any) -> None:
         """A top-level node (task, fan-out or loop) is complete: release its dependents."""
         if top_id in self.top_outputs:
             return
         self.top_outputs[top_id] = value
+        self.node_complete(top_id)
         for node in self.dependents.get(top_id, ()):
             self.missing[node] -= 1
             if self.missing[node] == 0:
                 self.ready.append(node)
 
-    def progress(
-        self, kind: str, unit: Unit | None, state: str, detail: str = "", **kw: Any
-    ) -> None:
-        callback = self.hooks.on_progress
-        if callback is None:
-            return
-        callback(
-            Progress(
-                kind=kind,
-                node_id=unit.node_id if unit else None,
-                iteration=unit.iteration if unit else 0,
-                state=state,
-                detail=detail,
-                **kw,
-            )
-        )
-
-    def _load_output(self, spec: TaskSpec, value: Any) -> Any:
-        if spec.output is None or value is None:
-            return value
-        try:
-            return spec.output.model_validate(value)
-        except Exception:
-            # A stored output from an older schema: keep the data rather than re-run the node.
-            return value
-
     def _ctx(self, unit: Unit, attempt: int = 1) -> TaskContext:
-        spec = self.workflow.tasks[unit.spec.id]
+        spec = unit.spec
         top = self.workflow.owner_of(spec.id)
         current: dict[str, Any] = {}
         previous: dict[str, Any] = {}
@@ -318,11 +271,14 @@ class RunExecution:
 
     # -- the main loop ----------------------------------------------------------------------
 
-    async def execute(self) -> RunOutcome:
+    async def execute(self, *, fresh: bool = False) -> RunOutcome:
         """Run to the end (finished, failed, cancelled, handed off, or interrupted because the
-        workspace stopped taking writes) and record the outcome."""
+        workspace stopped taking writes) and record the outcome.
+
+        ``fresh``: the run was just created here, so it has no nodes and no handoff to read.
+        """
         try:
-            outcome = await self._execute()
+            outcome = await self._execute(fresh)
         except StorageError as problem:
             self.storage_problem = self.storage_problem or problem
         else:
@@ -330,24 +286,23 @@ class RunExecution:
                 return outcome
         return await record_interruption(self, self.storage_problem)
 
-    async def _execute(self) -> RunOutcome:
-        for node in await self.store.list_nodes(self.run_id):
-            self.prior[(node.node_id, node.iteration)] = node
-            self.known.add((node.node_id, node.iteration))
-        handoffs = await self.store.list_handoffs(to_run_id=self.run_id)
-        if handoffs:
-            self.continuation = handoffs[-1].carried_state
+    async def _execute(self, fresh: bool) -> RunOutcome:
+        if not fresh:
+            for node in await self.store.list_nodes(self.run_id):
+                self.prior[(node.node_id, node.iteration)] = node
+                self.known.add((node.node_id, node.iteration))
+            handoffs = await self.store.list_handoffs(to_run_id=self.run_id)
+            if handoffs:
+                self.continuation = handoffs[-1].carried_state
         static = [
             (i, 0, "pending", list(self.workflow.tasks[i].depends_on))
-            for i in self.workflow.top_level_ids()
+            for i in self.top_ids
             if i in self.workflow.tasks
             and not self.workflow.tasks[i].is_fan_out
             and (i, 0) not in self.known
         ]
-        if static:
-            await self.store.upsert_nodes(self.run_id, static)
-            self.known.update((n, 0) for n, *_ in static)
-        await self.store.set_progress(self.run_id, nodes_total=len(self.known))
+        self.known.update((n, 0) for n, *_ in static)
+        await self.store.upsert_nodes(self.run_id, static, nodes_total=len(self.known))
         self.progress("run", None, "running", self.run_id)
         monitor = asyncio.create_task(monitor_run(self))
         mirror = self._artifact_mirror()
@@ -355,13 +310,13 @@ class RunExecution:
         try:
             await self._advance()
             while self.running:
-                done, _ = await asyncio.wait(
-                    list(self.running), return_when=asyncio.FIRST_COMPLETED
-                )
-                for task in done:
-                    unit = self.running.pop(task)
-                    self._collect(unit, task)
-                if not self._halting():
+                if not self.finished_tasks:
+                    self.wake.clear()
+                    await self.wake.wait()
+                while self.finished_tasks:
+                    task = self.finished_tasks.popleft()
+                    self._collect(self.running.pop(task), task)
+                if not self.halting():
                     await self._advance()
         except BaseException:
             for task in self.running:
@@ -371,7 +326,7 @@ class RunExecution:
             raise
         finally:
             monitor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(BaseException):
                 await monitor
             if mirroring is not None and mirror is not None:
                 mirroring.cancel()
@@ -379,6 +334,7 @@ class RunExecution:
                     await mirroring
                 with contextlib.suppress(Exception):
                     await mirror.sync()  # the last lines of every log
+        await self.settle_ends()
         if self.storage_problem is not None:
             raise self.storage_problem
         drain = getattr(self.hooks.memory, "drain", None)
@@ -387,35 +343,17 @@ class RunExecution:
             await drain()
         return await finish_run(self)
 
-    def _stored_artifacts(self) -> Any:
-        """On a PostgreSQL workspace, how a task reads an artifact another host wrote."""
-        if self.engine.db.backend != "postgresql":
-            return None
-        from store.artifact_chunks import ArtifactChunks
-
-        db: Any = self.engine.db
-        return ArtifactChunks(db).read_whole_now
-
     def _artifact_mirror(self) -> Any:
         """On a PostgreSQL workspace, what copies this run's artifact files into the
         database (``engine/artifact_mirror.py``); None on SQLite, where the files are it."""
-        if self.engine.db.backend != "postgresql":
+        if self.services.db.backend != "postgresql":
             return None
         from engine.artifact_mirror import ArtifactMirror
         from store.artifact_chunks import ArtifactChunks
 
-        db: Any = self.engine.db
+        db: Any = self.services.db
         folder = run_dir(self.artifacts_root, self.run_id)
         return ArtifactMirror(ArtifactChunks(db), self.artifacts_root, folder)
-
-    def _halting(self) -> bool:
-        return (
-            self.failure is not None
-            or self.cancelled
-            or self.stop is not None
-            or self.lost
-            or self.storage_problem is not None
-        )
 
     def _collect(self, unit: Unit, task: asyncio.Task[Any]) -> None:
         if task.cancelled():
@@ -440,36 +378,46 @@ class RunExecution:
                 f"Node {unit.node_id} hit an internal error: {type(error).__name__}: {error}"
             )
 
-    # -- requests: cancel and clear (polled by engine.monitor, read at each attempt end) -----
+    # -- launching within the concurrency limit ---------------------------------------------
 
-    def absorb_requests(self, requests: RunRequests | None) -> None:
-        """Take in the cancel/clear requests read when an attempt ended."""
-        if requests is None or (
-            requests.cancel_requested_at_ms == self.run.cancel_requested_at_ms
-            and requests.clear_requested_at_ms == self.run.clear_requested_at_ms
-        ):
-            return
-        self.run = dataclasses.replace(
-            self.run,
-            cancel_requested_at_ms=requests.cancel_requested_at_ms,
-            clear_requested_at_ms=requests.clear_requested_at_ms,
-            clear_reason=requests.clear_reason,
-        )
-        if requests.clear_requested_at_ms is not None and self.stop is None:
-            self.stop = DispatchDecision(
-                "handoff", requests.clear_reason or "cleared by a person", trigger="person"
-            )
-            self.progress("run", None, "handing-off", self.stop.reason)
+    def _fill(self) -> None:
+        """Start waiting units while there is room under the concurrency limit."""
+        while self.waiting and self.active < self.limit and not self.halting():
+            unit = self.waiting.popleft()
+            task = asyncio.create_task(self._run_unit(unit), name=f"tether:{unit.node_id}")
+            self.running[task] = unit
+            self.active += 1
+            task.add_done_callback(self._task_done)
 
-    def cancel_all(self) -> None:
-        for task in self.running:
-            task.cancel()
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        if task in self.parked:
+            self.parked.discard(task)
+        else:
+            self.active -= 1
+        self.finished_tasks.append(task)
+        self.wake.set()
+
+    def _park(self) -> None:
+        """The current task waits out a retry's backoff: its place goes to a waiting unit."""
+        task = asyncio.current_task()
+        if task is not None and task in self.running and task not in self.parked:
+            self.parked.add(task)
+            self.active -= 1
+            self._fill()
+
+    def _unpark(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and task in self.parked:
+            # Counted again (possibly above the limit for a moment: the agent call itself
+            # still waits for the semaphore, which is what caps concurrent calls).
+            self.parked.discard(task)
+            self.active += 1
 
     # -- expanding the graph ----------------------------------------------------------------
 
     async def _advance(self) -> None:
         """Start everything that became ready, repeating while nodes complete from storage."""
-        while not self._halting():
+        while not self.halting():
             new_nodes: list[tuple[str, int, str, list[str]]] = []
             changed = False
             while self.ready:
@@ -477,6 +425,7 @@ class RunExecution:
                 if top_id in self.started_top:
                     continue
                 self.started_top.add(top_id)
+                self.node_ready(top_id)
                 changed = True
                 if top_id in self.workflow.loops:
                     self.loop_iteration[top_id] = 0
@@ -488,6 +437,7 @@ class RunExecution:
                     if units is None:
                         return
                     self.fanouts[top_id] = units
+                    self.fanout_left[top_id] = len(units)
                     if not units:
                         self._set_top(top_id, [])
                     for unit in units:
@@ -498,8 +448,8 @@ class RunExecution:
                 if loop_id not in self.top_outputs and self._start_loop_body(loop_id, new_nodes):
                     changed = True
             if new_nodes:
-                await self.store.upsert_nodes(self.run_id, new_nodes)
-                await self.store.set_progress(self.run_id, nodes_total=len(self.known))
+                await self.store.upsert_nodes(self.run_id, new_nodes, nodes_total=len(self.known))
+            self._fill()
             if not changed:
                 return
 
@@ -548,23 +498,25 @@ class RunExecution:
         if prior is not None and prior.state in ("finished", "skipped"):
             # Finished in an earlier process: reuse the stored output, never run it again.
             self.done_count += 1
-            self._complete(unit, self._load_output(unit.spec, prior.output))
+            self._complete(unit, self.load_output(unit.spec, prior.output))
             return
         if unit.key not in self.known:
             self.known.add(unit.key)
             new_nodes.append((unit.node_id, unit.iteration, "pending", list(unit.spec.depends_on)))
-        task = asyncio.create_task(self._run_unit(unit), name=f"tether:{unit.node_id}")
-        self.running[task] = unit
+        self.waiting.append(unit)
 
     def _complete(self, unit: Unit, output: Any) -> None:
-        """Record a node's output and propagate it to its fan-out or loop."""
+        """Record a node's output and propagate it to its fan-out or loop (O(1) per node)."""
+        if unit.key in self.outputs:
+            return
         self.outputs[unit.key] = output
         spec = unit.spec
         if spec.loop is not None:
             self._loop_progress(spec.loop)
         elif spec.is_fan_out:
-            units = self.fanouts.get(spec.id, [])
-            if all(u.key in self.outputs for u in units):
+            self.fanout_left[spec.id] -= 1
+            if self.fanout_left[spec.id] == 0:
+                units = self.fanouts[spec.id]
                 self._set_top(spec.id, [self.outputs[u.key] for u in units])
         else:
             self._set_top(spec.id, output)
@@ -597,74 +549,6 @@ class RunExecution:
         self.loop_started[loop_id] = set()
 
     # -- one node ---------------------------------------------------------------------------
-
-    async def dispatch_check(self, unit: Unit, attempt: int) -> DispatchDecision:
-        """Decide whether the attempt may start: stop requests first, then every guard.
-
-        DISPATCH HOOK: token ceilings and handoff triggers are :class:`DispatchGuard` objects in
-        ``EngineHooks.guards``; the first decision other than ``run``/``warn`` wins. Requests on
-        the run row reach ``self.run`` from the monitor's poll and from every attempt's end
-        (read in the same transaction), so a request made during an attempt stops the very
-        next dispatch.
-        """
-        if self.stop is not None:
-            return self.stop
-        if self.run.cancel_requested_at_ms is not None or self.cancelled:
-            raise StopDispatch("the run was cancelled")
-        if self.run.clear_requested_at_ms is not None:
-            return DispatchDecision(
-                "handoff", self.run.clear_reason or "cleared by a person", trigger="person"
-            )
-        decision = DispatchDecision()
-        for guard in self.hooks.guards:
-            context = DispatchContext(
-                run=self.run,
-                node=NodeKey(unit.node_id, unit.iteration),
-                attempt=attempt,
-                workflow_ceiling=self.workflow.ceiling,
-                task_ceiling=getattr(unit.spec, "ceiling", None),
-            )
-            result = await guard.check(context)
-            if result.action == "warn":
-                await self.store.append_event(
-                    "warning",
-                    run_id=self.run_id,
-                    node_id=unit.node_id,
-                    iteration=unit.iteration,
-                    payload={"reason": result.reason, **dict(result.details)},
-                )
-                self.progress("warning", unit, "warn", result.reason)
-            elif result.action != "run":
-                return result
-        return decision
-
-    async def prepare_prompt(
-        self, unit: Unit, agent: Agent, task_prompt: str, attempt: int, memory: Any
-    ) -> tuple[str, list[Any]]:
-        """Build the prompt actually sent, and the tools offered, for one attempt.
-
-        MEMORY HOOK: when the task has a memory config and a memory runtime is installed, its
-        recall block is placed first and its tools are offered; otherwise no block. Assembly
-        itself is the pure :func:`engine.prompting.assemble_prompt`.
-        """
-        block: str | None = None
-        tools: list[Any] = []
-        runtime = self.hooks.memory
-        if runtime is not None and memory is not None:
-            prepared = await runtime.block_for(
-                self.run_id, unit.node_id, unit.iteration, attempt, memory, task_prompt
-            )
-            block = prepared.text
-            tools = list(runtime.tools_for(self.run_id, unit.node_id, unit.iteration, memory))
-        schema = unit.spec.output.model_json_schema() if unit.spec.output else None
-        prompt = assemble_prompt(
-            task_prompt,
-            memory_block=block,
-            isolation_path=unit.spec.isolation,
-            output_schema=schema,
-            native_structured_output=agent.native_structured_output,
-        )
-        return prompt, tools
 
     async def _run_unit(self, unit: Unit) -> Any:
         spec = unit.spec
@@ -710,7 +594,7 @@ class RunExecution:
                     await record_cache_hit(self, unit, attempt, agent_name, task_prompt, hit)
                     return hit
             async with self.semaphore:
-                if self._halting():
+                if self.halting():
                     raise StopDispatch("the run is stopping")
                 try:
                     output = await run_attempt(
@@ -719,7 +603,7 @@ class RunExecution:
                     break
                 except AgentError as error:
                     failures += 1
-                    retry = error.retryable and failures <= spec.retries and not self._halting()
+                    retry = error.retryable and failures <= spec.retries and not self.halting()
                     await record_failed_attempt(self, unit, attempt, error, retry)
                     if not retry:
                         raise UnitFailed(
@@ -729,10 +613,14 @@ class RunExecution:
                     wait_at_least = error.retry_after_s or 0.0
             delay = max(spec.backoff.delay_for(failures), wait_at_least)
             self.progress("node", unit, "retrying", f"in {delay:.1f}s")
-            await asyncio.sleep(delay)
+            self._park()
+            try:
+                await asyncio.sleep(delay)
+            finally:
+                self._unpark()
             attempt += 1
         if cache_id is not None and policy is not None:
-            await self.engine.cache.put(
+            await self.cache.put(
                 cache_id,
                 scope=policy.scope,
                 workflow=self.workflow.name,

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine.scheduler import RunExecution
+    from engine.execution import RunExecution
 
 
 class UpstreamOutputs(Mapping[str, Any]):
@@ -19,18 +19,25 @@ class UpstreamOutputs(Mapping[str, Any]):
         self._execution = execution
         self._top = top
         self._current = current
+        self._ancestry: int | None = None
 
     @property
-    def _allowed(self) -> frozenset[str]:
-        # Computed on first use: most prompts read one or two outputs, some none at all.
-        return self._execution.ancestors(self._top)
+    def _allowed(self) -> int:
+        # Looked up on first use (most prompts read one or two outputs, some none at all) and
+        # kept: a bitset over the run's top-level ids (RunExecution.ancestry).
+        if self._ancestry is None:
+            self._ancestry = self._execution.ancestry(self._top)
+        return self._ancestry
 
     def __getitem__(self, key: str) -> Any:
         if key in self._current:
             return self._current[key]
         workflow = self._execution.workflow
         top = workflow.owner_of(key)
-        if top not in self._allowed or top not in self._execution.top_outputs:
+        if (
+            not self._execution.may_read(self._allowed, top)
+            or top not in self._execution.top_outputs
+        ):
             raise KeyError(key)
         value = self._execution.top_outputs[top]
         if top == key:
@@ -42,7 +49,7 @@ class UpstreamOutputs(Mapping[str, Any]):
     def _keys(self) -> list[str]:
         keys = list(self._current)
         loops = self._execution.workflow.loops
-        for top in self._allowed:
+        for top in self._execution.tops_in(self._allowed):
             if top in self._execution.top_outputs:
                 keys.append(top)
                 if top in loops:

@@ -19,7 +19,7 @@ Rows behave like ``sqlite3.Row`` on both backends: by index, by column name, ``k
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from store.clock import SYSTEM_CLOCK, Clock
@@ -189,6 +189,36 @@ class Database(abc.ABC):
         ``work`` must only touch the database: it may be re-run from the start when the backend
         asks for a retry. An exception rolls everything back and propagates.
         """
+
+    def submit(self, work: Callable[[Any], T], *, flush: bool = True) -> Awaitable[T]:
+        """Queue ``work`` as a write and return an awaitable of its result, without waiting:
+        writes submitted this way are committed in the order they were submitted (the engine
+        queues a node's end, then its dependents' starts behind it). ``flush=False``: the write
+        need not survive a power cut on its own (see :mod:`store.durability`).
+
+        This default runs each write in a transaction of its own, one after the other; the
+        SQLite backend groups the queued writes into shared commits.
+        """
+        import asyncio
+
+        previous: asyncio.Future[Any] | None = self.__dict__.get("_last_submitted")
+
+        async def in_order() -> T:
+            if previous is not None and not previous.done():
+                await asyncio.wait([previous])
+            return await self.run_in_transaction(work)
+
+        task = asyncio.ensure_future(in_order())
+        self.__dict__["_last_submitted"] = task
+        return task
+
+    async def flush(self) -> None:
+        """Wait until every submitted write is committed."""
+        import asyncio
+
+        last: asyncio.Future[Any] | None = self.__dict__.get("_last_submitted")
+        if last is not None and not last.done():
+            await asyncio.wait([last])
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one write statement in its own transaction; returns the number of changed rows."""

@@ -5,7 +5,7 @@ the whole workspace by context bucket (:mod:`store.buckets`).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from store.buckets import bucket_for
@@ -29,8 +29,15 @@ class CallLog(EventLog):
         """Record model calls: one ``calls`` row each, plus the run and workspace rollups by
         bucket and the run's token columns, all in one transaction, with a ``call`` event each.
         """
-        if not calls:
-            return
+        if calls:
+            await self.queue_calls(calls)
+
+    def queue_calls(self, calls: Sequence[CallUsage]) -> Awaitable[None]:
+        """:meth:`record_calls` as a queued write: it joins the next group commit and the
+        returned future resolves once it is committed. No flush to disk is asked for (see
+        :meth:`Database.submit`); the engine waits for an attempt's calls with its end, whose
+        commit is flushed."""
+        calls = list(calls)
 
         def work(conn: sqlite3.Connection) -> Any:
             now = self.now_ms
@@ -108,7 +115,7 @@ class CallLog(EventLog):
                 )
             self._insert_events(conn, now, events)
 
-        await self._write((call.run_id for call in calls), work)
+        return self._submit((call.run_id for call in calls), work, flush=False)
 
     async def list_calls(self, run_id: str, node_id: str | None = None) -> list[CallRecord]:
         """Calls of a run (or of one node of it), in the order they were recorded."""
@@ -116,6 +123,16 @@ class CallLog(EventLog):
             rows = await self.db.fetch_all(sql.SELECT_CALLS_RUN, (run_id,))
         else:
             rows = await self.db.fetch_all(sql.SELECT_CALLS_NODE, (run_id, node_id))
+        return [CallRecord.from_row(r) for r in rows]
+
+    async def calls_of_attempts(
+        self, run_id: str, node_id: str, iteration: int, first: int, last: int
+    ) -> list[CallRecord]:
+        """Calls of attempts ``first`` to ``last`` of one node iteration, in order (a page of
+        attempts reads only its own calls)."""
+        rows = await self.db.fetch_all(
+            sql.SELECT_CALLS_OF_ATTEMPTS, (run_id, node_id, iteration, first, last)
+        )
         return [CallRecord.from_row(r) for r in rows]
 
     async def usage_by_bucket(

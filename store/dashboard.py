@@ -466,19 +466,20 @@ class DashboardReader:
         rows = _build(NodeUsage, await self._rows(sql.NODE_USAGE_OF_RUN, (run_id,)))
         return {f"{row.node_id}#{row.iteration}": row for row in rows}
 
-    async def attempts(self, run_id: str, node_id: str, iteration: int) -> list[AttemptRow]:
-        """Every attempt of a node iteration, first first."""
-        return _build(
-            AttemptRow, await self._rows(sql.ATTEMPTS_OF_NODE, (run_id, node_id, iteration))
-        )
+    async def attempts(
+        self, run_id: str, node_id: str, iteration: int, limit: int = 100
+    ) -> list[AttemptRow]:
+        """The newest ``limit`` attempts of a node iteration, first first (the node row's
+        ``attempts`` says how many there are in all)."""
+        rows = await self._rows(sql.ATTEMPTS_OF_NODE, (run_id, node_id, iteration, limit))
+        return _build(AttemptRow, reversed(rows))
 
     async def calls(
         self, run_id: str, node_id: str, iteration: int, limit: int = 500
     ) -> list[CallRow]:
-        """Model calls of a node iteration in the order they were made."""
-        return _call_rows(
-            await self._rows(sql.CALLS_OF_NODE, (run_id, node_id, iteration, limit))
-        )
+        """The newest ``limit`` model calls of a node iteration, in the order they were made."""
+        rows = await self._rows(sql.CALLS_OF_NODE, (run_id, node_id, iteration, limit))
+        return _call_rows(reversed(rows))
 
     async def memory_block(
         self, run_id: str, node_id: str, iteration: int

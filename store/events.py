@@ -8,10 +8,10 @@ the events describing a write in the same transaction as the write.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from store.database import Database
+from store.backend import Database
 from store.errors import LeaseLost
 from store.json_columns import dump_json
 from store.run_records import EventRecord, NewEvent
@@ -39,18 +39,28 @@ class EventLog:
         holds by lease (:attr:`Database.leases`): the transaction first checks that the run is
         still held under the same token, and raises :class:`LeaseLost` (writing nothing) if
         another worker has claimed it since."""
+        return await self._submit(run_ids, work)
+
+    def _submit(
+        self, run_ids: Iterable[str | None], work: Callable[[Any], T], *, flush: bool = True
+    ) -> Awaitable[T]:
+        """:meth:`_write` as a queued write (:meth:`Database.submit`): committed in submission
+        order; await the result to know it is committed."""
         held = self.db.leases
-        fences = [(run_id, held[run_id]) for run_id in dict.fromkeys(run_ids)
-                  if run_id is not None and run_id in held]
+        fences = [
+            (run_id, held[run_id])
+            for run_id in dict.fromkeys(run_ids)
+            if run_id is not None and run_id in held
+        ]
         if not fences:
-            return await self.db.run_in_transaction(work)
+            return self.db.submit(work, flush=flush)
 
         def fenced(conn: Any) -> T:
             for run_id, token in fences:
                 hold_lease(conn, run_id, token)
             return work(conn)
 
-        return await self.db.run_in_transaction(fenced)
+        return self.db.submit(fenced, flush=flush)
 
     # -- events -----------------------------------------------------------------------------
 

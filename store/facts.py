@@ -21,9 +21,11 @@ from store.errors import InvalidInputError
 from store.json_text import JsonTextError, describe, parse_json_text
 from store.namespaces import Namespace, canonical_namespace, ensure_clean_text, ensure_length
 from store.sql import memory as sql
+from store.sql.paging import MORE_COUNT_CAP
 
 if TYPE_CHECKING:
-    from store.database import Database, Row
+    from store.backend import Database
+    from store.database import Row
 
 MAX_KEY_CHARS = 512
 MAX_VALUE_BYTES = 1024 * 1024
@@ -162,13 +164,25 @@ class FactOps:
         self, namespace: str | Namespace | None = None, *, limit: int | None = None
     ) -> list[Fact]:
         """Live facts of one namespace (by key), or of every namespace (by namespace, key)."""
+        query, params = self._facts_query(namespace, limit)
+        return [fact_from_row(row) for row in await self.db.fetch_all(query, params)]
+
+    async def count_facts(
+        self, namespace: str | Namespace | None = None, *, upto: int = MORE_COUNT_CAP
+    ) -> int:
+        """How many live facts :meth:`list_facts` would list with ``limit=upto`` (a capped
+        count: a listing says how many it left out)."""
+        query, params = self._facts_query(namespace, upto, count=True)
+        return int(await self.db.fetch_value(query, params) or 0)
+
+    def _facts_query(
+        self, namespace: str | Namespace | None, limit: int | None, *, count: bool = False
+    ) -> tuple[str, dict[str, Any]]:
         params: dict[str, Any] = {"now": self.db.clock.now_ms(), "limit": sql.limit_param(limit)}
         if namespace is None:
-            rows = await self.db.fetch_all(sql.LIST_ALL_FACTS, params)
-        else:
-            params["namespace"] = canonical_namespace(namespace)
-            rows = await self.db.fetch_all(sql.LIST_FACTS_IN_NAMESPACE, params)
-        return [fact_from_row(row) for row in rows]
+            return (sql.COUNT_ALL_FACTS if count else sql.LIST_ALL_FACTS), params
+        params["namespace"] = canonical_namespace(namespace)
+        return (sql.COUNT_FACTS_IN_NAMESPACE if count else sql.LIST_FACTS_IN_NAMESPACE), params
 
     async def count_facts_by_namespace(self) -> dict[str, int]:
         """How many live facts each namespace holds (for the dashboard's namespace list)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from store.database import Database
+from store.backend import Database
 from store.run_records import TokenUsage
 from store.sql import guard as sql
 

@@ -7,6 +7,9 @@ from typing import Any
 
 from store.errors import InvalidInputError
 
+# One encoder for every call: json.dumps with options builds a new one each time.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
 
 def dump_json(value: Any) -> str:
     """Compact JSON text for a ``*_json`` column (UTF-8 kept as is, no spaces).
@@ -16,7 +19,7 @@ def dump_json(value: Any) -> str:
             NaN or infinity, a lone surrogate, an object that is not JSON, or nesting too deep.
     """
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _ENCODE(value)
         text.encode("utf-8")  # a lone surrogate would fail later, at SQLite's bind
     except (TypeError, ValueError) as error:  # UnicodeEncodeError is a ValueError
         reason = "it holds a lone surrogate" if isinstance(error, UnicodeError) else str(error)

@@ -15,8 +15,8 @@ Typical use::
 
 from __future__ import annotations
 
+from store.backend import Database
 from store.clock import SYSTEM_CLOCK, Clock
-from store.database import Database
 from store.facts import Fact, FactOps
 from store.notes import Note, NoteOps, SearchHit
 from store.threads import Message, Thread, ThreadOps
@@ -28,7 +28,8 @@ __all__ = ["Fact", "MemoryStore", "Message", "Note", "SearchHit", "Thread"]
 class MemoryStore(FactOps, ThreadOps, NoteOps):
     """Facts, threads/messages and notes of one workspace database.
 
-    Construct it over an open :class:`Database` (the engine shares its own), or use
+    Construct it over an open database (the engine shares its own; the command line passes a
+    :class:`~store.direct.DirectDatabase`), or use
     :meth:`open` to open the workspace and own the connection.
     """
 

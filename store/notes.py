@@ -40,9 +40,11 @@ from store.search_policy import (
 )
 from store.sql import memory as sql
 from store.sql import term_index as term_sql
+from store.sql.paging import MORE_COUNT_CAP
 
 if TYPE_CHECKING:
-    from store.database import Database, Row
+    from store.backend import Database
+    from store.database import Row
 
 NoteStatus = Literal["pending", "accepted", "rejected"]
 StatusFilter = str | Sequence[str]
@@ -409,6 +411,21 @@ class NoteOps:
             sql.list_notes_sql(where, newest_first=newest_first), params
         )
         return [note_from_row(row) for row in rows]
+
+    async def count_notes(
+        self,
+        namespace: str | Namespace | None = None,
+        *,
+        status: StatusFilter = "accepted",
+        include_superseded: bool = False,
+        kind: str | None = None,
+        upto: int = MORE_COUNT_CAP,
+    ) -> int:
+        """How many notes :meth:`list_notes` would list with the same filter and
+        ``limit=upto`` (a capped count: a listing says how many it left out)."""
+        where, params = _filter(namespace, None, status, include_superseded, kind)
+        params["limit"] = sql.limit_param(upto)
+        return int(await self.db.fetch_value(sql.count_notes_sql(where), params) or 0)
 
     async def set_note_status(
         self, note_id: str, status: str, *, reason: str | None = None

@@ -11,7 +11,6 @@ or busy process keeps its run). Only for an owner on another host does the heart
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Callable
 
@@ -37,7 +36,7 @@ def new_owner_id() -> str:
     ``<host>:<pid>:<start ticks>:<random>`` (the format :func:`owner_liveness` reads)."""
     pid = os.getpid()
     start = process_start_ticks(pid) or "0"
-    return f"{socket.gethostname()}:{pid}:{start}:{uuid.uuid4().hex[:6]}"
+    return f"{_hostname()}:{pid}:{start}:{uuid.uuid4().hex[:6]}"
 
 
 def owner_liveness(owner_id: str | None) -> bool | None:
@@ -47,7 +46,7 @@ def owner_liveness(owner_id: str | None) -> bool | None:
     if not owner_id:
         return None
     parts = owner_id.split(":")
-    if len(parts) < 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+    if len(parts) < 3 or parts[0] != _hostname() or not parts[1].isdigit():
         return None
     pid = int(parts[1])
     try:
@@ -90,3 +89,10 @@ def running_elsewhere(
         f"Run {run.run_id} is still running in another process (heartbeat {beat_s} s ago); "
         "cancel it or wait."
     )
+
+
+def _hostname() -> str:
+    # socket is imported only when an owner is named or checked: `tether runs` never is.
+    import socket
+
+    return socket.gethostname()

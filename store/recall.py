@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from store.database import Database
+from store.backend import Database
 from store.notes import note_tags, notes_by_rowid
 from store.search_policy import match_any
 from store.sql import recall as sql

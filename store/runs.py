@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from store.artifact_paths import delete_run_dir
@@ -58,6 +58,7 @@ from store.run_records import (
 from store.schema import ATTEMPT_STATES, NODE_STATES, RUN_STATUSES
 from store.sql import queue as queue_sql
 from store.sql import runs as sql
+from store.sql.paging import MORE_COUNT_CAP
 
 ANY_OWNER = object()
 """``claim_run`` without an ownership check."""
@@ -105,11 +106,17 @@ def _progress_params(
     return {"run_id": run_id, "nodes_done": nodes_done, "nodes_total": nodes_total, "now": now}
 
 
+def _write_node(conn: sqlite3.Connection, params: Mapping[str, Any]) -> None:
+    """Update a node row, inserting it when it does not exist yet (see ``UPDATE_NODE``)."""
+    if conn.execute(sql.UPDATE_NODE, params).rowcount == 0:
+        conn.execute(sql.UPSERT_NODE, params)
+
+
 # -- the store --------------------------------------------------------------------------------
 
 
 class RunStore(CallLog, MemoryBlockLog):
-    """Reads and writes run records on an open :class:`~store.database.Database`.
+    """Reads and writes run records on an open workspace database (:mod:`store.backend`).
 
     Events, calls and memory blocks come from its bases; runs, nodes, attempts and handoffs are
     here.
@@ -154,9 +161,11 @@ class RunStore(CallLog, MemoryBlockLog):
                 owner_id=owner_id,
                 nodes_total=nodes_total,
             )
+            # Read back in the same transaction: no second trip to the database.
+            return RunRecord.from_row(conn.execute(sql.SELECT_RUN, (run_id,)).fetchone())
 
-        await self.db.run_in_transaction(work)
-        return await self.get_run(run_id)
+        record: RunRecord = await self.db.run_in_transaction(work)
+        return record
 
     def _insert_run(
         self,
@@ -224,17 +233,25 @@ class RunStore(CallLog, MemoryBlockLog):
 
     async def list_runs(self, *, status: str | None = None, limit: int = 200) -> list[RunRecord]:
         """Runs, newest first. ``status`` may be any run status or ``stale``."""
-        limit = max(1, min(limit, MAX_READ_LIMIT))
-        if status is None:
-            rows = await self.db.fetch_all(sql.LIST_RUNS, (limit,))
-        elif status == "stale":
-            rows = await self.db.fetch_all(
-                sql.LIST_STALE_RUNS, (self.now_ms - STALE_AFTER_MS, limit)
-            )
-        else:
-            _check(status, (*RUN_STATUSES, "stale"), "run status")
-            rows = await self.db.fetch_all(sql.LIST_RUNS_BY_STATUS, (status, limit))
+        query, params = self._runs_query(status, max(1, min(limit, MAX_READ_LIMIT)))
+        rows = await self.db.fetch_all(query, params)
         return [RunRecord.from_row(r) for r in rows]
+
+    async def count_runs(self, *, status: str | None = None, upto: int = MORE_COUNT_CAP) -> int:
+        """How many runs :meth:`list_runs` would list with ``limit=upto`` (a capped count)."""
+        query, params = self._runs_query(status, upto, count=True)
+        return int(await self.db.fetch_value(query, params) or 0)
+
+    def _runs_query(
+        self, status: str | None, limit: int, *, count: bool = False
+    ) -> tuple[str, tuple[Any, ...]]:
+        if status is None:
+            return (sql.COUNT_RUNS if count else sql.LIST_RUNS), (limit,)
+        if status == "stale":
+            query = sql.COUNT_STALE_RUNS if count else sql.LIST_STALE_RUNS
+            return query, (self.now_ms - STALE_AFTER_MS, limit)
+        _check(status, (*RUN_STATUSES, "stale"), "run status")
+        return (sql.COUNT_RUNS_BY_STATUS if count else sql.LIST_RUNS_BY_STATUS), (status, limit)
 
     async def child_runs(self, run_id: str) -> list[RunRecord]:
         """Runs that continue ``run_id`` (handoff successors), oldest first."""
@@ -512,7 +529,7 @@ class RunStore(CallLog, MemoryBlockLog):
         )
 
         def work(conn: sqlite3.Connection) -> Any:
-            conn.execute(sql.UPSERT_NODE, params)
+            _write_node(conn, params)
             if nodes_done is not None:
                 conn.execute(
                     sql.UPDATE_PROGRESS,
@@ -523,14 +540,23 @@ class RunStore(CallLog, MemoryBlockLog):
         await self._write((run_id,), work)
 
     async def upsert_nodes(
-        self, run_id: str, nodes: Sequence[tuple[str, int, str, Sequence[str]]]
+        self,
+        run_id: str,
+        nodes: Sequence[tuple[str, int, str, Sequence[str]]],
+        *,
+        nodes_total: int | None = None,
     ) -> None:
-        """Create many nodes as ``(node_id, iteration, state, depends_on)``, one event each."""
+        """Create many nodes as ``(node_id, iteration, state, depends_on)``, one event each;
+        ``nodes_total`` also sets the run's node count in the same transaction."""
         now = self.now_ms
         params = [self._node_params(now, run_id, n, i, s, depends_on=d) for n, i, s, d in nodes]
 
         def work(conn: sqlite3.Connection) -> Any:
             conn.executemany(sql.UPSERT_NODE, params)
+            if nodes_total is not None:
+                conn.execute(
+                    sql.UPDATE_PROGRESS, _progress_params(run_id, now, nodes_total=nodes_total)
+                )
             self._insert_events(conn, now, [self._node_event(p) for p in params])
 
         await self._write((run_id,), work)
@@ -550,6 +576,14 @@ class RunStore(CallLog, MemoryBlockLog):
         if row is None:
             raise NotFoundError(f"Run {run_id} has no node {node_id!r}.")
         return NodeRecord.from_row(row)
+
+    async def fan_out_nodes(self, run_id: str, fan_out_id: str, limit: int) -> list[NodeRecord]:
+        """Up to ``limit`` copies of fan-out ``fan_out_id`` (node ids ``<id>[<key>]``) by id."""
+        # Every id starting "<id>[" sorts after "<id>[" and before "<id>\\" ('\\' follows '[').
+        rows = await self.db.fetch_all(
+            sql.SELECT_FAN_OUT_NODES, (run_id, f"{fan_out_id}[", f"{fan_out_id}\\", limit)
+        )
+        return [NodeRecord.from_row(r) for r in rows]
 
     async def node_iterations(self, run_id: str, node_id: str) -> list[NodeRecord]:
         """Every iteration of one node, oldest first."""
@@ -574,13 +608,15 @@ class RunStore(CallLog, MemoryBlockLog):
     ) -> None:
         """Insert a running attempt and set its node to ``node_state`` with the attempt count.
 
-        Emits ``node.state`` and ``attempt.started`` in the same transaction.
+        Emits ``node.state`` and ``attempt.started`` in the same transaction. Committed without
+        a flush to disk of its own (see :meth:`Database.submit`): a power cut abandons running
+        attempts anyway, and the attempt's end flushes it.
         """
         now = self.now_ms
         node = self._node_params(now, run_id, node_id, iteration, node_state, attempts=attempt)
 
         def work(conn: sqlite3.Connection) -> Any:
-            conn.execute(sql.UPSERT_NODE, node)
+            _write_node(conn, node)
             conn.execute(
                 sql.INSERT_ATTEMPT,
                 {
@@ -613,9 +649,9 @@ class RunStore(CallLog, MemoryBlockLog):
                 ],
             )
 
-        await self._write((run_id,), work)
+        await self._submit((run_id,), work, flush=False)
 
-    async def finish_attempt(
+    def finish_attempt(
         self,
         run_id: str,
         node_id: str,
@@ -634,13 +670,15 @@ class RunStore(CallLog, MemoryBlockLog):
         nodes_done: int | None = None,
         extra_events: Sequence[NewEvent] = (),
         details: Mapping[str, Any] | None = None,
-    ) -> RunRequests | None:
+    ) -> Awaitable[RunRequests | None]:
         """End an attempt, writing its authoritative token totals once.
 
         When ``node_state`` is given the node moves to it in the same transaction (with its
         output when ``set_node_output``), and ``nodes_done`` updates the run's progress.
-        Returns the run's pending cancel/clear requests as read in that transaction, so the
-        scheduler learns of them before it dispatches anything else. ``details`` (what the
+        Await the result for the run's pending cancel/clear requests as read in that
+        transaction, so the scheduler learns of them before it dispatches anything else. The
+        write is queued for the next group commit at once (before any await): the engine
+        queues a node's end and then its dependents' starts behind it. ``details`` (what the
         agent passed and reported: command line, session, per-model cost) is stored as JSON;
         the attempt's cost is summed from its calls.
         """
@@ -689,7 +727,7 @@ class RunStore(CallLog, MemoryBlockLog):
                     error=error if node_state == "failed" else None,
                     set_error=True,
                 )
-                conn.execute(sql.UPSERT_NODE, node)
+                _write_node(conn, node)
                 events.append(self._node_event(node))
             if nodes_done is not None:
                 conn.execute(
@@ -700,8 +738,7 @@ class RunStore(CallLog, MemoryBlockLog):
             row = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,)).fetchone()
             return None if row is None else RunRequests(row[0], row[1], row[2])
 
-        result: RunRequests | None = await self._write((run_id,), work)
-        return result
+        return self._submit((run_id,), work)
 
     def _abandon(self, conn: sqlite3.Connection, run_id: str, now: int) -> int:
         running = conn.execute(sql.SELECT_RUNNING_ATTEMPTS, (run_id,)).fetchall()
@@ -737,6 +774,22 @@ class RunStore(CallLog, MemoryBlockLog):
                 sql.SELECT_ATTEMPTS_ITERATION, (run_id, node_id, iteration)
             )
         return [AttemptRecord.from_row(r) for r in rows]
+
+    async def attempts_page(
+        self, run_id: str, node_id: str, iteration: int, *, limit: int, offset: int = 0
+    ) -> list[AttemptRecord]:
+        """A page of a node iteration's attempts: the ``limit`` newest after skipping the
+        ``offset`` newest, returned oldest first."""
+        rows = await self.db.fetch_all(
+            sql.SELECT_ATTEMPTS_PAGE, (run_id, node_id, iteration, limit, offset)
+        )
+        return [AttemptRecord.from_row(r) for r in reversed(rows)]
+
+    async def attempt_states(self, run_id: str, node_id: str, iteration: int) -> dict[str, int]:
+        """How many attempts of a node iteration ended in each state (``{"failed": 24, ...}``),
+        counted on the primary key's range without reading the attempts."""
+        rows = await self.db.fetch_all(sql.COUNT_ATTEMPTS_BY_STATE, (run_id, node_id, iteration))
+        return {str(row[0]): int(row[1]) for row in rows}
 
     # -- handoffs ---------------------------------------------------------------------------
 

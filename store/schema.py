@@ -458,9 +458,16 @@ CREATE TABLE workers (
 );
 """
 
+# Two indexes no query reads: every node and run update rewrote their pages (about a fifth of
+# the pages a finished node's commit wrote), for nothing.
+_MIGRATION_UNREAD_INDEXES = """
+DROP INDEX IF EXISTS nodes_updated_idx;
+DROP INDEX IF EXISTS runs_updated_idx;
+"""
+
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
-    _MIGRATION_1, _MIGRATION_2, _MIGRATION_RECALL, _MIGRATION_QUEUE
+    _MIGRATION_1, _MIGRATION_2, _MIGRATION_RECALL, _MIGRATION_QUEUE, _MIGRATION_UNREAD_INDEXES
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

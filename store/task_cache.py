@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from store.database import Database
+from store.backend import Database
 from store.sql import task_cache as sql
 
 

@@ -23,7 +23,8 @@ from store.namespaces import Namespace, canonical_namespace, ensure_clean_text
 from store.sql import memory as sql
 
 if TYPE_CHECKING:
-    from store.database import Database, Row
+    from store.backend import Database
+    from store.database import Row
 
 
 @dataclass(frozen=True)

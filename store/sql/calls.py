@@ -35,6 +35,13 @@ SELECT_CALLS_NODE = """
 SELECT * FROM calls WHERE run_id = ? AND node_id = ? ORDER BY call_id
 """
 
+# The calls of a range of attempts of one node iteration (through calls_node_idx).
+SELECT_CALLS_OF_ATTEMPTS = """
+SELECT * FROM calls
+WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt BETWEEN ? AND ?
+ORDER BY attempt, call_id
+"""
+
 SELECT_CALLS_RUN = "SELECT * FROM calls WHERE run_id = ? ORDER BY call_id"
 
 SELECT_ROLLUPS = "SELECT * FROM usage_rollups WHERE run_id = ?"

@@ -69,13 +69,15 @@ FROM calls WHERE run_id = ?
 GROUP BY node_id, iteration
 """
 
+# The newest page of a node iteration's attempts (walked backwards on the primary key, so a
+# node with 10 000 attempts costs what one with 10 does).
 ATTEMPTS_OF_NODE = """
 SELECT run_id, node_id, iteration, attempt, state, agent, model, prompt, response_text, error,
        cached, started_at_ms, finished_at_ms, input_tokens, cache_read_tokens,
        cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, unpriced_calls,
        details_json
 FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?
-ORDER BY attempt
+ORDER BY attempt DESC LIMIT ?
 """
 
 _CALL_COLUMNS = (
@@ -84,10 +86,11 @@ _CALL_COLUMNS = (
     "bucket, started_at_ms, finished_at_ms, cost_usd, kind, detail_json"
 )
 
+# The newest calls of a node iteration (calls_node_idx, walked backwards).
 CALLS_OF_NODE = f"""
 SELECT {_CALL_COLUMNS} FROM calls
 WHERE run_id = ? AND node_id = ? AND iteration = ?
-ORDER BY call_id LIMIT ?
+ORDER BY attempt DESC, call_id DESC LIMIT ?
 """
 
 # Largest calls: workspace through calls_context_idx; run and node through calls_node_idx.

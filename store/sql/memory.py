@@ -10,6 +10,7 @@ fragments, never from user text.
 from __future__ import annotations
 
 from store.errors import InvalidInputError
+from store.sql.paging import counted
 
 
 def limit_param(limit: int | None) -> int:
@@ -56,6 +57,10 @@ WHERE {_FACT_LIVE}
 ORDER BY namespace, key
 LIMIT :limit
 """
+
+# What a cut listing left out, counted on the listing's own query (its LIMIT caps the count).
+COUNT_ALL_FACTS = counted(LIST_ALL_FACTS)
+COUNT_FACTS_IN_NAMESPACE = counted(LIST_FACTS_IN_NAMESPACE)
 
 COUNT_FACTS_BY_NAMESPACE = f"""
 SELECT namespace, count(*) AS facts FROM facts
@@ -271,6 +276,11 @@ def note_filter(
     if kind:
         conditions.append("n.kind = :kind")
     return " AND ".join(conditions)
+
+
+def count_notes_sql(where: str) -> str:
+    """How many notes :func:`list_notes_sql` lists for ``where``, up to its ``:limit``."""
+    return counted(list_notes_sql(where))
 
 
 def list_notes_sql(where: str, *, newest_first: bool = False) -> str:

@@ -4,6 +4,8 @@ all run SQL sits beside the schema (events, calls and memory blocks have their o
 
 from __future__ import annotations
 
+from store.sql.paging import counted
+
 # -- runs -----------------------------------------------------------------------------------
 
 INSERT_RUN = """
@@ -82,6 +84,11 @@ SELECT * FROM runs WHERE status = 'running' AND (heartbeat_at_ms IS NULL OR hear
 ORDER BY created_at_ms DESC, run_id DESC LIMIT ?
 """
 
+# What a cut listing left out, counted on the listing's own query (its LIMIT caps the count).
+COUNT_RUNS = counted(LIST_RUNS)
+COUNT_RUNS_BY_STATUS = counted(LIST_RUNS_BY_STATUS)
+COUNT_STALE_RUNS = counted(LIST_STALE_RUNS)
+
 LIST_CHILD_RUNS = "SELECT * FROM runs WHERE parent_run_id = ? ORDER BY created_at_ms"
 
 DELETE_RUN_ROWS = (
@@ -132,6 +139,23 @@ ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET
     updated_at_ms = excluded.updated_at_ms
 """
 
+# The same change as UPSERT_NODE's update branch, for a node that exists (the engine's hot
+# path: every node is inserted as pending before it runs); about half the cost of the upsert.
+UPDATE_NODE = """
+UPDATE nodes SET
+    state = :state,
+    attempts = coalesce(:attempts, attempts),
+    cached = coalesce(:cached, cached),
+    depends_on_json = coalesce(:depends_on_json, depends_on_json),
+    output_json = CASE WHEN :set_output THEN :output_json ELSE output_json END,
+    error = CASE WHEN :set_error THEN :error ELSE error END,
+    started_at_ms = coalesce(started_at_ms, CASE WHEN :state = 'running' THEN :now END),
+    finished_at_ms = CASE WHEN :state IN ('finished', 'failed', 'cancelled', 'skipped')
+                          THEN :now END,
+    updated_at_ms = :now
+WHERE run_id = :run_id AND node_id = :node_id AND iteration = :iteration
+"""
+
 SELECT_NODES = """
 SELECT * FROM nodes WHERE run_id = ?
 ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
@@ -140,6 +164,13 @@ ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
 SELECT_NODE_ITERATIONS = "SELECT * FROM nodes WHERE run_id = ? AND node_id = ? ORDER BY iteration"
 
 SELECT_NODE = "SELECT * FROM nodes WHERE run_id = ? AND node_id = ? AND iteration = ?"
+
+# The copies of a fan-out (node ids "<id>[<key>]"): a range of the primary key, so the cost is
+# that of the page, whatever the size of the run.
+SELECT_FAN_OUT_NODES = """
+SELECT * FROM nodes WHERE run_id = ? AND node_id > ? AND node_id < ?
+ORDER BY node_id, iteration LIMIT ?
+"""
 
 # -- attempts -------------------------------------------------------------------------------
 
@@ -196,6 +227,18 @@ SELECT * FROM attempts WHERE run_id = ? AND node_id = ? ORDER BY iteration, atte
 
 SELECT_ATTEMPTS_ITERATION = """
 SELECT * FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ? ORDER BY attempt
+"""
+
+# One page of a node iteration's attempts, newest first (the primary key's order, so a page
+# costs the same at 10 attempts or 10 000).
+SELECT_ATTEMPTS_PAGE = """
+SELECT * FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?
+ORDER BY attempt DESC LIMIT ? OFFSET ?
+"""
+
+COUNT_ATTEMPTS_BY_STATE = """
+SELECT state, count(*) FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?
+GROUP BY state ORDER BY state
 """
 
 # -- handoffs -------------------------------------------------------------------------------

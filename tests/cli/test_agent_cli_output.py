@@ -105,7 +105,7 @@ def test_node_json_and_runs_json_carry_cost(session_run: tuple[Path, str]) -> No
     assert attempt["details"]["invocations"][0]["models"]["claude-haiku-4-5-20251001"][
         "cost_usd"
     ] == pytest.approx(0.0021204)
-    (run,) = json.loads(tether(workspace, "runs", "--format", "json").stdout)["runs"]
+    (run,) = json.loads(tether(workspace, "runs", "--format", "json").stdout)["items"]
     assert run["cost_usd"] == pytest.approx(0.0745213) and run["unpriced_calls"] == 0
     listed = tether(workspace, "runs").stdout
     assert "COST" in listed and "$0.0745" in listed

@@ -56,7 +56,8 @@ def test_set_then_get_prints_the_exact_json(tmp_path: Path) -> None:
     assert "expires in" in lines[2] and "\x1b" not in listing.stdout  # no colour off a TTY
 
     as_json = json.loads(tether("memory", "list", NS, "--format", "json", "--workspace", ws).stdout)
-    assert [(f["key"], f["value"], f["ttl_ms"]) for f in as_json] == [
+    assert as_json["more"] == 0
+    assert [(f["key"], f["value"], f["ttl_ms"]) for f in as_json["items"]] == [
         ("answer", "use pytest -x", None),
         ("plan", {"steps": ["ruff", "pytest -x"], "n": 2}, 60000),
     ]
@@ -90,7 +91,8 @@ def test_reading_commands_never_create_a_workspace(tmp_path: Path) -> None:
     ws = tmp_path / "nothing-here"
     listing = tether("memory", "list", "--workspace", str(ws))
     assert (listing.returncode, listing.stdout) == (0, "No facts.\n")
-    assert tether("memory", "list", "--format", "json", "--workspace", str(ws)).stdout == "[]\n"
+    listed = tether("memory", "list", "--format", "json", "--workspace", str(ws)).stdout
+    assert json.loads(listed) == {"items": [], "more": 0}
     assert tether("memory", "get", NS, "k", "--workspace", str(ws)).returncode == 1
     assert tether("memory", "rm", NS, "k", "--workspace", str(ws)).returncode == 1
     assert tether("notes", "list", "--workspace", str(ws)).stdout == "No notes.\n"
@@ -109,17 +111,18 @@ def test_notes_lifecycle(seeded: tuple[Path, str]) -> None:
 
     def live_ids() -> list[str]:
         out = tether("notes", "list", NS, "--format", "json", *w).stdout
-        return [note["id"] for note in json.loads(out)]
+        return [note["id"] for note in json.loads(out)["items"]]
 
     assert live_ids() == [original]  # a pending proposal hides nothing
     pending = json.loads(tether("notes", "list", "--status", "pending", "--format", "json",
-                                *w).stdout)
+                                *w).stdout)["items"]
     assert [(n["id"], n["supersedes"], n["tags"]) for n in pending] == [(new_id, [original],
                                                                         ["ci"])]
     accepted = tether("notes", "accept", new_id, *w)
     assert accepted.returncode == 0 and "retires 1 note" in accepted.stdout
     assert live_ids() == [new_id]
     hits = json.loads(tether("notes", "search", "mypy pytest", "--format", "json", *w).stdout)
+    hits = hits["items"]
     assert [hit["id"] for hit in hits] == [new_id]
     text = tether("notes", "list", "--include-superseded", *w).stdout
     assert f"superseded by {new_id} (accepted)" in text
@@ -127,7 +130,7 @@ def test_notes_lifecycle(seeded: tuple[Path, str]) -> None:
     assert rejected.returncode == 0
     assert live_ids() == [original]
     everything = json.loads(tether("notes", "list", "--status", "any", "--format", "json",
-                                   *w).stdout)
+                                   *w).stdout)["items"]
     assert {n["id"]: n["status_reason"] for n in everything}[new_id] == "too strict"
     scoped = tether("notes", "search", "ruff", "--namespace", "user:nobody", *w)
     assert scoped.stdout == "No matching notes.\n"

@@ -55,7 +55,7 @@ def test_import_keeps_dates_edges_and_refuses_missing_targets(tmp_path: Path) ->
     result = tether("notes", "import", str(good), "--workspace", str(ws))
     assert result.returncode == 0 and result.stdout.strip() == "Imported 2 notes."
     listed = json.loads(tether("notes", "list", "--workspace", str(ws), "--status", "any",
-                               "--include-superseded", "--format", "json").stdout)
+                               "--include-superseded", "--format", "json").stdout)["items"]
     by_id = {n["id"]: n for n in listed}
     assert by_id["old"]["created_at_ms"] == 1_700_000_000_000
     assert by_id["new"]["supersedes"] == ["old"] and by_id["new"]["author"] == "importer"
@@ -82,7 +82,7 @@ def test_search_says_which_mode_answered(tmp_path: Path) -> None:
                       "--workspace", str(ws))
     assert "no note holds every word" in sentence.stdout.splitlines()[0]
     hits = json.loads(tether("notes", "search", "when does the deploy roll back?",
-                             "--workspace", str(ws), "--format", "json").stdout)
+                             "--workspace", str(ws), "--format", "json").stdout)["items"]
     assert hits[0]["mode"] == "any word" and "roll" in hits[0]["matched_terms"]
 
 

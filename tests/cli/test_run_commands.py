@@ -53,11 +53,11 @@ def test_run_shows_progress_and_prints_a_json_summary(finished_run: tuple[Path, 
 
 def test_runs_lists_and_filters(finished_run: tuple[Path, dict]) -> None:
     workspace, run = finished_run
-    listed = json.loads(tether(workspace, "runs", "--format", "json").stdout)["runs"]
+    listed = json.loads(tether(workspace, "runs", "--format", "json").stdout)["items"]
     assert [r["run_id"] for r in listed] == [run["run_id"]]
     assert listed[0]["display_status"] == "finished"
     failed = json.loads(tether(workspace, "runs", "--status", "failed", "--format", "json").stdout)
-    assert failed == {"runs": []}
+    assert failed == {"items": [], "more": 0}
     text = tether(workspace, "runs").stdout
     assert run["run_id"] in text and "fanout-review" in text
     bad = tether(workspace, "runs", "--status", "bogus")
@@ -97,7 +97,10 @@ def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     broken.write_text("from engine.workflow import Workflow\nworkflow = Workflow('x'\n")
     syntax = tether(workspace, "run", str(broken))
     assert syntax.returncode == 2 and "syntax error at line" in syntax.stderr
-    assert tether(workspace, "runs", "--format", "json").stdout.strip() == '{\n  "runs": []\n}'
+    assert json.loads(tether(workspace, "runs", "--format", "json").stdout) == {
+        "items": [],
+        "more": 0,
+    }
     assert tether(workspace, "cancel", "r-nope").returncode == 1
 
 
@@ -128,7 +131,7 @@ def test_failed_run_exits_3_resumes_and_shows_data_literally(tmp_path: Path) -> 
     workspace = tmp_path / "ws"
     failed = tether(workspace, "run", str(workflow))
     assert failed.returncode == 3 and "not yet" in failed.stderr
-    run_id = json.loads(tether(workspace, "runs", "--format", "json").stdout)["runs"][0]["run_id"]
+    run_id = json.loads(tether(workspace, "runs", "--format", "json").stdout)["items"][0]["run_id"]
     flag.write_text("ok")
     resumed = tether(workspace, "run", str(workflow), "--resume", run_id)
     assert resumed.returncode == 0, resumed.stderr

@@ -168,9 +168,9 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
         assert writer.returncode == 0, err
         assert "locked" not in err and err == ""
         counts[tag] = json.loads(out)["written"]
-    listing = tether("memory", "list", "workflow:load", "--format", "json",
+    listing = tether("memory", "list", "workflow:load", "--format", "json", "--limit", "100000",
                      "--workspace", str(ws))
-    keys = {fact["key"] for fact in json.loads(listing.stdout)}
+    keys = {fact["key"] for fact in json.loads(listing.stdout)["items"]}
     expected = {f"{tag}-{i}" for tag, n in counts.items() for i in range(n)}
     assert counts["a"] > 50 and counts["b"] > 50
     assert expected <= keys

@@ -148,7 +148,11 @@ async def test_tether_clear_hands_off_a_run_no_engine_is_running(
     done = subprocess.run([*tether, stale.run_id, "--reason", "too much residue"],
                           capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
-    new_id = done.stdout.strip()
+    # An idle run is handed off at once; the message says how to start the new generation.
+    assert done.stdout.startswith(f"Run {stale.run_id} handed off to r-")
+    new_id = done.stdout.split()[5].rstrip(";")
+    assert done.stdout.strip().endswith(f"--resume {new_id}")
+    assert "tether run " in done.stdout
     assert (await runs.get_run(stale.run_id)).status == "handed-off"
     successor = await runs.get_run(new_id)
     assert successor.parent_run_id == stale.run_id and successor.generation == 1

@@ -11,7 +11,7 @@ from engine.workflow import Workflow
 from store.database import Database
 from store.memory import MemoryStore
 from store.runs import RunStore
-from tui.cli.run_commands import _memory_block_lines
+from tui.cli.runs_commands import _memory_block_lines
 from tui.screens.run_detail import recalled_item_text
 
 

@@ -75,12 +75,14 @@ async def test_edits_and_reviews_while_another_process_writes(
     root = str(workspace.root)
     answer = tether("memory", "get", "workflow:code-review", "answer", "--workspace", root)
     assert json.loads(answer.stdout) == "v1"
-    busy = tether("memory", "list", "workflow:busy", "--format", "json", "--workspace", root)
-    document = json.loads(busy.stdout)
-    facts = document["facts"] if isinstance(document, dict) and "facts" in document else document
+    busy = tether("memory", "list", "workflow:busy", "--format", "json", "--limit", "100000",
+                  "--workspace", root)
+    facts = json.loads(busy.stdout)["items"]
     assert len(facts) == rounds  # every write of the other process is there too
     listed = tether("notes", "list", "--status", "any", "--include-superseded", "--format",
                     "json", "--workspace", root)
-    decided = {n["id"]: (n["status"], n["status_reason"]) for n in json.loads(listed.stdout)}
+    decided = {
+        n["id"]: (n["status"], n["status_reason"]) for n in json.loads(listed.stdout)["items"]
+    }
     assert decided[seeded.rule] == ("accepted", None)
     assert decided[seeded.lone] == ("rejected", "noise")

@@ -80,9 +80,10 @@ def static_text(widget: Static) -> str:
 
 
 def cli_json(workspace: Workspace, *args: str) -> Any:
+    """The items of a CLI listing (every --format json listing is {"items": [...], "more": N})."""
     result = tether(*args, "--workspace", str(workspace.root), "--format", "json")
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return json.loads(result.stdout)["items"]
 
 
 def cell_text(screen: MemoryScreen, table: str, row_key: str, column: str) -> str:

@@ -135,7 +135,7 @@ async def until_run(app: TetherApp, pilot: Pilot[None], what: str,
 def cli_runs(workspace: Workspace) -> dict[str, dict[str, Any]]:
     result = tether("runs", "--format", "json", "--workspace", str(workspace.root))
     assert result.returncode == 0, result.stderr
-    return {run["run_id"]: run for run in json.loads(result.stdout)["runs"]}
+    return {run["run_id"]: run for run in json.loads(result.stdout)["items"]}
 
 
 # -- the keys --------------------------------------------------------------------------------

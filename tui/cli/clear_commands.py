@@ -3,16 +3,19 @@
 For a run an engine is executing (status running, fresh heartbeat) the request is written to the
 database and that engine hands off at its next dispatch. For a run no engine is running (stale
 heartbeat, pending, failed, cancelled or finished) this command performs the handoff itself
-and prints the new run's id; ``tether run WORKFLOW --resume NEW_ID`` continues it.
+and says how to start the new run (``tether run WORKFLOW --resume NEW_ID``).
 """
 
 from __future__ import annotations
+
+import shlex
 
 import click
 
 from engine.handoff import DEFAULT_CLEAR_REASON, clear_run
 from store.database import Database
 from store.errors import InvalidInputError
+from store.runs import RunStore
 from tui.cli.common import format_option, print_json, run_async, workspace_from, workspace_option
 
 
@@ -32,15 +35,24 @@ async def clear_command(run_id: str, reason: str, workspace_dir: str | None,
     workspace = workspace_from(workspace_dir)
     async with await Database.open(workspace, create=False) as db:
         result = await clear_run(db, run_id, reason)
-    document = {"run_id": run_id, "requested": result.requested, "new_run_id": result.new_run_id}
-    if result.requested:
-        message = f"Clear requested; the engine running {run_id} hands off at its next dispatch."
-    else:
-        message = result.new_run_id or ""
+        run = await RunStore(db).get_run(run_id)
+    start = None
+    if result.new_run_id is not None:
+        workflow = shlex.quote(run.workflow_path) if run.workflow_path else "WORKFLOW.py"
+        start = f"tether run {workflow} --resume {result.new_run_id}"
+    document = {
+        "run_id": run_id,
+        "requested": result.requested,
+        "new_run_id": result.new_run_id,
+        "start_command": start,
+    }
     if output_format == "json":
         print_json(document)
+    elif result.requested:
+        click.echo(f"Clear requested; the engine running {run_id} hands off at its next dispatch.")
     else:
-        click.echo(message)
+        # No engine runs the new generation yet: say how to start it.
+        click.echo(f"Run {run_id} handed off to {result.new_run_id}; start it with: {start}")
 
 
 COMMANDS = [clear_command]

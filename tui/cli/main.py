@@ -2,29 +2,75 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
+from tui.cli import common
 from tui.cli.common import database_url_option, workspace_option
-from tui.cli.lazy import LazyGroup
+from tui.cli.lazy import LazyCommand, LazyGroup
 
-# Each command's module is imported only when that command runs (see tui/cli/lazy.py).
+# Each command's module is imported only when that command runs (see tui/cli/lazy.py); the
+# one-line help shown by `tether --help` is given here so the help imports none of them (a
+# test checks each line against the command's own docstring).
 COMMAND_MODULES = {
-    "tui": "tui.cli.tui_commands",
-    "demo": "tui.cli.tui_commands",
-    "serve": "tui.cli.serve_commands",
-    "run": "tui.cli.run_commands",
-    "runs": "tui.cli.run_commands",
-    "node": "tui.cli.run_commands",
-    "cancel": "tui.cli.run_commands",
-    "clear": "tui.cli.clear_commands",
-    "doctor": "tui.cli.doctor_commands",
-    "memory": "tui.cli.memory_commands",
-    "notes": "tui.cli.notes_commands",
-    "mcp": "tui.cli.mcp_commands",
-    "worker": "tui.cli.worker_commands",
-    "migrate": "tui.cli.migrate_commands",
+    "tui": LazyCommand(
+        "tui.cli.tui_commands",
+        "Open the dashboard on the workspace (live: runs, tokens, memory,...",
+    ),
+    "demo": LazyCommand(
+        "tui.cli.tui_commands",
+        "Create a demo workspace (./tether-demo), run the example...",
+    ),
+    "run": LazyCommand(
+        "tui.cli.run_commands",
+        "Run WORKFLOW (a .py file exposing a Workflow) in the foreground,...",
+    ),
+    "runs": LazyCommand(
+        "tui.cli.runs_commands",
+        "List runs, newest first, with their generation and the run each...",
+    ),
+    "node": LazyCommand(
+        "tui.cli.runs_commands",
+        "Show a node: status, attempts, per-call token usage with buckets,...",
+    ),
+    "cancel": LazyCommand(
+        "tui.cli.runs_commands",
+        "Cancel RUN: the process running it stops its tasks within a moment.",
+    ),
+    "clear": LazyCommand(
+        "tui.cli.clear_commands",
+        "Durable /clear: hand RUN off to a fresh run carrying only...",
+    ),
+    "memory": LazyCommand(
+        "tui.cli.memory_commands",
+        "Facts (namespaced JSON values) and the memory maintenance...",
+    ),
+    "notes": LazyCommand(
+        "tui.cli.notes_commands",
+        "Notes: append-only knowledge that people accept or reject.",
+    ),
+    "mcp": LazyCommand(
+        "tui.cli.mcp_commands",
+        "Serve remember and recall over MCP on stdin/stdout (for Claude...",
+    ),
+    "serve": LazyCommand(
+        "tui.cli.serve_commands",
+        "Serve the dashboard to a web browser (each tab runs its own live...",
+    ),
+    "doctor": LazyCommand(
+        "tui.cli.doctor_commands",
+        "Check the workspace and say how to recover; changes nothing (see...",
+    ),
+    "worker": LazyCommand(
+        "tui.cli.worker_commands",
+        "Claim queued runs (tether run --queue, n in the dashboard) and...",
+    ),
+    "migrate": LazyCommand(
+        "tui.cli.migrate_commands",
+        "Copy this SQLite workspace (every table, every artifact file)...",
+    ),
 }
 
 
@@ -57,7 +103,12 @@ def usage_sentence(error: click.UsageError) -> str:
 
 
 def main() -> None:
-    """Console-script entry: usage errors are one sentence with exit code 2."""
+    """Console-script entry: usage errors are one sentence with exit code 2.
+
+    A short command (run without an event loop, see :func:`tui.cli.common.run_direct`) has
+    closed the database and written everything by the time it returns: the process ends at once
+    instead of tearing down every module one by one (a tenth of such a command's start-up).
+    """
     try:
         code = cli.main(obj={}, prog_name="tether", standalone_mode=False)
     except click.UsageError as error:
@@ -66,14 +117,23 @@ def main() -> None:
     except click.ClickException as error:
         click.echo(f"tether: {' '.join(error.format_message().split())}", err=True)
         sys.exit(error.exit_code)
-    except click.Abort:
+    except (click.Abort, KeyboardInterrupt):
         click.echo("tether: interrupted.", err=True)
         sys.exit(130)
-    except KeyboardInterrupt:
-        click.echo("tether: interrupted.", err=True)
-        sys.exit(130)
-    if isinstance(code, int) and code:
-        sys.exit(code)  # ctx.exit(code) inside a command
+    except SystemExit as done:
+        if not isinstance(done.code, int | None):
+            raise
+        code = done.code
+    _finish(code if isinstance(code, int) else 0)
+
+
+def _finish(code: int) -> None:
+    if common.direct_command_finished:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    if code:
+        sys.exit(code)  # ctx.exit(code) inside a command, or a command's sys.exit
 
 
 if __name__ == "__main__":

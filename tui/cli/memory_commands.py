@@ -8,7 +8,7 @@ characters are made visible, and colour is used only when stdout is a terminal.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import click
@@ -18,35 +18,49 @@ from store.facts import MAX_TTL_MS, Fact, parse_value_json, validate_key
 from store.memory import MemoryStore
 from store.namespaces import canonical_namespace, validate_namespace
 from store.processors import TokenLimiter, TtlCollector
+from store.sql.paging import MORE_COUNT_CAP
+from store.ttl import parse_ttl
 from store.workspace import Workspace
 from tui.cli.arguments import read_text_argument
 from tui.cli.background import embed_in_background
 from tui.cli.common import (
+    Page,
+    chosen_workspace,
     format_option,
+    limit_option,
+    listing_format_option,
+    more_line,
+    open_database,
+    page_of,
     print_json,
+    print_listing,
     reading,
-    run_async,
-    workspace_from,
+    run_direct,
     workspace_option,
 )
 from tui.cli.lazy import LazyGroup
-from tui.format import ago, duration, visible
+from tui.plain import ago, duration, visible
 
 VALUE_WIDTH = 60
+DEFAULT_FACTS_LIMIT = 200
 
 
 # -- helpers shared with notes_commands ---------------------------------------------------------
 
 
-def chosen_workspace(workspace_dir: str | None) -> Workspace:
-    """The workspace named on this command, else on ``tether --workspace``, else discovered."""
-    return workspace_from(workspace_dir)
-
-
 @asynccontextmanager
-async def open_store(workspace: Workspace, *, create: bool) -> AsyncIterator[MemoryStore]:
-    """Open the memory store; with ``create`` false a missing workspace raises NotFoundError."""
-    store = await MemoryStore.open(workspace, create=create)
+async def open_store(
+    workspace: Workspace, *, create: bool, direct: bool = True
+) -> AsyncIterator[MemoryStore]:
+    """Open the memory store; with ``create`` false a missing workspace raises NotFoundError.
+
+    ``direct`` (commands run with :func:`~tui.cli.common.run_direct`) opens it in this thread
+    without an event loop; commands on an event loop pass ``direct=False``.
+    """
+    if direct:
+        store = MemoryStore(await open_database(workspace, create=create), owns_db=True)
+    else:
+        store = await MemoryStore.open(workspace, create=create)
     try:
         yield store
     finally:
@@ -65,6 +79,27 @@ def one_line(text: str, width: int) -> str:
     """``text`` on one visible line, cut to ``width`` characters with an ellipsis."""
     flat = visible(text, keep_newlines=False).replace("\n", " ")
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+class TtlType(click.ParamType):
+    """``--ttl``: milliseconds, or a duration such as 30s, 5m, 2h or 7d (as in the dashboard)."""
+
+    name = "TTL"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            ttl_ms = parse_ttl(str(value))
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+        if ttl_ms is None:
+            self.fail("TTL must be a duration such as 90000, 30s, 5m, 2h or 7d.", param, ctx)
+        if ttl_ms > MAX_TTL_MS:
+            self.fail(f"TTL must be at most {MAX_TTL_MS} ms (100 years).", param, ctx)
+        return ttl_ms
 
 
 def styled(text: str, **style: object) -> str:
@@ -90,32 +125,38 @@ def memory() -> None:
 
 @memory.command("list")
 @click.argument("namespace", required=False)
+@limit_option(DEFAULT_FACTS_LIMIT, "facts")
 @workspace_option
-@format_option
-@run_async
+@listing_format_option
+@run_direct
 async def list_command(
-    namespace: str | None, workspace_dir: str | None, output_format: str
+    namespace: str | None, limit: int, workspace_dir: str | None, output_format: str
 ) -> None:
     """Every fact, grouped by namespace, or the facts of one NAMESPACE."""
     wanted = None if namespace is None else canonical_namespace(validate_namespace(namespace))
     workspace = chosen_workspace(workspace_dir)
-    facts: list[Fact] = []
+    page = Page([], 0)
     now = 0
     async with reading_store(workspace) as store:
         if store is not None:
-            facts = await store.list_facts(wanted)
+            facts = await store.list_facts(wanted, limit=limit)
+            more = 0
+            if len(facts) == limit:
+                more = await store.count_facts(wanted, upto=limit + MORE_COUNT_CAP) - limit
+            page = page_of(facts, limit, len(facts) + more)
             now = store.now_ms()
-    if output_format == "json":
-        print_json([fact.to_json() for fact in facts])
-        return
-    if not facts:
-        where = f" in namespace {one_line(wanted, 80)}" if wanted else ""
-        click.echo(f"No facts{where}.")
-        return
-    _print_facts(facts, now)
+    where = f" in namespace {one_line(wanted, 80)}" if wanted else ""
+    print_listing(
+        output_format,
+        page,
+        Fact.to_json,
+        lambda facts: _print_facts(facts, now),
+        empty=f"No facts{where}.",
+        more_text=lambda n: more_line(n, "facts", MORE_COUNT_CAP),
+    )
 
 
-def _print_facts(facts: list[Fact], now: int) -> None:
+def _print_facts(facts: Sequence[Fact], now: int) -> None:
     key_width = min(24, max(len(one_line(fact.key, 24)) for fact in facts))
     current = None
     for fact in facts:
@@ -143,7 +184,7 @@ def _print_facts(facts: list[Fact], now: int) -> None:
 @click.argument("key")
 @workspace_option
 @format_option
-@run_async
+@run_direct
 async def get_command(
     namespace: str, key: str, workspace_dir: str | None, output_format: str
 ) -> None:
@@ -170,13 +211,12 @@ async def get_command(
 @click.option(
     "--ttl",
     "ttl_ms",
-    type=click.IntRange(0, MAX_TTL_MS),
+    type=TtlType(),
     default=None,
-    metavar="MS",
-    help="Expire the fact MS milliseconds after this write.",
+    help="Expire the fact this long after this write: milliseconds, or 30s, 5m, 2h, 7d.",
 )
 @workspace_option
-@run_async
+@run_direct
 async def set_command(
     namespace: str, key: str, value: str, ttl_ms: int | None, workspace_dir: str | None
 ) -> None:
@@ -187,6 +227,7 @@ async def set_command(
     workspace = chosen_workspace(workspace_dir)
     async with open_store(workspace, create=True) as store:
         fact = await store.set_fact_json(ns, key, value_json, ttl_ms=ttl_ms)
+
     embed_in_background(workspace)
     expiry = "" if ttl_ms is None else f" (expires in {duration(ttl_ms)})"
     click.echo(f"Set {one_line(fact.key, 60)} in {one_line(fact.namespace, 80)}{expiry}.")
@@ -196,7 +237,7 @@ async def set_command(
 @click.argument("namespace")
 @click.argument("key")
 @workspace_option
-@run_async
+@run_direct
 async def rm_command(namespace: str, key: str, workspace_dir: str | None) -> None:
     """Delete the fact at NAMESPACE KEY."""
     ns = validate_namespace(namespace)
@@ -213,9 +254,10 @@ async def rm_command(namespace: str, key: str, workspace_dir: str | None) -> Non
 
 @memory.command("gc")
 @workspace_option
-@run_async
+@run_direct
 async def gc_command(workspace_dir: str | None) -> None:
     """Remove expired facts (the TTL collector)."""
+
     workspace = chosen_workspace(workspace_dir)
     removed = 0
     if workspace.exists():
@@ -233,9 +275,10 @@ async def gc_command(workspace_dir: str | None) -> None:
     help="Token budget per thread (about 4 characters per token).",
 )
 @workspace_option
-@run_async
+@run_direct
 async def limit_command(max_tokens: int, workspace_dir: str | None) -> None:
     """Trim every thread to N tokens by removing its oldest messages (the token limiter)."""
+
     limiter = TokenLimiter(max_tokens)
     workspace = chosen_workspace(workspace_dir)
     removed = threads = 0

@@ -32,7 +32,7 @@ async def summarize_command(agent_name: str | None, keep_recent: int,
     agent = AgentRegistry({}, load_config(workspace.config_path).agents).get(name)
     summaries = removed = 0
     if workspace.exists():
-        async with open_store(workspace, create=False) as store:
+        async with open_store(workspace, create=False, direct=False) as store:
             result = await Summarizer(agent_summarize_fn(agent), keep_recent=keep_recent).process(
                 store
             )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 
 import click
 
@@ -27,8 +28,18 @@ from store.notes import (
 )
 from store.schema import NOTE_STATUSES
 from store.search_policy import MODE_ALL_WORDS, MODE_ANY_WORD, query_terms
-from tui.cli.background import embed_in_background
-from tui.cli.common import format_option, print_json, run_async, workspace_option
+from store.sql.paging import MORE_COUNT_CAP
+from tui.cli.common import (
+    Page,
+    limit_option,
+    listing_format_option,
+    more_line,
+    page_of,
+    print_listing,
+    run_async,
+    run_direct,
+    workspace_option,
+)
 from tui.cli.memory_commands import (
     chosen_workspace,
     one_line,
@@ -37,10 +48,13 @@ from tui.cli.memory_commands import (
     reading_store,
     styled,
 )
-from tui.format import ago
+from tui.plain import ago
 
 STATUS_COLOURS = {"pending": "yellow", "accepted": "green", "rejected": "red"}
 BODY_WIDTH = 72
+DEFAULT_NOTES_LIMIT = 100
+
+Listed = tuple[Note, list[str], list[str]]
 
 
 @click.group("notes")
@@ -60,27 +74,37 @@ def notes() -> None:
 @click.option(
     "--include-superseded", is_flag=True, help="Also show notes an accepted note supersedes."
 )
+@limit_option(DEFAULT_NOTES_LIMIT, "notes")
 @workspace_option
-@format_option
-@run_async
+@listing_format_option
+@run_direct
 async def list_command(
     namespace: str | None,
     status: str,
     include_superseded: bool,
+    limit: int,
     workspace_dir: str | None,
     output_format: str,
 ) -> None:
     """Notes of every namespace, or of NAMESPACE, oldest first."""
     wanted = None if namespace is None else canonical_namespace(validate_namespace(namespace))
     workspace = chosen_workspace(workspace_dir)
-    listed: list[tuple[Note, list[str], list[str]]] = []
+    page = Page([], 0)
     now = 0
     async with reading_store(workspace) as store:
         if store is not None:
             now = store.now_ms()
             found = await store.list_notes(
-                wanted, status=status, include_superseded=include_superseded
+                wanted, status=status, include_superseded=include_superseded, limit=limit
             )
+            total = len(found)
+            if total == limit:
+                total = await store.count_notes(
+                    wanted,
+                    status=status,
+                    include_superseded=include_superseded,
+                    upto=limit + MORE_COUNT_CAP,
+                )
             edges = await store.supersession_edges([note.id for note in found])
     if store is not None:
         targets_of: dict[str, list[str]] = defaultdict(list)
@@ -89,16 +113,24 @@ async def list_command(
             targets_of[edge.note_id].append(edge.supersedes_id)
             superseders_of[edge.supersedes_id].append(f"{edge.note_id} ({edge.note_status})")
         listed = [(note, targets_of[note.id], superseders_of[note.id]) for note in found]
-    if output_format == "json":
-        print_json([
-            {**note.to_json(), "supersedes": targets, "superseded_by": superseders}
-            for note, targets, superseders in listed
-        ])
-        return
-    if not listed:
-        click.echo("No notes.")
-        return
-    for note, targets, superseders in listed:
+        page = page_of(listed, limit, total)
+    print_listing(
+        output_format,
+        page,
+        _listed_json,
+        lambda rows: _print_listed(rows, now),
+        empty="No notes.",
+        more_text=lambda n: more_line(n, "notes", MORE_COUNT_CAP),
+    )
+
+
+def _listed_json(row: Listed) -> dict[str, object]:
+    note, targets, superseders = row
+    return {**note.to_json(), "supersedes": targets, "superseded_by": superseders}
+
+
+def _print_listed(rows: Sequence[Listed], now: int) -> None:
+    for note, targets, superseders in rows:
         _print_note(note, now)
         if targets:
             click.echo(f"    supersedes {', '.join(one_line(t, 40) for t in targets)}")
@@ -131,13 +163,16 @@ def _print_note(note: Note, now: int, prefix: str = "") -> None:
     help="pending proposes the note for review; accepted makes it live at once.",
 )
 @click.option(
-    "--supersedes", "supersedes", multiple=True, metavar="ID",
+    "--supersedes",
+    "supersedes",
+    multiple=True,
+    metavar="ID",
     help="A note of the same namespace this one replaces (repeatable).",
 )
 @click.option("--tag", "tags", multiple=True, metavar="T", help="A label (repeatable).")
 @click.option("--kind", default=None, metavar="K", help="A free-form label for the note.")
 @workspace_option
-@run_async
+@run_direct
 async def add_command(
     namespace: str,
     body: str,
@@ -158,10 +193,17 @@ async def add_command(
     workspace = chosen_workspace(workspace_dir)
     async with open_store(workspace, create=True) as store:
         note = await store.save_note(
-            ns, text, status=status, supersedes=supersedes, tags=tags, kind=kind,
+            ns,
+            text,
+            status=status,
+            supersedes=supersedes,
+            tags=tags,
+            kind=kind,
             author="cli",
         )
     click.echo(note.id)
+    from tui.cli.background import embed_in_background  # only after a write: start-up
+
     embed_in_background(workspace)
 
 
@@ -185,7 +227,7 @@ async def _decide(note_id: str, status: str, reason: str | None, workspace_dir: 
 @click.argument("note_id", metavar="ID")
 @click.option("--reason", default=None, metavar="TEXT", help="Why (kept with the note).")
 @workspace_option
-@run_async
+@run_direct
 async def accept_command(note_id: str, reason: str | None, workspace_dir: str | None) -> None:
     """Accept note ID: it becomes live and retires the notes it supersedes."""
     await _decide(note_id, "accepted", reason, workspace_dir)
@@ -195,7 +237,7 @@ async def accept_command(note_id: str, reason: str | None, workspace_dir: str | 
 @click.argument("note_id", metavar="ID")
 @click.option("--reason", default=None, metavar="TEXT", help="Why (kept with the note).")
 @workspace_option
-@run_async
+@run_direct
 async def reject_command(note_id: str, reason: str | None, workspace_dir: str | None) -> None:
     """Reject note ID: it is hidden, and the notes it supersedes stay (or become) live."""
     await _decide(note_id, "rejected", reason, workspace_dir)
@@ -212,8 +254,8 @@ async def reject_command(note_id: str, reason: str | None, workspace_dir: str | 
     help="At most this many results.",
 )
 @workspace_option
-@format_option
-@run_async
+@listing_format_option
+@run_direct
 async def search_command(
     query: str, namespace: str | None, limit: int, workspace_dir: str | None, output_format: str
 ) -> None:
@@ -223,26 +265,35 @@ async def search_command(
     query_terms(query)
     ns = None if namespace is None else validate_namespace(namespace)
     workspace = chosen_workspace(workspace_dir)
-    hits: list[SearchHit] = []
+    page = Page([], 0)
     mode = MODE_ALL_WORDS
     now = 0
     async with reading_store(workspace) as store:
         if store is not None:
-            found = await store.search_notes_with_mode(query, namespace=ns, limit=limit)
-            hits, mode = found.hits, found.mode
+            # One hit more than asked says whether there are more; ranking every match only
+            # to count them would cost a full search, so `more` is 1 (some) or 0 here.
+            wanted = min(limit + 1, MAX_SEARCH_LIMIT)
+            found = await store.search_notes_with_mode(query, namespace=ns, limit=wanted)
+            page, mode = page_of(found.hits, limit), found.mode
             now = store.now_ms()
-    if output_format == "json":
-        print_json([
-            {"score": hit.score, "mode": hit.mode, "matched_terms": list(hit.matched),
-             **hit.note.to_json()}
-            for hit in hits
-        ])
-        return
-    if not hits:
-        click.echo("No matching notes.")
-        return
-    click.echo(styled(f"{len(hits)} note{'s' if len(hits) != 1 else ''} ({search_mode_line(mode)})",
-                      dim=True))
+    print_listing(
+        output_format,
+        page,
+        lambda hit: {
+            "score": hit.score,
+            "mode": hit.mode,
+            "matched_terms": list(hit.matched),
+            **hit.note.to_json(),
+        },
+        lambda hits: _print_hits(hits, mode, now),
+        empty="No matching notes.",
+        more_text=lambda _: "… more matching notes (raise --limit to see them)",
+    )
+
+
+def _print_hits(hits: Sequence[SearchHit], mode: str, now: int) -> None:
+    count = f"{len(hits)} note{'s' if len(hits) != 1 else ''}"
+    click.echo(styled(f"{count} ({search_mode_line(mode)})", dim=True))
     for hit in hits:
         _print_note(hit.note, now)
         click.echo(styled(f"    {hit.mode}: {', '.join(hit.matched)}", dim=True))
@@ -332,6 +383,8 @@ async def import_command(file: str, workspace_dir: str | None) -> None:
     async with open_store(workspace, create=True) as store:
         ids = await store.save_notes(inputs)
     click.echo(f"Imported {len(ids)} note{'s' if len(ids) != 1 else ''}.")
+    from tui.cli.background import embed_in_background  # only after a write: start-up
+
     embed_in_background(workspace)
 
 

@@ -1,16 +1,16 @@
-"""``tether run``, ``tether runs``, ``tether node`` and ``tether cancel``.
+"""``tether run``: run a workflow in the foreground with progress on stderr.
 
-Exit codes: 0 success; 1 not found; 2 invalid input (bad workflow file, bad JSON input,
-unknown status); 3 could not complete (the run failed, was cancelled or lost, or the workspace
-could not be written). Text output passes every stored string
-through :func:`tui.format.visible`, so data can never inject terminal escape sequences.
+Exit codes: 0 the run finished; 1 not found (an unknown run to resume); 2 invalid input (bad
+workflow file, bad JSON input); 3 the run could not complete: it failed, was cancelled or lost,
+or the workspace could not be written (BRIEF section 4). Text output passes every stored string
+through :func:`tui.plain.visible`, so data can never inject terminal escape sequences. Reading
+runs (``runs``, ``node``) and ``cancel`` are in :mod:`tui.cli.runs_commands`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -25,24 +25,22 @@ from engine.run_end import RunOutcome
 from engine.setup import open_engine, preflight
 from engine.workflow import Workflow
 from store.database import Database
-from store.errors import InvalidInputError, NotFoundError
-from store.ids import validate_node_id, validate_run_id
+from store.errors import InvalidInputError
+from store.ids import validate_run_id
 from store.json_text import JsonTextError, describe, parse_json_text
-from store.run_records import AttemptRecord, CallRecord, MemoryBlockRecord
 from store.runs import RunStore
-from store.schema import RUN_STATUSES
 from store.workspace import Workspace
 from tui.cli.arguments import read_text_argument
 from tui.cli.common import (
+    EXIT_NOT_COMPLETED,
     format_option,
     print_json,
-    reading,
     run_async,
     workspace_from,
     workspace_option,
 )
-from tui.format import cost as format_cost
-from tui.format import duration, tokens, visible
+from tui.plain import cost as format_cost
+from tui.plain import tokens, visible
 
 
 def parse_input(raw: str | None) -> Any:
@@ -160,7 +158,7 @@ async def run_command(
         if run["output"] is not None:
             click.echo(visible(json.dumps(run["output"], ensure_ascii=False, indent=2)))
     if outcome.status != "finished":
-        sys.exit(3)  # could not complete: the run failed, was cancelled or was lost
+        sys.exit(EXIT_NOT_COMPLETED)
 
 
 async def enqueue_run(
@@ -188,270 +186,6 @@ async def enqueue_run(
         click.echo(run.run_id)
 
 
-@click.command("runs")
-@click.option(
-    "--status",
-    type=click.Choice([*RUN_STATUSES, "stale"]),
-    default=None,
-    help="Only runs with this status (stale = running with an old heartbeat).",
-)
-@click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
-@format_option
-@workspace_option
-@run_async
-async def runs_command(
-    status: str | None, limit: int, output_format: str, workspace_dir: str | None
-) -> None:
-    """List runs, newest first."""
-    workspace = workspace_from(workspace_dir)
-    records: list[Any] = []
-    now = 0
-    async with reading(workspace) as db:
-        if db is not None:
-            records = await RunStore(db).list_runs(status=status, limit=limit)
-            now = db.clock.now_ms()
-    if output_format == "json":
-        print_json({"runs": [r.as_dict(now) for r in records]})
-        return
-    if not records:
-        click.echo("No runs.")
-        return
-    click.echo(
-        f"{'RUN':<16} {'WORKFLOW':<22} {'STATUS':<11} {'NODES':>7} {'TOKENS':>8} "
-        f"{'COST':>10} {'AGE':>8}"
-    )
-    for r in records:
-        spent = format_cost(r.cost.usd if r.tokens.total else None, r.cost.unpriced_calls)
-        click.echo(
-            f"{r.run_id:<16} {visible(r.workflow, keep_newlines=False)[:22]:<22} "
-            f"{r.display_status(now):<11} {f'{r.nodes_done}/{r.nodes_total}':>7} "
-            f"{tokens(r.tokens.total):>8} {spent:>10} {duration(now - r.created_at_ms):>8}"
-        )
-
-
-def _call_line(call: CallRecord) -> str:
-    t = call.tokens
-    detail = call.detail if isinstance(call.detail, dict) else {}
-    if call.kind == "retry":
-        said = f"HTTP {detail['status']}" if detail.get("status") else "request failed"
-        what = (
-            f"fell back {detail['fallback']}"
-            if detail.get("fallback")
-            else f"waited {float(detail.get('wait_s') or 0):.2f}s"
-        )
-        return (
-            f"    call {call.call_id}: retry, {said}, {what}: "
-            f"{visible(str(detail.get('error', '')), keep_newlines=False)[:160]}"
-        )
-    sim = " simulated" if call.simulated else ""
-    kind = "reconciliation " if call.kind == "reconciliation" else ""
-    return (
-        f"    call {call.call_id}: {kind}{call.bucket:<10} context {call.context_tokens:>8,} = "
-        f"input {t.input:,} + cache read {t.cache_read:,} + cache write {t.cache_write:,}; "
-        f"output {t.output:,}, reasoning {t.reasoning:,} ({visible(call.agent)}"
-        f"{'/' + visible(call.model) if call.model else ''}{sim}) "
-        f"cost {format_cost(call.cost_usd, int(call.cost_usd is None))}"
-    )
-
-
-def _invocation_lines(details: Any) -> list[str]:
-    """What the agent passed and reported per invocation (command line, session, models)."""
-    invocations = details.get("invocations") if isinstance(details, dict) else None
-    lines: list[str] = []
-    for invocation in invocations if isinstance(invocations, list) else []:
-        if not isinstance(invocation, dict):
-            continue
-        command = invocation.get("command")
-        if isinstance(command, list):
-            lines.append(f"    command: {visible(shlex.join(str(a) for a in command))}")
-        facts = []
-        for key, label in (("session_id", "id"), ("thread_id", "thread")):
-            if invocation.get(key):
-                facts.append(f"{label} {invocation[key]}")
-        for key in ("num_turns", "turns", "messages", "reconnects", "exit_status"):
-            if invocation.get(key) is not None:
-                facts.append(f"{key.replace('_', ' ')} {invocation[key]}")
-        if invocation.get("total_cost_usd") is not None:
-            facts.append(f"reported cost {format_cost(float(invocation['total_cost_usd']))}")
-        if facts:
-            lines.append(f"    session: {visible(', '.join(facts), keep_newlines=False)}")
-        models = invocation.get("models")
-        for name, usage in (models.items() if isinstance(models, dict) else []):
-            if isinstance(usage, dict):
-                spent = sum(int(v) for k, v in usage.items() if k.endswith("_tokens"))
-                reported = usage.get("cost_usd")
-                lines.append(
-                    f"      model {visible(str(name))}: {spent:,} tokens, cost "
-                    f"{format_cost(reported if isinstance(reported, int | float) else None)}"
-                )
-        for note in invocation.get("notes") or []:
-            lines.append(f"      note: {visible(str(note), keep_newlines=False)}")
-    return lines
-
-
-def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]:
-    took = (
-        duration(attempt.finished_at_ms - attempt.started_at_ms)
-        if attempt.finished_at_ms
-        else "running"
-    )
-    head = f"  attempt {attempt.attempt}"
-    if attempt.iteration:
-        head += f" (iteration {attempt.iteration})"
-    head += f" - {attempt.state}{' (cached)' if attempt.cached else ''}, {took}"
-    t = attempt.tokens
-    mine = [c for c in calls if c.attempt == attempt.attempt and c.iteration == attempt.iteration]
-    priced = [c.cost_usd for c in mine if c.cost_usd is not None]
-    unpriced = sum(1 for c in mine if c.cost_usd is None and c.kind != "retry")
-    lines = [
-        head,
-        f"    tokens: input {t.input:,}, cache read {t.cache_read:,}, cache write "
-        f"{t.cache_write:,}, output {t.output:,}, reasoning {t.reasoning:,}",
-        f"    cost: {format_cost(sum(priced) if priced else None, unpriced)}",
-    ]
-    lines.extend(_invocation_lines(attempt.details))
-    if attempt.error:
-        lines.append(f"    error: {visible(attempt.error)}")
-    lines.extend(_call_line(c) for c in mine)
-    return lines
-
-
-def _memory_block_json(block: MemoryBlockRecord | None) -> dict[str, Any] | None:
-    """The recalled memory block a node iteration saw (None when it has no memory config)."""
-    if block is None:
-        return None
-    return {
-        "text": block.text,
-        "items": block.items,
-        "bytes_used": block.bytes_used,
-        "budget_bytes": block.budget_bytes,
-        "truncated": block.truncated,
-        "warning": block.warning,
-        "degraded": block.degraded,
-        "query": block.query,
-        "banks": block.banks,
-    }
-
-
-def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
-    """The memory block as text: accounting, each recalled item and why, then the block."""
-    head = f"Memory block: {block.bytes_used} of {block.budget_bytes} bytes"
-    head += f", {sum(1 for i in block.items if i.get('included', True))} item(s)"
-    if block.truncated:
-        head += ", truncated"
-    lines = [head]
-    if block.warning:
-        lines.append(f"  {'warning' if block.degraded else 'note'}: {visible(block.warning)}")
-    for item in block.items:
-        mark = "" if item.get("included", True) else " (left out: budget)"
-        # "why" says how the item was found (words matched, similarity, primer); blocks stored
-        # before it existed only have the matched terms.
-        why = str(item.get("why") or "") or "matched: " + (
-            ", ".join(str(t) for t in item.get("matched_terms") or []) or "-")
-        lines.append(
-            f"  - {visible(str(item.get('id')))} {visible(str(item.get('namespace', '')))}"
-            f" score {float(item.get('score') or 0):.3f} {visible(why)}{mark}"
-        )
-    if block.text:
-        lines.extend(f"  | {visible(line)}" for line in block.text.split("\n"))
-    return lines
-
-
-@click.command("node")
-@click.argument("node_id", metavar="NODE")
-@click.option("--run", "run_id", required=True, metavar="RUN", help="The run the node belongs to.")
-@click.option("--iteration", type=int, default=None, help="Loop iteration (default: the latest).")
-@click.option("--attempts", "all_attempts", is_flag=True, help="Show every attempt in full.")
-@format_option
-@workspace_option
-@run_async
-async def node_command(
-    node_id: str,
-    run_id: str,
-    iteration: int | None,
-    all_attempts: bool,
-    output_format: str,
-    workspace_dir: str | None,
-) -> None:
-    """Show a node: status, attempts, per-call token usage with buckets, and its output."""
-    validate_run_id(run_id)
-    validate_node_id(node_id)
-    workspace = workspace_from(workspace_dir)
-    async with reading(workspace) as db:
-        if db is None:
-            raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
-        store = RunStore(db)
-        await store.get_run(run_id)
-        node = await store.get_node(run_id, node_id, iteration)
-        attempts = await store.list_attempts(run_id, node_id, node.iteration)
-        calls = [
-            c for c in await store.list_calls(run_id, node_id) if c.iteration == node.iteration
-        ]
-        block = await store.get_memory_block(run_id, node_id, node.iteration)
-    if output_format == "json":
-        print_json(
-            {
-                "run_id": run_id,
-                **node.as_dict(),
-                "attempts": [
-                    {
-                        **a.as_dict(),
-                        "calls": [c.as_dict() for c in calls if c.attempt == a.attempt],
-                    }
-                    for a in attempts
-                ],
-                "memory_block": _memory_block_json(block),
-            }
-        )
-        return
-    took = (
-        duration(node.finished_at_ms - node.started_at_ms)
-        if node.finished_at_ms and node.started_at_ms
-        else "–"
-    )
-    counts: dict[str, int] = {}
-    for a in attempts:
-        counts[a.state] = counts.get(a.state, 0) + 1
-    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
-    lines = [
-        f"Node: {visible(node.node_id)} (iteration {node.iteration})",
-        f"Status: {node.state}{' (cached)' if node.cached else ''}",
-        f"Duration: {took}",
-        f"Attempts: {len(attempts)} ({summary})",
-    ]
-    if node.error:
-        lines.append(f"Error: {visible(node.error)}")
-    shown = attempts if all_attempts else attempts[-1:]
-    if len(attempts) > len(shown):
-        lines.append(f"  ({len(attempts) - len(shown)} earlier attempt(s); --attempts shows all)")
-    for attempt in shown:
-        lines.extend(_attempt_lines(attempt, calls))
-    if block is not None:
-        lines.extend(_memory_block_lines(block))
-    if node.output is not None:
-        lines.append("Output:")
-        lines.append(visible(json.dumps(node.output, ensure_ascii=False, indent=2)))
-    click.echo("\n".join(lines))
-
-
-@click.command("cancel")
-@click.argument("run_id", metavar="RUN")
-@workspace_option
-@run_async
-async def cancel_command(run_id: str, workspace_dir: str | None) -> None:
-    """Cancel RUN: the process running it stops its tasks within a moment."""
-    validate_run_id(run_id)
-    workspace = workspace_from(workspace_dir)
-    if not workspace.exists():
-        raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
-    async with await Database.open(workspace, create=False) as db:
-        run = await RunStore(db).request_cancel(run_id)
-    if run.status == "cancelled":
-        click.echo(f"Run {run_id} cancelled.")
-    else:
-        click.echo(f"Cancel requested for run {run_id}; its process will stop it shortly.")
-
-
-COMMANDS = [run_command, runs_command, node_command, cancel_command]
+COMMANDS = [run_command]
 
 __all__ = ["COMMANDS", "parse_input"]

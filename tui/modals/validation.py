@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from store.json_text import JsonTextError, parse_json_text
+from store.ttl import format_ttl, parse_ttl
+
+__all__ = ["JsonProblem", "format_ttl", "json_problem", "parse_json", "parse_ttl"]
 
 
 @dataclass(frozen=True)
@@ -36,35 +38,3 @@ def json_problem(text: str) -> JsonProblem | None:
 def parse_json(text: str) -> Any:
     """Parse JSON text already checked by :func:`json_problem` (the same rules)."""
     return parse_json_text(text)
-
-
-_TTL_UNITS_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_TTL_RE = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
-
-
-def parse_ttl(text: str) -> int | None:
-    """Turn a TTL typed by a person into milliseconds; blank means "never expires".
-
-    Accepts a bare number of milliseconds (as ``tether memory set --ttl MS`` does) or a number
-    with a unit: ``500ms``, ``30s``, ``5m``, ``2h``, ``7d``.
-
-    Raises:
-        ValueError: the text is neither blank nor a non-negative duration.
-    """
-    if not text.strip():
-        return None
-    match = _TTL_RE.match(text)
-    if match is None:
-        raise ValueError("TTL must be blank or a duration such as 90000, 30s, 5m, 2h or 7d.")
-    return int(match.group(1)) * _TTL_UNITS_MS[match.group(2) or "ms"]
-
-
-def format_ttl(ttl_ms: int | None) -> str:
-    """The shortest exact spelling of a TTL that :func:`parse_ttl` reads back ("" for none)."""
-    if ttl_ms is None:
-        return ""
-    for unit in ("d", "h", "m", "s"):
-        size = _TTL_UNITS_MS[unit]
-        if ttl_ms and ttl_ms % size == 0:
-            return f"{ttl_ms // size}{unit}"
-    return str(ttl_ms)

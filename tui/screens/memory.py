@@ -429,13 +429,17 @@ class MemoryScreen(LiveScreen):
             self._search_mode = found.mode
             notes = [hit.note for hit in found.hits]
         else:
-            notes = await memory.list_notes(
+            pending = await memory.list_notes(
                 status="pending", include_superseded=True, limit=PENDING_LIMIT
             )
-            notes += await memory.list_notes(
+            decided = await memory.list_notes(
                 status=["accepted", "rejected"], include_superseded=True, limit=DECIDED_LIMIT,
                 newest_first=True,
             )
+            # A decision committed between the two reads shows the note in both: the second
+            # read is the newer one.
+            decided_ids = {note.id for note in decided}
+            notes = [note for note in pending if note.id not in decided_ids] + decided
         edges = await memory.supersession_edges([note.id for note in notes])
         shown = {note.id: note for note in notes}
         retired = {

@@ -435,7 +435,8 @@ class RunDetailScreen(LiveScreen):
             prompt.append("No attempt yet.", style="dim")
         else:
             prompt.append(
-                f"attempt {latest.attempt} of {len(attempts)} · agent {latest.agent or '–'}\n\n",
+                f"attempt {latest.attempt} of {max(node.attempts, len(attempts))} · agent "
+                f"{latest.agent or '–'}\n\n",
                 style="dim",
             )
             prompt.append_text(literal(latest.prompt or "(prompt not recorded)"))

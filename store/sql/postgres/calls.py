@@ -35,6 +35,12 @@ SELECT_CALLS_NODE = """
 SELECT * FROM calls WHERE run_id = %s AND node_id = %s ORDER BY call_id
 """
 
+SELECT_CALLS_OF_ATTEMPTS = """
+SELECT * FROM calls
+WHERE run_id = %s AND node_id = %s AND iteration = %s AND attempt BETWEEN %s AND %s
+ORDER BY attempt, call_id
+"""
+
 SELECT_CALLS_RUN = "SELECT * FROM calls WHERE run_id = %s ORDER BY call_id"
 
 SELECT_ROLLUPS = "SELECT * FROM usage_rollups WHERE run_id = %s"

@@ -69,6 +69,7 @@ def _memory_builders(lite: ModuleType, pg: ModuleType) -> Iterator[tuple[str, st
                 lite.list_notes_sql(lite_where, newest_first=newest_first),
                 pg.list_notes_sql(pg_where, newest_first=newest_first),
             )
+        yield "count_notes_sql", lite.count_notes_sql(lite_where), pg.count_notes_sql(pg_where)
 
 
 BUILDERS: dict[str, Callable[[ModuleType, ModuleType], Iterator[tuple[str, str, Any]]]] = {

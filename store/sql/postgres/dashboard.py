@@ -52,13 +52,13 @@ SELECT run_id, node_id, iteration, attempt, state, agent, model, prompt, respons
        cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, unpriced_calls,
        details_json
 FROM attempts WHERE run_id = %s AND node_id = %s AND iteration = %s
-ORDER BY attempt
+ORDER BY attempt DESC LIMIT %s
 """
 
 CALLS_OF_NODE = f"""
 SELECT {_CALL_COLUMNS} FROM calls
 WHERE run_id = %s AND node_id = %s AND iteration = %s
-ORDER BY call_id LIMIT %s
+ORDER BY attempt DESC, call_id DESC LIMIT %s
 """
 
 CALLS_OF_RUN_RECENT = (

@@ -16,6 +16,7 @@ from store.sql.memory import (
     NOTE_COLUMNS_N,
     THREAD_COLUMNS,
 )
+from store.sql.paging import counted
 from store.sql.postgres.search import derive_fact, derive_note
 from store.sql.postgres.statement import Twin
 
@@ -49,6 +50,9 @@ WHERE {_FACT_LIVE}
 ORDER BY namespace, key
 LIMIT nullif(%(limit)s, -1)
 """
+
+COUNT_ALL_FACTS = counted(LIST_ALL_FACTS)
+COUNT_FACTS_IN_NAMESPACE = counted(LIST_FACTS_IN_NAMESPACE)
 
 COUNT_FACTS_BY_NAMESPACE = f"""
 SELECT namespace, count(*) AS facts FROM facts
@@ -245,6 +249,11 @@ def note_filter(
     if kind:
         conditions.append("n.kind = %(kind)s")
     return " AND ".join(conditions)
+
+
+def count_notes_sql(where: str) -> str:
+    """How many notes :func:`list_notes_sql` lists for ``where``, up to its limit."""
+    return counted(list_notes_sql(where))
 
 
 def list_notes_sql(where: str, *, newest_first: bool = False) -> str:

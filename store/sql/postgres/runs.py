@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from store.sql.paging import counted
+
 # -- runs -----------------------------------------------------------------------------------
 
 INSERT_RUN = """
@@ -82,6 +84,10 @@ WHERE status = 'running' AND (heartbeat_at_ms IS NULL OR heartbeat_at_ms < %s)
 ORDER BY created_at_ms DESC, run_id DESC LIMIT %s
 """
 
+COUNT_RUNS = counted(LIST_RUNS)
+COUNT_RUNS_BY_STATUS = counted(LIST_RUNS_BY_STATUS)
+COUNT_STALE_RUNS = counted(LIST_STALE_RUNS)
+
 LIST_CHILD_RUNS = "SELECT * FROM runs WHERE parent_run_id = %s ORDER BY created_at_ms"
 
 DELETE_RUN_ROWS = (
@@ -133,6 +139,22 @@ ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET
     updated_at_ms = excluded.updated_at_ms
 """
 
+UPDATE_NODE = """
+UPDATE nodes SET
+    state = %(state)s,
+    attempts = coalesce(%(attempts)s::bigint, attempts),
+    cached = coalesce(%(cached)s::integer, cached),
+    depends_on_json = coalesce(%(depends_on_json)s::text, depends_on_json),
+    output_json = CASE WHEN %(set_output)s THEN %(output_json)s::text ELSE output_json END,
+    error = CASE WHEN %(set_error)s THEN %(error)s::text ELSE error END,
+    started_at_ms = coalesce(started_at_ms,
+                             CASE WHEN %(state)s = 'running' THEN %(now)s::bigint END),
+    finished_at_ms = CASE WHEN %(state)s IN ('finished', 'failed', 'cancelled', 'skipped')
+                          THEN %(now)s::bigint END,
+    updated_at_ms = %(now)s
+WHERE run_id = %(run_id)s AND node_id = %(node_id)s AND iteration = %(iteration)s
+"""
+
 SELECT_NODES = """
 SELECT * FROM nodes WHERE run_id = %s
 ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
@@ -143,6 +165,11 @@ SELECT_NODE_ITERATIONS = (
 )
 
 SELECT_NODE = "SELECT * FROM nodes WHERE run_id = %s AND node_id = %s AND iteration = %s"
+
+SELECT_FAN_OUT_NODES = """
+SELECT * FROM nodes WHERE run_id = %s AND node_id > %s AND node_id < %s
+ORDER BY node_id, iteration LIMIT %s
+"""
 
 # -- attempts -------------------------------------------------------------------------------
 
@@ -197,6 +224,16 @@ SELECT * FROM attempts WHERE run_id = %s AND node_id = %s ORDER BY iteration, at
 
 SELECT_ATTEMPTS_ITERATION = """
 SELECT * FROM attempts WHERE run_id = %s AND node_id = %s AND iteration = %s ORDER BY attempt
+"""
+
+SELECT_ATTEMPTS_PAGE = """
+SELECT * FROM attempts WHERE run_id = %s AND node_id = %s AND iteration = %s
+ORDER BY attempt DESC LIMIT %s OFFSET %s
+"""
+
+COUNT_ATTEMPTS_BY_STATE = """
+SELECT state, count(*) FROM attempts WHERE run_id = %s AND node_id = %s AND iteration = %s
+GROUP BY state ORDER BY state
 """
 
 # -- handoffs -------------------------------------------------------------------------------

@@ -1,0 +1,191 @@
+"""The workspace durability setting (``[workspace] durability`` in config.toml, verified on every
+connection that writes) and group commit (writes queued together share one transaction, each
+keeping its own all-or-nothing meaning, committed in the order they were submitted)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import store.database as database_module
+from store.database import Database, SqliteDatabase
+from store.direct import DirectDatabase, run_now
+from store.durability import check_durability, durability_from_config
+from store.errors import InvalidInputError, NotFoundError
+from store.memory import MemoryStore
+from store.runs import RunStore
+from store.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def configure(workspace: Workspace, text: str) -> None:
+    workspace.root.mkdir(parents=True, exist_ok=True)
+    workspace.config_path.write_text(text)
+
+
+# -- the setting ----------------------------------------------------------------------------
+
+
+def test_durability_policy_reads_the_workspace_table() -> None:
+    assert durability_from_config({}, "c") == "normal"
+    assert durability_from_config({"workspace": {"durability": "FULL"}}, "c") == "full"
+    assert check_durability("normal") == "normal"
+    with pytest.raises(InvalidInputError, match="normal, full"):
+        durability_from_config({"workspace": {"durability": "paranoid"}}, "c")
+    with pytest.raises(InvalidInputError, match=r"\[workspace\] must be a table"):
+        durability_from_config({"workspace": "full"}, "c")
+
+
+async def test_full_is_in_effect_on_every_connection_that_writes(workspace: Workspace) -> None:
+    configure(workspace, '[workspace]\ndurability = "full"\n')
+    db = await Database.open(workspace)
+    try:
+        store = RunStore(db)
+        run = await store.create_run("w")
+        await store.upsert_nodes(run.run_id, [("a", 0, "pending", [])])
+        # An attempt's start is committed without a flush on the direct connection...
+        await store.start_attempt(run.run_id, "a", 0, 1, agent="x")
+        # ...and the attempt's end with one, on the worker connection.
+        await store.finish_attempt(run.run_id, "a", 0, 1, "finished", node_state="finished")
+        found = await db.writer_pragmas()
+        assert set(found) == {"worker", "direct"}
+        assert all(p == {"journal_mode": "wal", "synchronous": "full"} for p in found.values())
+    finally:
+        await db.close()
+    direct = DirectDatabase.open_now(workspace)
+    try:
+        level = run_now(direct.fetch_value("PRAGMA synchronous"))
+        assert (direct.durability, level) == ("full", 2)
+    finally:
+        run_now(direct.close())
+
+
+async def test_normal_is_the_default(workspace: Workspace) -> None:
+    db = await Database.open(workspace)
+    try:
+        await MemoryStore(db).set_fact("global:x", "k", 1)
+        found = await db.writer_pragmas()
+        assert all(p == {"journal_mode": "wal", "synchronous": "normal"} for p in found.values())
+        assert db.durability == "normal"
+    finally:
+        await db.close()
+
+
+def test_an_unknown_level_is_one_sentence_and_changes_nothing(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "config.toml").write_text('[workspace]\ndurability = "sometimes"\n')
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tui.cli.main",
+            "memory",
+            "set",
+            "global:x",
+            "k",
+            "1",
+            "--workspace",
+            str(workspace),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "durability must be one of normal, full" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (workspace / "tether.db").exists()
+
+
+# -- group commit ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def sqlite_db(workspace: Workspace) -> Any:
+    """Group commit is the SQLite backend's (PostgreSQL commits each write on its own)."""
+    database = await SqliteDatabase.open(workspace)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+@pytest.fixture
+def groups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every group the database commits (run_group itself still runs)."""
+    sizes: list[int] = []
+    real = database_module.run_group
+
+    def counting(conn: sqlite3.Connection, works: Any) -> Any:
+        sizes.append(len(works))
+        return real(conn, works)
+
+    monkeypatch.setattr(database_module, "run_group", counting)
+    return sizes
+
+
+async def test_writes_submitted_together_share_one_commit(
+    sqlite_db: Database, groups: list[int]
+) -> None:
+    memory = MemoryStore(sqlite_db)
+    await asyncio.gather(*(memory.set_fact("global:g", f"k{i}", i) for i in range(20)))
+    assert sum(groups) == 20 and len(groups) <= 2  # one group (two if the first ran alone)
+    assert [f.value for f in await memory.list_facts("global:g")] == sorted(
+        range(20), key=lambda i: f"k{i}"
+    )
+
+
+async def test_a_failing_write_is_undone_alone(sqlite_db: Database, groups: list[int]) -> None:
+    db = sqlite_db
+    def good(i: int) -> Any:
+        return lambda conn: (
+            conn.execute("INSERT INTO events (at_ms, type) VALUES (?, ?)", (i, "good")).lastrowid
+        )
+
+    def bad(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO events (at_ms, type) VALUES (0, 'bad')")
+        raise NotFoundError("there is no such thing")
+
+    results = await asyncio.gather(
+        db.submit(good(1)), db.submit(bad), db.submit(good(2)), return_exceptions=True
+    )
+    assert isinstance(results[1], NotFoundError)
+    assert all(isinstance(r, int) for r in (results[0], results[2]))
+    types = [r[0] for r in await db.fetch_all("SELECT type FROM events ORDER BY seq")]
+    assert types == ["good", "good"]  # the failing write left nothing; the others committed
+
+
+async def test_writes_commit_in_the_order_submitted(db: Database) -> None:
+    store = RunStore(db)
+    await asyncio.gather(*(store.append_event("warning", payload={"n": i}) for i in range(30)))
+    events = await store.events_since(0)
+    assert [e.payload["n"] for e in events] == list(range(30))
+
+
+async def test_close_commits_what_is_queued(workspace: Workspace) -> None:
+    db = await Database.open(workspace)
+    queued = [
+        db.submit(
+            lambda conn, i=i: conn.execute(
+                "INSERT INTO events (at_ms, type) VALUES (?, 'queued')", (i,)
+            )
+        )
+        for i in range(5)
+    ]
+    await db.close()
+    assert all(future.done() for future in queued)
+    reopened = await Database.open(workspace)
+    try:
+        assert await reopened.fetch_value("SELECT count(*) FROM events") == 5
+    finally:
+        await reopened.close()

@@ -1,0 +1,444 @@
+"""``tether runs``, ``tether node`` and ``tether cancel``: reading runs and asking one to stop.
+
+These only read and write the run records, so they run without an event loop on a
+:class:`~store.direct.DirectDatabase` and start quickly (``tether run``, which runs the engine,
+is in :mod:`tui.cli.run_commands`). Exit codes: 0 success, 1 not found, 2 invalid input. Text
+output passes every stored string through :func:`tui.plain.visible`, so data can never inject
+terminal escape sequences.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from store.errors import InvalidInputError, NotFoundError
+from store.ids import validate_node_id, validate_run_id
+from store.run_records import AttemptRecord, CallRecord, MemoryBlockRecord, NodeRecord, RunRecord
+from store.runs import RunStore
+from store.schema import RUN_STATUSES
+from store.sql.paging import MORE_COUNT_CAP
+from store.workspace import Workspace
+from tui.cli.common import (
+    Page,
+    format_option,
+    limit_option,
+    listing_format_option,
+    more_line,
+    open_database,
+    page_of,
+    print_json,
+    print_listing,
+    reading,
+    run_direct,
+    workspace_from,
+    workspace_option,
+)
+from tui.plain import cost as format_cost
+from tui.plain import duration, tokens, visible
+
+DEFAULT_RUNS_LIMIT = 50
+DEFAULT_ATTEMPTS_LIMIT = 10
+DEFAULT_FAN_OUT_LIMIT = 200
+_ITERATION_SUFFIX = re.compile(r"^(?P<node>.+)#(?P<iteration>\d+)$")
+
+
+async def open_runs(workspace: Workspace) -> RunStore:
+    """The run records of an existing workspace (:func:`tui.cli.common.open_database`;
+    NotFoundError when the workspace has no database)."""
+    return RunStore(await open_database(workspace, create=False))
+
+
+# -- tether runs ----------------------------------------------------------------------------
+
+
+@click.command("runs")
+@click.option(
+    "--status",
+    type=click.Choice([*RUN_STATUSES, "stale"]),
+    default=None,
+    help="Only runs with this status (stale = running with an old heartbeat).",
+)
+@limit_option(DEFAULT_RUNS_LIMIT, "runs")
+@listing_format_option
+@workspace_option
+@run_direct
+async def runs_command(
+    status: str | None, limit: int, output_format: str, workspace_dir: str | None
+) -> None:
+    """List runs, newest first, with their generation and the run each one continues."""
+    workspace = workspace_from(workspace_dir)
+    page = Page([], 0)
+    now = 0
+    async with reading(workspace) as db:  # read-only: a listing never changes anything
+        if db is not None:
+            store = RunStore(db)
+            records = await store.list_runs(status=status, limit=limit)
+            total = len(records)
+            if total == limit:
+                total = await store.count_runs(status=status, upto=limit + MORE_COUNT_CAP)
+            page = page_of(records, limit, total)
+            now = store.now_ms
+    print_listing(
+        output_format,
+        page,
+        lambda run: run.as_dict(now),
+        lambda runs: _print_runs(runs, now),
+        empty="No runs.",
+        more_text=lambda n: more_line(n, "runs", MORE_COUNT_CAP),
+    )
+
+
+def _print_runs(runs: Sequence[RunRecord], now: int) -> None:
+    click.echo(
+        f"{'RUN':<16} {'WORKFLOW':<22} {'STATUS':<11} {'GEN':>3} {'PARENT':<16} "
+        f"{'NODES':>7} {'TOKENS':>8} {'COST':>10} {'AGE':>8}"
+    )
+    for r in runs:
+        spent = format_cost(r.cost.usd if r.tokens.total else None, r.cost.unpriced_calls)
+        click.echo(
+            f"{r.run_id:<16} {visible(r.workflow, keep_newlines=False)[:22]:<22} "
+            f"{r.display_status(now):<11} {r.generation:>3} {r.parent_run_id or '-':<16} "
+            f"{f'{r.nodes_done}/{r.nodes_total}':>7} {tokens(r.tokens.total):>8} "
+            f"{spent:>10} {duration(now - r.created_at_ms):>8}"
+        )
+
+
+# -- tether node ----------------------------------------------------------------------------
+
+
+def split_iteration(node_id: str, iteration: int | None) -> tuple[str, int | None]:
+    """``draft#2`` (as ``tether run`` prints a loop node) is node ``draft`` at iteration 2;
+    InvalidInputError when ``--iteration`` says otherwise."""
+    match = _ITERATION_SUFFIX.match(node_id)
+    if match is None:
+        return node_id, iteration
+    suffix = int(match.group("iteration"))
+    if iteration is not None and iteration != suffix:
+        raise InvalidInputError(
+            f"{node_id!r} names iteration {suffix} but --iteration says {iteration}; "
+            "give one of them."
+        )
+    return match.group("node"), suffix
+
+
+def _call_line(call: CallRecord) -> str:
+    t = call.tokens
+    detail = call.detail if isinstance(call.detail, dict) else {}
+    if call.kind == "retry":
+        said = f"HTTP {detail['status']}" if detail.get("status") else "request failed"
+        what = (
+            f"fell back {detail['fallback']}"
+            if detail.get("fallback")
+            else f"waited {float(detail.get('wait_s') or 0):.2f}s"
+        )
+        return (
+            f"    call {call.call_id}: retry, {said}, {what}: "
+            f"{visible(str(detail.get('error', '')), keep_newlines=False)[:160]}"
+        )
+    sim = " simulated" if call.simulated else ""
+    kind = "reconciliation " if call.kind == "reconciliation" else ""
+    return (
+        f"    call {call.call_id}: {kind}{call.bucket:<10} context {call.context_tokens:>8,} = "
+        f"input {t.input:,} + cache read {t.cache_read:,} + cache write {t.cache_write:,}; "
+        f"output {t.output:,}, reasoning {t.reasoning:,} ({visible(call.agent)}"
+        f"{'/' + visible(call.model) if call.model else ''}{sim}) "
+        f"cost {format_cost(call.cost_usd, int(call.cost_usd is None))}"
+    )
+
+
+def _invocation_lines(details: Any) -> list[str]:
+    """What the agent passed and reported per invocation (command line, session, models)."""
+    invocations = details.get("invocations") if isinstance(details, dict) else None
+    lines: list[str] = []
+    for invocation in invocations if isinstance(invocations, list) else []:
+        if not isinstance(invocation, dict):
+            continue
+        command = invocation.get("command")
+        if isinstance(command, list):
+            lines.append(f"    command: {visible(shlex.join(str(a) for a in command))}")
+        facts = []
+        for key, label in (("session_id", "id"), ("thread_id", "thread")):
+            if invocation.get(key):
+                facts.append(f"{label} {invocation[key]}")
+        for key in ("num_turns", "turns", "messages", "reconnects", "exit_status"):
+            if invocation.get(key) is not None:
+                facts.append(f"{key.replace('_', ' ')} {invocation[key]}")
+        if invocation.get("total_cost_usd") is not None:
+            facts.append(f"reported cost {format_cost(float(invocation['total_cost_usd']))}")
+        if facts:
+            lines.append(f"    session: {visible(', '.join(facts), keep_newlines=False)}")
+        models = invocation.get("models")
+        for name, usage in (models.items() if isinstance(models, dict) else []):
+            if isinstance(usage, dict):
+                spent = sum(int(v) for k, v in usage.items() if k.endswith("_tokens"))
+                reported = usage.get("cost_usd")
+                lines.append(
+                    f"      model {visible(str(name))}: {spent:,} tokens, cost "
+                    f"{format_cost(reported if isinstance(reported, int | float) else None)}"
+                )
+        for note in invocation.get("notes") or []:
+            lines.append(f"      note: {visible(str(note), keep_newlines=False)}")
+    return lines
+
+
+def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]:
+    took = (
+        duration(attempt.finished_at_ms - attempt.started_at_ms)
+        if attempt.finished_at_ms
+        else "running"
+    )
+    head = f"  attempt {attempt.attempt}"
+    if attempt.iteration:
+        head += f" (iteration {attempt.iteration})"
+    head += f" - {attempt.state}{' (cached)' if attempt.cached else ''}, {took}"
+    t = attempt.tokens
+    mine = [c for c in calls if c.attempt == attempt.attempt and c.iteration == attempt.iteration]
+    priced = [c.cost_usd for c in mine if c.cost_usd is not None]
+    unpriced = sum(1 for c in mine if c.cost_usd is None and c.kind != "retry")
+    lines = [
+        head,
+        f"    tokens: input {t.input:,}, cache read {t.cache_read:,}, cache write "
+        f"{t.cache_write:,}, output {t.output:,}, reasoning {t.reasoning:,}",
+        f"    cost: {format_cost(sum(priced) if priced else None, unpriced)}",
+    ]
+    lines.extend(_invocation_lines(attempt.details))
+    if attempt.error:
+        lines.append(f"    error: {visible(attempt.error)}")
+    lines.extend(_call_line(c) for c in mine)
+    return lines
+
+
+def _memory_block_json(block: MemoryBlockRecord | None) -> dict[str, Any] | None:
+    """The recalled memory block a node iteration saw (None when it has no memory config)."""
+    if block is None:
+        return None
+    return {
+        "text": block.text,
+        "items": block.items,
+        "bytes_used": block.bytes_used,
+        "budget_bytes": block.budget_bytes,
+        "truncated": block.truncated,
+        "warning": block.warning,
+        "degraded": block.degraded,
+        "query": block.query,
+        "banks": block.banks,
+    }
+
+
+def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
+    """The memory block as text: accounting, each recalled item and why, then the block."""
+    head = f"Memory block: {block.bytes_used} of {block.budget_bytes} bytes"
+    head += f", {sum(1 for i in block.items if i.get('included', True))} item(s)"
+    if block.truncated:
+        head += ", truncated"
+    lines = [head]
+    if block.warning:
+        lines.append(f"  {'warning' if block.degraded else 'note'}: {visible(block.warning)}")
+    for item in block.items:
+        mark = "" if item.get("included", True) else " (left out: budget)"
+        # "why" says how the item was found (words matched, similarity, primer); blocks stored
+        # before it existed only have the matched terms.
+        why = str(item.get("why") or "") or "matched: " + (
+            ", ".join(str(t) for t in item.get("matched_terms") or []) or "-"
+        )
+        lines.append(
+            f"  - {visible(str(item.get('id')))} {visible(str(item.get('namespace', '')))}"
+            f" score {float(item.get('score') or 0):.3f} {visible(why)}{mark}"
+        )
+    if block.text:
+        lines.extend(f"  | {visible(line)}" for line in block.text.split("\n"))
+    return lines
+
+
+@click.command("node")
+@click.argument("node_id", metavar="NODE")
+@click.option("--run", "run_id", required=True, metavar="RUN", help="The run the node belongs to.")
+@click.option(
+    "--iteration", type=click.IntRange(0), default=None, help="Loop iteration (default: latest)."
+)
+@click.option("--attempts", "all_attempts", is_flag=True, help="Show a page of attempts in full.")
+@limit_option(DEFAULT_ATTEMPTS_LIMIT, "attempts (newest first) with --attempts or --format json")
+@click.option(
+    "--offset",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    metavar="K",
+    help="Skip the K newest attempts (the next page).",
+)
+@format_option
+@workspace_option
+@run_direct
+async def node_command(
+    node_id: str,
+    run_id: str,
+    iteration: int | None,
+    all_attempts: bool,
+    limit: int,
+    offset: int,
+    output_format: str,
+    workspace_dir: str | None,
+) -> None:
+    """Show a node: status, attempts, per-call token usage with buckets, and its output.
+
+    NODE is a node id as `tether run` prints it: `plan`, `review[api.py]`, `draft#2` (a loop
+    node at iteration 2). A fan-out's id (`review`) lists the nodes it made.
+    """
+    validate_run_id(run_id)
+    node_id, iteration = split_iteration(node_id, iteration)
+    validate_node_id(node_id)
+    workspace = workspace_from(workspace_dir)
+    async with reading(workspace) as db:
+        if db is None:
+            raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
+        await _show_node(
+            RunStore(db), run_id, node_id, iteration, all_attempts, limit, offset, output_format
+        )
+
+
+async def _show_node(
+    store: RunStore,
+    run_id: str,
+    node_id: str,
+    iteration: int | None,
+    all_attempts: bool,
+    limit: int,
+    offset: int,
+    output_format: str,
+) -> None:
+    await store.get_run(run_id)
+    try:
+        node = await store.get_node(run_id, node_id, iteration)
+    except NotFoundError:
+        copies = await store.fan_out_nodes(run_id, node_id, DEFAULT_FAN_OUT_LIMIT + 1)
+        if not copies or iteration is not None:
+            raise
+        _print_fan_out(node_id, copies, output_format)
+        return
+    states = await store.attempt_states(run_id, node.node_id, node.iteration)
+    total = sum(states.values())
+    page_size = limit if all_attempts or output_format == "json" else 1
+    attempts = await store.attempts_page(
+        run_id, node.node_id, node.iteration, limit=page_size, offset=offset
+    )
+    calls: list[CallRecord] = []
+    if attempts:
+        calls = await store.calls_of_attempts(
+            run_id, node.node_id, node.iteration, attempts[0].attempt, attempts[-1].attempt
+        )
+    block = await store.get_memory_block(run_id, node.node_id, node.iteration)
+    if output_format == "json":
+        print_json(
+            {
+                "run_id": run_id,
+                **node.as_dict(),
+                "attempts": [
+                    {
+                        **a.as_dict(),
+                        "calls": [c.as_dict() for c in calls if c.attempt == a.attempt],
+                    }
+                    for a in attempts
+                ],
+                "attempts_total": total,
+                "attempts_offset": offset,
+                "memory_block": _memory_block_json(block),
+            }
+        )
+        return
+    click.echo("\n".join(_node_lines(node, attempts, calls, states, offset, block, all_attempts)))
+
+
+def _node_lines(
+    node: NodeRecord,
+    attempts: list[AttemptRecord],
+    calls: list[CallRecord],
+    states: dict[str, int],
+    offset: int,
+    block: MemoryBlockRecord | None,
+    all_attempts: bool,
+) -> list[str]:
+    took = (
+        duration(node.finished_at_ms - node.started_at_ms)
+        if node.finished_at_ms and node.started_at_ms
+        else "–"
+    )
+    total = sum(states.values())
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "none"
+    lines = [
+        f"Node: {visible(node.node_id)} (iteration {node.iteration})",
+        f"Status: {node.state}{' (cached)' if node.cached else ''}",
+        f"Duration: {took}",
+        f"Attempts: {total} ({summary})",
+    ]
+    if node.error:
+        lines.append(f"Error: {visible(node.error)}")
+    older = total - offset - len(attempts)
+    if older > 0:
+        hint = (
+            f"--offset {offset + len(attempts)} shows the next page"
+            if all_attempts
+            else "--attempts shows them"
+        )
+        lines.append(f"  ({older:,} earlier attempt(s); {hint})")
+    for attempt in attempts:
+        lines.extend(_attempt_lines(attempt, calls))
+    if block is not None:
+        lines.extend(_memory_block_lines(block))
+    if node.output is not None:
+        lines.append("Output:")
+        lines.append(visible(json.dumps(node.output, ensure_ascii=False, indent=2)))
+    return lines
+
+
+def _print_fan_out(fan_out_id: str, copies: list[NodeRecord], output_format: str) -> None:
+    """``tether node review``: the nodes fan-out ``review`` made, as a listing."""
+    page = page_of(copies, DEFAULT_FAN_OUT_LIMIT)
+
+    def print_text(nodes: Sequence[NodeRecord]) -> None:
+        click.echo(f"{visible(fan_out_id)} is a fan-out; its nodes:")
+        for node in nodes:
+            name = visible(node.node_id, keep_newlines=False)
+            suffix = f"#{node.iteration}" if node.iteration else ""
+            click.echo(f"  {name}{suffix}  {node.state}")
+
+    print_listing(
+        output_format,
+        page,
+        lambda node: {"node_id": node.node_id, "iteration": node.iteration, "state": node.state},
+        print_text,
+        empty="",
+        more_text=lambda _: f"… more nodes of {visible(fan_out_id)} (show one with its full id)",
+    )
+
+
+# -- tether cancel --------------------------------------------------------------------------
+
+
+@click.command("cancel")
+@click.argument("run_id", metavar="RUN")
+@workspace_option
+@run_direct
+async def cancel_command(run_id: str, workspace_dir: str | None) -> None:
+    """Cancel RUN: the process running it stops its tasks within a moment."""
+    validate_run_id(run_id)
+    workspace = workspace_from(workspace_dir)
+    if not workspace.exists():
+        raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
+    store = await open_runs(workspace)
+    try:
+        run = await store.request_cancel(run_id)
+    finally:
+        await store.db.close()
+    if run.status == "cancelled":
+        click.echo(f"Run {run_id} cancelled.")
+    else:
+        click.echo(f"Cancel requested for run {run_id}; its process will stop it shortly.")
+
+
+COMMANDS = [runs_command, node_command, cancel_command]
