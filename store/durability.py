@@ -10,6 +10,12 @@ Both levels run SQLite in WAL mode; they differ in ``PRAGMA synchronous``:
 * ``full`` (``synchronous=FULL``): every commit is flushed (``fsync``) before it is
   acknowledged, so it also survives a power cut. The engine commits the records of nodes that
   finish together in one transaction (group commit), so the flush is shared.
+
+On a PostgreSQL workspace the same two promises are PostgreSQL's ``synchronous_commit``
+(:data:`PG_SYNCHRONOUS_COMMIT`): at ``normal`` (``off``) a commit is acknowledged before the
+server flushes its WAL, so a crash of the server (not of a Tether process) can lose the last
+commits (up to three times ``wal_writer_delay``) but never corrupts anything; at ``full``
+(``on``) the server flushes before acknowledging.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from pathlib import Path
 from store.errors import InvalidInputError
 
 DURABILITY_LEVELS = ("normal", "full")
+PG_SYNCHRONOUS_COMMIT = {"normal": "off", "full": "on"}
+"""PostgreSQL's ``synchronous_commit`` at each level (set on every session that writes)."""
 DEFAULT_DURABILITY = "normal"
 SYNCHRONOUS_VALUES = {"normal": 1, "full": 2}
 """What ``PRAGMA synchronous`` reads back as at each level (SQLite: 1 NORMAL, 2 FULL)."""

@@ -37,6 +37,7 @@ from psycopg_pool import ConnectionPool
 from store.backend import Database, Params
 from store.clock import SYSTEM_CLOCK, Clock
 from store.database_url import redact_url, scrub
+from store.durability import DEFAULT_DURABILITY, PG_SYNCHRONOUS_COMMIT, read_durability
 from store.errors import DatabaseUnavailable, NotFoundError, WorkspaceError
 from store.sql import events as lite_events
 from store.sql.postgres import schema
@@ -213,6 +214,8 @@ class PostgresDatabase(Database):
         self.channel = channel_for(schema_name)
         self.read_only = False
         """True when writes are refused: a read-only session, or a role that may not write."""
+        self.durability = DEFAULT_DURABILITY
+        """The workspace's durability level (store.durability), PostgreSQL's synchronous_commit."""
         self.role_can_write = True
         """Whether the role may write the workspace (a dashboard hides write keys if not)."""
         self._statements = catalogue()
@@ -243,12 +246,17 @@ class PostgresDatabase(Database):
         url = workspace.database_url
         if not url:
             raise WorkspaceError("This workspace has no database URL.")
+        level = read_durability(workspace.config_path)
         pool: ConnectionPool[Any] = ConnectionPool(
             url,
             min_size=1,
             max_size=POOL_MAX,
             kwargs={"autocommit": True, "row_factory": row_factory, "application_name": "tether"},
-            configure=_read_only_session if read_only else _session,
+            configure=(
+                _read_only_session
+                if read_only
+                else functools.partial(_session, synchronous_commit=PG_SYNCHRONOUS_COMMIT[level])
+            ),
             open=False,
             name="tether",
         )
@@ -263,6 +271,7 @@ class PostgresDatabase(Database):
         try:
             schema_name = await asyncio.to_thread(_inspect, pool)
             db = cls(pool, workspace, clock, schema_name)
+            db.durability = level
             db.role_can_write = await asyncio.to_thread(_role_can_write, pool)
             db.read_only = read_only or not db.role_can_write
             await asyncio.to_thread(db._check_and_migrate, create and not read_only)
@@ -396,10 +405,20 @@ def _probe(url: str) -> None:
         pass
 
 
-def _session(conn: psycopg.Connection[Any]) -> None:
+def _session(conn: psycopg.Connection[Any], synchronous_commit: str | None = None) -> None:
     # Tether's statements are short and indexed: JIT compilation (tens to hundreds of ms,
     # triggered by pessimistic cost estimates of the search statements) only ever adds time.
     conn.execute("SET jit = off")
+    if synchronous_commit is not None:
+        # The workspace's durability level (store.durability), read back: a session that
+        # would write with less than the workspace promises is refused.
+        conn.execute(f"SET synchronous_commit = {synchronous_commit}")
+        found = conn.execute("SHOW synchronous_commit").fetchone()
+        if found is None or found[0] != synchronous_commit:
+            raise WorkspaceError(
+                f"The server kept synchronous_commit = {found and found[0]}, not "
+                f"{synchronous_commit} as the workspace's durability level needs."
+            )
 
 
 def _read_only_session(conn: psycopg.Connection[Any]) -> None:

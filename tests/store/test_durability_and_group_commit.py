@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_support import fresh_schema
 
 import store.database as database_module
 from store.database import Database, SqliteDatabase
@@ -76,6 +77,26 @@ async def test_normal_is_the_default(workspace: Workspace) -> None:
         assert db.durability == "normal"
     finally:
         await db.close()
+
+
+@pytest.mark.parametrize(("level", "expected"), [("normal", "off"), ("full", "on")])
+async def test_a_postgresql_workspace_commits_at_its_level(
+    tmp_path: Path, level: str, expected: str
+) -> None:
+    """Every writing session of a PostgreSQL workspace runs at the configured level's
+    synchronous_commit (read back when the session opens)."""
+    with fresh_schema() as url:
+        workspace = Workspace(tmp_path / ".tether", database_url=url)
+        configure(workspace, f'[workspace]\ndurability = "{level}"\n')
+        db = await Database.open(workspace)
+        try:
+            await MemoryStore(db).set_fact("global:x", "k", 1)
+            found = await db.run_read(
+                lambda conn: conn.execute("SHOW synchronous_commit").fetchone()[0]
+            )
+            assert (db.durability, found) == (level, expected)
+        finally:
+            await db.close()
 
 
 def test_an_unknown_level_is_one_sentence_and_changes_nothing(tmp_path: Path) -> None:
