@@ -57,6 +57,12 @@ STATUS_CODES = {"pending": 0, "accepted": 1, "rejected": 2}
 GONE = -1  # the status of a note that was deleted
 # Merge the delta segment into the arrays when it holds this many notes (or a tenth of them).
 MERGE_AT_NOTES = 2_000
+# In a bank of at least DENSE_MIN_NOTES, a term held by at least 1/DENSE_SHARE of its notes is
+# looked up in a per-note array (one gather instead of a binary search per note scored); the
+# DENSE_TERMS most recently used are kept (a byte per note each when frequencies fit).
+DENSE_MIN_NOTES = 65_536
+DENSE_SHARE = 8
+DENSE_TERMS = 16
 
 Int = np.int64
 # The name of the one index holding every note of the workspace (searches over several banks
@@ -150,6 +156,7 @@ class BankIndex:
         self.change_mark = 0
         # Notes and decisions taken in since the last snapshot (or the build).
         self.tail = 0
+        self._dense: dict[str, np.ndarray] = {}  # least recently used first
         self._mask_cache: dict[tuple[Scope, tuple[str, ...] | None], np.ndarray] = {}
         # Per cached mask: note count, total length and document frequencies seen so far
         # (cleared with the masks on any change, so always exact).
@@ -242,6 +249,7 @@ class BankIndex:
         self.superseded = np.concatenate([self.superseded, np.asarray(superseded, dtype=bool)])
         self.rowid_mark = mark
         self.tail += len(rowids)
+        self._dense.clear()
         self._clear_caches()
         if self.delta_notes >= max(MERGE_AT_NOTES, self.size // 10):
             self.merge_delta()
@@ -423,6 +431,21 @@ class BankIndex:
             docs = np.concatenate([docs, np.asarray(extra[0], dtype=np.int32)])
             tfs = np.concatenate([tfs, np.asarray(extra[1], dtype=np.float32)])
         return docs, tfs
+
+    def dense_tf(self, term: str, docs: np.ndarray, tfs: np.ndarray) -> np.ndarray | None:
+        """``term``'s frequency in every note (0: absent) when it is common in a big bank
+        (``docs``/``tfs``: its postings), else None."""
+        if self.size < DENSE_MIN_NOTES or docs.shape[0] < self.size // DENSE_SHARE:
+            return None
+        found = self._dense.pop(term, None)
+        if found is None:
+            small = bool(tfs.max() <= np.iinfo(np.uint8).max)
+            found = np.zeros(self.size, dtype=np.uint8 if small else np.float32)
+            found[docs] = tfs
+        self._dense[term] = found
+        while len(self._dense) > DENSE_TERMS:
+            del self._dense[next(iter(self._dense))]
+        return found
 
     def runs(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The base postings of ``term`` in impact order (see :mod:`store.term_ranking`), the

@@ -161,11 +161,17 @@ def _score(
             if query.require_all:
                 return docs[:0], total[:0]
             continue
-        where = np.minimum(np.searchsorted(term_docs, docs), term_docs.shape[0] - 1)
-        has = term_docs[where] == docs
+        dense = bank.dense_tf(term, term_docs, term_tfs)
+        if dense is not None:
+            found = dense[docs].astype(np.float32)
+            has = found > 0
+            tfs = np.where(has, found, np.float32(1))
+        else:
+            where = np.minimum(np.searchsorted(term_docs, docs), term_docs.shape[0] - 1)
+            has = term_docs[where] == docs
+            tfs = np.where(has, term_tfs[where], np.float32(1))
         if query.require_all:
             keep &= has
-        tfs = np.where(has, term_tfs[where], np.float32(1))
         total += np.where(has, contribution(lengths, docs, tfs, weights[term], average),
                           np.float32(0))
     if query.require_all:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from store import term_ranking
+from store import term_index, term_ranking
 from store.search_policy import idf, index_terms, weak_terms
 from store.term_index import LIVE, STATUS_CODES, BankIndex, Scope
 from store.term_ranking import Query, Stats, contribution, score_bank
@@ -102,10 +102,13 @@ def queries(seed: int, count: int) -> list[Query]:
 
 @pytest.fixture
 def walk_always(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Force the threshold walk (and tiny blocks) even on a few hundred notes."""
+    """Force the threshold walk (and tiny blocks) even on a few hundred notes, and per-note
+    frequency arrays for the terms in a quarter of the notes."""
     monkeypatch.setattr(term_ranking, "EXHAUSTIVE_POSTINGS", 0)
     monkeypatch.setattr(term_ranking, "FIRST_BLOCK", 2)
     monkeypatch.setattr(term_ranking, "LAST_BLOCK", 8)
+    monkeypatch.setattr(term_index, "DENSE_MIN_NOTES", 0)
+    monkeypatch.setattr(term_index, "DENSE_SHARE", 4)
 
 
 def built(rows: list[dict[str, Any]], namespace: str = "*") -> BankIndex:
@@ -150,6 +153,17 @@ def test_ties_go_to_the_newest_note_across_runs(walk_always: None) -> None:
                   Query(("w0", "w1"), False, 10, False, None),
                   Query(("w1",), False, 7, False, None)):
         mask = bank.mask(LIVE)
+        assert ranked(bank, mask, query) == brute_force(bank, mask, query)
+
+
+def test_a_frequency_over_255_is_scored_exactly(walk_always: None) -> None:
+    rows = make_rows(300, seed=9)
+    rows[7]["body"] = "w0 " * 300 + "w1"
+    rows[8]["body"] = "w0 " * 260
+    bank = built(rows)
+    mask = bank.mask(LIVE)
+    for query in (Query(("w0", "w1"), True, 5, False, None),
+                  Query(("w0", "w2"), False, 5, False, None)):
         assert ranked(bank, mask, query) == brute_force(bank, mask, query)
 
 
