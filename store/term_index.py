@@ -21,8 +21,9 @@ status and whether an accepted note supersedes it, so a decision only flips two 
 Before each search the index reads the database's tail in the same hop: notes with a larger
 rowid than any seen (notes are append-only) and the ``note_changes`` log written by triggers
 (status decisions, new supersession edges). New notes land in a small delta segment, folded
-into the arrays (a linear merge: the delta's notes are all newer) when it grows or when a
-snapshot is due.
+into the arrays (a linear merge: the delta's notes are all newer) once it holds
+``MERGE_AT_NOTES`` notes or ``1/MERGE_SHARE`` of the bank. A snapshot saves the delta as it
+is (its own CSR arrays, "frozen" once read back), so saving never rewrites the base.
 
 Cold start: a bank read from scratch costs about 3 s per 100k notes (SQLite reads and
 tokenising). On a SQLite workspace the index is saved under ``<workspace>/index/`` after a
@@ -55,8 +56,11 @@ if TYPE_CHECKING:
 
 STATUS_CODES = {"pending": 0, "accepted": 1, "rejected": 2}
 GONE = -1  # the status of a note that was deleted
-# Merge the delta segment into the arrays when it holds this many notes (or a tenth of them).
+# Merge the delta segment into the base arrays once it holds MERGE_AT_NOTES notes or
+# 1/MERGE_SHARE of the bank: its postings are scored in full (the base's are read best-first),
+# and snapshots save it unmerged, so this bound alone keeps it small.
 MERGE_AT_NOTES = 2_000
+MERGE_SHARE = 50
 # In a bank of at least DENSE_MIN_NOTES, a term held by at least 1/DENSE_SHARE of its notes is
 # looked up in a per-note array (one gather instead of a binary search per note scored); the
 # DENSE_TERMS most recently used are kept (a byte per note each when frequencies fit).
@@ -149,7 +153,11 @@ class BankIndex:
         self.run_offsets = np.zeros(1, dtype=Int)  # runs (one per term and tf) by term number
         self.run_start = np.zeros(1, dtype=Int)  # where each run starts in impact order
         self.run_tf = np.zeros(0, dtype=np.float32)
-        # Delta segment: postings of notes added since the base was built, by term number.
+        # Delta segment: postings of notes added since the base was built, by term number:
+        # those read from a snapshot (CSR, like the base), then those added since.
+        self.frozen_offsets = np.zeros(1, dtype=Int)
+        self.frozen_doc = np.zeros(0, dtype=np.int32)
+        self.frozen_tf = np.zeros(0, dtype=np.float32)
         self.delta: dict[int, tuple[list[int], list[int]]] = {}
         # What the index reflects: notes up to this rowid, changes up to this log sequence.
         self.rowid_mark = 0
@@ -251,7 +259,7 @@ class BankIndex:
         self.tail += len(rowids)
         self._dense.clear()
         self._clear_caches()
-        if self.delta_notes >= max(MERGE_AT_NOTES, self.size // 10):
+        if self.delta_notes >= max(MERGE_AT_NOTES, self.size // MERGE_SHARE):
             self.merge_delta()
         return len(rowids)
 
@@ -264,13 +272,7 @@ class BankIndex:
         if self.delta_notes == 0:
             return
         vocabulary_size = len(self.vocabulary)
-        items = sorted(self.delta.items())
-        d_terms = np.repeat(np.asarray([t for t, _ in items], dtype=Int),
-                            [len(docs) for _, (docs, _) in items])
-        d_docs = np.fromiter((d for _, (docs, _) in items for d in docs), dtype=np.int32,
-                             count=d_terms.shape[0])
-        d_tfs = np.fromiter((f for _, (_, tfs) in items for f in tfs), dtype=np.float32,
-                            count=d_terms.shape[0])
+        d_terms, d_docs, d_tfs = self._delta_postings()
         base_counts = np.zeros(vocabulary_size, dtype=Int)
         base_counts[: self.offsets.shape[0] - 1] = np.diff(self.offsets)
         delta_counts = np.bincount(d_terms, minlength=vocabulary_size).astype(Int)
@@ -297,10 +299,32 @@ class BankIndex:
         keys, self.impact_doc = keys[order], docs[order]
         self.offsets, self.post_doc, self.post_tf = offsets, post_doc, post_tf
         self._set_runs(keys, vocabulary_size)
+        self.frozen_offsets = np.zeros(1, dtype=Int)
+        self.frozen_doc = np.zeros(0, dtype=np.int32)
+        self.frozen_tf = np.zeros(0, dtype=np.float32)
         self.delta = {}
         self.base_docs = self.size
         self._merge_tags()
         self._clear_caches()
+
+    def _delta_postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The delta segment's postings as (term, note, tf) arrays in term then note order."""
+        items = sorted(self.delta.items())
+        live_terms = np.repeat(np.asarray([t for t, _ in items], dtype=Int),
+                               [len(docs) for _, (docs, _) in items])
+        live_docs = np.fromiter((d for _, (docs, _) in items for d in docs), dtype=np.int32,
+                                count=live_terms.shape[0])
+        live_tfs = np.fromiter((f for _, (_, tfs) in items for f in tfs), dtype=np.float32,
+                               count=live_terms.shape[0])
+        if not self.frozen_doc.shape[0]:
+            return live_terms, live_docs, live_tfs
+        frozen_terms = np.repeat(np.arange(self.frozen_offsets.shape[0] - 1, dtype=Int),
+                                 np.diff(self.frozen_offsets))
+        terms = np.concatenate([frozen_terms, live_terms])
+        # Two runs sorted by term; within a term the frozen notes are the older ones.
+        order = np.argsort(terms, kind="stable")
+        return (terms[order], np.concatenate([self.frozen_doc, live_docs])[order],
+                np.concatenate([self.frozen_tf, live_tfs])[order])
 
     def _impact_keys(self, terms: np.ndarray, tfs: np.ndarray, docs: np.ndarray) -> np.ndarray:
         lengths = np.minimum(self.lengths[docs], _LOW16).astype(Int)
@@ -348,14 +372,18 @@ class BankIndex:
     # -- snapshots -------------------------------------------------------------------------
 
     def snapshot_parts(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """What a snapshot stores (after :meth:`merge_delta`): header fields and arrays."""
-        self.merge_delta()
+        """What a snapshot stores: header fields and arrays (the delta segment as it is: a
+        merge rewrites the base, a snapshot only copies it)."""
+        self._merge_tags()
+        d_terms, d_docs, d_tfs = self._delta_postings()
+        d_offsets = np.searchsorted(d_terms, np.arange(len(self.vocabulary) + 1, dtype=Int))
         sorted_terms, sorted_ids, long_terms = self.vocabulary.to_snapshot()
         meta = {
             "namespace": self.namespace,
             "terms_version": INDEX_TERMS_VERSION,
             "rowid_mark": self.rowid_mark,
             "change_mark": self.change_mark,
+            "base_docs": self.base_docs,
             "vocabulary_size": len(self.vocabulary),
             "long_terms": long_terms,
             "space_names": self.space_names.names,
@@ -370,6 +398,7 @@ class BankIndex:
             "post_tf": self.post_tf, "impact_doc": self.impact_doc,
             "run_offsets": self.run_offsets, "run_start": self.run_start,
             "run_tf": self.run_tf, "vocab_sorted": sorted_terms, "vocab_ids": sorted_ids,
+            "delta_offsets": d_offsets.astype(Int), "delta_doc": d_docs, "delta_tf": d_tfs,
         }
         return meta, arrays
 
@@ -399,9 +428,12 @@ class BankIndex:
             for name in ("tag_offsets", "tag_docs", "offsets", "post_doc", "post_tf",
                          "impact_doc", "run_offsets", "run_start", "run_tf"):
                 setattr(bank, name, arrays[name])
+            bank.frozen_offsets = arrays["delta_offsets"]
+            bank.frozen_doc = arrays["delta_doc"]
+            bank.frozen_tf = arrays["delta_tf"]
+            bank.base_docs = int(meta["base_docs"])
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise SnapshotRejected("its arrays do not fit together") from error
-        bank.base_docs = bank.size
         bank.rowid_mark = int(meta["rowid_mark"])
         bank.change_mark = int(meta["change_mark"])
         return bank
@@ -426,11 +458,19 @@ class BankIndex:
             docs, tfs = self.post_doc[start:end], self.post_tf[start:end]
         else:
             docs, tfs = self.post_doc[:0], self.post_tf[:0]
+        parts_docs, parts_tfs = [docs], [tfs]
+        if term_id + 1 < self.frozen_offsets.shape[0]:
+            start, end = int(self.frozen_offsets[term_id]), int(self.frozen_offsets[term_id + 1])
+            if end > start:
+                parts_docs.append(self.frozen_doc[start:end])
+                parts_tfs.append(self.frozen_tf[start:end])
         extra = self.delta.get(term_id)
         if extra:
-            docs = np.concatenate([docs, np.asarray(extra[0], dtype=np.int32)])
-            tfs = np.concatenate([tfs, np.asarray(extra[1], dtype=np.float32)])
-        return docs, tfs
+            parts_docs.append(np.asarray(extra[0], dtype=np.int32))
+            parts_tfs.append(np.asarray(extra[1], dtype=np.float32))
+        if len(parts_docs) == 1:
+            return docs, tfs
+        return np.concatenate(parts_docs), np.concatenate(parts_tfs)
 
     def dense_tf(self, term: str, docs: np.ndarray, tfs: np.ndarray) -> np.ndarray | None:
         """``term``'s frequency in every note (0: absent) when it is common in a big bank
@@ -562,14 +602,27 @@ def _check_arrays(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> 
     within(arrays["kinds"], 0, len(meta["kind_names"]))
     vocabulary = int(meta["vocabulary_size"])
     total = arrays["post_doc"].shape[0]
-    csr(arrays["offsets"], vocabulary, total)
+    # The base covers the terms known at its last merge; the delta, every term.
+    base_vocabulary = arrays["offsets"].shape[0] - 1
+    if not 0 <= base_vocabulary <= vocabulary:
+        fail()
+    csr(arrays["offsets"], base_vocabulary, total)
     for name, dtype in (("post_doc", "<i4"), ("post_tf", "<f4"), ("impact_doc", "<i4")):
         if arrays[name].shape != (total,) or arrays[name].dtype.str != dtype:
             fail()
-    within(arrays["post_doc"], 0, size)
-    within(arrays["impact_doc"], 0, size)
+    base = int(meta["base_docs"])
+    if not 0 <= base <= size:
+        fail()
+    within(arrays["post_doc"], 0, base)
+    within(arrays["impact_doc"], 0, base)
+    delta = arrays["delta_doc"].shape[0]
+    csr(arrays["delta_offsets"], vocabulary, delta)
+    for name, dtype in (("delta_doc", "<i4"), ("delta_tf", "<f4")):
+        if arrays[name].shape != (delta,) or arrays[name].dtype.str != dtype:
+            fail()
+    within(arrays["delta_doc"], base, size)
     runs = arrays["run_tf"].shape[0]
-    csr(arrays["run_offsets"], vocabulary, runs)
+    csr(arrays["run_offsets"], base_vocabulary, runs)
     csr(arrays["run_start"], runs, total)
     if not np.array_equal(arrays["run_start"][arrays["run_offsets"]], arrays["offsets"]):
         fail()

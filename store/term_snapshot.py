@@ -42,7 +42,8 @@ from store.search_policy import INDEX_TERMS_VERSION
 
 FOLDER = "index"
 MAGIC = b"TETHER-TERMS\x00\x00\x00\x00"
-FORMAT_VERSION = 1
+# 2: the delta segment is saved as it is (not merged first); empty arrays take no room.
+FORMAT_VERSION = 2
 _PREAMBLE = struct.Struct("<16sIII4x")  # magic, format version, header bytes, header CRC
 ALIGN = 64
 # Arrays a snapshot may hold, and the only dtypes accepted for them.
@@ -143,12 +144,16 @@ def write_snapshot(path: Path, meta: Mapping[str, Any], arrays: Mapping[str, np.
         if data.dtype.str not in DTYPES and data.dtype.kind != "S":
             raise ValueError(f"unsupported dtype {data.dtype.str} for {name}")
         raw = data.reshape(-1).view(np.uint8).data
-        chunks.append((offset, raw))
         entries.append({
             "name": name, "dtype": data.dtype.str, "shape": list(data.shape),
-            "offset": offset, "bytes": data.nbytes, "crc": zlib.crc32(raw),
+            "offset": offset if data.nbytes else 0, "bytes": data.nbytes,
+            "crc": zlib.crc32(raw),
         })
-        offset = _aligned(offset + data.nbytes)
+        # An empty array takes no room: offset 0, nothing written (placed after the last
+        # array, it would point past the end of the file).
+        if data.nbytes:
+            chunks.append((offset, raw))
+            offset = _aligned(offset + data.nbytes)
     header = json.dumps({**meta, "arrays": entries}, separators=(",", ":")).encode()
     preamble = _PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(header), zlib.crc32(header))
     start = _aligned(_PREAMBLE.size + len(header))
@@ -255,7 +260,13 @@ def _array(mapped: mmap.mmap, start: int, size: int, entry: Any) -> np.ndarray:
     if (entry["dtype"] not in DTYPES and dtype.kind != "S") or any(n < 0 for n in shape):
         raise SnapshotRejected("its header is damaged")
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    if count * dtype.itemsize != length or offset < 0 or start + offset + length > size:
+    if count * dtype.itemsize != length or offset < 0:
+        raise SnapshotRejected("it is truncated or damaged")
+    if length == 0:  # written at offset 0 and not at all (the file may end before ``start``)
+        if offset != 0 or crc != zlib.crc32(b""):
+            raise SnapshotRejected("its header is damaged")
+        return np.zeros(shape, dtype=dtype)
+    if start + offset + length > size:
         raise SnapshotRejected("it is truncated or damaged")
     view = memoryview(mapped)[start + offset:start + offset + length]
     if zlib.crc32(view) != crc:

@@ -25,7 +25,9 @@ class Vocabulary:
 
     def __init__(self) -> None:
         self._added: dict[str, int] = {}  # every term of a built index, or added since a load
-        self._added_terms: list[str] = []
+        # Snapshot terms already looked up (a tail's next note with the word needs no search);
+        # not counted in the length: their numbers are the snapshot's.
+        self._found: dict[str, int] = {}
         self._base = 0  # terms held by the sorted array (and the long-term dict)
         self._sorted: np.ndarray | None = None  # fixed-width UTF-8, ascending
         self._sorted_ids: np.ndarray | None = None
@@ -51,6 +53,8 @@ class Vocabulary:
     def get(self, term: str) -> int | None:
         """The number of ``term``, or None when the index has never seen it."""
         found = self._added.get(term)
+        if found is None:
+            found = self._found.get(term)
         if found is not None or self._sorted is None:
             return found
         encoded = term.encode()
@@ -66,7 +70,6 @@ class Vocabulary:
         found = self.get(term)
         if found is None:
             found = self._added[term] = len(self)
-            self._added_terms.append(term)
         return found
 
     def add_all(self, terms: Sequence[str]) -> list[int]:
@@ -79,10 +82,11 @@ class Vocabulary:
                 found = added.get(term)
                 if found is None:
                     found = added[term] = len(self)
-                    self._added_terms.append(term)
                 out.append(found)
             return out
-        unknown = sorted({t for t in terms if t not in self._added and t not in self._long})
+        known = self._found
+        unknown = sorted({t for t in terms
+                          if t not in self._added and t not in known and t not in self._long})
         if unknown:
             encoded = [t.encode() for t in unknown]
             short = [(t, e) for t, e in zip(unknown, encoded, strict=True)
@@ -96,12 +100,13 @@ class Vocabulary:
                 for (term, _), position, found in zip(short, at.tolist(), hit.tolist(),
                                                       strict=True):
                     if found:
-                        # Remember it: the tail's next note with this word needs no search.
-                        self._added[term] = int(self._sorted_ids[position])  # type: ignore[index]
+                        known[term] = int(self._sorted_ids[position])  # type: ignore[index]
             for term in unknown:
-                if term not in self._added:
+                if term not in known:
                     self.add(term)
-        return [self._added[t] if t in self._added else self._long[t] for t in terms]
+        # Every term is now in exactly one of the three dicts (term number 0 included).
+        return [self._added[t] if t in self._added else known[t] if t in known
+                else self._long[t] for t in terms]
 
     def terms(self) -> list[str]:
         """Every term, by number."""

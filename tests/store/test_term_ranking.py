@@ -15,7 +15,7 @@ from store import term_index, term_ranking
 from store.search_policy import idf, index_terms, weak_terms
 from store.term_index import LIVE, STATUS_CODES, BankIndex, Scope
 from store.term_ranking import Query, Stats, contribution, score_bank
-from store.term_snapshot import read_snapshot, snapshot_path, write_snapshot
+from store.term_snapshot import SnapshotRejected, read_snapshot, snapshot_path, write_snapshot
 
 WORDS = [f"w{i}" for i in range(30)]
 
@@ -167,12 +167,25 @@ def test_a_frequency_over_255_is_scored_exactly(walk_always: None) -> None:
         assert ranked(bank, mask, query) == brute_force(bank, mask, query)
 
 
-def test_merging_the_delta_equals_building_from_scratch() -> None:
+def through_snapshot(bank: BankIndex, folder: Path) -> BankIndex:
+    meta, arrays = bank.snapshot_parts()
+    meta.update(fingerprint=[], change_fingerprint=None)
+    path = snapshot_path(folder, bank.namespace)
+    write_snapshot(path, meta, arrays)
+    return BankIndex.from_snapshot(read_snapshot(path, bank.namespace))
+
+
+@pytest.mark.parametrize("snapshot", [False, True])
+def test_merging_the_delta_equals_building_from_scratch(snapshot: bool, tmp_path: Path) -> None:
     rows = make_rows(900, seed=4)
     grown = built(rows[:300])
     grown.append(rows[300:650])
     grown.merge_delta()
-    grown.append(rows[650:])
+    grown.append(rows[650:800])
+    if snapshot:  # a delta saved with the snapshot, then more added after reading it
+        grown = through_snapshot(grown, tmp_path)
+        assert grown.delta_notes == 150 and not grown.delta
+    grown.append(rows[800:])
     grown.merge_delta()
     fresh = built(rows)
     terms_grown, terms_fresh = grown.vocabulary.terms(), fresh.vocabulary.terms()
@@ -184,6 +197,8 @@ def test_merging_the_delta_equals_building_from_scratch() -> None:
         impact_b, edges_b, run_tf_b = fresh.runs(term)
         assert np.array_equal(impact_a, impact_b), term
         assert np.array_equal(edges_a, edges_b) and np.array_equal(run_tf_a, run_tf_b)
+    # Words of the tail found in the snapshot's vocabulary keep their numbers (no gaps).
+    assert len(grown.vocabulary) == len(fresh.vocabulary)
     assert sorted(terms_grown) == sorted(terms_fresh)
     assert np.array_equal(grown.tag_docs_of("t1"), fresh.tag_docs_of("t1"))
 
@@ -201,15 +216,58 @@ def test_a_snapshot_round_trip_keeps_every_answer(tmp_path: Path, walk_always: N
     assert path.parent.stat().st_mode & 0o777 == 0o700
     loaded = BankIndex.from_snapshot(read_snapshot(path, "*"))
     assert (loaded.rowid_mark, loaded.change_mark, loaded.size) == (bank.rowid_mark, 7, 600)
+    assert (loaded.base_docs, loaded.delta_notes) == (400, 200)  # saved as it was, unmerged
+    scratch = built(rows)
     for scope, tags in SCOPES:
         for query in queries(seed=6, count=60):
             assert ranked(loaded, loaded.mask(scope, tags), query) == ranked(
-                bank, bank.mask(scope, tags), query)
+                scratch, scratch.mask(scope, tags), query)
     # The loaded bank keeps growing like any other.
     more = make_rows(50, seed=7, first_rowid=int(rows[-1]["rowid"]))
     loaded.append(more)
-    bank.append(more)
+    scratch = built(rows + more)
     loaded.set_state(int(rows[3]["rowid"]), "rejected", False)
-    bank.set_state(int(rows[3]["rowid"]), "rejected", False)
+    scratch.set_state(int(rows[3]["rowid"]), "rejected", False)
     for query in queries(seed=8, count=40):
-        assert ranked(loaded, loaded.mask(LIVE), query) == ranked(bank, bank.mask(LIVE), query)
+        assert ranked(loaded, loaded.mask(LIVE), query) == ranked(
+            scratch, scratch.mask(LIVE), query)
+
+
+def tampered(how: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """Make a bank's snapshot parts whole (every checksum will match) but inconsistent."""
+    if how == "delta note in the base":
+        arrays["delta_doc"] = arrays["delta_doc"].copy()
+        arrays["delta_doc"][0] = 0
+    elif how == "delta offsets short":
+        arrays["delta_offsets"] = arrays["delta_offsets"][:-1]
+    elif how == "delta frequencies as integers":
+        arrays["delta_tf"] = arrays["delta_tf"].astype(np.int32)
+    elif how == "base past the notes":
+        meta["base_docs"] = int(arrays["rowids"].shape[0]) + 1
+    elif how == "base terms past the vocabulary":
+        arrays["offsets"] = np.append(arrays["offsets"], arrays["offsets"][-1])
+        arrays["run_offsets"] = np.append(arrays["run_offsets"], arrays["run_offsets"][-1])
+    elif how == "no base count":
+        del meta["base_docs"]
+    else:
+        raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["delta note in the base", "delta offsets short",
+                                 "delta frequencies as integers", "base past the notes",
+                                 "base terms past the vocabulary", "no base count"])
+def test_a_snapshot_whose_arrays_do_not_fit_together_is_rejected(tmp_path: Path, how: str
+                                                                 ) -> None:
+    rows = make_rows(300, seed=11)
+    bank = built(rows[:200])
+    bank.append(rows[200:])
+    meta, arrays = bank.snapshot_parts()
+    meta.update(fingerprint=[], change_fingerprint=None)
+    path = snapshot_path(tmp_path, "*")
+    write_snapshot(path, meta, arrays)
+    assert BankIndex.from_snapshot(read_snapshot(path, "*")).size == 300  # as written: fine
+    tampered(how, meta, arrays)
+    write_snapshot(path, meta, arrays)
+    snapshot = read_snapshot(path, "*")  # the file itself is whole
+    with pytest.raises(SnapshotRejected, match="do not fit together"):
+        BankIndex.from_snapshot(snapshot)

@@ -9,13 +9,21 @@ import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from store.database import Database
 from store.memory import MemoryStore
 from store.notes import NoteInput
+from store.search_policy import INDEX_TERMS_VERSION
 from store.term_index import LIVE, STATUS_CODES, WORKSPACE, Scope, TermIndex, index_for
-from store.term_snapshot import SNAPSHOT_MIN_NOTES, SNAPSHOT_TAIL_NOTES, snapshot_path
+from store.term_snapshot import (
+    SNAPSHOT_MIN_NOTES,
+    SNAPSHOT_TAIL_NOTES,
+    read_snapshot,
+    snapshot_path,
+    write_snapshot,
+)
 from store.workspace import Workspace
 
 WORDS = ("deploy retry parser flaky fixture cache budget lint module timeout canary rollback "
@@ -122,7 +130,33 @@ async def test_a_long_tail_is_saved_so_the_next_process_reads_little(
     assert {event[1] for event in events(index, "saved")} >= {WORKSPACE}
     again, index = await fresh_answers(workspace)
     assert again == fresh
-    assert dict((event[1], int(event[2])) for event in events(index, "loaded"))[WORKSPACE] == 0
+    # Both banks read with nothing left to apply: their tails were saved, and saved unmerged
+    # (the workspace's delta segment is the tail, read back as it was).
+    loaded = dict((event[1], int(event[2])) for event in events(index, "loaded"))
+    assert loaded == {BANK: 0, WORKSPACE: 0}
+    assert not events(index, "built") and not events(index, "rejected")
+    assert index.banks[WORKSPACE].delta_notes == SNAPSHOT_TAIL_NOTES * 2
+    scratch, _ = await fresh_answers(workspace, snapshot=False)
+    assert again == scratch
+
+
+@pytest.mark.parametrize("arrays", ["last one empty", "all empty"])
+def test_an_empty_array_takes_no_room_and_reads_back(tmp_path: Path, arrays: str) -> None:
+    data = {"first": np.arange(5, dtype=np.int32), "empty": np.zeros(0, dtype=np.float32)}
+    if arrays == "all empty":
+        data["first"] = np.zeros(0, dtype=np.int32)
+    meta = {"namespace": BANK, "terms_version": INDEX_TERMS_VERSION, "rowid_mark": 0,
+            "change_mark": 0, "fingerprint": [], "change_fingerprint": None}
+    path = snapshot_path(tmp_path, BANK)
+    size = write_snapshot(path, meta, data)
+    assert path.stat().st_size == size
+    entries = {e["name"]: e for e in read_snapshot(path, BANK).meta["arrays"]}
+    assert entries["empty"]["offset"] == 0 and entries["empty"]["bytes"] == 0
+    read = read_snapshot(path, BANK).arrays
+    for name, array in data.items():
+        assert read[name].dtype == array.dtype and np.array_equal(read[name], array)
+    if arrays == "last one empty":  # the file ends with the last array's data
+        assert path.read_bytes()[-20:] == data["first"].tobytes()
 
 
 def damage(path: Path, at: int, data: bytes) -> None:
