@@ -22,8 +22,9 @@ from store.term_index import TermIndex
 from store.term_snapshot import SNAPSHOT_MIN_NOTES, SNAPSHOT_TAIL_NOTES
 from store.workspace import Workspace
 
-WORDS = ("deploy retry parser flaky fixture cache budget lint module timeout canary rollback "
-         "schema migration queue worker lease token").split()
+WORDS = ["deploy", "retry", "parser", "flaky", "fixture", "cache", "budget", "lint", "module",
+         "timeout", "canary", "rollback", "schema", "migration", "queue", "worker", "lease",
+         "token"]
 NAMESPACES = ("workflow:alpha", "workflow:beta", "user:gamma")
 QUERIES = [
     ("deploy",), ("retry parser",), ("flaky fixture cache",), ("queue", "--namespace",

@@ -26,8 +26,9 @@ from store.term_snapshot import (
 )
 from store.workspace import Workspace
 
-WORDS = ("deploy retry parser flaky fixture cache budget lint module timeout canary rollback "
-         "schema migration queue worker lease token").split()
+WORDS = ["deploy", "retry", "parser", "flaky", "fixture", "cache", "budget", "lint", "module",
+         "timeout", "canary", "rollback", "schema", "migration", "queue", "worker", "lease",
+         "token"]
 BANK = "workflow:alpha"
 OTHER = "workflow:beta"
 QUERIES = [("deploy",), ("retry", "parser"), ("flaky", "fixture", "cache"), ("queue",),
