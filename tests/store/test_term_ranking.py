@@ -175,19 +175,26 @@ def through_snapshot(bank: BankIndex, folder: Path) -> BankIndex:
     return BankIndex.from_snapshot(read_snapshot(path, bank.namespace))
 
 
-@pytest.mark.parametrize("snapshot", [False, True])
-def test_merging_the_delta_equals_building_from_scratch(snapshot: bool, tmp_path: Path) -> None:
+@pytest.mark.parametrize("snapshots", [0, 1, 2])
+def test_merging_the_delta_equals_building_from_scratch(snapshots: int, tmp_path: Path) -> None:
     rows = make_rows(900, seed=4)
     grown = built(rows[:300])
     grown.append(rows[300:650])
     grown.merge_delta()
     grown.append(rows[650:800])
-    if snapshot:  # a delta saved with the snapshot, then more added after reading it
+    if snapshots:  # a delta saved with the snapshot, then more added after reading it
         grown = through_snapshot(grown, tmp_path)
         assert grown.delta_notes == 150 and not grown.delta
-    grown.append(rows[800:])
-    grown.merge_delta()
+    grown.append(rows[800:850])
+    if snapshots == 2:  # the read-back delta and the one added since, saved together
+        grown = through_snapshot(grown, tmp_path)
+        assert grown.delta_notes == 200 and not grown.delta
+    grown.append(rows[850:])
     fresh = built(rows)
+    for term in fresh.vocabulary.terms():  # base, read-back delta and new delta together
+        assert all(np.array_equal(a, b) for a, b in zip(
+            grown.postings(term), fresh.postings(term), strict=True)), term
+    grown.merge_delta()
     terms_grown, terms_fresh = grown.vocabulary.terms(), fresh.vocabulary.terms()
     for term in terms_fresh:
         docs_a, tfs_a = grown.postings(term)
