@@ -94,6 +94,11 @@ def fold(word: str) -> str:
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
+# Bump when index_terms changes what it returns for some text: persisted term-index snapshots
+# (store/term_snapshot.py) made by another version are then rebuilt instead of trusted.
+INDEX_TERMS_VERSION = 1
+
+
 def index_terms(text: str) -> list[str]:
     """Every term of ``text`` in order, as the porter full-text index stores it."""
     return [stem(word) for word in _WORD.findall(fold(text.replace("\x00", " ")))]

@@ -1,5 +1,5 @@
 """Exact BM25 over a bank's notes: an in-memory inverted index per bank, kept current from the
-database's tail.
+database's tail, and saved to a snapshot file that a fresh process maps instead of rebuilding.
 
 Why not SQLite's ``bm25()``: FTS5 ranks with statistics over the whole table (every bank and
 every status), and ranking a word that occurs in most of a million notes walks its whole
@@ -10,22 +10,25 @@ document frequencies) are those of the notes the search may return: by default a
 notes (accepted, not superseded by an accepted note). Results equal exact BM25 over those notes
 (``bench/bench_note_search.py`` checks against FTS5's ``bm25()`` and ``bm25s`` in the same run).
 
+Each term's postings are kept twice: in note order (to look a note up by binary search, and
+to count document frequencies), and in *impact order*: grouped by term frequency (highest
+first), each group shortest note first, then newest first. Within one group BM25 only falls
+along that order, whatever the statistics, which is what lets a search stop early (see
+:mod:`store.term_ranking`).
+
 Keeping current: every note of a bank (any status) has a number in its bank's index, with its
 status and whether an accepted note supersedes it, so a decision only flips two small arrays.
 Before each search the index reads the database's tail in the same hop: notes with a larger
 rowid than any seen (notes are append-only) and the ``note_changes`` log written by triggers
-(status decisions, new supersession edges). New notes land in a small delta segment that is
-merged into the arrays when it grows.
+(status decisions, new supersession edges). New notes land in a small delta segment, folded
+into the arrays (a linear merge: the delta's notes are all newer) once it holds
+``MERGE_AT_NOTES`` notes or ``1/MERGE_SHARE`` of the bank. A snapshot saves the delta as it
+is (its own CSR arrays, "frozen" once read back), so saving never rewrites the base.
 
-Cost by query shape (all exact): one term reads the first few admitted notes of each
-term-frequency group of its postings, ordered by note length (BM25 only falls along them);
-every word with a short list intersects it with the others by binary search; every word with
-only long lists walks the shortest best-first until a length bound says nothing better is
-left; any word accumulates into a dense array, or, when the weak-match guard admits only
-notes holding a rarer term, scores just those.
-
-A bank is built on its first search in a process (about 3 s per 100k notes on this machine);
-a long-running process (engine, dashboard, ``tether mcp``) pays that once.
+Cold start: a bank read from scratch costs about 3 s per 100k notes (SQLite reads and
+tokenising). On a SQLite workspace the index is saved under ``<workspace>/index/`` after a
+build and whenever enough notes or decisions arrived since (:mod:`store.term_snapshot`); a
+fresh process maps that file, checks it against the database, and applies only the tail since.
 """
 
 from __future__ import annotations
@@ -34,35 +37,44 @@ import json
 import sqlite3
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from store.search_policy import (
-    BM25_B,
-    BM25_K1,
-    ECHO_PENALTY,
-    idf,
-    index_terms,
-    is_question_echo,
-    weak_terms,
-)
+from store import term_snapshot as snapshots
+from store.search_policy import INDEX_TERMS_VERSION, index_terms
 from store.sql import term_index as sql
+from store.sql import term_snapshot as snapshot_sql
+from store.term_ranking import Query, Ranked, Stats, demote_echoes, order, score_bank
+from store.term_snapshot import Snapshot, SnapshotRejected
+from store.term_vocabulary import Vocabulary
 
 if TYPE_CHECKING:
-    from store.database import Database
+    from store.backend import Database
 
 STATUS_CODES = {"pending": 0, "accepted": 1, "rejected": 2}
-# Merge the delta segment into the arrays when it holds this many notes (or a tenth of them).
+GONE = -1  # the status of a note that was deleted
+# Merge the delta segment into the base arrays once it holds MERGE_AT_NOTES notes or
+# 1/MERGE_SHARE of the bank: its postings are scored in full (the base's are read best-first),
+# and snapshots save it unmerged, so this bound alone keeps it small.
 MERGE_AT_NOTES = 2_000
-# Echo demotion can only reorder what it sees: rank this many extra candidates before cutting.
-ECHO_HEADROOM = 16
+MERGE_SHARE = 50
+# In a bank of at least DENSE_MIN_NOTES, a term held by at least 1/DENSE_SHARE of its notes is
+# looked up in a per-note array (one gather instead of a binary search per note scored); the
+# DENSE_TERMS most recently used are kept (a byte per note each when frequencies fit).
+DENSE_MIN_NOTES = 65_536
+DENSE_SHARE = 8
+DENSE_TERMS = 16
 
 Int = np.int64
 # The name of the one index holding every note of the workspace (searches over several banks
 # with pooled statistics: all of them, or one namespace kind).
 WORKSPACE = "*"
+# Impact-order sort keys pack (term, tf, length) in 64 bits; lengths and tfs fit 16 bits
+# (a note body is at most 64 KiB, so at most 32k terms).
+_LOW16 = 0xFFFF
 
 
 @dataclass(frozen=True)
@@ -77,231 +89,364 @@ class Scope:
 LIVE = Scope()
 
 
-@dataclass(frozen=True)
-class Ranked:
-    """One ranked note: its rowid, BM25 score, the query terms it holds, and whether it was
-    demoted as an echo of the question."""
+class _Column:
+    """A growable per-note array (room doubles), read as a view of its filled part."""
 
-    rowid: int
-    namespace: str
-    score: float
-    matched: tuple[str, ...]
-    echo: bool = False
-
-
-@dataclass
-class Stats:
-    """BM25 statistics of a set of notes: how many, their total length, and per-term counts."""
-
-    notes: int = 0
-    length: float = 0.0
-    df: dict[str, int] = field(default_factory=dict)
-
-    def add(self, other: Stats) -> None:
-        self.notes += other.notes
-        self.length += other.length
-        for term, count in other.df.items():
-            self.df[term] = self.df.get(term, 0) + count
+    def __init__(self, values: np.ndarray) -> None:
+        self._data = values
+        self._filled = int(values.shape[0])
 
     @property
-    def average_length(self) -> float:
-        return self.length / self.notes if self.notes else 1.0
+    def values(self) -> np.ndarray:
+        return self._data[: self._filled]
+
+    def extend(self, more: np.ndarray) -> None:
+        need = self._filled + int(more.shape[0])
+        if need > self._data.shape[0] or not self._data.flags.writeable:
+            grown = np.empty(max(need, self._filled * 2, 64), dtype=self._data.dtype)
+            grown[: self._filled] = self._data[: self._filled]
+            self._data = grown
+        self._data[self._filled:need] = more
+        self._filled = need
+
+
+class _Names:
+    """Names (namespaces, kinds, tags) numbered densely, looked up both ways."""
+
+    def __init__(self, names: Iterable[Any] = ()) -> None:
+        self.names: list[Any] = list(names)
+        self.codes: dict[Any, int] = {name: code for code, name in enumerate(self.names)}
+
+    def code(self, name: Any) -> int:
+        found = self.codes.get(name)
+        if found is None:
+            found = self.codes[name] = len(self.names)
+            self.names.append(name)
+        return found
 
 
 class BankIndex:
-    """The postings and per-note arrays of one bank (namespace)."""
+    """The postings and per-note arrays of one bank (namespace), or of the whole workspace."""
 
-    def __init__(self, namespace: str, vocabulary: dict[str, int]) -> None:
+    def __init__(self, namespace: str) -> None:
         self.namespace = namespace  # WORKSPACE: every note, each with its namespace code
-        self.vocabulary = vocabulary
-        self.namespace_codes: dict[str, int] = {}
-        self.namespace_names: list[str] = []
-        self.note_namespaces = np.zeros(0, dtype=np.int32)
-        self.built_rowid = 0
-        self.rowids = np.zeros(0, dtype=Int)
-        self.lengths = np.zeros(0, dtype=np.float32)
+        self.vocabulary = Vocabulary()
+        # Per note, in rowid order (a note's number is its position).
+        self._rowids = _Column(np.zeros(0, dtype=Int))
+        self._lengths = _Column(np.zeros(0, dtype=np.float32))
+        self._spaces = _Column(np.zeros(0, dtype=np.int32))
+        self._kinds = _Column(np.zeros(0, dtype=np.int16))
         self.status = np.zeros(0, dtype=np.int8)
         self.superseded = np.zeros(0, dtype=bool)
-        self.kinds: list[str | None] = []
-        self.offsets = np.zeros(1, dtype=Int)  # CSR offsets by term id (base segment)
+        self.space_names = _Names()
+        self.kind_names = _Names([None])
+        self.tag_names = _Names()
+        self.tag_offsets = np.zeros(1, dtype=Int)  # CSR by tag code (base segment)
+        self.tag_docs = np.zeros(0, dtype=np.int32)
+        self.extra_tags: dict[int, list[int]] = {}
+        # Base segment: postings by term number (CSR), in note order and in impact order.
+        self.base_docs = 0  # notes [0, base_docs) are in the base segment
+        self.offsets = np.zeros(1, dtype=Int)
         self.post_doc = np.zeros(0, dtype=np.int32)
         self.post_tf = np.zeros(0, dtype=np.float32)
+        self.impact_doc = np.zeros(0, dtype=np.int32)
+        self.run_offsets = np.zeros(1, dtype=Int)  # runs (one per term and tf) by term number
+        self.run_start = np.zeros(1, dtype=Int)  # where each run starts in impact order
+        self.run_tf = np.zeros(0, dtype=np.float32)
+        # Delta segment: postings of notes added since the base was built, by term number:
+        # those read from a snapshot (CSR, like the base), then those added since.
+        self.frozen_offsets = np.zeros(1, dtype=Int)
+        self.frozen_doc = np.zeros(0, dtype=np.int32)
+        self.frozen_tf = np.zeros(0, dtype=np.float32)
         self.delta: dict[int, tuple[list[int], list[int]]] = {}
-        self.delta_notes = 0
-        self.tags: dict[str, list[int]] = {}
-        # Per term of the base segment: its postings grouped by term frequency, each group
-        # shortest note first (see _best_of_one_term); valid until the postings are rebuilt.
-        self._impact_orders: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # What the index reflects: notes up to this rowid, changes up to this log sequence.
+        self.rowid_mark = 0
+        self.change_mark = 0
+        # Notes and decisions taken in since the last snapshot (or the build).
+        self.tail = 0
+        self._dense: dict[str, np.ndarray] = {}  # least recently used first
         self._mask_cache: dict[tuple[Scope, tuple[str, ...] | None], np.ndarray] = {}
         # Per cached mask: note count, total length and document frequencies seen so far
         # (cleared with the masks on any change, so always exact).
         self._stats_cache: dict[int, tuple[int, float, dict[str, int]]] = {}
 
-    # -- building and updating -------------------------------------------------------------
+    # -- per-note arrays -------------------------------------------------------------------
 
     @property
     def size(self) -> int:
-        return int(self.rowids.shape[0])
+        return int(self.status.shape[0])
 
-    def _term_ids(self, text: str) -> list[int]:
-        vocabulary = self.vocabulary
-        ids = []
-        for term in index_terms(text):
-            term_id = vocabulary.get(term)
-            if term_id is None:
-                term_id = vocabulary[term] = len(vocabulary)
-            ids.append(term_id)
-        return ids
+    @property
+    def rowids(self) -> np.ndarray:
+        return self._rowids.values
 
-    def build(self, rows: Iterable[sqlite3.Row], built_rowid: int) -> None:
-        """(Re)build from every note of the bank: rowid, body, status, superseded, kind, tags."""
+    @property
+    def lengths(self) -> np.ndarray:
+        return self._lengths.values
+
+    @property
+    def delta_notes(self) -> int:
+        return self.size - self.base_docs
+
+    def namespace_of(self, doc: int) -> str:
+        if self.namespace != WORKSPACE:
+            return self.namespace
+        return str(self.space_names.names[int(self._spaces.values[doc])])
+
+    def doc_of(self, rowid: int) -> int | None:
+        rowids = self.rowids
+        doc = int(np.searchsorted(rowids, rowid))
+        return doc if doc < rowids.shape[0] and int(rowids[doc]) == rowid else None
+
+    # -- building and updating -------------------------------------------------------------
+
+    def build(self, rows: Iterable[sqlite3.Row]) -> None:
+        """Build from every note of the bank, in rowid order (rows of
+        :data:`store.sql.term_index.BANK_NOTES`)."""
+        self.append(rows)
+        self.merge_delta()
+        self.tail = 0
+
+    def append(self, rows: Iterable[sqlite3.Row]) -> int:
+        """Add notes inserted after the last one held (in rowid order; rows at or below
+        :attr:`rowid_mark` are skipped) into the delta segment; returns how many."""
+        first = self.size
         rowids: list[int] = []
         lengths: list[int] = []
         statuses: list[int] = []
         superseded: list[bool] = []
-        kinds: list[str | None] = []
-        tokens: list[list[int]] = []
-        tags: dict[str, list[int]] = {}
         spaces: list[int] = []
-        for doc, row in enumerate(rows):
-            ids = self._term_ids(row["body"])
-            spaces.append(self._namespace_code(row["namespace"]))
-            rowids.append(int(row["rowid"]))
-            lengths.append(len(ids))
+        kinds: list[int] = []
+        texts: list[list[str]] = []
+        mark = self.rowid_mark
+        for row in rows:
+            rowid = int(row["rowid"])
+            if rowid <= mark:
+                continue
+            mark = rowid
+            doc = first + len(rowids)
+            terms = index_terms(row["body"])
+            texts.append(terms)
+            rowids.append(rowid)
+            lengths.append(len(terms))
             statuses.append(STATUS_CODES.get(row["status"], 0))
             superseded.append(bool(row["superseded"]))
-            kinds.append(row["kind"])
-            tokens.append(ids)
+            spaces.append(self.space_names.code(row["namespace"]))
+            kinds.append(self.kind_names.code(row["kind"]))
             for tag in _tags(row["tags_json"]):
-                tags.setdefault(tag, []).append(doc)
-        self.rowids = np.asarray(rowids, dtype=Int)
-        self.lengths = np.asarray(lengths, dtype=np.float32)
-        self.status = np.asarray(statuses, dtype=np.int8)
-        self.superseded = np.asarray(superseded, dtype=bool)
-        self.note_namespaces = np.asarray(spaces, dtype=np.int32)
-        self.kinds = kinds
-        self.tags = tags
-        self.delta, self.delta_notes = {}, 0
-        self._set_postings(tokens)
-        self.built_rowid = built_rowid
+                self.extra_tags.setdefault(self.tag_names.code(tag), []).append(doc)
+        if not rowids:
+            return 0
+        flat = self.vocabulary.add_all([t for terms in texts for t in terms])
+        delta = self.delta
+        at = 0
+        for offset, terms in enumerate(texts):
+            counts: dict[int, int] = {}
+            for term_id in flat[at:at + len(terms)]:
+                counts[term_id] = counts.get(term_id, 0) + 1
+            at += len(terms)
+            for term_id, tf in counts.items():
+                docs, tfs = delta.setdefault(term_id, ([], []))
+                docs.append(first + offset)
+                tfs.append(tf)
+        self._rowids.extend(np.asarray(rowids, dtype=Int))
+        self._lengths.extend(np.asarray(lengths, dtype=np.float32))
+        self._spaces.extend(np.asarray(spaces, dtype=np.int32))
+        self._kinds.extend(np.asarray(kinds, dtype=np.int16))
+        self.status = np.concatenate([self.status, np.asarray(statuses, dtype=np.int8)])
+        self.superseded = np.concatenate([self.superseded, np.asarray(superseded, dtype=bool)])
+        self.rowid_mark = mark
+        self.tail += len(rowids)
+        self._dense.clear()
         self._clear_caches()
-
-    def _namespace_code(self, namespace: str) -> int:
-        code = self.namespace_codes.get(namespace)
-        if code is None:
-            code = self.namespace_codes[namespace] = len(self.namespace_codes)
-            self.namespace_names.append(namespace)
-        return code
-
-    def _set_postings(self, tokens: Sequence[Sequence[int]]) -> None:
-        vocabulary_size = max(1, len(self.vocabulary))
-        flat = np.fromiter(
-            (term for ids in tokens for term in ids), dtype=Int, count=sum(map(len, tokens))
-        )
-        docs = np.repeat(np.arange(len(tokens), dtype=Int), [len(ids) for ids in tokens])
-        self._set_from_pairs(docs, flat, np.ones(flat.shape[0], dtype=np.float32),
-                             vocabulary_size)
-
-    def _set_from_pairs(
-        self, docs: np.ndarray, terms: np.ndarray, tfs: np.ndarray, vocabulary_size: int
-    ) -> None:
-        """Postings from (doc, term, tf) triples (repeats summed), grouped by term then doc."""
-        keys = terms * np.int64(1 << 32) + docs
-        unique, inverse = np.unique(keys, return_inverse=True)
-        summed = np.bincount(inverse, weights=tfs, minlength=unique.shape[0])
-        term_of = unique >> 32
-        self.post_doc = (unique & 0xFFFFFFFF).astype(np.int32)
-        self.post_tf = summed.astype(np.float32)
-        self._impact_orders = {}
-        self.offsets = np.searchsorted(term_of, np.arange(vocabulary_size + 1, dtype=Int))
-
-    def append(self, row: sqlite3.Row) -> None:
-        """Add one note inserted after the build (into the delta segment)."""
-        doc = self.size
-        ids = self._term_ids(row["body"])
-        counts: dict[int, int] = {}
-        for term_id in ids:
-            counts[term_id] = counts.get(term_id, 0) + 1
-        for term_id, tf in counts.items():
-            docs, tfs = self.delta.setdefault(term_id, ([], []))
-            docs.append(doc)
-            tfs.append(tf)
-        self.rowids = np.append(self.rowids, int(row["rowid"]))
-        self.lengths = np.append(self.lengths, np.float32(len(ids)))
-        self.status = np.append(self.status, np.int8(STATUS_CODES.get(row["status"], 0)))
-        self.superseded = np.append(self.superseded, bool(row["superseded"]))
-        self.note_namespaces = np.append(
-            self.note_namespaces, np.int32(self._namespace_code(row["namespace"]))
-        )
-        self.kinds.append(row["kind"])
-        for tag in _tags(row["tags_json"]):
-            self.tags.setdefault(tag, []).append(doc)
-        self.delta_notes += 1
-        self._clear_caches()
-        if self.delta_notes >= max(MERGE_AT_NOTES, self.size // 10):
+        if self.delta_notes >= max(MERGE_AT_NOTES, self.size // MERGE_SHARE):
             self.merge_delta()
+        return len(rowids)
 
     def merge_delta(self) -> None:
-        """Fold the delta segment into the postings arrays."""
-        if not self.delta:
+        """Fold the delta segment into the base arrays.
+
+        Every delta note is newer than every base note, so in note order a term's delta
+        postings go after its base postings, and in impact order they go first among equal
+        (tf, length): two sorted sequences merged, linear in the postings."""
+        if self.delta_notes == 0:
             return
-        base_terms = np.repeat(
-            np.arange(self.offsets.shape[0] - 1, dtype=Int), np.diff(self.offsets)
-        )
-        extra_terms = [t for t, (docs, _) in self.delta.items() for _ in docs]
-        extra_docs = [d for docs, _ in self.delta.values() for d in docs]
-        extra_tfs = [f for _, tfs in self.delta.values() for f in tfs]
-        self._set_from_pairs(
-            np.concatenate([self.post_doc.astype(Int), np.asarray(extra_docs, dtype=Int)]),
-            np.concatenate([base_terms, np.asarray(extra_terms, dtype=Int)]),
-            np.concatenate([self.post_tf, np.asarray(extra_tfs, dtype=np.float32)]),
-            max(1, len(self.vocabulary)),
-        )
-        self.delta, self.delta_notes = {}, 0
+        vocabulary_size = len(self.vocabulary)
+        d_terms, d_docs, d_tfs = self._delta_postings()
+        base_counts = np.zeros(vocabulary_size, dtype=Int)
+        base_counts[: self.offsets.shape[0] - 1] = np.diff(self.offsets)
+        delta_counts = np.bincount(d_terms, minlength=vocabulary_size).astype(Int)
+        delta_before = np.concatenate([[0], np.cumsum(delta_counts)[:-1]]).astype(Int)
+        offsets = np.concatenate([[0], np.cumsum(base_counts + delta_counts)]).astype(Int)
+        total = int(offsets[-1])
+        base_terms = np.repeat(np.arange(vocabulary_size, dtype=Int), base_counts)
+        # Note order: base postings shift by the delta postings of earlier terms.
+        base_at = np.arange(base_terms.shape[0], dtype=Int) + delta_before[base_terms]
+        delta_at = (offsets[d_terms] + base_counts[d_terms]
+                    + np.arange(d_terms.shape[0], dtype=Int) - delta_before[d_terms])
+        post_doc = np.empty(total, dtype=np.int32)
+        post_tf = np.empty(total, dtype=np.float32)
+        post_doc[base_at], post_doc[delta_at] = self.post_doc, d_docs
+        post_tf[base_at], post_tf[delta_at] = self.post_tf, d_tfs
+        # Impact order: (term, tf descending, length ascending, newest first).
+        base_tf = np.repeat(self.run_tf, np.diff(self.run_start))
+        base_keys = self._impact_keys(base_terms, base_tf, self.impact_doc)
+        delta_keys = self._impact_keys(d_terms, d_tfs, d_docs)
+        delta_order = np.lexsort((-d_docs, delta_keys))
+        keys = np.concatenate([delta_keys[delta_order], base_keys])
+        docs = np.concatenate([d_docs[delta_order], self.impact_doc])
+        order = np.argsort(keys, kind="stable")  # two sorted runs: a merge
+        keys, self.impact_doc = keys[order], docs[order]
+        self.offsets, self.post_doc, self.post_tf = offsets, post_doc, post_tf
+        self._set_runs(keys, vocabulary_size)
+        self.frozen_offsets = np.zeros(1, dtype=Int)
+        self.frozen_doc = np.zeros(0, dtype=np.int32)
+        self.frozen_tf = np.zeros(0, dtype=np.float32)
+        self.delta = {}
+        self.base_docs = self.size
+        self._merge_tags()
+        self._clear_caches()
+
+    def _delta_postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The delta segment's postings as (term, note, tf) arrays in term then note order."""
+        items = sorted(self.delta.items())
+        live_terms = np.repeat(np.asarray([t for t, _ in items], dtype=Int),
+                               [len(docs) for _, (docs, _) in items])
+        live_docs = np.fromiter((d for _, (docs, _) in items for d in docs), dtype=np.int32,
+                                count=live_terms.shape[0])
+        live_tfs = np.fromiter((f for _, (_, tfs) in items for f in tfs), dtype=np.float32,
+                               count=live_terms.shape[0])
+        if not self.frozen_doc.shape[0]:
+            return live_terms, live_docs, live_tfs
+        frozen_terms = np.repeat(np.arange(self.frozen_offsets.shape[0] - 1, dtype=Int),
+                                 np.diff(self.frozen_offsets))
+        terms = np.concatenate([frozen_terms, live_terms])
+        # Two runs sorted by term; within a term the frozen notes are the older ones.
+        order = np.argsort(terms, kind="stable")
+        return (terms[order], np.concatenate([self.frozen_doc, live_docs])[order],
+                np.concatenate([self.frozen_tf, live_tfs])[order])
+
+    def _impact_keys(self, terms: np.ndarray, tfs: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        lengths = np.minimum(self.lengths[docs], _LOW16).astype(Int)
+        return (terms << 32) | ((_LOW16 - np.minimum(tfs, _LOW16).astype(Int)) << 16) | lengths
+
+    def _set_runs(self, keys: np.ndarray, vocabulary_size: int) -> None:
+        heads = keys >> 16
+        starts = np.flatnonzero(np.r_[True, heads[1:] != heads[:-1]]) if keys.shape[0] else (
+            np.zeros(0, dtype=Int))
+        self.run_start = np.concatenate([starts, [keys.shape[0]]]).astype(Int)
+        self.run_tf = (_LOW16 - (heads[starts] & _LOW16)).astype(np.float32)
+        self.run_offsets = np.searchsorted(
+            heads[starts] >> 16, np.arange(vocabulary_size + 1, dtype=Int)).astype(Int)
+
+    def _merge_tags(self) -> None:
+        if not self.extra_tags:
+            return
+        count = len(self.tag_names.names)
+        base_counts = np.zeros(count, dtype=Int)
+        base_counts[: self.tag_offsets.shape[0] - 1] = np.diff(self.tag_offsets)
+        codes = np.concatenate([
+            np.repeat(np.arange(count, dtype=Int), base_counts),
+            np.asarray([c for c, docs in self.extra_tags.items() for _ in docs], dtype=Int),
+        ])
+        docs = np.concatenate([
+            self.tag_docs,
+            np.asarray([d for docs in self.extra_tags.values() for d in docs], dtype=np.int32),
+        ])
+        order = np.lexsort((docs, codes))
+        self.tag_docs = docs[order]
+        self.tag_offsets = np.concatenate(
+            [[0], np.cumsum(np.bincount(codes, minlength=count))]).astype(Int)
+        self.extra_tags = {}
 
     def set_state(self, rowid: int, status: str | None, superseded: bool) -> None:
         """A note's status or supersession changed (``status`` None: the note is gone)."""
         doc = self.doc_of(rowid)
         if doc is None:
             return
-        self.status[doc] = -1 if status is None else STATUS_CODES.get(status, 0)
+        self.status[doc] = GONE if status is None else STATUS_CODES.get(status, 0)
         self.superseded[doc] = superseded
+        self.tail += 1
         self._clear_caches()
 
-    def namespace_of(self, doc: int) -> str:
-        if self.namespace != WORKSPACE:
-            return self.namespace
-        return self.namespace_names[int(self.note_namespaces[doc])]
+    # -- snapshots -------------------------------------------------------------------------
+
+    def snapshot_parts(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """What a snapshot stores: header fields and arrays (the delta segment as it is: a
+        merge rewrites the base, a snapshot only copies it)."""
+        self._merge_tags()
+        d_terms, d_docs, d_tfs = self._delta_postings()
+        d_offsets = np.searchsorted(d_terms, np.arange(len(self.vocabulary) + 1, dtype=Int))
+        sorted_terms, sorted_ids, long_terms = self.vocabulary.to_snapshot()
+        meta = {
+            "namespace": self.namespace,
+            "terms_version": INDEX_TERMS_VERSION,
+            "rowid_mark": self.rowid_mark,
+            "change_mark": self.change_mark,
+            "base_docs": self.base_docs,
+            "vocabulary_size": len(self.vocabulary),
+            "long_terms": long_terms,
+            "space_names": self.space_names.names,
+            "kind_names": self.kind_names.names,
+            "tag_names": self.tag_names.names,
+        }
+        arrays = {
+            "rowids": self.rowids, "lengths": self.lengths, "status": self.status,
+            "superseded": self.superseded, "spaces": self._spaces.values,
+            "kinds": self._kinds.values, "tag_offsets": self.tag_offsets,
+            "tag_docs": self.tag_docs, "offsets": self.offsets, "post_doc": self.post_doc,
+            "post_tf": self.post_tf, "impact_doc": self.impact_doc,
+            "run_offsets": self.run_offsets, "run_start": self.run_start,
+            "run_tf": self.run_tf, "vocab_sorted": sorted_terms, "vocab_ids": sorted_ids,
+            "delta_offsets": d_offsets.astype(Int), "delta_doc": d_docs, "delta_tf": d_tfs,
+        }
+        return meta, arrays
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot) -> BankIndex:
+        """A bank over a mapped snapshot's arrays (the mutable ones copied).
+
+        Raises:
+            SnapshotRejected: the arrays do not fit together.
+        """
+        meta, arrays = snapshot.meta, snapshot.arrays
+        try:
+            bank = cls(str(meta["namespace"]))
+            _check_arrays(meta, arrays)
+            bank.vocabulary = Vocabulary.from_snapshot(
+                arrays["vocab_sorted"], arrays["vocab_ids"],
+                {str(k): int(v) for k, v in meta["long_terms"].items()})
+            bank._rowids = _Column(arrays["rowids"])
+            bank._lengths = _Column(arrays["lengths"])
+            bank._spaces = _Column(arrays["spaces"])
+            bank._kinds = _Column(arrays["kinds"])
+            bank.status = arrays["status"].copy()
+            bank.superseded = arrays["superseded"].copy()
+            bank.space_names = _Names(str(n) for n in meta["space_names"])
+            bank.kind_names = _Names(meta["kind_names"])
+            bank.tag_names = _Names(str(n) for n in meta["tag_names"])
+            for name in ("tag_offsets", "tag_docs", "offsets", "post_doc", "post_tf",
+                         "impact_doc", "run_offsets", "run_start", "run_tf"):
+                setattr(bank, name, arrays[name])
+            bank.frozen_offsets = arrays["delta_offsets"]
+            bank.frozen_doc = arrays["delta_doc"]
+            bank.frozen_tf = arrays["delta_tf"]
+            bank.base_docs = int(meta["base_docs"])
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise SnapshotRejected("its arrays do not fit together") from error
+        bank.rowid_mark = int(meta["rowid_mark"])
+        bank.change_mark = int(meta["change_mark"])
+        return bank
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def term_id(self, term: str) -> int | None:
+        return self.vocabulary.get(term)
 
     def has_base_postings(self, term: str) -> bool:
         term_id = self.vocabulary.get(term)
         return term_id is not None and term_id + 1 < self.offsets.shape[0] and bool(
             self.offsets[term_id + 1] > self.offsets[term_id])
-
-    def doc_of(self, rowid: int) -> int | None:
-        doc = int(np.searchsorted(self.rowids, rowid))
-        return doc if doc < self.size and int(self.rowids[doc]) == rowid else None
-
-    # -- searching -------------------------------------------------------------------------
-
-    def impact_order(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The base postings of ``term`` ordered by term frequency (descending), then note
-        length (ascending), then newest first; and where each frequency group starts.
-
-        Within one frequency, BM25 only falls as a note gets longer, whatever the statistics,
-        so the best notes of a group are at its start: a one-term search reads a few per group
-        instead of scoring every posting."""
-        term_id = self.vocabulary[term]
-        start, end = int(self.offsets[term_id]), int(self.offsets[term_id + 1])
-        docs, tfs = self.post_doc[start:end], self.post_tf[start:end]
-        cached = self._impact_orders.get(term_id)
-        if cached is None:
-            order = np.lexsort((-self.rowids[docs], self.lengths[docs], -tfs))
-            sorted_tfs = tfs[order]
-            starts = np.flatnonzero(np.r_[True, sorted_tfs[1:] != sorted_tfs[:-1]])
-            cached = self._impact_orders[term_id] = (order, starts)
-        order, starts = cached
-        return docs[order], tfs[order], starts, np.r_[starts[1:], order.shape[0]]
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Note numbers (ascending) and term frequencies of ``term`` in this bank."""
@@ -313,11 +458,47 @@ class BankIndex:
             docs, tfs = self.post_doc[start:end], self.post_tf[start:end]
         else:
             docs, tfs = self.post_doc[:0], self.post_tf[:0]
+        parts_docs, parts_tfs = [docs], [tfs]
+        if term_id + 1 < self.frozen_offsets.shape[0]:
+            start, end = int(self.frozen_offsets[term_id]), int(self.frozen_offsets[term_id + 1])
+            if end > start:
+                parts_docs.append(self.frozen_doc[start:end])
+                parts_tfs.append(self.frozen_tf[start:end])
         extra = self.delta.get(term_id)
         if extra:
-            docs = np.concatenate([docs, np.asarray(extra[0], dtype=np.int32)])
-            tfs = np.concatenate([tfs, np.asarray(extra[1], dtype=np.float32)])
-        return docs, tfs
+            parts_docs.append(np.asarray(extra[0], dtype=np.int32))
+            parts_tfs.append(np.asarray(extra[1], dtype=np.float32))
+        if len(parts_docs) == 1:
+            return docs, tfs
+        return np.concatenate(parts_docs), np.concatenate(parts_tfs)
+
+    def dense_tf(self, term: str, docs: np.ndarray, tfs: np.ndarray) -> np.ndarray | None:
+        """``term``'s frequency in every note (0: absent) when it is common in a big bank
+        (``docs``/``tfs``: its postings), else None."""
+        if self.size < DENSE_MIN_NOTES or docs.shape[0] < self.size // DENSE_SHARE:
+            return None
+        found = self._dense.pop(term, None)
+        if found is None:
+            small = bool(tfs.max() <= np.iinfo(np.uint8).max)
+            found = np.zeros(self.size, dtype=np.uint8 if small else np.float32)
+            found[docs] = tfs
+        self._dense[term] = found
+        while len(self._dense) > DENSE_TERMS:
+            del self._dense[next(iter(self._dense))]
+        return found
+
+    def runs(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The base postings of ``term`` in impact order (see :mod:`store.term_ranking`), the
+        ``[start, end)`` of each run (one term frequency) in them, and each run's frequency."""
+        term_id = self.vocabulary.get(term)
+        if term_id is None or term_id + 1 >= self.run_offsets.shape[0]:
+            return (np.zeros(0, dtype=np.int32), np.zeros((0, 2), dtype=Int),
+                    np.zeros(0, dtype=np.float32))
+        first, last = int(self.run_offsets[term_id]), int(self.run_offsets[term_id + 1])
+        start, end = int(self.offsets[term_id]), int(self.offsets[term_id + 1])
+        edges = self.run_start[first:last + 1] - start
+        return (self.impact_doc[start:end], np.stack([edges[:-1], edges[1:]], axis=1),
+                self.run_tf[first:last])
 
     def mask(
         self,
@@ -331,14 +512,19 @@ class BankIndex:
         key = (scope, tuple(namespaces) if namespaces is not None else None)
         base = self._mask_cache.get(key)
         if base is None:
-            base = np.isin(self.status, scope.statuses)
+            base = np.isin(self.status, np.asarray(scope.statuses, dtype=np.int8))
             if not scope.include_superseded:
                 base &= ~self.superseded
             if scope.kind is not None:
-                base &= np.fromiter((k == scope.kind for k in self.kinds), bool, self.size)
+                code = self.kind_names.codes.get(scope.kind)
+                base &= self._kinds.values == (-1 if code is None else code)
             if namespaces is not None:
-                codes = [self.namespace_codes[n] for n in namespaces if n in self.namespace_codes]
-                base &= np.isin(self.note_namespaces, np.asarray(codes, dtype=np.int32))
+                wanted = np.zeros(len(self.space_names.names) + 1, dtype=bool)
+                for name in namespaces:
+                    code = self.space_names.codes.get(name)
+                    if code is not None:
+                        wanted[code] = True
+                base &= wanted[self._spaces.values]
             self._mask_cache[key] = base
         if not tags:
             return base
@@ -346,9 +532,21 @@ class BankIndex:
         for group in tags:
             having = np.zeros(self.size, dtype=bool)
             for tag in group:
-                having[np.asarray(self.tags.get(tag, []), dtype=Int)] = True
+                having[self.tag_docs_of(tag)] = True
             result &= having
         return result
+
+    def tag_docs_of(self, tag: str) -> np.ndarray:
+        """The notes carrying ``tag``."""
+        code = self.tag_names.codes.get(tag)
+        if code is None:
+            return np.zeros(0, dtype=np.int32)
+        docs = self.tag_docs[self.tag_offsets[code]:self.tag_offsets[code + 1]] if (
+            code + 1 < self.tag_offsets.shape[0]) else self.tag_docs[:0]
+        extra = self.extra_tags.get(code)
+        if extra:
+            docs = np.concatenate([docs, np.asarray(extra, dtype=np.int32)])
+        return docs
 
     def _clear_caches(self) -> None:
         self._mask_cache.clear()
@@ -357,11 +555,11 @@ class BankIndex:
     def stats(self, terms: Sequence[str], mask: np.ndarray) -> Stats:
         """Statistics of the notes in ``mask`` for ``terms`` (cached per scope mask until the
         bank changes)."""
-        cached = self._stats_cache.get(id(mask)) if any(
-            m is mask for m in self._mask_cache.values()) else None
+        cached_mask = any(m is mask for m in self._mask_cache.values())
+        cached = self._stats_cache.get(id(mask)) if cached_mask else None
         if cached is None:
             cached = (int(np.count_nonzero(mask)), float(self.lengths[mask].sum()), {})
-            if any(m is mask for m in self._mask_cache.values()):
+            if cached_mask:
                 self._stats_cache[id(mask)] = cached
         notes, length, known = cached
         df = {}
@@ -374,274 +572,87 @@ class BankIndex:
         return Stats(notes, length, df)
 
 
-@dataclass
-class _Query:
-    terms: tuple[str, ...]
-    require_all: bool
-    limit: int
-    guard: bool
-    echo_text: str | None
+def _check_arrays(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+    """Shapes and ranges a snapshot's arrays must have (the checksums caught damage; this
+    catches a file that is whole but wrong)."""
 
+    def fail() -> None:
+        raise SnapshotRejected("its arrays do not fit together")
 
-def _contribution(
-    bank: BankIndex, docs: np.ndarray, tfs: np.ndarray, weight: float, average: float
-) -> np.ndarray:
-    """One term's BM25 contribution at each of its postings (float32)."""
-    norms = np.float32(BM25_K1 * (1 - BM25_B)) + np.float32(BM25_K1 * BM25_B / average) * (
-        bank.lengths[docs])
-    return np.float32(weight * (BM25_K1 + 1)) * tfs / (tfs + norms)
+    def csr(offsets: np.ndarray, count: int, total: int) -> None:
+        if offsets.shape != (count + 1,) or int(offsets[0]) != 0 or int(offsets[-1]) != total:
+            fail()
+        if count and bool(np.any(np.diff(offsets) < 0)):
+            fail()
 
+    def within(values: np.ndarray, low: int, high: int) -> None:
+        if values.shape[0] and (int(values.min()) < low or int(values.max()) >= high):
+            fail()
 
-def _score_bank(
-    bank: BankIndex, mask: np.ndarray, stats: Stats, query: _Query
-) -> list[Ranked]:
-    """Exact BM25 of the admitted notes of one bank under ``stats``; the best ``limit``
-    (plus headroom for echo demotion), with the terms each matched.
-
-    The cost is the postings of the query's own terms: every word required, the shortest list
-    is intersected with the others (binary search); any word, the contributions accumulate in a
-    dense array over the bank's notes.
-    """
-    if not stats.notes:
-        return []
-    average = stats.average_length
-    weights = {t: idf(stats.df.get(t, 0), stats.notes) for t in query.terms}
-    if len(query.terms) == 1 and bank.has_base_postings(query.terms[0]):
-        if query.guard and query.terms[0] in weak_terms(stats.df, stats.notes):
-            return []
-        return _best_of_one_term(bank, mask, query, weights[query.terms[0]], average)
-    lists = {term: bank.postings(term) for term in query.terms}
-    shortest = min((docs.shape[0] for docs, _ in lists.values()), default=0)
-    if query.require_all and len(lists) > 1 and shortest > bank.size // 16:
-        # Every list is long: walk the shortest one best-first, stop when nothing left can
-        # reach the current best (see _walk_every_word).
-        candidates, scores = _walk_every_word(bank, mask, query, lists, weights, average)
-    elif query.require_all:
-        if shortest == 0:
-            return []
-        order_terms = sorted(query.terms, key=lambda t: lists[t][0].shape[0])
-        candidates = lists[order_terms[0]][0]
-        candidates = candidates[mask[candidates]]
-        for term in order_terms[1:]:
-            docs = lists[term][0]
-            where = np.minimum(np.searchsorted(docs, candidates), docs.shape[0] - 1)
-            candidates = candidates[docs[where] == candidates]
-            if candidates.shape[0] == 0:
-                return []
-        scores = np.zeros(candidates.shape[0], dtype=np.float32)
-        for term in query.terms:
-            docs, tfs = lists[term]
-            where = np.searchsorted(docs, candidates)
-            scores += _contribution(bank, candidates, tfs[where], weights[term], average)
-    else:
-        weak = weak_terms(stats.df, stats.notes) if query.guard else frozenset()
-        strong_postings = sum(docs.shape[0] for t, (docs, _) in lists.items() if t not in weak)
-        if query.guard and strong_postings <= bank.size // 16:
-            # Only notes holding a strong term are admitted: score just those, looking the
-            # weak terms up by binary search instead of walking their long lists.
-            strong_docs = [docs for t, (docs, _) in lists.items() if t not in weak]
-            candidates = np.unique(np.concatenate(strong_docs)) if strong_docs else (
-                np.zeros(0, dtype=np.int32))
-            candidates = candidates[mask[candidates]]
-            scores = np.zeros(candidates.shape[0], dtype=np.float32)
-            for term, (docs, tfs) in lists.items():
-                if docs.shape[0] == 0 or candidates.shape[0] == 0:
-                    continue
-                where = np.minimum(np.searchsorted(docs, candidates), docs.shape[0] - 1)
-                has = docs[where] == candidates
-                tf = np.where(has, tfs[where], np.float32(0))
-                scores += np.where(
-                    has, _contribution(bank, candidates, tf, weights[term], average), 0)
-        else:
-            dense = np.zeros(bank.size, dtype=np.float32)
-            strong = np.zeros(bank.size, dtype=bool) if query.guard else None
-            for term, (docs, tfs) in lists.items():
-                if docs.shape[0] == 0:
-                    continue
-                np.add.at(dense, docs, _contribution(bank, docs, tfs, weights[term], average))
-                if strong is not None and term not in weak:
-                    strong[docs] = True
-            allowed = mask & (dense > 0)
-            if strong is not None:
-                allowed &= strong
-            candidates = np.flatnonzero(allowed)
-            scores = dense[candidates]
-    if candidates.shape[0] == 0:
-        return []
-    want = query.limit + (ECHO_HEADROOM if query.echo_text is not None else 0)
-    if candidates.shape[0] > want:
-        # Everything scoring at least the want-th best (ties included), then cut below.
-        kth = np.partition(scores, candidates.shape[0] - want)[candidates.shape[0] - want]
-        keep = scores >= kth
-        candidates, scores = candidates[keep], scores[keep]
-    rowids = bank.rowids[candidates]
-    # Best score first; among equal scores the newest note (largest rowid) first.
-    best = np.lexsort((-rowids, -scores))[:want]
-    ranked = []
-    for position in best:
-        doc = int(candidates[position])
-        matched = []
-        for term in query.terms:
-            docs = lists[term][0]
-            if docs.shape[0]:
-                at = int(np.searchsorted(docs, doc))
-                if at < docs.shape[0] and int(docs[at]) == doc:
-                    matched.append(term)
-        ranked.append(Ranked(int(rowids[position]), bank.namespace_of(doc),
-                             float(scores[position]), tuple(matched)))
-    return ranked
-
-
-WALK_BLOCK = 1024
-
-
-def _walk_every_word(
-    bank: BankIndex,
-    mask: np.ndarray,
-    query: _Query,
-    lists: Mapping[str, tuple[np.ndarray, np.ndarray]],
-    weights: Mapping[str, float],
-    average: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Candidates and exact scores that contain the best notes holding every term, when every
-    posting list is long (a threshold walk).
-
-    Every answer holds the shortest list's term, so that list's postings are walked in
-    impact order: per term frequency, shortest note first (:meth:`BankIndex.impact_order`).
-    Each block looks the other terms up by binary search. A note later in a group is at least
-    as long as the block's first, so no unseen note of the group can score more than that
-    frequency's contribution at that length plus every other term's largest contribution at
-    that length; once this bound falls below the current ``want``-th best score the group is
-    done. The delta segment's postings are scored in full (they are few).
-    """
-    want = query.limit + (ECHO_HEADROOM if query.echo_text is not None else 0)
-    walk = min(query.terms, key=lambda t: lists[t][0].shape[0])
-    others = [t for t in query.terms if t != walk]
-    tf_max = {t: float(lists[t][1].max()) for t in others}
-    pool_docs: list[np.ndarray] = []
-    pool_scores: list[np.ndarray] = []
-    kth = -np.inf
-
-    def score(docs: np.ndarray, tfs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        total = _contribution(bank, docs, tfs, weights[walk], average)
-        keep = np.ones(docs.shape[0], dtype=bool)
-        for term in others:
-            term_docs, term_tfs = lists[term]
-            where = np.minimum(np.searchsorted(term_docs, docs), term_docs.shape[0] - 1)
-            has = term_docs[where] == docs
-            keep &= has
-            total = total + _contribution(bank, docs, np.where(has, term_tfs[where], 1),
-                                          weights[term], average)
-        return docs[keep], total[keep]
-
-    def add(docs: np.ndarray, scores: np.ndarray) -> float:
-        pool_docs.append(docs)
-        pool_scores.append(scores)
-        everything = np.concatenate(pool_scores)
-        if everything.shape[0] < want:
-            return -np.inf
-        return float(np.partition(everything, everything.shape[0] - want)[
-            everything.shape[0] - want])
-
-    if bank.has_base_postings(walk):
-        docs, tfs, starts, ends = bank.impact_order(walk)
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            frequency = tfs[start]
-            for block in range(start, end, WALK_BLOCK):
-                first = docs[block:block + 1]
-                bound = float(_contribution(bank, first, tfs[block:block + 1],
-                                            weights[walk], average)[0])
-                bound += sum(
-                    float(_contribution(bank, first, np.asarray([tf_max[t]], dtype=np.float32),
-                                        weights[t], average)[0])
-                    for t in others
-                )
-                if bound < kth:
-                    break
-                chunk = docs[block:min(end, block + WALK_BLOCK)]
-                chunk = chunk[mask[chunk]]
-                if chunk.shape[0]:
-                    found, found_scores = score(chunk, np.full(chunk.shape[0], frequency,
-                                                               dtype=np.float32))
-                    if found.shape[0]:
-                        kth = max(kth, add(found, found_scores))
-    extra = bank.delta.get(bank.vocabulary[walk])
-    if extra:
-        delta_docs = np.asarray(extra[0], dtype=np.int32)
-        keep = mask[delta_docs]
-        found, found_scores = score(delta_docs[keep],
-                                    np.asarray(extra[1], dtype=np.float32)[keep])
-        add(found, found_scores)
-    if not pool_docs:
-        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-    return np.concatenate(pool_docs), np.concatenate(pool_scores)
-
-
-def _best_of_one_term(
-    bank: BankIndex, mask: np.ndarray, query: _Query, weight: float, average: float
-) -> list[Ranked]:
-    """Exact top notes for a one-term query without scoring every posting: the first
-    ``want`` admitted notes of each term-frequency group (see :meth:`BankIndex.impact_order`)
-    plus the delta segment's postings, scored exactly, then cut."""
-    term = query.terms[0]
-    want = query.limit + (ECHO_HEADROOM if query.echo_text is not None else 0)
-    docs, tfs, starts, ends = bank.impact_order(term)
-    picked_docs: list[np.ndarray] = []
-    picked_tfs: list[np.ndarray] = []
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-        window = want * 4
-        while True:
-            group = docs[start:min(end, start + window)]
-            admitted = group[mask[group]][:want]
-            if admitted.shape[0] == want or start + window >= end:
-                break
-            window *= 4
-        picked_docs.append(admitted)
-        picked_tfs.append(np.full(admitted.shape[0], tfs[start], dtype=np.float32))
-    term_id = bank.vocabulary[term]
-    extra = bank.delta.get(term_id)
-    if extra:
-        extra_docs = np.asarray(extra[0], dtype=np.int32)
-        keep = mask[extra_docs]
-        picked_docs.append(extra_docs[keep])
-        picked_tfs.append(np.asarray(extra[1], dtype=np.float32)[keep])
-    candidates = np.concatenate(picked_docs) if picked_docs else np.zeros(0, np.int32)
-    if candidates.shape[0] == 0:
-        return []
-    scores = _contribution(bank, candidates, np.concatenate(picked_tfs), weight, average)
-    rowids = bank.rowids[candidates]
-    best = np.lexsort((-rowids, -scores))[:want]
-    return [Ranked(int(rowids[i]), bank.namespace_of(int(candidates[i])), float(scores[i]),
-                   (term,)) for i in best]
-
-
-def order(ranked: Iterable[Ranked]) -> list[Ranked]:
-    """Best score first; ties go to the newest note (larger rowid)."""
-    return sorted(ranked, key=lambda r: (-r.score, -r.rowid))
-
-
-def demote_echoes(
-    ranked: Sequence[Ranked], terms: Sequence[str], texts: dict[int, str]
-) -> list[Ranked]:
-    """Multiply the score of notes that repeat the question (see
-    :func:`store.search_policy.is_question_echo`) by the echo penalty, then re-order."""
-    out = []
-    for item in ranked:
-        if is_question_echo(terms, item.matched, texts.get(item.rowid, "")):
-            item = Ranked(item.rowid, item.namespace, item.score * ECHO_PENALTY, item.matched,
-                          echo=True)
-        out.append(item)
-    return order(out)
+    size = arrays["rowids"].shape[0]
+    for name, dtype in (("rowids", "<i8"), ("lengths", "<f4"), ("status", "|i1"),
+                        ("superseded", "|b1"), ("spaces", "<i4"), ("kinds", "<i2")):
+        if arrays[name].shape != (size,) or arrays[name].dtype.str != dtype:
+            fail()
+    rowids = arrays["rowids"]
+    if size and (bool(np.any(np.diff(rowids) <= 0)) or int(rowids[-1]) > meta["rowid_mark"]):
+        fail()
+    within(arrays["status"], GONE, len(STATUS_CODES))
+    within(arrays["spaces"], 0, len(meta["space_names"]))
+    within(arrays["kinds"], 0, len(meta["kind_names"]))
+    vocabulary = int(meta["vocabulary_size"])
+    total = arrays["post_doc"].shape[0]
+    # The base covers the terms known at its last merge; the delta, every term.
+    base_vocabulary = arrays["offsets"].shape[0] - 1
+    if not 0 <= base_vocabulary <= vocabulary:
+        fail()
+    csr(arrays["offsets"], base_vocabulary, total)
+    for name, dtype in (("post_doc", "<i4"), ("post_tf", "<f4"), ("impact_doc", "<i4")):
+        if arrays[name].shape != (total,) or arrays[name].dtype.str != dtype:
+            fail()
+    base = int(meta["base_docs"])
+    if not 0 <= base <= size:
+        fail()
+    within(arrays["post_doc"], 0, base)
+    within(arrays["impact_doc"], 0, base)
+    delta = arrays["delta_doc"].shape[0]
+    csr(arrays["delta_offsets"], vocabulary, delta)
+    for name, dtype in (("delta_doc", "<i4"), ("delta_tf", "<f4")):
+        if arrays[name].shape != (delta,) or arrays[name].dtype.str != dtype:
+            fail()
+    within(arrays["delta_doc"], base, size)
+    runs = arrays["run_tf"].shape[0]
+    csr(arrays["run_offsets"], base_vocabulary, runs)
+    csr(arrays["run_start"], runs, total)
+    if not np.array_equal(arrays["run_start"][arrays["run_offsets"]], arrays["offsets"]):
+        fail()
+    within(arrays["run_tf"], 1, _LOW16 + 1)
+    csr(arrays["tag_offsets"], len(meta["tag_names"]), arrays["tag_docs"].shape[0])
+    within(arrays["tag_docs"], 0, size)
+    sorted_terms, sorted_ids = arrays["vocab_sorted"], arrays["vocab_ids"]
+    if sorted_terms.dtype.kind != "S" or sorted_ids.shape != sorted_terms.shape:
+        fail()
+    if sorted_terms.shape[0] + len(meta["long_terms"]) != vocabulary:
+        fail()
+    within(sorted_ids, 0, vocabulary)
 
 
 class TermIndex:
-    """Per-bank indexes of one database, refreshed from its tail before every search."""
+    """Per-bank indexes of one database, refreshed from its tail before every search;
+    ``folder`` (a SQLite workspace's folder) holds their snapshots."""
 
-    def __init__(self) -> None:
-        self.vocabulary: dict[str, int] = {}
+    def __init__(self, folder: Path | None = None) -> None:
         self.banks: dict[str, BankIndex] = {}
         self.seen_rowid = 0
         self.seen_change = 0
+        self.folder = folder
+        # What happened to each bank when first needed, and every snapshot written or refused
+        # (newest last; for tests and diagnostics).
+        self.history: list[tuple[str, str, str]] = []
+
+    def _note(self, event: str, namespace: str, detail: str = "") -> None:
+        self.history.append((event, namespace, detail))
+        del self.history[:-100]
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Apply new notes and liveness changes committed since the last call."""
@@ -649,39 +660,141 @@ class TermIndex:
         max_rowid, max_change = int(max_rowid or 0), int(max_change or 0)
         if max_rowid > self.seen_rowid:
             if self.banks:
+                grouped: dict[str, list[sqlite3.Row]] = {}
                 for row in conn.execute(sql.NOTES_AFTER, {"after": self.seen_rowid}):
                     for name in (row["namespace"], WORKSPACE):
-                        bank = self.banks.get(name)
-                        if bank is not None and int(row["rowid"]) > bank.built_rowid:
-                            bank.append(row)
+                        if name in self.banks:
+                            grouped.setdefault(name, []).append(row)
+                    max_rowid = max(max_rowid, int(row["rowid"]))
+                for name, rows in grouped.items():
+                    self.banks[name].append(rows)
             self.seen_rowid = max_rowid
         if max_change > self.seen_change:
             if self.banks:
-                for row in conn.execute(sql.CHANGED_NOTES, {"after": self.seen_change}):
-                    rowid = int(row["note_rowid"])
-                    if row["namespace"] is None:  # deleted: find it in whichever bank has it
-                        for bank in self.banks.values():
-                            bank.set_state(rowid, None, False)
-                        continue
-                    for name in (row["namespace"], WORKSPACE):
-                        bank = self.banks.get(name)
-                        if bank is not None:
-                            bank.set_state(rowid, row["status"], bool(row["superseded"]))
+                self._apply_changes(conn, self.seen_change, self.banks.values())
             self.seen_change = max_change
+        for bank in self.banks.values():
+            bank.rowid_mark = max(bank.rowid_mark, self.seen_rowid)
+            bank.change_mark = max(bank.change_mark, self.seen_change)
+            if self.folder is not None and snapshots.snapshot_due(bank.size, bank.tail):
+                self._save(conn, bank)
+
+    def _apply_changes(
+        self, conn: sqlite3.Connection, after: int, banks: Iterable[BankIndex]
+    ) -> None:
+        targets = list(banks)
+        by_name = {bank.namespace: bank for bank in targets}
+        for row in conn.execute(sql.CHANGED_NOTES, {"after": after}):
+            rowid = int(row["note_rowid"])
+            if row["namespace"] is None:  # deleted: find it in whichever bank has it
+                for bank in targets:
+                    bank.set_state(rowid, None, False)
+                continue
+            for name in (row["namespace"], WORKSPACE):
+                found = by_name.get(name)
+                if found is not None:
+                    found.set_state(rowid, row["status"], bool(row["superseded"]))
 
     def bank(self, conn: sqlite3.Connection, namespace: str) -> BankIndex:
-        """The index of one bank, built on first use (after :meth:`refresh`)."""
+        """The index of one bank, read from its snapshot or built on first use (after
+        :meth:`refresh`)."""
         bank = self.banks.get(namespace)
         if bank is None:
-            bank = BankIndex(namespace, self.vocabulary)
-            if namespace == WORKSPACE:
-                rows = conn.execute(sql.ALL_NOTES)
+            loaded = self._load(conn, namespace) if self.folder is not None else None
+            if loaded is not None and snapshots.snapshot_due(loaded.size, loaded.tail):
+                self._save(conn, loaded)
+            if loaded is not None:
+                bank = loaded
             else:
-                rows = conn.execute(sql.BANK_NOTES, {"namespace": namespace})
-            bank.build(rows, self.seen_rowid)
-            # Notes committed between the refresh and this read are already in the build.
+                bank = BankIndex(namespace)
+                if namespace == WORKSPACE:
+                    rows = conn.execute(sql.ALL_NOTES)
+                else:
+                    rows = conn.execute(sql.BANK_NOTES, {"namespace": namespace})
+                # Notes committed between the refresh and this read are in the build.
+                bank.build(rows)
+                bank.rowid_mark = max(bank.rowid_mark, self.seen_rowid)
+                bank.change_mark = self.seen_change
+                self._note("built", namespace, str(bank.size))
+                if self.folder is not None and bank.size >= snapshots.SNAPSHOT_MIN_NOTES:
+                    self._save(conn, bank)
             self.banks[namespace] = bank
         return bank
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    def _load(self, conn: sqlite3.Connection, namespace: str) -> BankIndex | None:
+        """The bank from its snapshot, checked against the database and caught up with the
+        tail since; None when there is no usable snapshot."""
+        assert self.folder is not None
+        path = snapshots.snapshot_path(self.folder, namespace)
+        try:
+            snapshot = snapshots.read_snapshot(path, namespace)
+            bank = BankIndex.from_snapshot(snapshot)
+        except FileNotFoundError:
+            return None
+        except (SnapshotRejected, OSError, ValueError) as error:
+            self._note("rejected", namespace, str(error))
+            return None
+        reason = self._mismatch(conn, snapshot.meta)
+        if reason is not None:
+            self._note("rejected", namespace, reason)
+            return None
+        if namespace == WORKSPACE:
+            rows = conn.execute(sql.NOTES_AFTER, {"after": bank.rowid_mark})
+        else:
+            rows = conn.execute(snapshot_sql.BANK_NOTES_AFTER,
+                                {"after": bank.rowid_mark, "namespace": namespace})
+        bank.append(rows)
+        self._apply_changes(conn, bank.change_mark, [bank])
+        bank.rowid_mark = max(bank.rowid_mark, self.seen_rowid)
+        bank.change_mark = max(bank.change_mark, self.seen_change)
+        self._note("loaded", namespace, str(bank.tail))
+        return bank
+
+    def _mismatch(self, conn: sqlite3.Connection, meta: Mapping[str, Any]) -> str | None:
+        # Fresh reads (no transaction): the database now, which may be ahead of this
+        # process's last refresh if another process wrote the snapshot meanwhile.
+        max_rowid, max_change = conn.execute(sql.TAIL_MARKS).fetchone()
+        rowids = [rowid for rowid, _ in meta["fingerprint"]]
+        ids = {int(r[0]): str(r[1]) for r in
+               conn.execute(snapshot_sql.NOTE_IDS_AT, {"rowids": json.dumps(rowids)})}
+        change = conn.execute(snapshot_sql.CHANGE_AT, {"seq": meta["change_mark"]}).fetchone()
+        first_after = conn.execute(snapshot_sql.FIRST_CHANGE_AFTER,
+                                   {"after": meta["change_mark"]}).fetchone()[0]
+        return snapshots.mismatch(
+            meta, max_rowid=int(max_rowid or 0), max_change=int(max_change or 0), ids=ids,
+            change_row=None if change is None else int(change[0]),
+            first_change_after=None if first_after is None else int(first_after),
+        )
+
+    def _save(self, conn: sqlite3.Connection, bank: BankIndex) -> None:
+        """Write the bank's snapshot (a read-only workspace: nothing, and never again in this
+        process)."""
+        assert self.folder is not None
+        meta, arrays = bank.snapshot_parts()
+        docs = snapshots.fingerprint_docs(bank.size)
+        rowids = [int(bank.rowids[d]) for d in docs]
+        if bank.rowid_mark:
+            rowids.append(bank.rowid_mark)
+        ids = {int(r[0]): str(r[1]) for r in
+               conn.execute(snapshot_sql.NOTE_IDS_AT, {"rowids": json.dumps(rowids)})}
+        if any(rowid not in ids for rowid in rowids):
+            return  # a note is gone (deleted): no fingerprint to check against, no snapshot
+        change = conn.execute(snapshot_sql.CHANGE_AT, {"seq": bank.change_mark}).fetchone()
+        meta["fingerprint"] = [[rowid, ids[rowid]] for rowid in dict.fromkeys(rowids)]
+        meta["change_fingerprint"] = None if change is None else int(change[0])
+        path = snapshots.snapshot_path(self.folder, bank.namespace)
+        try:
+            size = snapshots.write_snapshot(path, meta, arrays)
+        except OSError as error:
+            self._note("unwritable", bank.namespace, str(error))
+            self.folder = None
+            return
+        bank.tail = 0
+        self._note("saved", bank.namespace, str(size))
+
+    # -- searching -------------------------------------------------------------------------
 
     def search(
         self,
@@ -708,14 +821,14 @@ class TermIndex:
         notes matched only by weak terms; ``echo_text`` (the question) demotes echoes.
         """
         self.refresh(conn)
-        query = _Query(tuple(dict.fromkeys(terms)), require_all, limit, guard, echo_text)
+        query = Query(tuple(dict.fromkeys(terms)), require_all, limit, guard, echo_text)
         wanted = None if namespaces is None else list(dict.fromkeys(namespaces))
         if wanted is None or (len(wanted) > 1 and not per_bank_stats):
             # Pooled statistics over several banks: one pass over the workspace index.
             workspace = self.bank(conn, WORKSPACE)
             if wanted is None and namespace_range is not None:
                 low, high = namespace_range
-                wanted = [n for n in workspace.namespace_names if low <= n < high]
+                wanted = [n for n in workspace.space_names.names if low <= n < high]
             banks = [workspace]
             masks = [workspace.mask(scope, (), wanted)]
         else:
@@ -729,7 +842,7 @@ class TermIndex:
                 pooled.add(stats)
         ranked: list[Ranked] = []
         for bank, mask, stats in zip(banks, masks, per_bank, strict=True):
-            ranked += _score_bank(bank, mask, stats if per_bank_stats else pooled, query)
+            ranked += score_bank(bank, mask, stats if per_bank_stats else pooled, query)
         ranked = order(ranked)
         if echo_text is not None:
             return ranked  # the caller demotes echoes once it has the texts, then cuts
@@ -740,10 +853,12 @@ _INDEXES: weakref.WeakKeyDictionary[Database, TermIndex] = weakref.WeakKeyDictio
 
 
 def index_for(db: Database) -> TermIndex:
-    """The term index of this open database (one per :class:`Database` in a process)."""
+    """The term index of this open database (one per :class:`Database` in a process). On a
+    SQLite workspace it keeps snapshots in the workspace folder."""
     index = _INDEXES.get(db)
     if index is None:
-        index = _INDEXES[db] = TermIndex()
+        folder = db.workspace.root if db.backend == "sqlite" else None
+        index = _INDEXES[db] = TermIndex(folder)
     return index
 
 
@@ -757,11 +872,12 @@ def _tags(tags_json: str | None) -> list[str]:
 __all__ = [
     "LIVE",
     "STATUS_CODES",
+    "WORKSPACE",
     "BankIndex",
     "Ranked",
     "Scope",
+    "Stats",
     "TermIndex",
-    "WORKSPACE",
     "demote_echoes",
     "index_for",
     "order",

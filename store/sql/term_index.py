@@ -13,6 +13,10 @@ _SUPERSEDED = """EXISTS (
     SELECT 1 FROM note_supersessions s CROSS JOIN notes sup ON sup.id = s.note_id
     WHERE s.supersedes_id = n.id AND +sup.status = 'accepted')"""
 
+# What the index keeps of a note.
+NOTE_INDEX_COLUMNS = f"""n.rowid AS rowid, n.namespace, n.body, n.status, n.kind, n.tags_json,
+       {_SUPERSEDED} AS superseded"""
+
 # The newest note rowid and change-log sequence: one cheap probe before every search.
 TAIL_MARKS = """
 SELECT (SELECT max(rowid) FROM notes), (SELECT max(seq) FROM note_changes)
@@ -20,8 +24,7 @@ SELECT (SELECT max(rowid) FROM notes), (SELECT max(seq) FROM note_changes)
 
 # Every note of one bank, in rowid order, with what the index keeps of it.
 BANK_NOTES = f"""
-SELECT n.rowid AS rowid, n.namespace, n.body, n.status, n.kind, n.tags_json,
-       {_SUPERSEDED} AS superseded
+SELECT {NOTE_INDEX_COLUMNS}
 FROM notes n
 WHERE n.namespace = :namespace
 ORDER BY n.rowid
@@ -29,16 +32,14 @@ ORDER BY n.rowid
 
 # Every note of the workspace, for the index that serves searches over several banks.
 ALL_NOTES = f"""
-SELECT n.rowid AS rowid, n.namespace, n.body, n.status, n.kind, n.tags_json,
-       {_SUPERSEDED} AS superseded
+SELECT {NOTE_INDEX_COLUMNS}
 FROM notes n
 ORDER BY n.rowid
 """
 
 # Notes inserted after :after (rowids only grow: notes are append-only).
 NOTES_AFTER = f"""
-SELECT n.rowid AS rowid, n.namespace, n.body, n.status, n.kind, n.tags_json,
-       {_SUPERSEDED} AS superseded
+SELECT {NOTE_INDEX_COLUMNS}
 FROM notes n
 WHERE n.rowid > :after
 ORDER BY n.rowid

@@ -84,7 +84,7 @@ def run_cli(
     code = 0
     try:
         with _swapped(cwd, {"TETHER_WORKSPACE": None, **(env or {})}):
-            main()
+            main(fast_exit=False)  # the process is pytest's: never os._exit it
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     finally:

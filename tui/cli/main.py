@@ -102,13 +102,16 @@ def usage_sentence(error: click.UsageError) -> str:
     return f"{message} (see '{command} --help')."
 
 
-def main() -> None:
+def main(*, fast_exit: bool = True) -> None:
     """Console-script entry: usage errors are one sentence with exit code 2.
 
     A short command (run without an event loop, see :func:`tui.cli.common.run_direct`) has
-    closed the database and written everything by the time it returns: the process ends at once
-    instead of tearing down every module one by one (a tenth of such a command's start-up).
+    closed the database and written everything by the time it returns: with ``fast_exit`` the
+    process ends at once instead of tearing down every module one by one (a tenth of such a
+    command's start-up). Callers that run the command line inside a longer-lived process (the
+    tests) pass ``fast_exit=False`` and get SystemExit as usual.
     """
+    common.direct_command_finished = False
     try:
         code = cli.main(obj={}, prog_name="tether", standalone_mode=False)
     except click.UsageError as error:
@@ -124,11 +127,11 @@ def main() -> None:
         if not isinstance(done.code, int | None):
             raise
         code = done.code
-    _finish(code if isinstance(code, int) else 0)
+    _finish(code if isinstance(code, int) else 0, fast_exit)
 
 
-def _finish(code: int) -> None:
-    if common.direct_command_finished:
+def _finish(code: int, fast_exit: bool) -> None:
+    if fast_exit and common.direct_command_finished:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -156,6 +156,7 @@ FOLLOWED: dict[str, str] = {
     "term_index.NOTES_AFTER": "7a5deff93ada63b2",
     "term_index.NOTES_BY_ROWID": "bdf35d844a26fc94",
     "term_index.NOTE_COLUMNS_N": "f7c62d1b84caabdd",
+    "term_index.NOTE_INDEX_COLUMNS": "23b2006b76506faf",
     "term_index.TAIL_MARKS": "965c4c11a10ecaff",
     "term_index._SUPERSEDED": "5e46a0689c91e40c",
     "vectors.BANK_VECTORS": "67024dc88597707f",

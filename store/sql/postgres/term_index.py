@@ -13,24 +13,24 @@ TAIL_MARKS = """
 SELECT (SELECT max(seq) FROM notes), (SELECT max(seq) FROM note_changes)
 """
 
-_COLUMNS = f"""n.seq AS rowid, n.namespace, n.body, n.status, n.kind, n.tags_json,
+NOTE_INDEX_COLUMNS = f"""n.seq AS rowid, n.namespace, n.body, n.status, n.kind, n.tags_json,
        {_SUPERSEDED} AS superseded"""
 
 BANK_NOTES = f"""
-SELECT {_COLUMNS}
+SELECT {NOTE_INDEX_COLUMNS}
 FROM notes n
 WHERE n.namespace = %(namespace)s
 ORDER BY n.seq
 """
 
 ALL_NOTES = f"""
-SELECT {_COLUMNS}
+SELECT {NOTE_INDEX_COLUMNS}
 FROM notes n
 ORDER BY n.seq
 """
 
 NOTES_AFTER = f"""
-SELECT {_COLUMNS}
+SELECT {NOTE_INDEX_COLUMNS}
 FROM notes n
 WHERE n.seq > %(after)s
 ORDER BY n.seq
