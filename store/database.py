@@ -180,8 +180,6 @@ class SqliteDatabase(StorageGuard, Database):
         except BaseException:
             await db.close()
             raise
-        with contextlib.suppress(OSError):
-            path.chmod(0o600)
         return db
 
     @classmethod

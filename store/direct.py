@@ -130,11 +130,6 @@ class DirectDatabase(StorageGuard, Database):
         except BaseException:
             conn.close()
             raise
-        if not read_only:
-            try:
-                path.chmod(0o600)
-            except OSError:
-                pass
         return db
 
     def close_now(self) -> None:

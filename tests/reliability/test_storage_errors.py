@@ -32,7 +32,7 @@ from storage_support import (
     workspace_state,
 )
 
-import store.database as database_module
+import store.connection as connection_module
 from store.damage import mark_path
 from store.errors import DamagedDatabaseError
 from store.memory import MemoryStore
@@ -99,7 +99,7 @@ async def test_damage_met_during_a_write_stops_every_later_write(
     facts_root = dict(btree_root_pages(db))["facts"]
     damage_page(db, facts_root)
     # A database too big to quick-check at open: the damage is met by the write itself.
-    monkeypatch.setattr(database_module, "QUICK_CHECK_MAX_BYTES", 0)
+    monkeypatch.setattr(connection_module, "QUICK_CHECK_MAX_BYTES", 0)
     memory = await MemoryStore.open(Workspace(workspace), create=False)
     try:
         with pytest.raises(DamagedDatabaseError, match="is damaged"):
@@ -124,7 +124,7 @@ async def test_damage_met_during_a_write_stops_every_later_write(
     assert rows["facts"]["rows"] == 0 and rows["facts"]["problem"]  # its root page is gone
     assert tether(salvaged, "doctor").returncode == 0
     found = tether(salvaged, "notes", "search", "pytest", "--format", "json")
-    assert found.returncode == 0 and json.loads(found.stdout)  # the search index was rebuilt
+    assert found.returncode == 0 and json.loads(found.stdout)["items"]  # the search index was rebuilt
     assert tether(salvaged, "memory", "set", "workflow:seed", "new", "1").returncode == 0
     # The damaged workspace is unchanged; once a healthy file replaces it, writes work again.
     assert mark_path(Workspace(workspace)).exists()
@@ -200,7 +200,7 @@ def test_a_full_disk_is_one_sentence_and_the_run_is_marked_interrupted(tmp_path:
     assert result["list_while_full"]["code"] == 0  # reads still work
     assert result["interrupted_seen"], result["run_stderr"]
     assert result["run_code"] == 3, result["run_stderr"]
-    (run,) = json.loads(result["runs"]["stdout"])["runs"]
+    (run,) = json.loads(result["runs"]["stdout"])["items"]
     assert run["status"] == "failed"
     assert run["error"].startswith("Interrupted because the disk holding the workspace was full")
     assert result["after"]["code"] == 0 and result["get_kept"]["stdout"] == '"yes"\n'

@@ -64,12 +64,12 @@ async def seed(root: Path, where: str, workflow: Path) -> None:
 
 def facts(root: Path) -> dict[str, object]:
     result = tether(root, "memory", "list", "user:t", "--format", "json")
-    return {f["key"]: f["value"] for f in json.loads(result.stdout)}
+    return {f["key"]: f["value"] for f in json.loads(result.stdout)["items"]}
 
 
 def runs(root: Path) -> dict[str, dict[str, object]]:
     result = tether(root, "runs", "--format", "json", "--limit", "100")
-    return {r["run_id"]: r for r in json.loads(result.stdout)["runs"]}
+    return {r["run_id"]: r for r in json.loads(result.stdout)["items"]}
 
 
 def expect(text: str) -> Callable[[Outcome, Path], None]:
@@ -89,7 +89,7 @@ def _vectors(root: Path) -> int:
 
 def _notes(root: Path, status: str = "any") -> dict[str, str]:
     listed = tether(root, "notes", "list", "--status", status, "--format", "json")
-    return {n["id"]: n["status"] for n in json.loads(listed.stdout)}
+    return {n["id"]: n["status"] for n in json.loads(listed.stdout)["items"]}
 
 
 CASES = {

@@ -35,6 +35,7 @@ from tui.screens.memory import MemoryScreen, NoteReviewScreen
 from tui.screens.memory_render import fact_row_key, note_row_key
 from tui.screens.run_detail import RunDetailScreen
 from tui.widgets.keyed_table import KeyedTable
+from tui.widgets.run_chart import RunChart
 
 SNAPSHOTS = Path(__file__).with_name("snapshots") / "layout"
 UPDATE = os.environ.get("TETHER_UPDATE_SNAPSHOTS") == "1"
@@ -171,6 +172,10 @@ async def test_every_view_and_dialog_matches_its_snapshot(full_workspace, size) 
         # Draw the selection now: otherwise the panel follows it at the next clock tick (1 s),
         # and whether a tick falls before the capture is up to the machine's load.
         await app.refresh_screen(app.screen)
+        if app.screen.query_one("#runs-body").has_class("-wide"):
+            # The chart beside the list follows the selection within a second.
+            chart = app.screen.query_one(RunChart)
+            await until(pilot, lambda: chart.drawn_run_id == "run-review-1", "the run's chart")
         text = await walk.snap("runs")
         assert "q Quit" in text
 

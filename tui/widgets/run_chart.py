@@ -111,6 +111,11 @@ class RunChart(Vertical):
         self._drawn_at = 0.0
         self._timer: Timer | None = None
 
+    @property
+    def drawn_run_id(self) -> str | None:
+        """The run whose calls the plots show now (they lag :meth:`show` by up to a second)."""
+        return None if self._drawn is None else self._drawn[0]  # type: ignore[return-value]
+
     def compose(self) -> ComposeResult:
         yield Static(id="chart-title")
 
