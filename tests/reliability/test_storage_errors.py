@@ -124,7 +124,8 @@ async def test_damage_met_during_a_write_stops_every_later_write(
     assert rows["facts"]["rows"] == 0 and rows["facts"]["problem"]  # its root page is gone
     assert tether(salvaged, "doctor").returncode == 0
     found = tether(salvaged, "notes", "search", "pytest", "--format", "json")
-    assert found.returncode == 0 and json.loads(found.stdout)["items"]  # the search index was rebuilt
+    # the search index was rebuilt
+    assert found.returncode == 0 and json.loads(found.stdout)["items"]
     assert tether(salvaged, "memory", "set", "workflow:seed", "new", "1").returncode == 0
     # The damaged workspace is unchanged; once a healthy file replaces it, writes work again.
     assert mark_path(Workspace(workspace)).exists()
