@@ -125,7 +125,7 @@ def run(command: list[str]) -> tuple[float, str]:
 
 
 def cli_hits(stdout: str) -> list[tuple[str, float]]:
-    return [(hit["id"], round(hit["score"], 4)) for hit in json.loads(stdout)]
+    return [(hit["id"], round(hit["score"], 4)) for hit in json.loads(stdout)["items"]]
 
 
 async def scratch_hits(folder: Path, queries: list[str]) -> dict[str, list[tuple[str, float]]]:

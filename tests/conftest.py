@@ -4,6 +4,9 @@ only on request (``--run-slow``; ``.ci/run`` runs them as a step of their own).
 
 ``db`` (and ``any_workspace``) run each test twice: on a SQLite workspace and on a PostgreSQL
 one (a fresh schema; see ``tests/pg_support.py``). The store's contract is the same on both.
+Those PostgreSQL variants, and the tests marked ``postgresql``, are the PostgreSQL half: run
+on request (``--postgresql`` runs that half alone; ``.ci/run`` runs it as a step of its own),
+so the default command stays the embedded SQLite product and within a few minutes.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite.core
+import pg_support
 import pytest
 from pg_support import fresh_schema
 
@@ -58,15 +62,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--run-slow", action="store_true", default=False,
         help="also run tests marked slow (torture, kill trials, contention)",
     )
+    parser.addoption(
+        "--postgresql", action="store_true", default=False,
+        help="run the PostgreSQL half alone (needs TETHER_TEST_DATABASE_URL; .ci/run sets it)",
+    )
+
+
+def _on_postgresql(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "postgresql" in callspec.params.values()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _on_postgresql(item):
+            item.add_marker(pytest.mark.postgresql)
+    if config.getoption("--postgresql"):
+        chosen = [item for item in items if "postgresql" in item.keywords]
+        config.hook.pytest_deselected(items=[i for i in items if i not in chosen])
+        items[:] = chosen
+    else:
+        skip_pg = pytest.mark.skip(reason="PostgreSQL half: run with --postgresql (.ci/run does)")
+        for item in items:
+            if "postgresql" in item.keywords:
+                item.add_marker(skip_pg)
     if config.getoption("--run-slow") or "slow" in (config.getoption("-m") or ""):
         return
     skip = pytest.mark.skip(reason="slow: run with --run-slow (.ci/run does)")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def current_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Lets ``pg_support`` refuse PostgreSQL to a test not marked ``postgresql`` (it would be
+    skipped by default and never selected by --postgresql: silently never run)."""
+    pg_support.CURRENT_TEST = request.node
+    yield
+    pg_support.CURRENT_TEST = None
 
 
 def _leftovers(before: set[threading.Thread]) -> list[str]:

@@ -24,8 +24,17 @@ SKIP_REASON = (
 )
 
 
+CURRENT_TEST: pytest.Item | None = None
+"""The running test (set by conftest.py)."""
+
+
 def base_url() -> str:
     """The test database URL, or skip (fail under CI=true) when there is none."""
+    if CURRENT_TEST is not None and "postgresql" not in CURRENT_TEST.keywords:
+        pytest.fail(
+            f"{CURRENT_TEST.nodeid} uses PostgreSQL but is not marked postgresql "
+            "(add @pytest.mark.postgresql so --postgresql runs it)."
+        )
     url = os.environ.get(URL_VAR)
     if not url:
         if os.environ.get("CI") == "true":

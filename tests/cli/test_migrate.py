@@ -52,6 +52,7 @@ async def _seed(workspace: Workspace) -> str:
         return outcome.run_id
 
 
+@pytest.mark.postgresql
 async def test_migrate_copies_everything_and_the_copy_answers_the_same(tmp_path: Path) -> None:
     source = Workspace(tmp_path / ".tether")
     run_id = await _seed(source)

@@ -54,7 +54,7 @@ def cli_search(ws: Path, query: tuple[str, ...]) -> list[tuple[str, float, str, 
     out = run_ok("notes", "search", *query, "--limit", "15", "--format", "json",
                  "--workspace", str(ws))
     return [(h["id"], round(h["score"], 4), h["mode"], h["matched_terms"])
-            for h in json.loads(out)]
+            for h in json.loads(out)["items"]]
 
 
 async def store_search(store: MemoryStore, query: tuple[str, ...]
@@ -188,7 +188,7 @@ async def test_a_read_only_index_folder_is_read_but_never_written(
         assert done.returncode == 0, done.stderr
         assert done.stderr == ""
         hits = [(h["id"], round(h["score"], 4), h["mode"], h["matched_terms"])
-                for h in json.loads(done.stdout)]
+                for h in json.loads(done.stdout)["items"]]
         assert hits == expected[QUERIES.index(query)]
     if os.geteuid() != 0:
         index.chmod(0o700)

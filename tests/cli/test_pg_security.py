@@ -27,6 +27,8 @@ from tui.actions.read_only import WRITE_ACTIONS
 from tui.app import TetherApp
 from tui.screens.runs import RunsScreen
 
+pytestmark = pytest.mark.postgresql
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -20,6 +20,8 @@ from store.workspace import Workspace
 from tui.run_control import EXAMPLES_DIR
 from tui.tailing import DatabaseLogTail
 
+pytestmark = pytest.mark.postgresql
+
 
 async def test_a_run_s_logs_are_in_the_database_and_followed_by_offset(tmp_path: Path) -> None:
     with fresh_schema("a") as url:

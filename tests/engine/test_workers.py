@@ -14,9 +14,12 @@ from collections import Counter
 from pathlib import Path
 
 import psycopg
+import pytest
 from pg_support import fresh_schema
 
 from store.workspace import DATABASE_URL_ENV_VAR
+
+pytestmark = pytest.mark.postgresql
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = Path(__file__).with_name("worker_workflow.py")

@@ -79,6 +79,7 @@ async def test_normal_is_the_default(workspace: Workspace) -> None:
         await db.close()
 
 
+@pytest.mark.postgresql
 @pytest.mark.parametrize(("level", "expected"), [("normal", "off"), ("full", "on")])
 async def test_a_postgresql_workspace_commits_at_its_level(
     tmp_path: Path, level: str, expected: str

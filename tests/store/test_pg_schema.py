@@ -16,6 +16,8 @@ from store.errors import NotFoundError, WorkspaceError
 from store.sql.postgres.schema import SCHEMA_VERSION
 from store.workspace import Workspace
 
+pytestmark = pytest.mark.postgresql
+
 
 @pytest.fixture
 def url() -> Iterator[str]:

@@ -20,6 +20,8 @@ from store.runs import RunStore
 from store.workspace import Workspace
 from tui.tailing import WorkspaceTailer
 
+pytestmark = pytest.mark.postgresql
+
 DEADLINE_S = 30.0
 
 

@@ -25,6 +25,8 @@ from tui.modals import LaunchRunDialog
 from tui.run_control import EXAMPLES_DIR
 from tui.screens.runs import RunsScreen
 
+pytestmark = pytest.mark.postgresql
+
 SIZE = (150, 40)
 
 
