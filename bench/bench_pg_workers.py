@@ -7,9 +7,9 @@ Each measurement gets a fresh schema, queues ``--runs`` runs of a two-task workf
 agent, no latency), starts the worker processes with ``--exit-when-idle`` and times from their
 start until every run is finished (checked in the database: every run finished, every node
 finished exactly once). Reported: runs per second and the ratio to one worker, measured in the
-same invocation, with the server's ``synchronous_commit`` on (a WAL flush per commit: on a slow
-disk the flushes are the limit) and off (flushed in the background, the durability of SQLite's
-WAL with NORMAL). Results: a table and ``bench/results/bench_pg_workers.json``.
+same invocation, with ``synchronous_commit`` on (the workspace's ``full`` durability: a WAL
+flush per commit; on a slow disk the flushes are the limit) and off (``normal``: flushed in the
+background, the durability of SQLite's WAL with NORMAL). Results: a table and ``bench/results/bench_pg_workers.json``.
 """
 
 from __future__ import annotations
@@ -67,11 +67,14 @@ async def check(url: str, root: Path, runs: int) -> None:
 
 
 def measure(workers: int, runs: int, concurrency: int, sync_commit: str) -> dict[str, Any]:
-    settings = "" if sync_commit == "on" else f"-csynchronous_commit={sync_commit}"
+    # The workspace's durability level sets synchronous_commit on every writing session
+    # (store.durability): full is on, normal is off.
+    durability = {"on": "full", "off": "normal"}[sync_commit]
     with tempfile.TemporaryDirectory(prefix="tether-workers-") as folder, \
-            scratch_schema("bw", settings=settings) as url:
+            scratch_schema("bw") as url:
         root = Path(folder) / ".tether"
         root.mkdir()
+        (root / "config.toml").write_text(f'[workspace]\ndurability = "{durability}"\n')
         workflow_file = Path(folder) / "short.py"
         workflow_file.write_text(WORKFLOW, encoding="utf-8")
         asyncio.run(enqueue(url, root, workflow_file, runs))
