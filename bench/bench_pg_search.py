@@ -1,5 +1,5 @@
-"""Recall and note search latency on PostgreSQL (tsvector + GIN) beside SQLite (FTS5), on the
-same generated notes, in the same run.
+"""Recall and note search latency on PostgreSQL beside SQLite, on the same generated notes, in
+the same run (both rank with the per-bank term index, fed by each backend's statements).
 
     eval "$(.ci/postgres-up)"; python bench/bench_pg_search.py [--sizes 100000 1000000]
 
