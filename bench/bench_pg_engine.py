@@ -1,5 +1,5 @@
-"""Engine overhead per task on PostgreSQL beside SQLite, on the 1 000-node shapes, with an
-instant agent (so the time measured is scheduling, rendering and durable state).
+"""Engine overhead per task on PostgreSQL beside SQLite, on the 1 000-node shapes, with an instant
+agent (so the time measured is scheduling, rendering and durable state).
 
     eval "$(.ci/postgres-up)"; python bench/bench_pg_engine.py [--repeat 2] [--shapes ...]
 
@@ -8,9 +8,9 @@ joining two of the layer before) and ``fanout`` (one fan-out of 1 000 items). Ev
 its node, attempt, call (with usage rollups) and events. Durability: SQLite in WAL with
 ``synchronous=NORMAL`` (the workspace default), PostgreSQL at the workspace's two durability
 levels: ``full`` (``synchronous_commit=on``) and ``normal`` (``off``: a crash of the server may
-lose the last commits but never corrupts, the same promise as SQLite's WAL with NORMAL). Rounds of the backends are interleaved; the best of
-``--repeat`` is kept (other load only adds time). Results: a table and
-``bench/results/bench_pg_engine.json``.
+lose the last commits but never corrupts, the same promise as SQLite's WAL with NORMAL). Rounds
+of the backends are interleaved; the best of ``--repeat`` is kept (other load only adds time).
+Results: a table and ``bench/results/bench_pg_engine.json``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Worker throughput on a PostgreSQL workspace: 1, 2 and 4 ``tether worker`` processes draining
-a queue of short runs with an instant agent.
+"""Worker throughput on a PostgreSQL workspace: 1, 2 and 4 ``tether worker`` processes draining a
+queue of short runs with an instant agent.
 
     eval "$(.ci/postgres-up)"; python bench/bench_pg_workers.py [--runs 1000] [--workers 1 2 4]
 
@@ -9,7 +9,8 @@ start until every run is finished (checked in the database: every run finished, 
 finished exactly once). Reported: runs per second and the ratio to one worker, measured in the
 same invocation, with ``synchronous_commit`` on (the workspace's ``full`` durability: a WAL
 flush per commit; on a slow disk the flushes are the limit) and off (``normal``: flushed in the
-background, the durability of SQLite's WAL with NORMAL). Results: a table and ``bench/results/bench_pg_workers.json``.
+background, the durability of SQLite's WAL with NORMAL). Results: a table and
+``bench/results/bench_pg_workers.json``.
 """
 
 from __future__ import annotations
