@@ -49,10 +49,15 @@ def attempt_dir(
     artifacts_root: Path, run_id: str, node_id: str, iteration: int, attempt: int
 ) -> Path:
     """The folder holding one attempt's files (see the module docstring for the layout)."""
-    folder = run_dir(artifacts_root, run_id) / node_folder_name(node_id)
+    folder = _attempt_folder(run_dir(artifacts_root, run_id), node_id, iteration, attempt)
+    return inside(artifacts_root, folder)
+
+
+def _attempt_folder(run_folder: Path, node_id: str, iteration: int, attempt: int) -> Path:
+    folder = run_folder / node_folder_name(node_id)
     if iteration:
         folder = folder / f"iteration-{int(iteration)}"
-    return inside(artifacts_root, folder / str(int(attempt)))
+    return folder / str(int(attempt))
 
 
 def stream_log_path(
@@ -72,10 +77,7 @@ class AttemptFolders:
 
     def stream_log(self, node_id: str, iteration: int, attempt: int) -> Path:
         """The attempt's stream log (the same path as :func:`stream_log_path`)."""
-        folder = self.run_folder / node_folder_name(node_id)
-        if iteration:
-            folder = folder / f"iteration-{int(iteration)}"
-        return folder / str(int(attempt)) / STREAM_LOG
+        return _attempt_folder(self.run_folder, node_id, iteration, attempt) / STREAM_LOG
 
 
 def ensure_private_folder(folder: Path) -> Path:

@@ -20,28 +20,13 @@ from store.damage import recorded_damage
 from store.database_file import (
     DatabaseFileInfo,
     database_file_exists,
-    inspect_database_file,
     read_file_info,
-    readonly_uri,
 )
 from store.durability import SYNCHRONOUS_VALUES, check_durability, read_durability
 from store.errors import DamagedDatabaseError, NotFoundError, StorageError, WorkspaceError
 from store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from store.storage_errors import recovery_hint, storage_error
 from store.workspace import Workspace
-
-__all__ = [
-    "BUSY_TIMEOUT_MS",
-    "QUICK_CHECK_MAX_BYTES",
-    "before_open",
-    "configure",
-    "connect",
-    "inspect_database_file",
-    "migrate",
-    "readonly_uri",
-    "run_group",
-    "run_transaction",
-]
 
 BUSY_TIMEOUT_MS = 30_000
 QUICK_CHECK_MAX_BYTES = 32 * 1024 * 1024
@@ -124,6 +109,12 @@ def cannot_open(
         return problem
     reason = getattr(error, "strerror", None) or str(error)
     return WorkspaceError(f"Cannot open the workspace at {workspace.root}: {reason}.")
+
+
+def cannot_upgrade(path: Path, error: StorageError) -> StorageError:
+    """One sentence for a file an older Tether wrote that a reading command could not migrate
+    (a read-only opening migrates first: the one change a read makes)."""
+    return StorageError(f"{path} was written by an older Tether and cannot be upgraded ({error})")
 
 
 def connect(

@@ -48,18 +48,17 @@ from store.connection import (
     backoff_s,
     before_open,
     cannot_open,
+    cannot_upgrade,
     configure,
     connect,
     durability_pragmas,
-    inspect_database_file,
     is_busy,
     migrate,
-    readonly_uri,
     run_group,
     run_group_unflushed,
     split_statements,
 )
-from store.database_file import DatabaseFileInfo
+from store.database_file import DatabaseFileInfo, inspect_database_file, readonly_uri
 from store.errors import StorageError
 from store.schema import SCHEMA_VERSION
 from store.storage_guard import StorageGuard
@@ -183,19 +182,6 @@ class SqliteDatabase(StorageGuard, Database):
         return db
 
     @classmethod
-    async def open_readonly(
-        cls, workspace: Workspace, *, clock: Clock = SYSTEM_CLOCK
-    ) -> SqliteDatabase | None:
-        """The database opened read-only, or None when there is none yet (no file, or an
-        empty one): what reading commands use, so a read never changes anything."""
-        from store.errors import NotFoundError
-
-        try:
-            return await cls.open(workspace, create=False, clock=clock, read_only=True)
-        except NotFoundError:
-            return None
-
-    @classmethod
     async def _open_readonly(
         cls, workspace: Workspace, info: DatabaseFileInfo, clock: Clock, level: str
     ) -> SqliteDatabase:
@@ -205,9 +191,7 @@ class SqliteDatabase(StorageGuard, Database):
             try:
                 await (await cls.open(workspace, create=False, clock=clock)).close()
             except StorageError as error:
-                raise StorageError(
-                    f"{path} was written by an older Tether and cannot be upgraded ({error})"
-                ) from None
+                raise cannot_upgrade(path, error) from None
         conn = await _connect(workspace, lambda: connect(readonly_uri(path), uri=True))
         db = cls(conn, workspace, clock, level, read_only=True)
         try:

@@ -26,13 +26,14 @@ from store.connection import (
     backoff_s,
     before_open,
     cannot_open,
+    cannot_upgrade,
     configure,
     connect,
     is_busy,
     migrate,
-    readonly_uri,
     run_transaction,
 )
+from store.database_file import readonly_uri
 from store.errors import StorageError
 from store.schema import SCHEMA_VERSION
 from store.storage_guard import StorageGuard
@@ -111,9 +112,7 @@ class DirectDatabase(StorageGuard, Database):
             try:
                 cls.open_now(workspace, create=False, clock=clock).close_now()
             except StorageError as error:
-                raise StorageError(
-                    f"{path} was written by an older Tether and cannot be upgraded ({error})"
-                ) from None
+                raise cannot_upgrade(path, error) from None
         try:
             conn = connect(readonly_uri(path), uri=True) if read_only else connect(path)
         except (OSError, sqlite3.Error) as error:

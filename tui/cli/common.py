@@ -164,12 +164,6 @@ def one_line(message: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in flat)
 
 
-def chosen_workspace(workspace_dir: str | None) -> Workspace:
-    """The workspace named on this command, else on ``tether --workspace``, else from the
-    environment or discovered (:func:`workspace_from`)."""
-    return workspace_from(workspace_dir)
-
-
 def fail(message: str, exit_code: int) -> NoReturn:
     """Print one sentence to stderr and exit with ``exit_code``."""
     click.echo(f"tether: {one_line(message)}", err=True)
@@ -217,7 +211,7 @@ def run_direct(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
         workspace_dir = kwargs.get("workspace_dir")
         try:
-            shared = chosen_workspace(workspace_dir if isinstance(workspace_dir, str) else None)
+            shared = workspace_from(workspace_dir if isinstance(workspace_dir, str) else None)
         except TetherError as error:
             fail(str(error), error.exit_code)
             raise AssertionError("unreachable") from error

@@ -25,7 +25,6 @@ from tui.cli.arguments import read_text_argument
 from tui.cli.background import embed_in_background
 from tui.cli.common import (
     Page,
-    chosen_workspace,
     format_option,
     limit_option,
     listing_format_option,
@@ -36,6 +35,7 @@ from tui.cli.common import (
     print_listing,
     reading,
     run_direct,
+    workspace_from,
     workspace_option,
 )
 from tui.cli.lazy import LazyGroup
@@ -134,7 +134,7 @@ async def list_command(
 ) -> None:
     """Every fact, grouped by namespace, or the facts of one NAMESPACE."""
     wanted = None if namespace is None else canonical_namespace(validate_namespace(namespace))
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     page = Page([], 0)
     now = 0
     async with reading_store(workspace) as store:
@@ -191,7 +191,7 @@ async def get_command(
     """Print the JSON value stored at NAMESPACE KEY exactly as it was set."""
     ns = validate_namespace(namespace)
     validate_key(key)
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     fact = None
     async with reading_store(workspace) as store:
         if store is not None:
@@ -224,7 +224,7 @@ async def set_command(
     ns = validate_namespace(namespace)
     validate_key(key)
     value_json = parse_value_json(read_text_argument(value, "the value"))
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     async with open_store(workspace, create=True) as store:
         fact = await store.set_fact_json(ns, key, value_json, ttl_ms=ttl_ms)
 
@@ -242,7 +242,7 @@ async def rm_command(namespace: str, key: str, workspace_dir: str | None) -> Non
     """Delete the fact at NAMESPACE KEY."""
     ns = validate_namespace(namespace)
     validate_key(key)
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     removed = False
     if workspace.exists():
         async with open_store(workspace, create=False) as store:
@@ -258,7 +258,7 @@ async def rm_command(namespace: str, key: str, workspace_dir: str | None) -> Non
 async def gc_command(workspace_dir: str | None) -> None:
     """Remove expired facts (the TTL collector)."""
 
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     removed = 0
     if workspace.exists():
         async with open_store(workspace, create=False) as store:
@@ -280,7 +280,7 @@ async def limit_command(max_tokens: int, workspace_dir: str | None) -> None:
     """Trim every thread to N tokens by removing its oldest messages (the token limiter)."""
 
     limiter = TokenLimiter(max_tokens)
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     removed = threads = 0
     if workspace.exists():
         async with open_store(workspace, create=False) as store:

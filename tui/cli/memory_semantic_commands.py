@@ -19,8 +19,15 @@ from engine.memory.semantic import Embedder
 from store.errors import TetherError
 from store.sql import vectors as vector_sql
 from tui.cli.background import embedder_lock
-from tui.cli.common import format_option, print_json, reading, run_async, workspace_option
-from tui.cli.memory_commands import chosen_workspace, memory, open_store
+from tui.cli.common import (
+    format_option,
+    print_json,
+    reading,
+    run_async,
+    workspace_from,
+    workspace_option,
+)
+from tui.cli.memory_commands import memory, open_store
 
 
 class SemanticUnavailableError(TetherError):
@@ -38,7 +45,7 @@ async def reindex_command(quiet: bool, workspace_dir: str | None) -> None:
     encoder = load_encoder()
     if encoder is None:
         raise SemanticUnavailableError(f"Semantic recall is unavailable: {unavailable_reason()}.")
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     if not workspace.exists():
         if not quiet:
             click.echo("Nothing to embed: there is no workspace yet.")
@@ -73,7 +80,7 @@ async def status_command(workspace_dir: str | None, output_format: str) -> None:
     """Which recall tasks get (hybrid or keyword, and why), and how many vectors exist."""
     state = describe()
     vectors = 0
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     if semantic_available():
         async with reading(workspace) as db:  # read-only: a status never changes anything
             if db is not None:

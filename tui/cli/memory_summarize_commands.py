@@ -13,8 +13,8 @@ from engine.agents.registry import AgentRegistry
 from engine.config import load_config
 from engine.memory.summarize import agent_summarize_fn, summarizer_agent_name
 from store.processors import KEEP_RECENT, Summarizer
-from tui.cli.common import run_async, workspace_option
-from tui.cli.memory_commands import chosen_workspace, memory, open_store
+from tui.cli.common import run_async, workspace_from, workspace_option
+from tui.cli.memory_commands import memory, open_store
 
 
 @memory.command("summarize")
@@ -27,7 +27,7 @@ from tui.cli.memory_commands import chosen_workspace, memory, open_store
 async def summarize_command(agent_name: str | None, keep_recent: int,
                             workspace_dir: str | None) -> None:
     """Summarize every thread's older messages with an agent (the Summarizer processor)."""
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     name = summarizer_agent_name(workspace.config_path, agent_name)
     agent = AgentRegistry({}, load_config(workspace.config_path).agents).get(name)
     summaries = removed = 0

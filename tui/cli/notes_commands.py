@@ -38,10 +38,10 @@ from tui.cli.common import (
     print_listing,
     run_async,
     run_direct,
+    workspace_from,
     workspace_option,
 )
 from tui.cli.memory_commands import (
-    chosen_workspace,
     one_line,
     open_store,
     read_text_argument,
@@ -88,7 +88,7 @@ async def list_command(
 ) -> None:
     """Notes of every namespace, or of NAMESPACE, oldest first."""
     wanted = None if namespace is None else canonical_namespace(validate_namespace(namespace))
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     page = Page([], 0)
     now = 0
     async with reading_store(workspace) as store:
@@ -190,7 +190,7 @@ async def add_command(
         validate_label(target, "a superseded note id")
     if kind is not None:
         validate_label(kind, "the note kind")
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     async with open_store(workspace, create=True) as store:
         note = await store.save_note(
             ns,
@@ -209,7 +209,7 @@ async def add_command(
 
 async def _decide(note_id: str, status: str, reason: str | None, workspace_dir: str | None) -> None:
     validate_label(note_id, "the note id")
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     if not workspace.exists():
         raise NotFoundError(f"There is no note with id {note_id!r}.")
     async with open_store(workspace, create=False) as store:
@@ -264,7 +264,7 @@ async def search_command(
     typed as a sentence still finds its answer. The first line says which search answered."""
     query_terms(query)
     ns = None if namespace is None else validate_namespace(namespace)
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     page = Page([], 0)
     mode = MODE_ALL_WORDS
     now = 0
@@ -379,7 +379,7 @@ async def import_command(file: str, workspace_dir: str | None) -> None:
         click.echo(f"Nothing was imported: {len(errors)} bad line"
                    f"{'s' if len(errors) != 1 else ''}.", err=True)
         raise SystemExit(2)
-    workspace = chosen_workspace(workspace_dir)
+    workspace = workspace_from(workspace_dir)
     async with open_store(workspace, create=True) as store:
         ids = await store.save_notes(inputs)
     click.echo(f"Imported {len(ids)} note{'s' if len(ids) != 1 else ''}.")
