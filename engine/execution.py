@@ -216,8 +216,7 @@ class RunExecution:
         ):
             return
         self.take_requests(
-            dataclasses.replace(
-                self.run,
+            self.run._replace(
                 cancel_requested_at_ms=requests.cancel_requested_at_ms,
                 clear_requested_at_ms=requests.clear_requested_at_ms,
                 clear_reason=requests.clear_reason,

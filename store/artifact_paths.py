@@ -8,7 +8,6 @@ checks that the folder resolves strictly inside the workspace's ``artifacts/`` f
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from store.errors import InvalidInputError
@@ -35,4 +34,6 @@ def delete_run_dir(artifacts_root: Path, run_id: str) -> None:
     folder = run_dir(artifacts_root, run_id)
     if folder.is_symlink() or not folder.is_dir():
         return
+    import shutil  # only when a run's files are deleted
+
     shutil.rmtree(folder, ignore_errors=True)

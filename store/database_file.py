@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from store.errors import DamagedDatabaseError, StorageError, WorkspaceError
 from store.schema import APPLICATION_ID, SCHEMA_VERSION
@@ -25,8 +25,7 @@ from store.storage_errors import SQLITE_NOTADB, primary_code, recovery_hint, sto
 OPEN_TIMEOUT_S = 30.0
 
 
-@dataclass(frozen=True)
-class DatabaseFileInfo:
+class DatabaseFileInfo(NamedTuple):
     """What SQLite reports about an existing database file (read without changing it)."""
 
     schema_version: int

@@ -14,8 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from store.errors import InvalidInputError
 from store.json_text import JsonTextError, describe, parse_json_text
@@ -33,8 +32,7 @@ MAX_TTL_MS = 100 * 365 * 24 * 3600 * 1000
 _GC_CHUNK = 256
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(NamedTuple):
     """One fact as stored. ``value_json`` is the exact JSON text written."""
 
     namespace: str

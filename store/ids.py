@@ -13,7 +13,7 @@ line, the dashboard, the store API) and never used as path components unchecked:
 
 from __future__ import annotations
 
-import hashlib
+import os
 import re
 
 from store.errors import InvalidInputError
@@ -29,6 +29,13 @@ _RUN_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.\-]{{0,{MAX_RUN_ID_CHARS - 1}}}")
 _SAFE_NAME = re.compile(rf"[A-Za-z0-9_\-\[\]][A-Za-z0-9_.\-\[\]]{{0,{FOLDER_NAME_CHARS - 1}}}")
 _UNSAFE_CHAR = re.compile(r"[^A-Za-z0-9_.\-\[\]]")
 _BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
+def random_hex(chars: int) -> str:
+    """``chars`` random hexadecimal digits from the operating system's generator: the random
+    part of generated ids (``uuid`` and ``secrets`` would add milliseconds to every short
+    command's start-up for the same bytes)."""
+    return os.urandom((chars + 1) // 2).hex()[:chars]
 
 
 def _shown(value: str) -> str:
@@ -80,5 +87,7 @@ def node_folder_name(node_id: str) -> str:
     if _SAFE_NAME.fullmatch(node_id):
         return node_id
     readable = _UNSAFE_CHAR.sub("_", node_id)[:_READABLE_CHARS].lstrip(".") or "node"
+    import hashlib  # only for long or unusual node ids
+
     digest = hashlib.sha256(node_id.encode("utf-8")).hexdigest()[:_HASH_CHARS]
     return f"{readable}~{digest}"

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from store.errors import InvalidInputError
 
@@ -37,8 +36,7 @@ _DECODE = re.compile("%25|%3A")
 _DECODED = {"%25": "%", "%3A": ":"}
 
 
-@dataclass(frozen=True, order=True)
-class Namespace:
+class Namespace(NamedTuple):
     """A parsed namespace: its kind and its (unescaped) id."""
 
     kind: NamespaceKind

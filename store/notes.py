@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from store.errors import ConflictError, InvalidInputError, NotFoundError
+from store.ids import random_hex
 from store.namespaces import (
     NAMESPACE_KINDS,
     Namespace,
@@ -31,13 +30,6 @@ from store.namespaces import (
     ensure_length,
 )
 from store.schema import NOTE_STATUSES
-from store.search_policy import (
-    MODE_ALL_WORDS,
-    MODE_ANY_WORD,
-    needs_fallback,
-    prompt_terms,
-    query_terms,
-)
 from store.sql import memory as sql
 from store.sql import term_index as term_sql
 from store.sql.paging import MORE_COUNT_CAP
@@ -57,8 +49,7 @@ DEFAULT_SEARCH_LIMIT = 20
 MAX_SEARCH_LIMIT = 1_000
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(NamedTuple):
     """One note as stored. ``tags`` is a tuple; provenance is (run_id, node_id, iteration)."""
 
     id: str
@@ -77,13 +68,12 @@ class Note:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict for ``--format json`` and the dashboard."""
-        document = dict(self.__dict__)
+        document = self._asdict()
         document["tags"] = list(self.tags)
         return document
 
 
-@dataclass(frozen=True)
-class SearchHit:
+class SearchHit(NamedTuple):
     """A search result: the note, its BM25 relevance (higher is more relevant), the query
     terms it holds and the search mode that found it (all words, or the any-word fallback)."""
 
@@ -93,8 +83,7 @@ class SearchHit:
     mode: str = "all words"
 
 
-@dataclass(frozen=True)
-class NoteSearch:
+class NoteSearch(NamedTuple):
     """What a note search found and how: ``mode`` says which search answered (all words, the
     any-word fallback, or both); ``terms`` are the stemmed query terms."""
 
@@ -103,8 +92,7 @@ class NoteSearch:
     terms: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class SupersessionEdge:
+class SupersessionEdge(NamedTuple):
     """``note_id`` supersedes ``supersedes_id``; the statuses of both notes right now."""
 
     note_id: str
@@ -113,8 +101,7 @@ class SupersessionEdge:
     target_status: str
 
 
-@dataclass(frozen=True)
-class NoteInput:
+class NoteInput(NamedTuple):
     """One note to save in a batch (:meth:`NoteOps.save_notes`); the fields of
     :meth:`NoteOps.save_note`, plus an optional creation time (imports keep their dates)."""
 
@@ -132,7 +119,7 @@ class NoteInput:
 def note_params(note: NoteInput) -> tuple[dict[str, Any], tuple[str, ...]]:
     """Validate one batch entry: the INSERT parameters (with a fresh id when none is given)
     and its supersession targets. Raises InvalidInputError with one sentence."""
-    note_id = validate_label(note.id, "the note id") if note.id else uuid.uuid4().hex[:16]
+    note_id = validate_label(note.id, "the note id") if note.id else random_hex(16)
     tags = validate_tags(note.tags)
     created = note.created_at_ms
     if created is not None and (isinstance(created, bool) or not isinstance(created, int)
@@ -284,7 +271,7 @@ class NoteOps:
             NotFoundError: a superseded id does not exist.
             ConflictError: ``note_id`` exists with different content.
         """
-        note_id = validate_label(note_id, "the note id") if note_id else uuid.uuid4().hex[:16]
+        note_id = validate_label(note_id, "the note id") if note_id else random_hex(16)
         tags_tuple = validate_tags(tags)
         params: dict[str, Any] = {
             "id": note_id,
@@ -527,8 +514,15 @@ class NoteOps:
         narrows the scope; ``status``/``include_superseded``/``kind`` widen or narrow the
         contract as in :meth:`list_notes`. BM25's statistics are those of the notes in scope.
         """
-        # numpy is imported on the first search only: `tether notes add` and `memory get` are
-        # called in loops from hooks and scripts, and must start fast.
+        # numpy and the search policy are imported on the first search only: `tether notes
+        # add` and `memory get` are called in loops from hooks and scripts, and must start fast.
+        from store.search_policy import (
+            MODE_ALL_WORDS,
+            MODE_ANY_WORD,
+            needs_fallback,
+            prompt_terms,
+            query_terms,
+        )
         from store.term_index import STATUS_CODES, Scope, demote_echoes, index_for
 
         if not 1 <= limit <= MAX_SEARCH_LIMIT:

@@ -11,9 +11,9 @@ or busy process keeps its run). Only for an owner on another host does the heart
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable
 
+from store.ids import random_hex
 from store.run_records import RunRecord
 
 Liveness = Callable[[str | None], bool | None]
@@ -36,7 +36,7 @@ def new_owner_id() -> str:
     ``<host>:<pid>:<start ticks>:<random>`` (the format :func:`owner_liveness` reads)."""
     pid = os.getpid()
     start = process_start_ticks(pid) or "0"
-    return f"{_hostname()}:{pid}:{start}:{uuid.uuid4().hex[:6]}"
+    return f"{_hostname()}:{pid}:{start}:{random_hex(6)}"
 
 
 def owner_liveness(owner_id: str | None) -> bool | None:

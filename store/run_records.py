@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from store.buckets import context_window
 from store.json_columns import load_json
@@ -26,8 +25,7 @@ TERMINAL_NODE_STATES = ("finished", "failed", "cancelled", "skipped")
 # -- value types ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TokenUsage:
+class TokenUsage(NamedTuple):
     """Token counts of one call or one attempt: fresh input, both cache lanes, output, reasoning."""
 
     input: int = 0
@@ -52,7 +50,8 @@ class TokenUsage:
         context = self.context_tokens
         return self.cache_read / context if context else 0.0
 
-    def __add__(self, other: TokenUsage) -> TokenUsage:
+    # Element-wise (usage of two calls together), not the tuple's concatenation.
+    def __add__(self, other: TokenUsage) -> TokenUsage:  # type: ignore[override]
         return TokenUsage(
             self.input + other.input,
             self.cache_read + other.cache_read,
@@ -88,8 +87,7 @@ CALL_KINDS = ("model", "retry", "reconciliation")
 an agent's session totals with its per-message calls. Only ``model`` rows count as calls."""
 
 
-@dataclass(frozen=True)
-class CostTotal:
+class CostTotal(NamedTuple):
     """Money spent by some calls: the sum over calls with a known price, and how many calls had
     no known price (their cost is *unknown*, never taken as 0)."""
 
@@ -116,8 +114,7 @@ class CostTotal:
         return cls(float(row["cost_usd"] or 0.0), int(row["unpriced_calls"] or 0))
 
 
-@dataclass(frozen=True)
-class CallUsage:
+class CallUsage(NamedTuple):
     """One model call to record: where it happened, which agent/model, and its token usage."""
 
     run_id: str
@@ -135,8 +132,7 @@ class CallUsage:
     detail: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class NewEvent:
+class NewEvent(NamedTuple):
     """An event to append. ``payload`` must be JSON-serialisable."""
 
     type: str
@@ -147,8 +143,7 @@ class NewEvent:
     payload: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class RunRecord:
+class RunRecord(NamedTuple):
     """One row of ``runs``, decoded."""
 
     run_id: str
@@ -247,8 +242,7 @@ class RunRecord:
         return data
 
 
-@dataclass(frozen=True)
-class NodeRecord:
+class NodeRecord(NamedTuple):
     """One row of ``nodes``: a task in a run at one loop iteration."""
 
     run_id: str
@@ -296,8 +290,7 @@ class NodeRecord:
         }
 
 
-@dataclass(frozen=True)
-class AttemptRecord:
+class AttemptRecord(NamedTuple):
     """One row of ``attempts``; ``tokens`` are the authoritative per-attempt totals."""
 
     run_id: str
@@ -357,8 +350,7 @@ class AttemptRecord:
         }
 
 
-@dataclass(frozen=True)
-class CallRecord:
+class CallRecord(NamedTuple):
     """One row of ``calls``."""
 
     call_id: int
@@ -418,8 +410,7 @@ class CallRecord:
         }
 
 
-@dataclass(frozen=True)
-class EventRecord:
+class EventRecord(NamedTuple):
     """One row of ``events``."""
 
     seq: int
@@ -445,8 +436,7 @@ class EventRecord:
         )
 
 
-@dataclass(frozen=True)
-class MemoryBlockRecord:
+class MemoryBlockRecord(NamedTuple):
     """One row of ``memory_blocks``: what recall injected (or why nothing was)."""
 
     block_id: int
@@ -488,8 +478,7 @@ class MemoryBlockRecord:
         )
 
 
-@dataclass(frozen=True)
-class HandoffRecord:
+class HandoffRecord(NamedTuple):
     """One row of ``handoffs``."""
 
     handoff_id: int
@@ -519,8 +508,7 @@ class HandoffRecord:
         )
 
 
-@dataclass(frozen=True)
-class RunRequests:
+class RunRequests(NamedTuple):
     """Requests other processes may have written on a run row."""
 
     cancel_requested_at_ms: int | None

@@ -33,7 +33,6 @@ nodes, attempts and handoffs.
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
@@ -41,7 +40,7 @@ from store.artifact_paths import delete_run_dir
 from store.calls import CallLog
 from store.errors import InvalidInputError, NotFoundError
 from store.events import MAX_READ_LIMIT
-from store.ids import validate_node_id, validate_run_id
+from store.ids import random_hex, validate_node_id, validate_run_id
 from store.json_columns import dump_json
 from store.memory_blocks import MemoryBlockLog
 from store.owners import running_elsewhere
@@ -69,7 +68,7 @@ DEFAULT_LEASE_MS = 30_000
 
 def new_run_id() -> str:
     """A fresh run id: short, unique, sortable enough to read in a terminal."""
-    return "r-" + uuid.uuid4().hex[:12]
+    return "r-" + random_hex(12)
 
 
 def _check(value: str, allowed: tuple[str, ...], what: str) -> None:

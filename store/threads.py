@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from store.errors import ConflictError, InvalidInputError, NotFoundError
 from store.facts import encode_value
+from store.ids import random_hex
 from store.namespaces import Namespace, canonical_namespace, ensure_clean_text
 from store.sql import memory as sql
 
@@ -27,8 +26,7 @@ if TYPE_CHECKING:
     from store.database import Row
 
 
-@dataclass(frozen=True)
-class Thread:
+class Thread(NamedTuple):
     """A conversation thread in a namespace."""
 
     thread_id: str
@@ -39,8 +37,7 @@ class Thread:
     updated_at_ms: int
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(NamedTuple):
     """One message of a thread; ``content_json`` is JSON text (a string, or any JSON value)."""
 
     id: str
@@ -129,7 +126,7 @@ class ThreadOps:
     ) -> Thread:
         """Create a thread (a random id unless given); an existing ``thread_id`` is returned."""
         params = {
-            "thread_id": thread_id or uuid.uuid4().hex,
+            "thread_id": thread_id or random_hex(32),
             "namespace": canonical_namespace(namespace),
             "title": title,
             "metadata_json": None if metadata is None else encode_value(metadata),
@@ -187,7 +184,7 @@ class ThreadOps:
         if not role:
             raise InvalidInputError("The message role is empty.")
         message = Message(
-            id=message_id or uuid.uuid4().hex,
+            id=message_id or random_hex(32),
             thread_id=thread_id,
             role=role,
             content_json=encode_value(content),

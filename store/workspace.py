@@ -16,10 +16,9 @@ folder that is itself a workspace (holds ``tether.db``, as ``tether-demo/`` does
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 WORKSPACE_DIRNAME = ".tether"
 DATABASE_FILENAME = "tether.db"
@@ -29,8 +28,7 @@ ENV_VAR = "TETHER_WORKSPACE"
 DATABASE_URL_ENV_VAR = "TETHER_DATABASE_URL"
 
 
-@dataclass(frozen=True)
-class Workspace:
+class Workspace(NamedTuple):
     """A workspace folder and the paths inside it; ``database_url`` names a PostgreSQL
     database that holds the workspace's data instead of the folder's ``tether.db``."""
 
@@ -149,6 +147,8 @@ def configured_database_url(root: Path) -> str | None:
         return None
     if "database_url" not in text:
         return None
+    import tomllib  # only for a config naming a database: most commands never parse TOML
+
     from store.errors import InvalidInputError
 
     try:

@@ -19,7 +19,8 @@ def tether(
     stdin: bytes | None = None,
     timeout: float = 60,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m tui.cli.main ARGS`` and return the finished process (text output).
+    """Run ``python -m tui.cli.entry ARGS`` (what the ``tether`` console script runs) and return
+    the finished process (text output).
 
     ``TETHER_WORKSPACE`` is removed from the environment unless ``env`` sets it, so tests
     never touch a workspace outside their temporary folder.
@@ -27,7 +28,7 @@ def tether(
     environment = {k: v for k, v in os.environ.items() if k != "TETHER_WORKSPACE"}
     environment["PYTHONPATH"] = str(REPO_ROOT)
     environment.update(env or {})
-    command: Sequence[str | bytes] = [sys.executable, "-m", "tui.cli.main", *args]
+    command: Sequence[str | bytes] = [sys.executable, "-m", "tui.cli.entry", *args]
     result = subprocess.run(
         command,
         cwd=cwd,

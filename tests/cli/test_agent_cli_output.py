@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def tether(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli.main", *args, "--workspace", str(workspace)],
+        [sys.executable, "-m", "tui.cli.entry", *args, "--workspace", str(workspace)],
         capture_output=True,
         text=True,
         env=dict(os.environ),

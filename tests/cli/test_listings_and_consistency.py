@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def tether(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli.main", *args, "--workspace", str(workspace)],
+        [sys.executable, "-m", "tui.cli.entry", *args, "--workspace", str(workspace)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -274,7 +274,8 @@ def test_a_cancelled_run_exits_3(tmp_path: Path) -> None:
     )
     workspace = tmp_path / "ws"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli.main", "run", str(workflow), "--workspace", str(workspace)],
+        [sys.executable, "-m", "tui.cli.entry", "run", str(workflow),
+         "--workspace", str(workspace)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -312,7 +313,7 @@ def test_a_cancelled_run_exits_3(tmp_path: Path) -> None:
 def test_short_commands_import_neither_engine_nor_asyncio(tmp_path: Path, args: tuple[str, ...]):
     argv = list(args) if args == ("--help",) else [*args, "--workspace", str(tmp_path / "ws")]
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "tui.cli.main", *argv],
+        [sys.executable, "-X", "importtime", "-m", "tui.cli.entry", *argv],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -338,7 +339,7 @@ def test_help_lines_match_each_commands_own_help() -> None:
 
 
 def test_the_more_line_says_where_counting_stopped() -> None:
-    from tui.cli.common import more_line
+    from tui.cli.output import more_line
 
     assert more_line(12, "runs", 1000) == "… 12 more runs (raise --limit to see them)"
     assert more_line(1000, "notes", 1000) == "… 1,000+ more notes (raise --limit to see them)"

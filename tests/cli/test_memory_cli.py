@@ -142,7 +142,7 @@ def _run_in_pty(*args: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     env.pop("TETHER_WORKSPACE", None)
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli.main", *args], stdout=follower, stderr=follower,
+        [sys.executable, "-m", "tui.cli.entry", *args], stdout=follower, stderr=follower,
         stdin=subprocess.DEVNULL, env=env,
     )
     os.close(follower)

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def tether(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != DATABASE_URL_ENV_VAR}
-    return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "tui.cli.entry", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

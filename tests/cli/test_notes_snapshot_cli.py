@@ -142,7 +142,7 @@ def readonly_index_command(index: Path, args: list[str]) -> list[str] | None:
     """A command running ``tether ARGS`` with ``index`` read-only: a read-only bind mount in
     a private mount namespace (as root, where permissions do not stop writes), or the
     folder's permissions otherwise; None when neither is possible here."""
-    python = [sys.executable, "-m", "tui.cli.main", *args]
+    python = [sys.executable, "-m", "tui.cli.entry", *args]
     if os.geteuid() != 0:
         index.chmod(0o555)
         return python

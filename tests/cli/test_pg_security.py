@@ -63,7 +63,7 @@ def team(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def tether(cwd: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, DATABASE_URL_ENV_VAR: url}
     env.pop("PGPASSFILE", None)  # the password must come from the URL in the environment
-    return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "tui.cli.entry", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -84,7 +84,7 @@ def test_password_never_in_output_messages_or_process_list(team: tuple[str, Path
     env = {**os.environ, DATABASE_URL_ENV_VAR: secret_url}
     env.pop("PGPASSFILE", None)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli.main", "worker", "--poll-seconds", "0.2"],
+        [sys.executable, "-m", "tui.cli.entry", "worker", "--poll-seconds", "0.2"],
         cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

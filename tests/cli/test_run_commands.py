@@ -18,7 +18,7 @@ EXAMPLE = ROOT / "examples" / "fanout_review.py"
 def tether(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TETHER_SIM_LATENCY_MS": "5"}
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli.main", *args, "--workspace", str(workspace)],
+        [sys.executable, "-m", "tui.cli.entry", *args, "--workspace", str(workspace)],
         capture_output=True,
         text=True,
         env=env,

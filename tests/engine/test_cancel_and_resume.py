@@ -48,7 +48,7 @@ async def _cancel_from_cli(db: Database) -> None:
         [
             sys.executable,
             "-m",
-            "tui.cli.main",
+            "tui.cli.entry",
             "cancel",
             run.run_id,
             "--workspace",

@@ -23,7 +23,7 @@ TRIALS = 20
 def _tether(workspace: Path, log: Path, *args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "CRASH_LOG": str(log), "TETHER_SIM_LATENCY_MS": "25"}
     return subprocess.Popen(
-        [sys.executable, "-m", "tui.cli.main", *args, "--workspace", str(workspace)],
+        [sys.executable, "-m", "tui.cli.entry", *args, "--workspace", str(workspace)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

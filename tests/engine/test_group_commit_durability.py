@@ -26,7 +26,7 @@ def _start(workspace: Path, log: Path, *args: str) -> subprocess.Popen[bytes]:
         [
             sys.executable,
             "-m",
-            "tui.cli.main",
+            "tui.cli.entry",
             "run",
             str(WORKFLOW),
             *args,

@@ -48,7 +48,7 @@ def test_two_workers_and_a_dashboard_a_killed_worker_is_replaced(tmp_path: Path)
 
         def tether(*args: str) -> subprocess.Popen[str]:
             return subprocess.Popen(
-                [sys.executable, "-m", "tui.cli.main", *args], cwd=tmp_path, env=env,
+                [sys.executable, "-m", "tui.cli.entry", *args], cwd=tmp_path, env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
 
@@ -138,7 +138,7 @@ def test_a_worker_rides_out_a_dropped_database_connection(tmp_path: Path) -> Non
         env = {**os.environ, DATABASE_URL_ENV_VAR: url, "WORKER_LOG": str(log),
                "PYTHONPATH": str(ROOT), "WORKER_LATENCY_MS": "10"}
         worker = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli.main", "worker", "--poll-seconds", "0.2"],
+            [sys.executable, "-m", "tui.cli.entry", "worker", "--poll-seconds", "0.2"],
             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         try:
@@ -151,7 +151,7 @@ def test_a_worker_rides_out_a_dropped_database_connection(tmp_path: Path) -> Non
                     "AND pid <> pg_backend_pid()) AS k").fetchone()
                 assert killed is not None and killed[0] >= 1
                 queued = subprocess.run(
-                    [sys.executable, "-m", "tui.cli.main", "run", str(WORKFLOW), "--queue"],
+                    [sys.executable, "-m", "tui.cli.entry", "run", str(WORKFLOW), "--queue"],
                     cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
                 assert queued.returncode == 0, queued.stderr
                 run_id = queued.stdout.strip()

@@ -143,7 +143,7 @@ async def test_tether_clear_hands_off_a_run_no_engine_is_running(
     live = await runs.create_run("context-handoff", input={"goal": "g"})
     await db.execute(run_sql.UPDATE_HEARTBEAT,
                      {"now": time.time_ns() // 1_000_000, "run_id": live.run_id})
-    tether = [sys.executable, "-m", "tui.cli.main", "clear", "--workspace", str(workspace.root)]
+    tether = [sys.executable, "-m", "tui.cli.entry", "clear", "--workspace", str(workspace.root)]
     env = cli_env(db.workspace)
     done = subprocess.run([*tether, stale.run_id, "--reason", "too much residue"],
                           capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)

@@ -70,7 +70,7 @@ async def test_memory_summarize_uses_an_engine_agent(db: Database, workspace: Wo
         encoding="utf-8",
     )
     done = subprocess.run(
-        [sys.executable, "-m", "tui.cli.main", "memory", "summarize", "--workspace",
+        [sys.executable, "-m", "tui.cli.entry", "memory", "summarize", "--workspace",
          str(workspace.root)],
         capture_output=True, text=True, cwd=ROOT, timeout=60, env=cli_env(db.workspace),
     )
@@ -80,7 +80,7 @@ async def test_memory_summarize_uses_an_engine_agent(db: Database, workspace: Wo
     assert len(messages) == 3 and messages[0].role == "system"
     assert messages[0].content["type"] == "summary" and messages[0].content["text"]
     unknown = subprocess.run(
-        [sys.executable, "-m", "tui.cli.main", "memory", "summarize", "--agent", "nope",
+        [sys.executable, "-m", "tui.cli.entry", "memory", "summarize", "--agent", "nope",
          "--workspace", str(workspace.root)],
         capture_output=True, text=True, cwd=ROOT, timeout=60, env=cli_env(db.workspace),
     )

@@ -1,4 +1,5 @@
-"""Running the real ``tether`` entry point (``tui.cli.main.main``) inside the test process.
+"""Running the real ``tether`` entry point (``tui.cli.entry.main``, what the console script
+calls) inside the test process.
 
 The argument vector, standard streams, working directory and environment are swapped for the
 call, exactly as a fresh process would see them (arguments that are not UTF-8 arrive as
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from tui.cli.main import main
+from tui.cli.entry import main
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,14 @@ def main(mount: Path, workflow: str) -> dict[str, object]:
 
     def tether(*args: str) -> dict[str, object]:
         done = subprocess.run(
-            [sys.executable, "-m", "tui.cli.main", *args, "--workspace", str(workspace)],
+            [sys.executable, "-m", "tui.cli.entry", *args, "--workspace", str(workspace)],
             capture_output=True, text=True, timeout=DEADLINE_S,
         )
         return {"code": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
 
     results: dict[str, object] = {"before": tether("memory", "set", "user:a", "kept", '"yes"')}
     run = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli.main", "run", workflow, "--format", "json",
+        [sys.executable, "-m", "tui.cli.entry", "run", workflow, "--format", "json",
          "--workspace", str(workspace)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

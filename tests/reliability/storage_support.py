@@ -32,7 +32,7 @@ def tether(
     environment.update(env or {})
     where = ("--workspace", str(workspace)) if workspace is not None else ()
     done = subprocess.run(
-        [*prefix, sys.executable, "-m", "tui.cli.main", *args, *where],
+        [*prefix, sys.executable, "-m", "tui.cli.entry", *args, *where],
         input=stdin, capture_output=True, cwd=cwd or REPO_ROOT, env=environment,
         timeout=timeout,
     )

@@ -3,8 +3,9 @@ files that must each be refused with exactly one sentence on stderr and the righ
 leaving the workspace as it was (compared from this process, which holds no connection to it
 between commands) or, where there was none, not creating one.
 
-Every case runs the real entry point (``tui.cli.main.main``) in this process through
-:mod:`cli_harness`; a sample also runs as a real subprocess, so both are known to agree.
+Every case runs the real entry point (``tui.cli.entry.main``, what the console script calls) in
+this process through :mod:`cli_harness`; a sample also runs as a real subprocess, so both are
+known to agree.
 Agent output is covered with the agents (engine/agents tests), the dashboard's editor and
 palette in ``tests/tui_actions/test_hostile_dashboard.py``.
 """
@@ -381,7 +382,7 @@ def test_a_real_process_gives_the_same_refusal(
     env = {k: v for k, v in os.environ.items() if k != "TETHER_WORKSPACE"}
     env["PYTHONPATH"] = str(REPO_ROOT)
     args = [os.fsencode(arg) for arg in expand(case, case_dir)]
-    done = subprocess.run([sys.executable, "-m", "tui.cli.main", *args], cwd=case_dir, env=env,
+    done = subprocess.run([sys.executable, "-m", "tui.cli.entry", *args], cwd=case_dir, env=env,
                           input=b"", capture_output=True, timeout=120)
     assert done.returncode == case.code, done.stderr
     line = check_one_sentence(done.stderr.decode("utf-8", "replace"))

@@ -133,7 +133,7 @@ def test_fan_out_keys_get_their_own_log_folders_and_artifacts_are_owner_only(
     env = {k: v for k, v in os.environ.items() if k != "TETHER_WORKSPACE"}
     env["PYTHONPATH"] = str(REPO_ROOT)
     done = subprocess.run(  # with a permissive umask, as many shells have
-        ["sh", "-c", 'umask 000; exec "$@"', "sh", sys.executable, "-m", "tui.cli.main", "run",
+        ["sh", "-c", 'umask 000; exec "$@"', "sh", sys.executable, "-m", "tui.cli.entry", "run",
          str(workflow), "--workspace", str(workspace)],
         capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=120,
     )

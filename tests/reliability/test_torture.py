@@ -52,7 +52,7 @@ def environment() -> dict[str, str]:
 
 def tether_process(workspace: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tui.cli.main", *args, "--workspace", str(workspace)],
+        [sys.executable, "-m", "tui.cli.entry", *args, "--workspace", str(workspace)],
         cwd=REPO_ROOT, env=environment(), stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

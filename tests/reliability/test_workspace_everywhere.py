@@ -238,7 +238,7 @@ def test_the_dashboard_opens_the_named_workspace(
     target, project, decoy = fresh(templates, tmp_path)
     args, env = arguments(Case(("tui",), expect("")), way, target, templates[2])
     code, output = run_in_pty(
-        [sys.executable, "-m", "tui.cli.main", *args], {**pty_env(), **env}, send=b"q",
+        [sys.executable, "-m", "tui.cli.entry", *args], {**pty_env(), **env}, send=b"q",
         ready=b"r-target-done", cwd=project,
     )
     assert code == 0, output[-2000:]
@@ -259,7 +259,7 @@ async def test_the_mcp_server_uses_the_named_workspace(
                           templates[2])
     environment = {k: v for k, v in os.environ.items() if k != "TETHER_WORKSPACE"}
     environment.update(PYTHONPATH=str(REPO_ROOT), **env)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "tui.cli.main", *args],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tui.cli.entry", *args],
                                    env=environment, cwd=str(project))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

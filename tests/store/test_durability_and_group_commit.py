@@ -108,7 +108,7 @@ def test_an_unknown_level_is_one_sentence_and_changes_nothing(tmp_path: Path) ->
         [
             sys.executable,
             "-m",
-            "tui.cli.main",
+            "tui.cli.entry",
             "memory",
             "set",
             "global:x",

@@ -13,7 +13,7 @@ from store.workspace import Workspace
 def tether(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TETHER_SIM_LATENCY_MS": "5"}
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli.main", *args],
+        [sys.executable, "-m", "tui.cli.entry", *args],
         capture_output=True, text=True, cwd=cwd, env=env, timeout=120,
     )
 

@@ -60,7 +60,7 @@ def test_serve_refuses_a_missing_workspace(tmp_path: Path) -> None:
     import sys
 
     result = subprocess.run(
-        [sys.executable, "-m", "tui.cli.main", "serve", "--workspace", str(tmp_path / "none"),
+        [sys.executable, "-m", "tui.cli.entry", "serve", "--workspace", str(tmp_path / "none"),
          "--port", "0"], capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 1 and "no Tether workspace at" in result.stderr

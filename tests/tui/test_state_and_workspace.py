@@ -77,7 +77,7 @@ def test_workspace_is_found_inside_a_workspace_folder_and_from_a_project_folder(
 def _tether(*args: str, cwd: Path, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
     environment = {k: v for k, v in os.environ.items() if k != "TETHER_WORKSPACE"}
     environment.update(env or {})
-    return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "tui.cli.entry", *args], cwd=cwd,
                           env=environment, capture_output=True, text=True, timeout=60)
 
 
@@ -117,7 +117,7 @@ def test_demo_prints_its_workspace_on_start_and_on_quit(tmp_path: Path) -> None:
     env.update({"TERM": "xterm-256color", "TETHER_SIM_LATENCY_MS": "50",
                 "PYTHONPATH": str(REPO_ROOT)})
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli.main", "demo", "--workspace", str(workspace)],
+        [sys.executable, "-m", "tui.cli.entry", "demo", "--workspace", str(workspace)],
         stdin=follower, stdout=follower, stderr=follower, env=env, cwd=tmp_path,
         start_new_session=True,
     )

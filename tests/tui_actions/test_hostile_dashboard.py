@@ -196,7 +196,7 @@ def test_the_real_dashboard_starts_and_quits_cleanly_in_a_terminal(
     seeded: Seeded, workspace: Workspace
 ) -> None:
     code, output = run_in_pty(
-        [sys.executable, "-m", "tui.cli.main", "tui", "--workspace", str(workspace.root)],
+        [sys.executable, "-m", "tui.cli.entry", "tui", "--workspace", str(workspace.root)],
         pty_env(), send=b"q", ready=b"Runs",
     )
     assert code == 0, output[-2000:]

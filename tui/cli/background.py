@@ -13,7 +13,6 @@ import contextlib
 import fcntl
 import importlib.util
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +43,8 @@ def embed_in_background(workspace: Workspace) -> None:
     with embedder_lock(workspace.root) as held:
         if not held:  # one is running: it loops until nothing is left, this note included
             return
+    import subprocess  # only once there is something to embed: start-up
+
     command = [sys.executable, "-m", "tui.cli.main", "memory", "reindex", "--quiet",
                "--workspace", str(workspace.root)]
     with contextlib.suppress(OSError):

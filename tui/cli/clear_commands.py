@@ -16,7 +16,8 @@ from engine.handoff import DEFAULT_CLEAR_REASON, clear_run
 from store.database import Database
 from store.errors import InvalidInputError
 from store.runs import RunStore
-from tui.cli.common import format_option, print_json, run_async, workspace_from, workspace_option
+from tui.cli.common import format_option, run_async, workspace_from, workspace_option
+from tui.cli.output import print_json
 
 
 @click.command("clear")

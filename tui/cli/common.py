@@ -1,5 +1,7 @@
-"""Pieces every command shares: the workspace option, output formats and listings, and how a
-command body runs (with or without an event loop) with errors mapped to exit codes.
+"""Pieces every click command shares: the workspace option, the output format and ``--limit``
+options, and how a command body runs (with or without an event loop) with errors mapped to exit
+codes. What commands print is in :mod:`tui.cli.output`; how they open the database, in
+:mod:`tui.cli.database_access` (both free of click, for :mod:`tui.cli.entry`).
 
 Kept light on purpose: ``tether memory get`` imports this module, so asyncio and the engine are
 imported only by the commands that need them (:func:`run_async`).
@@ -7,23 +9,16 @@ imported only by the commands that need them (:func:`run_async`).
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import click
 
 from store.errors import InvalidInputError, TetherError
-from store.storage_errors import os_storage_error
 from store.workspace import Workspace, resolve_workspace
-
-if TYPE_CHECKING:
-    from store.backend import Database
+from tui.cli.output import MAX_LIMIT, fail, fail_with
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -31,8 +26,6 @@ T = TypeVar("T")
 EXIT_NOT_COMPLETED = 3
 """Exit code of a command that could not complete: an I/O error, a damaged database, or a run
 that ended failed or cancelled (BRIEF section 4)."""
-
-MAX_LIMIT = 100_000
 
 direct_command_finished = False
 """Set once a :func:`run_direct` command has run to its end (its database closed): the
@@ -130,57 +123,6 @@ def workspace_from(workspace_dir: str | None, database_url: str | None = None) -
     return resolve_workspace(chosen_workspace_dir(workspace_dir), database_url=database_url)
 
 
-@asynccontextmanager
-async def reading(workspace: Workspace) -> AsyncIterator[Database | None]:
-    """The workspace database opened read-only for a reading command, or None when there is
-    none yet. A read never creates, migrates or chmods anything. A SQLite workspace is read in
-    this thread (works with or without an event loop, see :func:`run_direct`)."""
-    db: Database | None
-    if workspace.is_shared:
-        from store.backend import Database as Backend
-
-        db = await Backend.open_readonly(workspace)
-    else:
-        from store.direct import DirectDatabase
-        from store.errors import NotFoundError
-
-        try:
-            db = DirectDatabase.open_now(workspace, create=False, read_only=True)
-        except NotFoundError:
-            db = None
-    try:
-        yield db
-    finally:
-        if db is not None:
-            await db.close()
-
-
-def one_line(message: str) -> str:
-    """``message`` on one line with control characters escaped (it may quote data, paths or
-    SQLite's own multi-line reports)."""
-    flat = " ".join(message.split())
-    if not flat.endswith((".", "?", "!")):
-        flat += "."  # messages quoting an exception's text end where it ends
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in flat)
-
-
-def fail(message: str, exit_code: int) -> NoReturn:
-    """Print one sentence to stderr and exit with ``exit_code``."""
-    click.echo(f"tether: {one_line(message)}", err=True)
-    sys.exit(exit_code)
-
-
-def fail_with(error: TetherError | OSError) -> NoReturn:
-    """Exit with the one sentence and exit code of a Tether error, or of an OS error on a
-    workspace or artifact file (disk full, read-only); any other OS error is re-raised."""
-    if isinstance(error, TetherError):
-        fail(str(error), error.exit_code)
-    problem = os_storage_error(error, Path(error.filename or "the workspace"))
-    if problem is None:
-        raise error
-    fail(str(problem), problem.exit_code)
-
-
 def run_async(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
     """Run an async command body on an event loop (commands that run the engine or agents),
     turning Tether errors into one sentence and an exit code."""
@@ -227,89 +169,6 @@ def run_direct(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
             direct_command_finished = True
 
     return wrapper
-
-
-async def open_database(workspace: Workspace, *, create: bool) -> Database:
-    """The workspace's database for a short command: in this thread (no event loop) for a
-    SQLite workspace, the PostgreSQL backend for a shared one (then :func:`run_direct` has put
-    the command on an event loop). With ``create`` false a missing workspace raises
-    NotFoundError."""
-    if workspace.is_shared:
-        from store.backend import Database as Backend
-
-        return await Backend.open(workspace, create=create)
-    from store.direct import DirectDatabase
-
-    return DirectDatabase.open_now(workspace, create=create)
-
-
-def print_json(document: Any) -> None:
-    """Write one JSON document to stdout."""
-    click.echo(json.dumps(document, ensure_ascii=False, indent=2, sort_keys=False))
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of a listing: the items shown and how many more there are beyond them."""
-
-    items: Sequence[Any]
-    more: int
-
-
-def page_of(rows: Sequence[T], limit: int, total: int | None = None) -> Page:
-    """A page from ``rows`` read with ``limit + 1`` (so one extra row says there are more) or
-    with an exact ``total`` count of matching items."""
-    shown = list(rows[:limit])
-    if total is not None:
-        return Page(shown, max(0, total - len(shown)))
-    return Page(shown, 1 if len(rows) > limit else 0)
-
-
-def print_listing(
-    output_format: str,
-    page: Page,
-    to_json: Callable[[Any], Any],
-    print_text: Callable[[Sequence[Any]], None],
-    *,
-    empty: str,
-    more_text: Callable[[int], str],
-) -> None:
-    """Print a listing in the chosen format, in the one shape every listing command shares.
-
-    * ``json``: ``{"items": [...], "more": N}`` (``N`` items were left out by ``--limit``);
-    * ``jsonl``: one item per line on stdout, the "N more" line on stderr;
-    * ``text``: ``print_text(items)`` (or ``empty`` when there is nothing) and the "N more"
-      line.
-    """
-    if output_format == "json":
-        print_json({"items": [to_json(item) for item in page.items], "more": page.more})
-        return
-    if output_format == "jsonl":
-        write_json_lines(to_json(item) for item in page.items)
-        if page.more:
-            click.echo(more_text(page.more), err=True)
-        return
-    if not page.items:
-        click.echo(empty)
-    else:
-        print_text(page.items)
-    if page.more:
-        click.echo(more_text(page.more))
-
-
-def write_json_lines(documents: Iterable[Any]) -> None:
-    """One compact JSON document per line on stdout, flushed line by line."""
-    for document in documents:
-        click.echo(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
-
-
-def more_line(
-    count: int, noun: str, cap: int | None = None, hint: str = "raise --limit to see them"
-) -> str:
-    """The last line of a cut listing: "… 1,234 more runs (raise --limit to see them)";
-    a count that reached ``cap`` (where counting stopped) reads "10,000+"."""
-    shown = f"{count:,}+" if cap is not None and count >= cap else f"{count:,}"
-    return f"… {shown} more {noun} ({hint})"
 
 
 async def maybe_await(value: T | Awaitable[T]) -> T:

@@ -16,13 +16,8 @@ from store.doctor import FAIL, WARN, Finding, clear_stale_damage_mark, examine, 
 from store.errors import InvalidInputError, NotFoundError
 from store.salvage import salvage
 from store.workspace import Workspace
-from tui.cli.common import (
-    format_option,
-    print_json,
-    run_async,
-    workspace_from,
-    workspace_option,
-)
+from tui.cli.common import format_option, run_async, workspace_from, workspace_option
+from tui.cli.output import print_json
 from tui.format import visible
 
 MARKS = {"ok": "ok  ", WARN: "warn", FAIL: "FAIL"}

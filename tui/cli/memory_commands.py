@@ -8,37 +8,30 @@ characters are made visible, and colour is used only when stdout is a terminal.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 
 import click
 
 from store.errors import NotFoundError
 from store.facts import MAX_TTL_MS, Fact, parse_value_json, validate_key
-from store.memory import MemoryStore
 from store.namespaces import canonical_namespace, validate_namespace
 from store.processors import TokenLimiter, TtlCollector
 from store.sql.paging import MORE_COUNT_CAP
 from store.ttl import parse_ttl
-from store.workspace import Workspace
 from tui.cli.arguments import read_text_argument
 from tui.cli.background import embed_in_background
 from tui.cli.common import (
-    Page,
     format_option,
     limit_option,
     listing_format_option,
-    more_line,
-    open_database,
-    page_of,
-    print_json,
-    print_listing,
-    reading,
     run_direct,
     workspace_from,
     workspace_option,
 )
+from tui.cli.database_access import open_store, reading_store
+from tui.cli.hot_commands import memory_get
 from tui.cli.lazy import LazyGroup
+from tui.cli.output import Page, more_line, page_of, print_listing
 from tui.plain import ago, duration, visible
 
 VALUE_WIDTH = 60
@@ -46,33 +39,6 @@ DEFAULT_FACTS_LIMIT = 200
 
 
 # -- helpers shared with notes_commands ---------------------------------------------------------
-
-
-@asynccontextmanager
-async def open_store(
-    workspace: Workspace, *, create: bool, direct: bool = True
-) -> AsyncIterator[MemoryStore]:
-    """Open the memory store; with ``create`` false a missing workspace raises NotFoundError.
-
-    ``direct`` (commands run with :func:`~tui.cli.common.run_direct`) opens it in this thread
-    without an event loop; commands on an event loop pass ``direct=False``.
-    """
-    if direct:
-        store = MemoryStore(await open_database(workspace, create=create), owns_db=True)
-    else:
-        store = await MemoryStore.open(workspace, create=create)
-    try:
-        yield store
-    finally:
-        await store.close()
-
-
-@asynccontextmanager
-async def reading_store(workspace: Workspace) -> AsyncIterator[MemoryStore | None]:
-    """The memory store over a read-only connection, or None when there is no workspace yet:
-    reading commands never create, migrate or chmod anything."""
-    async with reading(workspace) as db:
-        yield None if db is None else MemoryStore(db)
 
 
 def one_line(text: str, width: int) -> str:
@@ -189,19 +155,7 @@ async def get_command(
     namespace: str, key: str, workspace_dir: str | None, output_format: str
 ) -> None:
     """Print the JSON value stored at NAMESPACE KEY exactly as it was set."""
-    ns = validate_namespace(namespace)
-    validate_key(key)
-    workspace = workspace_from(workspace_dir)
-    fact = None
-    async with reading_store(workspace) as store:
-        if store is not None:
-            fact = await store.get_fact(ns, key)
-    if fact is None:
-        raise NotFoundError(f"There is no fact {key!r} in namespace {str(ns)!r}.")
-    if output_format == "json":
-        print_json(fact.to_json())
-    else:
-        click.echo(fact.value_json)
+    await memory_get(workspace_from(workspace_dir), namespace, key, output_format)
 
 
 @memory.command("set")

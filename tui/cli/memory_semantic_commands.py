@@ -19,15 +19,10 @@ from engine.memory.semantic import Embedder
 from store.errors import TetherError
 from store.sql import vectors as vector_sql
 from tui.cli.background import embedder_lock
-from tui.cli.common import (
-    format_option,
-    print_json,
-    reading,
-    run_async,
-    workspace_from,
-    workspace_option,
-)
+from tui.cli.common import format_option, run_async, workspace_from, workspace_option
+from tui.cli.database_access import reading
 from tui.cli.memory_commands import memory, open_store
+from tui.cli.output import print_json
 
 
 class SemanticUnavailableError(TetherError):

@@ -8,7 +8,8 @@ from store.database import SqliteDatabase
 from store.database_url import redact_url, refuse_password_in_argument
 from store.errors import WorkspaceError
 from store.workspace import Workspace
-from tui.cli.common import format_option, print_json, run_async, workspace_from, workspace_option
+from tui.cli.common import format_option, run_async, workspace_from, workspace_option
+from tui.cli.output import print_json
 
 
 @click.command("migrate")

@@ -22,25 +22,20 @@ from store.notes import (
     NoteInput,
     SearchHit,
     note_params,
-    validate_body,
     validate_label,
-    validate_tags,
 )
 from store.schema import NOTE_STATUSES
 from store.search_policy import MODE_ALL_WORDS, MODE_ANY_WORD, query_terms
 from store.sql.paging import MORE_COUNT_CAP
 from tui.cli.common import (
-    Page,
     limit_option,
     listing_format_option,
-    more_line,
-    page_of,
-    print_listing,
     run_async,
     run_direct,
     workspace_from,
     workspace_option,
 )
+from tui.cli.hot_commands import notes_add
 from tui.cli.memory_commands import (
     one_line,
     open_store,
@@ -48,6 +43,7 @@ from tui.cli.memory_commands import (
     reading_store,
     styled,
 )
+from tui.cli.output import Page, more_line, page_of, print_listing
 from tui.plain import ago
 
 STATUS_COLOURS = {"pending": "yellow", "accepted": "green", "rejected": "red"}
@@ -183,28 +179,15 @@ async def add_command(
     workspace_dir: str | None,
 ) -> None:
     """Append a note to NAMESPACE and print its id ('-' reads BODY from stdin, '@FILE' a file)."""
-    ns = validate_namespace(namespace)
-    text = validate_body(read_text_argument(body, "the note body"))
-    validate_tags(tags)
-    for target in supersedes:
-        validate_label(target, "a superseded note id")
-    if kind is not None:
-        validate_label(kind, "the note kind")
-    workspace = workspace_from(workspace_dir)
-    async with open_store(workspace, create=True) as store:
-        note = await store.save_note(
-            ns,
-            text,
-            status=status,
-            supersedes=supersedes,
-            tags=tags,
-            kind=kind,
-            author="cli",
-        )
-    click.echo(note.id)
-    from tui.cli.background import embed_in_background  # only after a write: start-up
-
-    embed_in_background(workspace)
+    await notes_add(
+        workspace_from(workspace_dir),
+        namespace,
+        body,
+        status=status,
+        supersedes=supersedes,
+        tags=tags,
+        kind=kind,
+    )
 
 
 async def _decide(note_id: str, status: str, reason: str | None, workspace_dir: str | None) -> None:

@@ -34,11 +34,11 @@ from tui.cli.arguments import read_text_argument
 from tui.cli.common import (
     EXIT_NOT_COMPLETED,
     format_option,
-    print_json,
     run_async,
     workspace_from,
     workspace_option,
 )
+from tui.cli.output import print_json
 from tui.plain import cost as format_cost
 from tui.plain import tokens, visible
 

@@ -19,30 +19,24 @@ import click
 
 from store.errors import InvalidInputError, NotFoundError
 from store.ids import validate_node_id, validate_run_id
-from store.run_records import AttemptRecord, CallRecord, MemoryBlockRecord, NodeRecord, RunRecord
+from store.run_records import AttemptRecord, CallRecord, MemoryBlockRecord, NodeRecord
 from store.runs import RunStore
 from store.schema import RUN_STATUSES
-from store.sql.paging import MORE_COUNT_CAP
 from store.workspace import Workspace
 from tui.cli.common import (
-    Page,
     format_option,
     limit_option,
     listing_format_option,
-    more_line,
-    open_database,
-    page_of,
-    print_json,
-    print_listing,
-    reading,
     run_direct,
     workspace_from,
     workspace_option,
 )
+from tui.cli.database_access import open_database, reading
+from tui.cli.hot_commands import DEFAULT_RUNS_LIMIT, list_runs
+from tui.cli.output import page_of, print_json, print_listing
 from tui.plain import cost as format_cost
-from tui.plain import duration, tokens, visible
+from tui.plain import duration, visible
 
-DEFAULT_RUNS_LIMIT = 50
 DEFAULT_ATTEMPTS_LIMIT = 10
 DEFAULT_FAN_OUT_LIMIT = 200
 _ITERATION_SUFFIX = re.compile(r"^(?P<node>.+)#(?P<iteration>\d+)$")
@@ -72,41 +66,9 @@ async def runs_command(
     status: str | None, limit: int, output_format: str, workspace_dir: str | None
 ) -> None:
     """List runs, newest first, with their generation and the run each one continues."""
-    workspace = workspace_from(workspace_dir)
-    page = Page([], 0)
-    now = 0
-    async with reading(workspace) as db:  # read-only: a listing never changes anything
-        if db is not None:
-            store = RunStore(db)
-            records = await store.list_runs(status=status, limit=limit)
-            total = len(records)
-            if total == limit:
-                total = await store.count_runs(status=status, upto=limit + MORE_COUNT_CAP)
-            page = page_of(records, limit, total)
-            now = store.now_ms
-    print_listing(
-        output_format,
-        page,
-        lambda run: run.as_dict(now),
-        lambda runs: _print_runs(runs, now),
-        empty="No runs.",
-        more_text=lambda n: more_line(n, "runs", MORE_COUNT_CAP),
+    await list_runs(
+        workspace_from(workspace_dir), status=status, limit=limit, output_format=output_format
     )
-
-
-def _print_runs(runs: Sequence[RunRecord], now: int) -> None:
-    click.echo(
-        f"{'RUN':<16} {'WORKFLOW':<22} {'STATUS':<11} {'GEN':>3} {'PARENT':<16} "
-        f"{'NODES':>7} {'TOKENS':>8} {'COST':>10} {'AGE':>8}"
-    )
-    for r in runs:
-        spent = format_cost(r.cost.usd if r.tokens.total else None, r.cost.unpriced_calls)
-        click.echo(
-            f"{r.run_id:<16} {visible(r.workflow, keep_newlines=False)[:22]:<22} "
-            f"{r.display_status(now):<11} {r.generation:>3} {r.parent_run_id or '-':<16} "
-            f"{f'{r.nodes_done}/{r.nodes_total}':>7} {tokens(r.tokens.total):>8} "
-            f"{spent:>10} {duration(now - r.created_at_ms):>8}"
-        )
 
 
 # -- tether node ----------------------------------------------------------------------------

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from tui.cli.common import fail, workspace_option
+from tui.cli.common import workspace_option
+from tui.cli.output import fail
 from tui.cli.tui_commands import existing_workspace
 
 

@@ -12,13 +12,8 @@ import click
 from store.database import inspect_database_file
 from store.errors import TetherError
 from store.workspace import ENV_VAR, Workspace
-from tui.cli.common import (
-    chosen_workspace_dir,
-    fail,
-    run_async,
-    workspace_from,
-    workspace_option,
-)
+from tui.cli.common import chosen_workspace_dir, run_async, workspace_from, workspace_option
+from tui.cli.output import fail
 
 
 def _check_database(workspace: Workspace) -> None:

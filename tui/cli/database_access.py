@@ -1,0 +1,89 @@
+"""Opening the workspace database (and the memory store over it) for one command: read-only
+for a reading command (never creating, migrating or chmodding anything), in this thread for a
+SQLite workspace.
+
+Free of click and asyncio: the hot commands (:mod:`tui.cli.hot_commands`) open the database
+through here when :mod:`tui.cli.entry` runs them without the click layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from store.workspace import Workspace
+
+if TYPE_CHECKING:
+    from store.backend import Database
+    from store.memory import MemoryStore
+
+
+@asynccontextmanager
+async def reading(workspace: Workspace) -> AsyncIterator[Database | None]:
+    """The workspace database opened read-only for a reading command, or None when there is
+    none yet. A read never creates, migrates or chmods anything. A SQLite workspace is read in
+    this thread (works with or without an event loop, see :func:`tui.cli.common.run_direct`)."""
+    db: Database | None
+    if workspace.is_shared:
+        from store.backend import Database as Backend
+
+        db = await Backend.open_readonly(workspace)
+    else:
+        from store.direct import DirectDatabase
+        from store.errors import NotFoundError
+
+        try:
+            db = DirectDatabase.open_now(workspace, create=False, read_only=True)
+        except NotFoundError:
+            db = None
+    try:
+        yield db
+    finally:
+        if db is not None:
+            await db.close()
+
+
+async def open_database(workspace: Workspace, *, create: bool) -> Database:
+    """The workspace's database for a short command: in this thread (no event loop) for a
+    SQLite workspace, the PostgreSQL backend for a shared one (then
+    :func:`tui.cli.common.run_direct` has put the command on an event loop). With ``create``
+    false a missing workspace raises NotFoundError."""
+    if workspace.is_shared:
+        from store.backend import Database as Backend
+
+        return await Backend.open(workspace, create=create)
+    from store.direct import DirectDatabase
+
+    return DirectDatabase.open_now(workspace, create=create)
+
+
+@asynccontextmanager
+async def open_store(
+    workspace: Workspace, *, create: bool, direct: bool = True
+) -> AsyncIterator[MemoryStore]:
+    """Open the memory store; with ``create`` false a missing workspace raises NotFoundError.
+
+    ``direct`` (commands run with :func:`~tui.cli.common.run_direct`) opens it in this thread
+    without an event loop; commands on an event loop pass ``direct=False``.
+    """
+    from store.memory import MemoryStore
+
+    if direct:
+        store = MemoryStore(await open_database(workspace, create=create), owns_db=True)
+    else:
+        store = await MemoryStore.open(workspace, create=create)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@asynccontextmanager
+async def reading_store(workspace: Workspace) -> AsyncIterator[MemoryStore | None]:
+    """The memory store over a read-only connection, or None when there is no workspace yet:
+    reading commands never create, migrate or chmod anything."""
+    from store.memory import MemoryStore
+
+    async with reading(workspace) as db:
+        yield None if db is None else MemoryStore(db)
