@@ -1,1 +1,2 @@
-"""The ``tether`` command line (click). One module per command group."""
+"""The ``tether`` command line: one click module per command group, and a click-free entry
+(``entry.py``) for the commands hooks call in loops."""
