@@ -599,14 +599,19 @@ def _filter(
         params["namespace"] = canonical_namespace(namespace)
     if namespace_kind is not None:
         params["namespace_low"], params["namespace_high"] = namespace_kind_range(namespace_kind)
+    one_status = statuses is not None and len(statuses) == 1
     if statuses is not None:
-        params["statuses"] = json.dumps(statuses)
+        if one_status:
+            params["status"] = statuses[0]
+        else:
+            params["statuses"] = json.dumps(statuses)
     if kind is not None:
         params["kind"] = kind
     where = sql.note_filter(
         namespace=namespace is not None,
         namespace_kind=namespace_kind is not None,
-        statuses=statuses is not None,
+        statuses=statuses is not None and not one_status,
+        status=one_status,
         include_superseded=include_superseded,
         kind=kind is not None,
     )

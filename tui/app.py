@@ -267,7 +267,11 @@ class TetherApp(App[None]):
                 # table and plot lines) is most of a first visit's cost.
                 await asyncio.sleep(WARM_GAP_S)
                 screen._refresh_layout(self.size)
-                screen._compositor.render_update(full=True)
+                # The layout sends Resize to the widgets it sized, and a table drops its
+                # rendered cells on one: let them take it first, or the render is wasted.
+                await asyncio.sleep(WARM_GAP_S)
+                if mode != self.current_mode and self.is_running:
+                    screen._compositor.render_update(full=True)
         # Like the start-up objects, keep the warmed widget trees out of the collector's view.
         gc.freeze()
 

@@ -7,6 +7,8 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
 
@@ -39,8 +41,42 @@ class KeyedTable(DataTable[Text]):
         self._stretch = stretch
         """The main column, widened to take the width the others leave (None: no stretch)."""
         self._others_width = 0
+        self._look: tuple[str, ...] | None = None
+        """The styles the cached cells were rendered with (see :meth:`notify_style_update`)."""
         for key, label in self._columns:
             self.add_column(label, key=key)
+
+    def notify_style_update(self) -> None:
+        """Keep the rendered cells when a style update changed nothing they depend on.
+
+        Textual re-applies every style each time a view is shown, and DataTable then drops
+        every cell it has rendered, so each visit rendered each visible cell again: most of a
+        view switch (two tables of 20 rows: about 450 cells). A cell's look depends only on
+        this table's styles and its component classes' (the cache keys already hold the
+        pseudo-classes and the data version), so when those read as they did when the cached
+        cells were rendered, the cells stay.
+        """
+        if self._look is not None and self._current_look() == self._look:
+            super(DataTable, self).notify_style_update()  # Widget's: its own style caches
+            self.refresh()
+            return
+        self._look = None  # recorded again by the next render
+        super().notify_style_update()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._look is None:
+            self._look = self._current_look()
+        return super().render_lines(crop)
+
+    def _current_look(self) -> tuple[str, ...] | None:
+        """This table's styles and its component classes', as CSS text (None before the
+        component styles exist)."""
+        try:
+            return (self.styles.css, *(
+                self.get_component_styles(name).css for name in sorted(self.COMPONENT_CLASSES)
+            ))
+        except KeyError:
+            return None
 
     def on_resize(self) -> None:
         self.stretch_main_column()

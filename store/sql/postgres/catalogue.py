@@ -57,7 +57,7 @@ def _flag_combinations(names: tuple[str, ...]) -> Iterator[dict[str, bool]]:
         yield dict(zip(names, values, strict=True))
 
 
-_FILTER_FLAGS = ("namespace", "namespace_kind", "statuses", "include_superseded", "kind")
+_FILTER_FLAGS = ("namespace", "namespace_kind", "statuses", "status", "include_superseded", "kind")
 
 
 def _memory_builders(lite: ModuleType, pg: ModuleType) -> Iterator[tuple[str, str, Any]]:

@@ -235,6 +235,7 @@ def note_filter(
     statuses: bool,
     include_superseded: bool,
     kind: bool,
+    status: bool = False,
 ) -> str:
     """The WHERE clause over alias ``n``; the same flags and parameters as SQLite's."""
     conditions = ["TRUE"]
@@ -244,6 +245,8 @@ def note_filter(
         conditions.append("n.namespace >= %(namespace_low)s AND n.namespace < %(namespace_high)s")
     if statuses:
         conditions.append("n.status IN (SELECT jsonb_array_elements_text(%(statuses)s::jsonb))")
+    if status:
+        conditions.append("n.status = %(status)s")
     if not include_superseded:
         conditions.append(NOT_SUPERSEDED_BY_ACCEPTED)
     if kind:

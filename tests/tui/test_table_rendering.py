@@ -1,0 +1,76 @@
+"""Tables keep their rendered rows across view switches, and still follow a change of look.
+
+Textual re-applies every style when a view is shown, and a DataTable then drops every cell it
+rendered; ``KeyedTable`` keeps them when nothing its cells depend on changed (most of a view
+switch was drawing the same cells again). These tests hold both sides: nothing is drawn again
+on a switch back, and a theme change is drawn in the new colours at once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from test_views import settle
+from textual.widgets import DataTable
+
+from tui.widgets.keyed_table import KeyedTable
+
+SIZE = (140, 40)
+
+
+@pytest.fixture
+def rendered_cells(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many cells each table (by id) rendered since the counter was last cleared."""
+    counts: Counter[str] = Counter()
+    render_cell = DataTable._render_cell
+
+    def counting(self: DataTable, *args: object, **kwargs: object) -> object:
+        counts[str(self.id)] += 1
+        return render_cell(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DataTable, "_render_cell", counting)
+    return counts
+
+
+async def test_a_view_shown_again_draws_none_of_its_cells_again(make_app, rendered_cells):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await settle(pilot, app)
+        assert rendered_cells["facts-table"] > 0 and rendered_cells["notes-table"] > 0
+        await pilot.press("1")
+        await settle(pilot, app)
+        rendered_cells.clear()
+        await pilot.press("3")
+        await settle(pilot, app)
+        await pilot.pause(0.1)
+        assert app.current_mode == "memory"
+        assert rendered_cells["facts-table"] == 0 and rendered_cells["notes-table"] == 0
+
+
+def _drawn(table: KeyedTable) -> list[list[tuple[str, str]]]:
+    """The table's first lines as drawn now: each segment's text and style (the header, the
+    cursor row and plain rows, so every component style is in it)."""
+    return [[(segment.text, str(segment.style)) for segment in table.render_line(y)]
+            for y in range(min(6, table.size.height))]
+
+
+async def _drawn_after(make_app, themes: list[str]) -> list[list[tuple[str, str]]]:  # type: ignore[no-untyped-def]
+    app = make_app()
+    app.theme = themes[0]  # the theme it starts in
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        for theme in themes[1:]:
+            app.theme = theme
+            await settle(pilot, app)
+        await pilot.pause(0.1)
+        return _drawn(app.screen.query_one("#runs-table", KeyedTable))
+
+
+async def test_a_theme_change_draws_the_tables_as_a_fresh_start_in_it_would(make_app):
+    changed = await _drawn_after(make_app, ["textual-dark", "textual-light"])
+    fresh = await _drawn_after(make_app, ["textual-light"])
+    assert changed == fresh
+    assert changed != await _drawn_after(make_app, ["textual-dark"])
