@@ -110,6 +110,7 @@ async def run_attempt(
         stream_path=stream_path,
         on_call=on_call,
         clock=execution.clock,
+        prices=prices,
     )
     text = ""
     try:

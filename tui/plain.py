@@ -75,12 +75,14 @@ def ago(now_ms: int, then_ms: int | None) -> str:
 
 
 def money(usd: float) -> str:
-    """A dollar amount: four decimals below $1 (calls cost fractions of a cent), else two."""
+    """A dollar amount: four decimals below $1 (calls cost fractions of a cent), else two; a
+    negative one (a reconciliation below list price) as ``-$0.0007``."""
     if usd == 0:
         return "$0"
+    sign = "-" if usd < 0 else ""
     if abs(usd) < 1:
-        return f"${usd:.4f}"
-    return f"${usd:,.2f}"
+        return f"{sign}${abs(usd):.4f}"
+    return f"{sign}${abs(usd):,.2f}"
 
 
 def cost(usd: float | None, unpriced_calls: int = 0) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from engine.agents.tools import AgentTool
 from engine.artifacts import append_private_text, ensure_private_folder
+from engine.pricing import PriceTable
 from store.clock import SYSTEM_CLOCK, Clock
 from store.run_records import TokenUsage
 
@@ -75,6 +76,9 @@ class AgentRequest:
     stream_path: Path | None = None
     on_call: OnCall = _ignore_call
     clock: Clock = SYSTEM_CLOCK
+    prices: PriceTable = field(default_factory=PriceTable)
+    """The price table the engine records calls with (agents that price a call themselves,
+    before its reported cost is known, use the same one)."""
     repair: bool = False
     resume_session: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)

@@ -13,6 +13,13 @@ Reading the session (:class:`ClaudeSession`, fed one stdout line at a time):
   appears in several events (one per content block, streaming snapshots whose output count
   may still grow), so each id is one call, with the largest count seen per lane, its own
   model (``message.model``) and its own context-window bucket.
+* **Recorded while the session runs.** A message is complete once its conversation moves on:
+  its tool results arrive (a ``user`` event), or the same conversation starts another message
+  (the main one and each sub-agent's, by ``parent_tool_use_id``, are followed apart). A
+  complete message is recorded at once, so the dashboard shows its tokens while Claude Code
+  works, priced by the engine's price table (its share of the reported cost is not known
+  yet); the last messages are recorded with the result. A model without a price waits for
+  the result, whose reported cost is then its only price.
 * **Reconciliation.** The ``result`` event's ``modelUsage`` holds per-model session totals
   (sub-agents and helper models included), and its ``costUSD`` values add up to
   ``total_cost_usd``. They are authoritative for the attempt's total: per model, whatever the
@@ -22,10 +29,14 @@ Reading the session (:class:`ClaudeSession`, fed one stdout line at a time):
   more than the totals, the per-message figures are kept and the excess is written in the
   attempt's details. Without ``modelUsage`` (older CLIs), the top-level ``usage`` plays that
   role for the session.
-* **Cost.** Each model's ``costUSD`` is shared over that model's calls in proportion to what
-  each call would cost at list price (the price table, or Anthropic's lane ratios for an
-  unknown model), so per-call costs add up exactly to what Claude Code reported. Cost that
-  ``total_cost_usd`` holds beyond the per-model costs is one more reconciliation row.
+* **Cost.** What each model's ``costUSD`` holds beyond the table prices of its calls
+  recorded while the session ran is shared over the calls recorded with the result (and its
+  reconciliation row) in proportion to what each would cost at list price (the price table,
+  or Anthropic's lane ratios for an unknown model); when none is left to take it, or the
+  table priced the earlier calls above the reported cost, one reconciliation row holds the
+  difference, negative in the second case. Either way the per-call costs add up exactly to
+  what Claude Code reported. Cost that ``total_cost_usd`` holds beyond the per-model costs is
+  one more reconciliation row.
 * **Failures.** A non-zero exit still prints the result: its ``is_error``, ``subtype``,
   ``api_error_status`` and text give the real reason, and the tokens the session spent are
   recorded either way. ``error_max_turns``, quota, auth and invalid-model errors are permanent;
@@ -148,17 +159,27 @@ class _Message:
     usage: TokenUsage
     first_ms: int
     last_ms: int
-    subagent: bool = False
+    thread: str | None = None
+    """``parent_tool_use_id``: None for the main conversation, else the sub-agent's."""
+    recorded: TokenUsage | None = None
+    """The usage recorded while the session ran (None: not recorded yet)."""
+    recorded_cost: float | None = None
+
+    @property
+    def subagent(self) -> bool:
+        return self.thread is not None
 
 
 @dataclass
 class _Group:
-    """Calls that one authoritative total (one model, or the whole session) covers."""
+    """Calls that one authoritative total (one model, or the whole session) covers: those
+    recorded while the session ran (their usage and table cost) and those recorded now."""
 
     model: str | None
     total: TokenUsage | None
     cost: float | None
     calls: list[ModelCall] = field(default_factory=list)
+    recorded: list[tuple[TokenUsage, float]] = field(default_factory=list)
 
 
 class ClaudeSession:
@@ -175,12 +196,15 @@ class ClaudeSession:
 
     # -- reading -------------------------------------------------------------------------
 
-    def feed(self, line: str, now_ms: int) -> None:
-        """Take one stdout line (non-JSON noise is ignored)."""
+    def feed(self, line: str, now_ms: int) -> list[ModelCall]:
+        """Take one stdout line (non-JSON noise is ignored); return the calls it completed,
+        to be recorded now (see the module docstring)."""
+        done: list[ModelCall] = []
         for event in json_values(line):
-            self._event(event, now_ms)
+            done.extend(self._event(event, now_ms))
+        return done
 
-    def _event(self, event: dict[str, Any], now_ms: int) -> None:
+    def _event(self, event: dict[str, Any], now_ms: int) -> list[ModelCall]:
         kind = event.get("type")
         if isinstance(event.get("session_id"), str):
             self.session_id = event["session_id"]
@@ -190,39 +214,67 @@ class ClaudeSession:
             servers = event.get("mcp_servers")
             self.mcp_servers = servers if isinstance(servers, list) else []
         elif kind == "assistant":
-            self._assistant(event, now_ms)
+            return self._assistant(event, now_ms)
+        elif kind == "user":
+            # Tool results: the thread's message that asked for them is complete.
+            return self._complete(_thread(event), keep=None)
         elif kind == "result":
             self.result = event
+        return []
 
-    def _assistant(self, event: dict[str, Any], now_ms: int) -> None:
+    def _complete(self, thread: str | None, keep: str | None) -> list[ModelCall]:
+        """Record the messages of ``thread`` that are complete (all but ``keep``, the one
+        being written), when their model has a price: without one, the reported cost is the
+        only one there is, and its share is known at the end."""
+        done = []
+        for message_id, m in self.messages.items():
+            if m.recorded is not None or m.thread != thread or message_id == keep:
+                continue
+            cost = self.prices.cost(m.model, m.usage)
+            if cost is None:
+                continue
+            m.recorded, m.recorded_cost = m.usage, cost
+            detail: dict[str, Any] = {"message_id": message_id, "cost_source": "price table"}
+            if m.subagent:
+                detail["subagent"] = True
+            done.append(
+                ModelCall(m.usage, m.model, m.first_ms, m.last_ms, cost_usd=cost, detail=detail)
+            )
+        return done
+
+    def _assistant(self, event: dict[str, Any], now_ms: int) -> list[ModelCall]:
         message = event.get("message")
         if not isinstance(message, dict):
-            return
+            return []
         for block in message.get("content") or []:
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 self.tool_uses.append(str(block.get("name")))
         message_id = message.get("id")
         if not isinstance(message_id, str) or "usage" not in message:
-            return
+            return []
         model = message.get("model") if isinstance(message.get("model"), str) else None
         usage = message_usage(message.get("usage"))
         if model == "<synthetic>" and usage.total == 0:
-            return  # the CLI's own notices (an API error shown as a message): no model call
+            return []  # the CLI's own notices (an API error shown as a message): no model call
+        thread = _thread(event)
         known = self.messages.get(message_id)
         if known is None:
-            self.messages[message_id] = _Message(
-                model, usage, now_ms, now_ms, event.get("parent_tool_use_id") is not None
-            )
+            self.messages[message_id] = _Message(model, usage, now_ms, now_ms, thread)
         else:
             known.usage = _max_usage(known.usage, usage)
             known.last_ms = now_ms
+        # A new message in a thread means the thread's earlier one is complete.
+        return self._complete(thread, keep=message_id)
 
     # -- the calls -------------------------------------------------------------------------
 
     def message_calls(self) -> list[ModelCall]:
-        """One call per API message seen so far (no cost: priced by the engine)."""
+        """One call per API message seen and not recorded yet (no cost: priced by the
+        engine, or by the reported cost at the end)."""
         calls = []
         for message_id, m in self.messages.items():
+            if m.recorded is not None:
+                continue
             detail: dict[str, Any] = {"message_id": message_id}
             if m.subagent:
                 detail["subagent"] = True
@@ -241,22 +293,36 @@ class ClaudeSession:
                 if isinstance(entry, dict)
             }
             for call in calls:
-                group = groups.get(call.model or "")
-                if group is None:
-                    notes.append(f"model {call.model} is not in modelUsage; priced by table")
-                    group = groups.setdefault(f"?{call.model}", _Group(call.model, None, None))
-                group.calls.append(call)
+                self._group_of(groups, call.model, notes).calls.append(call)
+            for m in self.messages.values():
+                if m.recorded is not None:
+                    group = self._group_of(groups, m.model, notes)
+                    group.recorded.append((m.recorded, m.recorded_cost or 0.0))
             return list(groups.values())
-        models = {c.model for c in calls if c.model}
+        models = {m.model for m in self.messages.values() if m.model}
         main = next(iter(models)) if len(models) == 1 else self.init_model
         total = message_usage(result["usage"]) if isinstance(result.get("usage"), dict) else None
         cost = _cost(result.get("total_cost_usd"), "the session")
-        return [_Group(main, total, cost, calls)]
+        recorded = [(m.recorded, m.recorded_cost or 0.0)
+                    for m in self.messages.values() if m.recorded is not None]
+        return [_Group(main, total, cost, calls, recorded)]
+
+    @staticmethod
+    def _group_of(groups: dict[str, _Group], model: str | None, notes: list[str]) -> _Group:
+        group = groups.get(model or "")
+        if group is None:
+            key = f"?{model}"
+            if key not in groups:
+                notes.append(f"model {model} is not in modelUsage; priced by table")
+            group = groups.setdefault(key, _Group(model, None, None))
+        return group
 
     def _reconciled(self, group: _Group, now_ms: int, notes: list[str]) -> list[ModelCall]:
         calls = list(group.calls)
+        recorded_usage = sum((usage for usage, _ in group.recorded), TokenUsage())
+        recorded_cost = sum(cost for _, cost in group.recorded)
         if group.total is not None:
-            seen = sum((c.usage for c in calls), TokenUsage())
+            seen = sum((c.usage for c in calls), recorded_usage)
             beyond, excess = subtract(group.total, seen)
             if beyond.total:
                 calls.append(
@@ -278,22 +344,38 @@ class ClaudeSession:
                     f"the stream showed {excess.total:,} more {group.model or 'session'} "
                     "tokens than the session totals; the per-message figures are kept"
                 )
-        if group.cost is None or (not calls and group.cost == 0):
+        if group.cost is None:
             return calls
-        if not calls:
-            calls.append(
-                ModelCall(
-                    TokenUsage(),
-                    group.model,
-                    now_ms,
-                    now_ms,
-                    kind="reconciliation",
-                    detail={"reason": "cost reported without tokens"},
-                )
-            )
+        # What the reported cost holds beyond the table prices of the calls recorded while
+        # the session ran is shared by the calls recorded now (the last message, a
+        # reconciliation row), in proportion to their list prices.
+        rest = group.cost - recorded_cost
+        if not calls and abs(rest) <= 1e-9:
+            return calls
         price = self.prices.price_of(group.model) or ANTHROPIC_RELATIVE
-        shares = split_cost(group.cost, [price.cost(c.usage) for c in calls])
-        return [_with_cost(c, share) for c, share in zip(calls, shares, strict=True)]
+        if calls and rest >= 0:
+            shares = split_cost(rest, [price.cost(c.usage) for c in calls])
+            return [_with_cost(c, share) for c, share in zip(calls, shares, strict=True)]
+        # Nothing left to share it (or the table priced the recorded calls above what was
+        # reported): the calls recorded now keep their table price and one row holds the
+        # difference, negative when the table was the higher.
+        priced = [c if c.cost_usd is not None else
+                  _with_cost(c, self.prices.cost(c.model, c.usage), "price table") for c in calls]
+        left = rest - sum(c.cost_usd or 0.0 for c in priced)
+        reason = ("cost reported without tokens" if not group.recorded and not calls
+                  else "reported cost beyond the table prices of the calls")
+        priced.append(
+            ModelCall(
+                TokenUsage(),
+                group.model,
+                now_ms,
+                now_ms,
+                cost_usd=left,
+                kind="reconciliation",
+                detail={"reason": reason, "cost_source": "Claude Code costUSD"},
+            )
+        )
+        return priced
 
     def _all_calls(self, result: dict[str, Any], now_ms: int, notes: list[str]) -> list[ModelCall]:
         calls: list[ModelCall] = []
@@ -305,7 +387,8 @@ class ClaudeSession:
             key=lambda c: (c.kind != "model", order.get(str((c.detail or {}).get("message_id")), 0))
         )
         total_cost = _cost(result.get("total_cost_usd"), "the session")
-        priced = sum(c.cost_usd or 0.0 for c in calls)
+        recorded = sum(m.recorded_cost or 0.0 for m in self.messages.values())
+        priced = recorded + sum(c.cost_usd or 0.0 for c in calls)
         if total_cost is not None and total_cost - priced > 1e-9:
             calls.append(
                 ModelCall(
@@ -409,7 +492,16 @@ class ClaudeSession:
         return None
 
 
-def _with_cost(call: ModelCall, cost: float) -> ModelCall:
+def _thread(event: dict[str, Any]) -> str | None:
+    """The conversation an event belongs to: None for the main one, else the sub-agent's
+    ``parent_tool_use_id``."""
+    parent = event.get("parent_tool_use_id")
+    return parent if isinstance(parent, str) else None
+
+
+def _with_cost(
+    call: ModelCall, cost: float | None, source: str = "Claude Code costUSD"
+) -> ModelCall:
     return ModelCall(
         call.usage,
         call.model,
@@ -417,5 +509,5 @@ def _with_cost(call: ModelCall, cost: float) -> ModelCall:
         call.finished_at_ms,
         cost_usd=cost,
         kind=call.kind,
-        detail={**(call.detail or {}), "cost_source": "Claude Code costUSD"},
+        detail={**(call.detail or {}), "cost_source": source},
     )

@@ -110,7 +110,7 @@ class _OutputReader:
     def __init__(self, agent: CommandAgent, request: AgentRequest) -> None:
         self.agent = agent
         self.request = request
-        self.claude = ClaudeSession() if agent.preset == "claude-code" else None
+        self.claude = ClaudeSession(request.prices) if agent.preset == "claude-code" else None
         self.codex = CodexSession(agent.model) if agent.preset == "codex" else None
         self.last_json: dict[str, Any] | None = None
         self.text_parts: list[str] = []
@@ -125,7 +125,8 @@ class _OutputReader:
             return
         now = self.request.clock.now_ms()
         if self.claude is not None:
-            self.claude.feed(text, now)
+            for call in self.claude.feed(text, now):
+                await self.request.on_call(call)
         elif self.codex is not None:
             for call in self.codex.feed(text, now):
                 await self.request.on_call(call)
@@ -146,7 +147,8 @@ class _OutputReader:
         self.text_parts.append(chunk.decode("utf-8", errors="replace"))
 
     def pending_calls(self) -> list[ModelCall]:
-        """Calls shown before the process was stopped (Claude Code records at the end)."""
+        """Calls shown before the process was stopped and not recorded yet (a Claude Code
+        message still being written)."""
         return self.claude.message_calls() if self.claude is not None else []
 
     def finish(self, returncode: int, stderr_tail: str) -> Outcome:

@@ -25,11 +25,13 @@ from store.run_records import TokenUsage
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 
 
-def claude(name: str, returncode: int = 0) -> tuple[ClaudeSession, object]:
+def claude(name: str, returncode: int = 0) -> tuple[ClaudeSession, list, object]:
+    """Feed a capture line by line: the calls recorded while it ran, then the outcome."""
     session = ClaudeSession()
+    live = []
     for line in (FIXTURES / "claude-code" / name).read_text().splitlines():
-        session.feed(line, 1000)
-    return session, session.finish(returncode, "", 2000)
+        live.extend(session.feed(line, 1000))
+    return session, live, session.finish(returncode, "", 2000)
 
 
 def codex(name: str, returncode: int = 0) -> tuple[CodexSession, list, object]:
@@ -44,10 +46,14 @@ def codex(name: str, returncode: int = 0) -> tuple[CodexSession, list, object]:
 
 
 def test_multi_model_stream_is_one_call_per_message_reconciled_with_model_usage() -> None:
-    session, outcome = claude("B_vecsum_stream.jsonl")
-    calls = outcome.calls
+    session, live, outcome = claude("B_vecsum_stream.jsonl")
+    calls = [*live, *outcome.calls]
     # Two sonnet messages (one of them in three events), then one reconciliation per model the
-    # stream never showed; sonnet's messages already add up to its modelUsage.
+    # stream never showed; sonnet's messages already add up to its modelUsage. The first is
+    # recorded as soon as its tool results arrive, priced by the table; the last one with the
+    # result, with what sonnet's reported cost holds beyond the first.
+    assert [c.detail["message_id"] for c in live] == ["msg_018gruYCuKR31QDG2vRkeBrT"]
+    assert live[0].detail["cost_source"] == "price table"
     assert [(c.kind, c.model) for c in calls] == [
         ("model", "claude-sonnet-4-5-20250929"),
         ("model", "claude-sonnet-4-5-20250929"),
@@ -60,7 +66,7 @@ def test_multi_model_stream_is_one_call_per_message_reconciled_with_model_usage(
     assert calls[3].usage == TokenUsage(input=4, cache_read=22959, output=224)
     total = sum((c.usage for c in calls), TokenUsage())
     assert total == TokenUsage(input=12, cache_read=80746, cache_write=8982, output=932)
-    # Per-model costUSD shared by list-price weight: sums match Claude Code's figures exactly.
+    # Per-model costUSD: sums match Claude Code's figures exactly.
     assert [round(c.cost_usd or 0, 8) for c in calls] == [
         0.03345015,
         0.02185125,
@@ -77,10 +83,92 @@ def test_multi_model_stream_is_one_call_per_message_reconciled_with_model_usage(
     }
 
 
+SONNET_45 = "claude-sonnet-4-5-20250929"
+
+
+def _said(mid: str, model: str, output: int, thread: str | None = None) -> str:
+    usage = {"input_tokens": 10, "cache_read_input_tokens": 1000, "output_tokens": output}
+    message = {"id": mid, "model": model, "usage": usage,
+               "content": [{"type": "text", "text": "..."}]}
+    return json.dumps({"type": "assistant", "parent_tool_use_id": thread, "message": message})
+
+
+def _tool_results(thread: str | None = None) -> str:
+    return json.dumps({"type": "user", "parent_tool_use_id": thread,
+                       "message": {"content": [{"type": "tool_result", "content": "ok"}]}})
+
+
+def _result(usage: dict[str, dict[str, float]], total: float) -> str:
+    return json.dumps({"type": "result", "subtype": "success", "result": "done",
+                       "modelUsage": usage, "total_cost_usd": total})
+
+
+def _feed(lines: list[str]) -> tuple[list[list], object]:
+    session = ClaudeSession()
+    live = [session.feed(line, 1000) for line in lines]
+    return live, session.finish(0, "", 2000)
+
+
+def test_a_message_is_recorded_once_its_thread_moves_on() -> None:
+    # Main asks a sub-agent (thread "t1"); the sub-agent's first message is complete when its
+    # second one starts, main's when its tool results arrive; the last ones with the result.
+    lines = [
+        _said("m1", SONNET_45, 50),
+        _said("s1", SONNET_45, 20, thread="t1"),
+        _said("s1", SONNET_45, 30, thread="t1"),  # a later snapshot of the same message
+        _said("s2", SONNET_45, 40, thread="t1"),
+        _tool_results(),
+        _said("m2", SONNET_45, 60),
+        _result({SONNET_45: {"inputTokens": 40, "cacheReadInputTokens": 4000,
+                             "outputTokens": 180, "costUSD": 0.01}}, 0.01),
+    ]
+    live, outcome = _feed(lines)
+    recorded = [[c.detail["message_id"] for c in batch] for batch in live]
+    assert recorded == [[], [], [], ["s1"], ["m1"], [], []]
+    s1 = live[3][0]
+    assert s1.usage.output == 30 and s1.detail["subagent"] is True
+    assert [c.detail.get("message_id") for c in outcome.calls] == ["s2", "m2"]
+    calls = [*live[3], *live[4], *outcome.calls]
+    assert sum((c.usage for c in calls), TokenUsage()).output == 180
+    assert sum(c.cost_usd for c in calls) == pytest.approx(0.01, abs=1e-12)
+
+
+def test_a_reported_cost_below_the_table_is_one_negative_row() -> None:
+    # Both messages are recorded while the session runs, at list price (0.00666 together);
+    # Claude Code reported 0.006: nothing is left to share, so one row holds -0.00066.
+    lines = [
+        _said("m1", SONNET_45, 100), _tool_results(),
+        _said("m2", SONNET_45, 300), _tool_results(),
+        _result({SONNET_45: {"inputTokens": 20, "cacheReadInputTokens": 2000,
+                             "outputTokens": 400, "costUSD": 0.006}}, 0.006),
+    ]
+    live, outcome = _feed(lines)
+    recorded = [c for batch in live for c in batch]
+    assert [c.cost_usd for c in recorded] == pytest.approx([0.00183, 0.00483])
+    (row,) = outcome.calls
+    assert row.kind == "reconciliation" and row.usage == TokenUsage()
+    assert row.cost_usd == pytest.approx(-0.00066)
+    assert row.detail["reason"] == "reported cost beyond the table prices of the calls"
+
+
+def test_a_model_without_a_price_is_recorded_at_the_end_with_its_reported_cost() -> None:
+    lines = [
+        _said("m1", "claude-future-9", 100), _tool_results(),
+        _said("m2", "claude-future-9", 300),
+        _result({"claude-future-9": {"inputTokens": 20, "cacheReadInputTokens": 2000,
+                                     "outputTokens": 400, "costUSD": 0.05}}, 0.05),
+    ]
+    live, outcome = _feed(lines)
+    assert all(batch == [] for batch in live)
+    assert [c.kind for c in outcome.calls] == ["model", "model"]
+    assert sum(c.cost_usd for c in outcome.calls) == pytest.approx(0.05, abs=1e-12)
+    assert all(c.cost_usd > 0 for c in outcome.calls)
+
+
 def test_json_result_alone_records_model_usage_and_unexplained_cost() -> None:
     # A: modelUsage (one model) is 19x bigger in places than the top-level usage, and
     # total_cost_usd is more than the model's costUSD.
-    _, outcome = claude("A_gleam_result_success.json")
+    _, _, outcome = claude("A_gleam_result_success.json")
     model_row, rest = outcome.calls
     assert model_row.kind == "reconciliation" and model_row.model == "claude-opus-4-5-20251101"
     assert model_row.usage == TokenUsage(input=38, cache_read=28775, cache_write=31159, output=765)
@@ -91,7 +179,7 @@ def test_json_result_alone_records_model_usage_and_unexplained_cost() -> None:
 
 def test_stream_without_model_usage_reconciles_with_the_top_level_usage() -> None:
     # C: the streamed message says 5 output tokens, the result says 25.
-    _, outcome = claude("C_gleam_basic_query_stream.jsonl")
+    _, _, outcome = claude("C_gleam_basic_query_stream.jsonl")
     message, rest = outcome.calls
     assert message.usage == TokenUsage(input=10, cache_write=21570, output=5)
     assert rest.kind == "reconciliation" and rest.usage == TokenUsage(output=20)
@@ -100,8 +188,8 @@ def test_stream_without_model_usage_reconciles_with_the_top_level_usage() -> Non
 
 
 def test_verbose_json_array_is_read_like_the_stream() -> None:
-    _, stream = claude("C_gleam_basic_query_stream.jsonl")
-    _, array = claude("C_gleam_basic_query_array.json")
+    _, _, stream = claude("C_gleam_basic_query_stream.jsonl")
+    _, _, array = claude("C_gleam_basic_query_array.json")
     assert [c.usage for c in array.calls] == [c.usage for c in stream.calls]
     assert array.result.text == "4" and array.error is None
 
@@ -118,7 +206,7 @@ def test_verbose_json_array_is_read_like_the_stream() -> None:
 def test_failed_sessions_give_their_reason_class_and_spent_tokens(
     fixture: str, returncode: int, retryable: bool, said: str, tokens: int
 ) -> None:
-    _, outcome = claude(fixture, returncode)
+    _, _, outcome = claude(fixture, returncode)
     assert outcome.result is None and outcome.error is not None
     assert said in str(outcome.error)
     assert outcome.error.retryable is retryable
@@ -126,7 +214,7 @@ def test_failed_sessions_give_their_reason_class_and_spent_tokens(
 
 
 def test_structured_output_is_the_answer() -> None:
-    _, outcome = claude("H_structured_output.json")
+    _, _, outcome = claude("H_structured_output.json")
     assert outcome.result.output == {"title": "Files listed", "lines": 3}
     assert json.loads(outcome.result.text) == {"title": "Files listed", "lines": 3}
 

@@ -9,6 +9,7 @@ import json
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_agent_support import (
@@ -79,17 +80,25 @@ async def test_claude_code_session_records_per_message_calls_models_and_cost(
     assert buckets["<50k"][0] == 2 and buckets["<50k"][1].total == attempt.tokens.total
 
 
-async def test_stream_log_shows_tool_use_while_the_session_runs(
-    db: Database, tmp_path: Path
-) -> None:
+def paused_session(
+    db: Database, tmp_path: Path, lines: int
+) -> tuple[asyncio.Task[Any], Path]:
+    """Run capture B through the fake Claude Code, which stops after ``lines`` lines until the
+    returned file exists: what the test sees meanwhile arrived while the session ran."""
     go = tmp_path / "go"
     agent = fake_agent(
         tmp_path,
         "claude-code",
-        {"stdout": capture("claude-code/B_vecsum_stream.jsonl"), "pause_after": 3,
+        {"stdout": capture("claude-code/B_vecsum_stream.jsonl"), "pause_after": lines,
          "wait_for": go},
     )  # fmt: skip
-    task = asyncio.create_task(run_one(db, agent))
+    return asyncio.create_task(run_one(db, agent)), go
+
+
+async def test_stream_log_shows_tool_use_while_the_session_runs(
+    db: Database, tmp_path: Path
+) -> None:
+    task, go = paused_session(db, tmp_path, 3)
     deadline = time.monotonic() + 60
     log = None
     while time.monotonic() < deadline and not task.done():
@@ -105,6 +114,40 @@ async def test_stream_log_shows_tool_use_while_the_session_runs(
     outcome = await task
     assert outcome.status == "finished", outcome.error
     assert log.read_bytes() == capture("claude-code/B_vecsum_stream.jsonl").read_bytes()
+
+
+async def test_claude_code_calls_are_recorded_while_the_session_runs(
+    db: Database, tmp_path: Path
+) -> None:
+    # Six lines: the init, the first message's three events and its two tool results.
+    task, go = paused_session(db, tmp_path, 6)
+    store = RunStore(db)
+    deadline = time.monotonic() + 60
+    calls: list = []
+    while time.monotonic() < deadline and not task.done() and not calls:
+        runs = await store.list_runs()
+        if runs:
+            calls = await store.list_calls(runs[0].run_id, "work")
+        await asyncio.sleep(0.02)
+    # The CLI is still waiting: the first message's call is already in the database, with its
+    # tokens and its table price, for the dashboard to show.
+    assert not task.done() and len(calls) == 1
+    (first,) = calls
+    assert (first.kind, first.model, first.bucket) == ("model", SONNET, "<50k")
+    assert first.tokens == TokenUsage(input=1, cache_read=18003, cache_write=6847, output=158)
+    assert first.cost_usd == pytest.approx(0.03345015)
+    go.write_text("")
+    outcome = await task
+    assert outcome.status == "finished", outcome.error
+    calls = await store.list_calls(outcome.run_id, "work")
+    assert [(c.kind, c.model) for c in calls] == [
+        ("model", SONNET),
+        ("model", SONNET),
+        ("reconciliation", "claude-haiku-4-5-20251001"),
+        ("reconciliation", "claude-opus-4-5-20251101"),
+    ]
+    run = await store.get_run(outcome.run_id)
+    assert run.cost.usd == pytest.approx(0.0745213) and run.cost.unpriced_calls == 0
 
 
 async def test_rate_limit_is_retried_and_max_turns_fails_at_once_with_its_tokens(
