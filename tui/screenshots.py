@@ -29,7 +29,9 @@ from store.workspace import Workspace
 from tui import demo
 from tui.app import TetherApp
 from tui.screens.run_detail import RunDetailScreen
+from tui.screens.runs import RunsScreen
 from tui.widgets.keyed_table import KeyedTable
+from tui.widgets.run_chart import RunChart
 
 SIZE = (160, 46)
 
@@ -42,6 +44,19 @@ async def _until(
             return True
         await pilot.pause(0.2)
     return False
+
+
+def _chart_follows(app: TetherApp) -> Callable[[], Awaitable[bool]]:
+    """Whether the Runs view's chart shows the run under the cursor."""
+
+    async def check() -> bool:
+        screen = app.screen
+        if not isinstance(screen, RunsScreen):
+            return False
+        chart = screen.query_one(RunChart)
+        return chart.drawn_run_id is not None and chart.drawn_run_id == screen.selected_run_id
+
+    return check
 
 
 async def capture(workspace: Workspace, out: Path) -> list[Path]:
@@ -74,6 +89,9 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
 
         await _until(pilot, runs_moving, 30)
         await pilot.pause(3.0)
+        # The cursor follows the newest run, which has just started: show the one before it.
+        await pilot.press("down")
+        await _until(pilot, _chart_follows(app), 5)  # the chart follows within a second
         await save("runs")
 
         async def has_block() -> bool:

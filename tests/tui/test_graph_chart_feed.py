@@ -9,7 +9,13 @@ from store.dashboard import CallRow, NodeRow, NodeUsage
 from tui.event_text import event_line, event_summary
 from tui.format import plural
 from tui.graph_layout import build_graph, combined_state, group_key, move
-from tui.widgets.run_chart import axis_ticks, call_ticks, context_per_call, tokens_per_minute
+from tui.widgets.run_chart import (
+    axis_ticks,
+    call_ticks,
+    context_per_call,
+    tick_count,
+    tokens_per_minute,
+)
 from tui.widgets.workflow_graph import render_graph
 
 
@@ -104,6 +110,10 @@ def test_axis_and_call_ticks():
     assert axis_ticks(54_098) == ([0.0, 20_000.0, 40_000.0, 60_000.0],
                                   ["0", "20.0k", "40.0k", "60.0k"])
     assert axis_ticks(0) == ([0.0], ["0"])
+    # A short plot labels fewer steps, so no two labels share a row.
+    assert axis_ticks(54_098, tick_count(11)) == ([0.0, 50_000.0, 100_000.0],
+                                                  ["0", "50.0k", "100.0k"])
+    assert [tick_count(height) for height in (3, 11, 16, 40)] == [1, 2, 4, 4]
     assert call_ticks(1) == [1]
     ticks = call_ticks(40)
     assert ticks[0] == 1 and ticks[-1] == 40 and len(ticks) <= 8

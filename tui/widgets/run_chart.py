@@ -76,6 +76,12 @@ def axis_ticks(highest: float, count: int = 4) -> tuple[list[float], list[str]]:
     return ticks, [tokens(int(t)) for t in ticks]
 
 
+def tick_count(height: int) -> int:
+    """How many steps the y axis of a plot ``height`` rows tall can label without two labels
+    landing on one row (the title and the x axis take four rows)."""
+    return max(1, min(4, (height - 4) // 3))
+
+
 def call_ticks(count: int) -> list[int]:
     """Whole call numbers for the x axis: the first, the last and about five between."""
     if count <= 1:
@@ -164,7 +170,9 @@ class RunChart(Vertical):
             plt.bar(list(rate.starts), list(rate.per_minute), color="cyan", width=0.8)
             # At least a minute wide, so the first bars of a young run are not page-wide.
             plt.xlim(-rate.bin_s, max(rate.starts[-1] + rate.bin_s, 60.0))
-            plt.yticks(*axis_ticks(max(rate.per_minute)))
+            positions, labels = axis_ticks(max(rate.per_minute), tick_count(rate_plot.size.height))
+            plt.ylim(0, positions[-1])
+            plt.yticks(positions, labels)
             plt.xlabel(f"seconds since the first call (trailing minute, every {rate.bin_s} s)")
         rate_plot.version += 1
         rate_plot.refresh()
@@ -178,7 +186,10 @@ class RunChart(Vertical):
             for edge in edges_in_view(max(contexts)):
                 plt.hline(edge, color="gray")
             plt.plot(numbers, list(contexts), color="magenta", marker="braille")
-            plt.yticks(*axis_ticks(max(contexts)))
+            # From 0, so the labels are in view and a small change does not look like a cliff.
+            positions, labels = axis_ticks(max(contexts), tick_count(context_plot.size.height))
+            plt.ylim(0, positions[-1])
+            plt.yticks(positions, labels)
             positions = call_ticks(len(contexts))
             plt.xticks([float(p) for p in positions], [str(p) for p in positions])
             plt.xlabel("call (gray lines: context-window bucket edges)")
