@@ -1,4 +1,5 @@
-"""Tables keep their rendered rows across view switches, and still follow a change of look.
+"""Tables keep their rendered rows across view switches, still follow a change of look, and
+leave out their optional columns on a narrow terminal.
 
 Textual re-applies every style when a view is shown, and a DataTable then drops every cell it
 rendered; ``KeyedTable`` keeps them when nothing its cells depend on changed (most of a view
@@ -13,6 +14,7 @@ from collections import Counter
 import pytest
 from test_views import settle
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from tui.widgets.keyed_table import KeyedTable
 
@@ -74,3 +76,30 @@ async def test_a_theme_change_draws_the_tables_as_a_fresh_start_in_it_would(make
     fresh = await _drawn_after(make_app, ["textual-light"])
     assert changed == fresh
     assert changed != await _drawn_after(make_app, ["textual-dark"])
+
+
+async def test_a_narrow_terminal_leaves_out_optional_columns_and_keeps_the_cursor(make_app):
+    app = make_app()
+    async with app.run_test(size=(150, 40)) as pilot:
+        await settle(pilot, app)
+        table = app.screen.query_one("#runs-table", KeyedTable)
+        table.select_key("run-incident-1")
+
+        def labels() -> list[str]:
+            return [str(column.label) for column in table.columns.values()]
+
+        every = ["Status", "Run", "Workflow", "Gen", "Elapsed", "Nodes", "Tokens", "Cost",
+                 "Cached", "Heartbeat"]
+        assert labels() == every
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot, app)
+        await pilot.pause(0.1)
+        assert labels() == ["Status", "Run", "Workflow", "Nodes", "Tokens", "Cost"]
+        assert table.cursor_key == "run-incident-1"
+        # What is left fits: whole workflow names, no sideways scrolling.
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        assert table.columns[ColumnKey("workflow")].width >= len("incident-runbook")
+        await pilot.resize_terminal(150, 40)
+        await settle(pilot, app)
+        await pilot.pause(0.1)
+        assert labels() == every and table.cursor_key == "run-incident-1"

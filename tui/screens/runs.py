@@ -56,6 +56,10 @@ RUN_COLUMNS = (
     ("beat", "Heartbeat"),
 )
 
+NARROW_DROPS = ("beat", "cached", "gen", "elapsed")
+"""Columns a narrow terminal leaves out, first to last (the STALE badge says what the heartbeat
+would)."""
+
 
 def run_cells(run: RunRow, now_ms: int) -> list[Text]:
     """The cells of one runs-list row."""
@@ -126,7 +130,8 @@ class RunsScreen(RunControlScreen):
         wide = "-wide" if self.app.size.width >= CHART_MIN_WIDTH else ""
         with Vertical(id="runs-body", classes=wide):
             with Horizontal(id="runs-top"):
-                yield KeyedTable(RUN_COLUMNS, id="runs-table", stretch="workflow")
+                yield KeyedTable(RUN_COLUMNS, id="runs-table", stretch="workflow",
+                                 optional=NARROW_DROPS)
                 yield RunChart(id="run-chart")
             yield Static(id="runs-empty")
             yield Static(id="workers-line")

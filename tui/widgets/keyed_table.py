@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -24,6 +24,11 @@ class KeyedTable(DataTable[Text]):
     the cursor on the row with the same key. Only cells that changed are rewritten; when the
     order changes or most rows go away, the table is rebuilt in one batch. Keep the number of
     rows bounded (a window of the newest items): every DataTable mutation costs O(rows).
+
+    Cells are always given for every column; ``optional`` columns are left out, in the order
+    given, while the table is too narrow to show them all with the main column at its
+    minimum (an 80-column terminal then shows the columns that matter whole, instead of a
+    table that scrolls sideways).
     """
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
@@ -33,10 +38,15 @@ class KeyedTable(DataTable[Text]):
 
     def __init__(
         self, columns: Sequence[tuple[str, str]], *, stretch: str | None = None,
-        **kwargs: object,
+        optional: Sequence[str] = (), **kwargs: object,
     ) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
+        self._all_columns = list(columns)
         self._columns = list(columns)
+        """The columns shown (all but the optional ones the width has no room for)."""
+        self._optional = list(optional)
+        self._cells: dict[str, Cells] = {}
+        """Every column's cell of each row shown (to show a column again on a resize)."""
         self._order: list[str] = []
         self._stretch = stretch
         """The main column, widened to take the width the others leave (None: no stretch)."""
@@ -79,7 +89,44 @@ class KeyedTable(DataTable[Text]):
             return None
 
     def on_resize(self) -> None:
+        keep, order = self.cursor_key, self._order
+        if self._choose_columns(self._cells.values()):
+            self._order = []  # every row is added again, with the columns now shown
+            self.sync([(key, self._cells[key]) for key in order])
+            if keep is not None:
+                self.select_key(keep)
         self.stretch_main_column()
+
+    def _shown(self, cells: Cells) -> list[Text]:
+        """The cells of the columns shown, from a row's cells for every column."""
+        shown = {key for key, _ in self._columns}
+        return [cell for (key, _), cell in zip(self._all_columns, cells, strict=False)
+                if key in shown]
+
+    def _choose_columns(self, rows: Iterable[Cells]) -> bool:
+        """Leave out optional columns (in order) until the rest fit the table's width with
+        the main column at its minimum; True when the columns shown changed (they are then
+        re-added, and the rows must be too)."""
+        width = self.scrollable_content_region.width
+        if not self._optional or not width:
+            return False
+        widths = {key: Text(label).cell_len for key, label in self._all_columns}
+        for cells in rows:
+            for (key, _), cell in zip(self._all_columns, cells, strict=False):
+                widths[key] = max(widths[key], cell.cell_len)
+        widths[self._stretch or ""] = MIN_MAIN_WIDTH
+        keys = [key for key, _ in self._all_columns]
+        for dropped in self._optional:
+            if sum(widths[key] + 2 * self.cell_padding for key in keys) <= width:
+                break
+            keys.remove(dropped)
+        if keys == [key for key, _ in self._columns]:
+            return False
+        self._columns = [(key, label) for key, label in self._all_columns if key in keys]
+        self.clear(columns=True)
+        for key, label in self._columns:
+            self.add_column(label, key=key)
+        return True
 
     def _measure(self, rows: Sequence[tuple[str, Cells]]) -> None:
         """Width the other columns will take with ``rows`` (as DataTable sizes an automatic
@@ -92,7 +139,7 @@ class KeyedTable(DataTable[Text]):
             for key, label in self._columns if key != self._stretch
         }
         for _key, cells in rows:
-            for (column, _label), cell in zip(self._columns, cells, strict=False):
+            for (column, _label), cell in zip(self._all_columns, cells, strict=False):
                 if column in widths:
                     widths[column] = max(widths[column], cell.cell_len)
         self._others_width = sum(width + 2 * self.cell_padding for width in widths.values())
@@ -136,8 +183,9 @@ class KeyedTable(DataTable[Text]):
         """Rewrite the changed cells of an existing row; False when the row is not shown."""
         if key not in self._order:
             return False
+        self._cells[key] = cells
         changed = False
-        for (column, _label), cell in zip(self._columns, cells, strict=False):
+        for (column, _label), cell in zip(self._columns, self._shown(cells), strict=False):
             if self.get_cell(key, column) != cell:
                 changed = True
                 self.update_cell(key, column, cell, update_width=False)
@@ -157,21 +205,24 @@ class KeyedTable(DataTable[Text]):
         keep = self.cursor_key
         new_order = [key for key, _ in rows]
         changed = False
+        self._cells = {key: cells for key, cells in rows}
         with self.app.batch_update():
+            if self._choose_columns(self._cells.values()):
+                self._order = []
             self._measure(rows)
             self.stretch_main_column()
             if new_order != self._order:
                 changed = True
                 self.clear()
                 for key, cells in rows:
-                    self.add_row(*cells, key=key)
+                    self.add_row(*self._shown(cells), key=key)
                 self._order = new_order
                 if keep is not None and keep in new_order:
                     self.move_cursor(row=new_order.index(keep), animate=False)
             else:
                 column_keys = [key for key, _ in self._columns]
                 for key, cells in rows:
-                    for column, cell in zip(column_keys, cells, strict=False):
+                    for column, cell in zip(column_keys, self._shown(cells), strict=False):
                         try:
                             current = self.get_cell(key, column)
                         except (CellDoesNotExist, RowDoesNotExist):

@@ -190,8 +190,8 @@ class RunChart(Vertical):
             positions, labels = axis_ticks(max(contexts), tick_count(context_plot.size.height))
             plt.ylim(0, positions[-1])
             plt.yticks(positions, labels)
-            positions = call_ticks(len(contexts))
-            plt.xticks([float(p) for p in positions], [str(p) for p in positions])
+            call_numbers = call_ticks(len(contexts))
+            plt.xticks([float(n) for n in call_numbers], [str(n) for n in call_numbers])
             plt.xlabel("call (gray lines: context-window bucket edges)")
         context_plot.version += 1
         context_plot.refresh()
