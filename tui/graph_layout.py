@@ -58,6 +58,8 @@ class Member:
     tokens: int = 0
     cost: float | None = None
     attempts: int = 0
+    cached: bool = False
+    """Its output came from the task cache (no agent ran)."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,7 @@ def build_graph(nodes: Iterable[Any], usage: Mapping[str, Any] | None = None) ->
             int(getattr(used, "total_tokens", 0) or 0),
             usage_cost(used),
             int(node.attempts or 0),
+            bool(getattr(node, "cached", 0)),
         ))
         for dep in _dependencies(node.depends_on_json):
             if dep not in deps[key]:

@@ -16,7 +16,7 @@ from tui.widgets.run_chart import (
     tick_count,
     tokens_per_minute,
 )
-from tui.widgets.workflow_graph import render_graph
+from tui.widgets.workflow_graph import box_lines, render_graph
 
 
 def node(node_id: str, state: str = "finished", iteration: int = 0, deps: list[str] | None = None,
@@ -148,3 +148,11 @@ def test_feed_lines_are_sentences_not_json():
 def test_plural():
     assert plural(1, "run") == "1 run" and plural(0, "run") == "0 runs"
     assert plural(2, "note proposal") == "2 note proposals"
+
+
+def test_a_box_without_calls_says_why():
+    cached = NodeRow("r", "plan", 0, "finished", attempts=0, cached=1)
+    graph = build_graph([cached, node("draft", "running"), node("check", "skipped")])
+    said = {box.key: box_lines(box)[1].plain for box in graph.boxes()}
+    assert said == {"plan": "output from cache", "draft": "no calls yet",
+                    "check": "no model calls"}

@@ -34,7 +34,7 @@ def box_lines(box: GraphBox) -> tuple[Text, Text, Text]:
     style = STATUS_STYLES.get(box.state, "")
     name = Text(f"{STATUS_GLYPHS.get(box.state, '?')} ", style=style)
     name.append_text(one_line(box.key, "bold", width=inner - 2))
-    usage = Text(f"{tokens(box.tokens)} tok" if box.tokens else "no calls yet",
+    usage = Text(f"{tokens(box.tokens)} tok" if box.tokens else _without_calls(box),
                  style="" if box.tokens else "dim")
     if box.cost is not None:
         usage.append(f" · {money(box.cost)}", style="green")
@@ -49,6 +49,15 @@ def box_lines(box: GraphBox) -> tuple[Text, Text, Text]:
     for line in (name, usage, progress):
         line.truncate(inner, overflow="ellipsis")
     return name, usage, progress
+
+
+def _without_calls(box: GraphBox) -> str:
+    """What a box without tokens says: why there are none (yet)."""
+    if box.members and all(m.cached for m in box.members):
+        return "output from cache"
+    if box.state in ("pending", "running", "retrying"):
+        return "no calls yet"
+    return "no model calls"
 
 
 def _border_line(left: str, fill: str, right: str, label: Text, border: Style) -> Text:
