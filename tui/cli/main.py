@@ -1,4 +1,6 @@
-"""Entry point of the ``tether`` console script: the top-level group and its subcommands."""
+"""The click command line: the top-level group and its subcommands. The ``tether`` console
+script (:mod:`tui.cli.entry`) runs the hot commands itself and everything else through
+:func:`main`; ``python -m tui.cli.main`` is this path alone."""
 
 from __future__ import annotations
 
@@ -103,7 +105,7 @@ def usage_sentence(error: click.UsageError) -> str:
 
 
 def main(*, fast_exit: bool = True) -> None:
-    """Console-script entry: usage errors are one sentence with exit code 2.
+    """Run the click command line: usage errors are one sentence with exit code 2.
 
     A short command (run without an event loop, see :func:`tui.cli.common.run_direct`) has
     closed the database and written everything by the time it returns: with ``fast_exit`` the
