@@ -159,7 +159,7 @@ class _Message:
     usage: TokenUsage
     first_ms: int
     last_ms: int
-    thread: str | None = None
+    conversation: str | None = None
     """``parent_tool_use_id``: None for the main conversation, else the sub-agent's."""
     recorded: TokenUsage | None = None
     """The usage recorded while the session ran (None: not recorded yet)."""
@@ -167,7 +167,7 @@ class _Message:
 
     @property
     def subagent(self) -> bool:
-        return self.thread is not None
+        return self.conversation is not None
 
 
 @dataclass
@@ -216,19 +216,19 @@ class ClaudeSession:
         elif kind == "assistant":
             return self._assistant(event, now_ms)
         elif kind == "user":
-            # Tool results: the thread's message that asked for them is complete.
-            return self._complete(_thread(event), keep=None)
+            # Tool results: the conversation's message that asked for them is complete.
+            return self._complete(_conversation(event), keep=None)
         elif kind == "result":
             self.result = event
         return []
 
-    def _complete(self, thread: str | None, keep: str | None) -> list[ModelCall]:
-        """Record the messages of ``thread`` that are complete (all but ``keep``, the one
+    def _complete(self, conversation: str | None, keep: str | None) -> list[ModelCall]:
+        """Record the messages of ``conversation`` that are complete (all but ``keep``, the one
         being written), when their model has a price: without one, the reported cost is the
         only one there is, and its share is known at the end."""
         done = []
         for message_id, m in self.messages.items():
-            if m.recorded is not None or m.thread != thread or message_id == keep:
+            if m.recorded is not None or m.conversation != conversation or message_id == keep:
                 continue
             cost = self.prices.cost(m.model, m.usage)
             if cost is None:
@@ -256,15 +256,15 @@ class ClaudeSession:
         usage = message_usage(message.get("usage"))
         if model == "<synthetic>" and usage.total == 0:
             return []  # the CLI's own notices (an API error shown as a message): no model call
-        thread = _thread(event)
+        conversation = _conversation(event)
         known = self.messages.get(message_id)
         if known is None:
-            self.messages[message_id] = _Message(model, usage, now_ms, now_ms, thread)
+            self.messages[message_id] = _Message(model, usage, now_ms, now_ms, conversation)
         else:
             known.usage = _max_usage(known.usage, usage)
             known.last_ms = now_ms
-        # A new message in a thread means the thread's earlier one is complete.
-        return self._complete(thread, keep=message_id)
+        # A new message in a conversation means its earlier one is complete.
+        return self._complete(conversation, keep=message_id)
 
     # -- the calls -------------------------------------------------------------------------
 
@@ -492,7 +492,7 @@ class ClaudeSession:
         return None
 
 
-def _thread(event: dict[str, Any]) -> str | None:
+def _conversation(event: dict[str, Any]) -> str | None:
     """The conversation an event belongs to: None for the main one, else the sub-agent's
     ``parent_tool_use_id``."""
     parent = event.get("parent_tool_use_id")

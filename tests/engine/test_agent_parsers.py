@@ -86,15 +86,15 @@ def test_multi_model_stream_is_one_call_per_message_reconciled_with_model_usage(
 SONNET_45 = "claude-sonnet-4-5-20250929"
 
 
-def _said(mid: str, model: str, output: int, thread: str | None = None) -> str:
+def _said(mid: str, model: str, output: int, conversation: str | None = None) -> str:
     usage = {"input_tokens": 10, "cache_read_input_tokens": 1000, "output_tokens": output}
     message = {"id": mid, "model": model, "usage": usage,
                "content": [{"type": "text", "text": "..."}]}
-    return json.dumps({"type": "assistant", "parent_tool_use_id": thread, "message": message})
+    return json.dumps({"type": "assistant", "parent_tool_use_id": conversation, "message": message})
 
 
-def _tool_results(thread: str | None = None) -> str:
-    return json.dumps({"type": "user", "parent_tool_use_id": thread,
+def _tool_results(conversation: str | None = None) -> str:
+    return json.dumps({"type": "user", "parent_tool_use_id": conversation,
                        "message": {"content": [{"type": "tool_result", "content": "ok"}]}})
 
 
@@ -109,14 +109,14 @@ def _feed(lines: list[str]) -> tuple[list[list], object]:
     return live, session.finish(0, "", 2000)
 
 
-def test_a_message_is_recorded_once_its_thread_moves_on() -> None:
-    # Main asks a sub-agent (thread "t1"); the sub-agent's first message is complete when its
+def test_a_message_is_recorded_once_its_conversation_moves_on() -> None:
+    # Main asks a sub-agent (conversation "t1"); the sub-agent's first message is complete when its
     # second one starts, main's when its tool results arrive; the last ones with the result.
     lines = [
         _said("m1", SONNET_45, 50),
-        _said("s1", SONNET_45, 20, thread="t1"),
-        _said("s1", SONNET_45, 30, thread="t1"),  # a later snapshot of the same message
-        _said("s2", SONNET_45, 40, thread="t1"),
+        _said("s1", SONNET_45, 20, conversation="t1"),
+        _said("s1", SONNET_45, 30, conversation="t1"),  # a later snapshot of the same message
+        _said("s2", SONNET_45, 40, conversation="t1"),
         _tool_results(),
         _said("m2", SONNET_45, 60),
         _result({SONNET_45: {"inputTokens": 40, "cacheReadInputTokens": 4000,

@@ -170,11 +170,11 @@ def run_hot(call: HotCall) -> int | None:
                     kind=options["--kind"][0] if "--kind" in options else None,
                 )
             else:
-                limit = _limit(options["--limit"][0]) if "--limit" in options else None
                 body = hot_commands.list_runs(
                     workspace,
                     status=options["--status"][0] if "--status" in options else None,
-                    limit=limit or hot_commands.DEFAULT_RUNS_LIMIT,
+                    # parse_hot checked it is a whole number in range
+                    limit=int(_one(options, "--limit", str(hot_commands.DEFAULT_RUNS_LIMIT))),
                     output_format=_one(options, "--format", "text"),
                 )
             run_now(body)

@@ -90,7 +90,7 @@ class KeyedTable(DataTable[Text]):
 
     def on_resize(self) -> None:
         keep, order = self.cursor_key, self._order
-        if self._choose_columns(self._cells.values()):
+        if self._choose_columns(self._cell_widths(self._cells.values())):
             self._order = []  # every row is added again, with the columns now shown
             self.sync([(key, self._cells[key]) for key in order])
             if keep is not None:
@@ -103,21 +103,25 @@ class KeyedTable(DataTable[Text]):
         return [cell for (key, _), cell in zip(self._all_columns, cells, strict=False)
                 if key in shown]
 
-    def _choose_columns(self, rows: Iterable[Cells]) -> bool:
+    def _cell_widths(self, rows: Iterable[Cells]) -> dict[str, int]:
+        """Each column's widest cell or label over ``rows`` (every column, shown or not)."""
+        widths = {key: Text(label).cell_len for key, label in self._all_columns}
+        for cells in rows:
+            for (key, _), cell in zip(self._all_columns, cells, strict=False):
+                widths[key] = max(widths[key], cell.cell_len)
+        return widths
+
+    def _choose_columns(self, widths: dict[str, int]) -> bool:
         """Leave out optional columns (in order) until the rest fit the table's width with
         the main column at its minimum; True when the columns shown changed (they are then
         re-added, and the rows must be too)."""
         width = self.scrollable_content_region.width
         if not self._optional or not width:
             return False
-        widths = {key: Text(label).cell_len for key, label in self._all_columns}
-        for cells in rows:
-            for (key, _), cell in zip(self._all_columns, cells, strict=False):
-                widths[key] = max(widths[key], cell.cell_len)
-        widths[self._stretch or ""] = MIN_MAIN_WIDTH
+        needed = {**widths, self._stretch or "": MIN_MAIN_WIDTH}
         keys = [key for key, _ in self._all_columns]
         for dropped in self._optional:
-            if sum(widths[key] + 2 * self.cell_padding for key in keys) <= width:
+            if sum(needed[key] + 2 * self.cell_padding for key in keys) <= width:
                 break
             keys.remove(dropped)
         if keys == [key for key, _ in self._columns]:
@@ -128,21 +132,17 @@ class KeyedTable(DataTable[Text]):
             self.add_column(label, key=key)
         return True
 
-    def _measure(self, rows: Sequence[tuple[str, Cells]]) -> None:
-        """Width the other columns will take with ``rows`` (as DataTable sizes an automatic
-        column: its widest cell or label), so the main column is sized before the first
-        render instead of after it (each extra render redraws every visible cell)."""
+    def _measure(self, widths: dict[str, int]) -> None:
+        """Width the other columns shown will take with the rows ``widths`` was measured on
+        (as DataTable sizes an automatic column: its widest cell or label), so the main column
+        is sized before the first render instead of after it (each extra render redraws every
+        visible cell)."""
         if self._stretch is None:
             return
-        widths = {
-            key: max(Text(label).cell_len, self.columns[ColumnKey(key)].content_width)
-            for key, label in self._columns if key != self._stretch
-        }
-        for _key, cells in rows:
-            for (column, _label), cell in zip(self._all_columns, cells, strict=False):
-                if column in widths:
-                    widths[column] = max(widths[column], cell.cell_len)
-        self._others_width = sum(width + 2 * self.cell_padding for width in widths.values())
+        self._others_width = sum(
+            max(widths[key], self.columns[ColumnKey(key)].content_width) + 2 * self.cell_padding
+            for key, _ in self._columns if key != self._stretch
+        )
 
     def stretch_main_column(self) -> None:
         """Give the main column what the other columns leave of the table's width, so a wide
@@ -206,10 +206,11 @@ class KeyedTable(DataTable[Text]):
         new_order = [key for key, _ in rows]
         changed = False
         self._cells = {key: cells for key, cells in rows}
+        widths = self._cell_widths(self._cells.values())
         with self.app.batch_update():
-            if self._choose_columns(self._cells.values()):
+            if self._choose_columns(widths):
                 self._order = []
-            self._measure(rows)
+            self._measure(widths)
             self.stretch_main_column()
             if new_order != self._order:
                 changed = True
