@@ -1,5 +1,5 @@
-"""Tables keep their rendered rows across view switches, still follow a change of look, and
-leave out their optional columns on a narrow terminal.
+"""Tables keep their rendered rows across view switches, still follow a change of look, leave
+out their optional columns on a narrow terminal, and widen a column for a cell grown wider.
 
 Textual re-applies every style when a view is shown, and a DataTable then drops every cell it
 rendered; ``KeyedTable`` keeps them when nothing its cells depend on changed (most of a view
@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from rich.text import Text
 from test_views import settle
+from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
@@ -103,3 +105,22 @@ async def test_a_narrow_terminal_leaves_out_optional_columns_and_keeps_the_curso
         await settle(pilot, app)
         await pilot.pause(0.1)
         assert labels() == every and table.cursor_key == "run-incident-1"
+
+
+async def test_a_cell_grown_wider_than_its_column_widens_it():
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield KeyedTable([("status", "S"), ("name", "Name")], stretch="name")
+
+    app = One()
+    async with app.run_test(size=(60, 10)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.sync([("a", [Text("▶ running"), Text("first")])])
+        await pilot.pause()
+        table.update_row("a", [Text("✓ finished"), Text("first")])
+        await pilot.pause()
+        assert table.columns[ColumnKey("status")].get_render_width(table) >= len("✓ finished")
+        assert "✓ finished" in "".join(segment.text for segment in table.render_line(1))
+        table.sync([("a", [Text("✓ finished, a while ago"), Text("first")])])
+        await pilot.pause()
+        assert "✓ finished, a while ago" in "".join(s.text for s in table.render_line(1))

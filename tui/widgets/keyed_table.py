@@ -184,12 +184,30 @@ class KeyedTable(DataTable[Text]):
         if key not in self._order:
             return False
         self._cells[key] = cells
-        changed = False
-        for (column, _label), cell in zip(self._columns, self._shown(cells), strict=False):
-            if self.get_cell(key, column) != cell:
-                changed = True
-                self.update_cell(key, column, cell, update_width=False)
+        changed, widened = self._rewrite(key, cells)
+        if widened:
+            self._measure(self._cell_widths(self._cells.values()))
+            self.stretch_main_column()
         return changed
+
+    def _rewrite(self, key: str, cells: Cells) -> tuple[bool, bool]:
+        """Rewrite the cells of row ``key`` that changed: whether any did, and whether one was
+        wider than its column (which then widens: a run going from running to finished must
+        not be cut to "finishe"; the main column gives the width back)."""
+        changed = widened = False
+        for (column, _label), cell in zip(self._columns, self._shown(cells), strict=False):
+            try:
+                current = self.get_cell(key, column)
+            except (CellDoesNotExist, RowDoesNotExist):
+                continue
+            if current != cell:
+                changed = True
+                wider = column != self._stretch and (
+                    cell.cell_len > self.columns[ColumnKey(column)].content_width
+                )
+                widened = widened or wider
+                self.update_cell(key, column, cell, update_width=wider)
+        return changed, widened
 
     def sync(self, rows: Sequence[tuple[str, Cells]]) -> bool:
         """Show exactly ``rows`` (in order); returns True when anything changed.
@@ -221,14 +239,6 @@ class KeyedTable(DataTable[Text]):
                 if keep is not None and keep in new_order:
                     self.move_cursor(row=new_order.index(keep), animate=False)
             else:
-                column_keys = [key for key, _ in self._columns]
                 for key, cells in rows:
-                    for column, cell in zip(column_keys, self._shown(cells), strict=False):
-                        try:
-                            current = self.get_cell(key, column)
-                        except (CellDoesNotExist, RowDoesNotExist):
-                            continue
-                        if current != cell:
-                            changed = True
-                            self.update_cell(key, column, cell, update_width=False)
+                    changed = self._rewrite(key, cells)[0] or changed
         return changed
