@@ -43,8 +43,8 @@ def shape(size: str, notes: int) -> dict[str, int]:
 
 def build(folder: Path, counts: dict[str, int]) -> None:
     """Create the workspace with Tether's migrations, then fill it with raw inserts."""
-    from store.direct import DirectDatabase, run_now
-    from store.workspace import Workspace
+    from store.db.sqlite.direct import DirectDatabase, run_now
+    from store.workspace.layout import Workspace
 
     run_now(DirectDatabase.open_now(Workspace(folder)).close())
     conn = sqlite3.connect(folder / "tether.db", isolation_level=None)

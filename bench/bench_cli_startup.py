@@ -37,10 +37,10 @@ TARGET_RATIO = 4.0
 
 def seed(workspace: Path) -> None:
     """A workspace with some history, written through the store (one code path)."""
-    from store.direct import DirectDatabase, run_now
-    from store.memory import MemoryStore
-    from store.runs import RunStore
-    from store.workspace import Workspace
+    from store.db.sqlite.direct import DirectDatabase, run_now
+    from store.memory.memory_store import MemoryStore
+    from store.runs.run_store import RunStore
+    from store.workspace.layout import Workspace
 
     db = DirectDatabase.open_now(Workspace(workspace))
     memory = MemoryStore(db)

@@ -50,11 +50,11 @@ import bench_note_search
 import bench_recall
 from bench_memory_writes import machine
 
-from store.database import Database
-from store.memory import MemoryStore
-from store.notes import NoteInput
-from store.term_index import TermIndex
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_store import MemoryStore
+from store.memory.notes import NoteInput
+from store.search.term_index import TermIndex
+from store.workspace.layout import Workspace
 
 CACHE = Path("/tmp/tether-bench-cold")
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_cold_start.json"
@@ -79,8 +79,8 @@ from pathlib import Path
 from engine.memory.block import build_block
 from engine.memory.items import RecallRequest
 from engine.memory.recall import KeywordRecallBackend
-from store.database import Database
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.workspace.layout import Workspace
 
 async def main():
     db = await Database.open(Workspace(Path(sys.argv[1])), create=False)
@@ -130,7 +130,7 @@ def cli_hits(stdout: str) -> list[tuple[str, float]]:
 
 async def scratch_hits(folder: Path, queries: list[str]) -> dict[str, list[tuple[str, float]]]:
     """The same searches from an index built from the notes in this process (no snapshot)."""
-    from store import term_index
+    from store.search import term_index
 
     scratch = TermIndex(None)
     saved = term_index.index_for

@@ -84,9 +84,9 @@ async def run_tether(
     from engine.context import TaskContext
     from engine.setup import open_engine
     from engine.workflow import Workflow
-    from store.database import SqliteDatabase
-    from store.run_records import TokenUsage
-    from store.workspace import Workspace
+    from store.db.sqlite.sqlite_database import SqliteDatabase
+    from store.model.run_records import TokenUsage
+    from store.workspace.layout import Workspace
 
     class InstantAgent:
         """Answers immediately and reports one call, so metering is part of what is measured."""

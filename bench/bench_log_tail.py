@@ -17,9 +17,9 @@ from pathlib import Path
 from textual.widgets import TabbedContent
 
 from engine.artifacts import stream_log_path
-from store.database import Database
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tui.app import TetherApp
 from tui.screens.run_detail import RunDetailScreen
 

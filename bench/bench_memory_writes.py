@@ -28,12 +28,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from store.database import Database
-from store.memory import MemoryStore
-from store.run_records import NewEvent
-from store.runs import RunStore
-from store.sql import memory as memory_sql
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.memory import memory_sql
+from store.memory.memory_store import MemoryStore
+from store.model.run_records import NewEvent
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_memory_writes.json"
 BATCH = 500

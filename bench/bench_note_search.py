@@ -51,13 +51,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_memory_writes import machine
 
 from store.clock import SYSTEM_CLOCK
-from store.database import Database
-from store.memory import MemoryStore
-from store.schema import SCHEMA_VERSION
-from store.search_policy import index_terms, match_all, match_any, query_terms
-from store.sql.memory import NOT_SUPERSEDED_BY_ACCEPTED
-from store.term_index import index_for
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
+from store.memory.memory_sql import NOT_SUPERSEDED_BY_ACCEPTED
+from store.memory.memory_store import MemoryStore
+from store.search.search_policy import index_terms, match_all, match_any, query_terms
+from store.search.term_index import index_for
+from store.workspace.layout import Workspace
 
 CACHE = Path("/tmp/tether-bench-notes")
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_note_search.json"

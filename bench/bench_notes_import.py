@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_memory_writes import machine
 
-from store.database import Database
-from store.memory import MemoryStore
-from store.notes import NoteInput
-from store.sql.memory import INSERT_NOTE_AT
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_sql import INSERT_NOTE_AT
+from store.memory.memory_store import MemoryStore
+from store.memory.notes import NoteInput
+from store.workspace.layout import Workspace
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_notes_import.json"
 WORDS = (

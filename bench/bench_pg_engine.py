@@ -33,9 +33,9 @@ from engine.agents.base import AgentRequest, AgentResult, ModelCall  # noqa: E40
 from engine.config import EngineConfig  # noqa: E402
 from engine.scheduler import Engine  # noqa: E402
 from engine.workflow import Workflow  # noqa: E402
-from store.database import Database  # noqa: E402
-from store.run_records import TokenUsage  # noqa: E402
-from store.workspace import Workspace  # noqa: E402
+from store.db.sqlite.sqlite_database import Database  # noqa: E402
+from store.model.run_records import TokenUsage  # noqa: E402
+from store.workspace.layout import Workspace  # noqa: E402
 
 NODES = 1000
 CONCURRENCY = 10
@@ -72,7 +72,7 @@ def workflow(shape: str) -> Workflow:
     return flow
 
 
-# Each side's workspace durability level (store.durability): SQLite's synchronous, and
+# Each side's workspace durability level (store.db.durability): SQLite's synchronous, and
 # PostgreSQL's synchronous_commit on every writing session (full: on, normal: off).
 BACKENDS = {
     "sqlite": "normal",

@@ -32,10 +32,10 @@ from pg_support import machine, percentile, server_url, write_results  # noqa: E
 
 from engine.memory.items import RecallRequest  # noqa: E402
 from engine.memory.recall import LocalRecallBackend  # noqa: E402
-from store.database import Database  # noqa: E402
-from store.memory import MemoryStore  # noqa: E402
-from store.sql.postgres.search import tsvector_text  # noqa: E402
-from store.workspace import Workspace  # noqa: E402
+from store.db.sqlite.sqlite_database import Database  # noqa: E402
+from store.memory.memory_store import MemoryStore  # noqa: E402
+from store.search.tsvector import tsvector_text  # noqa: E402
+from store.workspace.layout import Workspace  # noqa: E402
 
 CACHE = Path("/tmp/tether-bench-pg-search")
 GENERATOR = 2

@@ -30,10 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pg_support import machine, percentile, scratch_schema, write_results  # noqa: E402
 
-from store.database import Database  # noqa: E402
-from store.run_records import NewEvent  # noqa: E402
-from store.runs import RunStore  # noqa: E402
-from store.workspace import Workspace  # noqa: E402
+from store.db.sqlite.sqlite_database import Database  # noqa: E402
+from store.model.run_records import NewEvent  # noqa: E402
+from store.runs.run_store import RunStore  # noqa: E402
+from store.workspace.layout import Workspace  # noqa: E402
 
 TICK_S = 0.01
 WARMUP_S = 1.0

@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pg_support import machine, scratch_schema, write_results  # noqa: E402
 
-from store.database import Database  # noqa: E402
-from store.queue import RunQueue  # noqa: E402
-from store.workspace import DATABASE_URL_ENV_VAR, Workspace  # noqa: E402
+from store.db.sqlite.sqlite_database import Database  # noqa: E402
+from store.runs.run_queue import RunQueue  # noqa: E402
+from store.workspace.layout import DATABASE_URL_ENV_VAR, Workspace  # noqa: E402
 
 WORKFLOW = '''
 from pydantic import BaseModel
@@ -69,7 +69,7 @@ async def check(url: str, root: Path, runs: int) -> None:
 
 def measure(workers: int, runs: int, concurrency: int, sync_commit: str) -> dict[str, Any]:
     # The workspace's durability level sets synchronous_commit on every writing session
-    # (store.durability): full is on, normal is off.
+    # (store.db.durability): full is on, normal is off.
     durability = {"on": "full", "off": "normal"}[sync_commit]
     with tempfile.TemporaryDirectory(prefix="tether-workers-") as folder, \
             scratch_schema("bw") as url:

@@ -47,10 +47,10 @@ from engine.memory.items import RecallItem, RecallRequest
 from engine.memory.recall import KeywordRecallBackend
 from engine.memory.semantic import HybridRecallBackend
 from store.clock import SYSTEM_CLOCK
-from store.database import Database
-from store.schema import SCHEMA_VERSION
-from store.search_policy import index_terms, prompt_terms, weak_terms
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
+from store.search.search_policy import index_terms, prompt_terms, weak_terms
+from store.workspace.layout import Workspace
 
 WORDS = [f"w{i}" for i in range(5000)]
 COMMON = ["the", "and", "test", "run", "fix"]

@@ -52,11 +52,11 @@ from engine.memory.semantic import (
     HybridRecallBackend,
     SemanticRecallBackend,
 )
-from store.database import Database
-from store.memory import MemoryStore
-from store.notes import NoteInput
-from store.schema import SCHEMA_VERSION
-from store.search_policy import (
+from store.db.sqlite.sqlite_database import Database
+from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
+from store.memory.memory_store import MemoryStore
+from store.memory.notes import NoteInput
+from store.search.search_policy import (
     _WORD,
     ECHO_PENALTY,
     bm25,
@@ -66,7 +66,7 @@ from store.search_policy import (
     is_question_echo,
     weak_terms,
 )
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 
 DEV = Path(__file__).resolve().parent / "recall_dev"
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_recall_quality.json"

@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from store.database import Database
-from store.run_records import NewEvent
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.model.run_records import NewEvent
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 
 RESULTS = Path(__file__).with_name("results") / "tui_latency.json"
 TICK_S = 0.01

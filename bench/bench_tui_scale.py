@@ -48,7 +48,7 @@ def _memory_kb() -> tuple[int, int]:
 
 async def child(size: str, settle_s: float) -> dict[str, Any]:
     """Measure one workspace inside this (fresh) process."""
-    from store.workspace import Workspace
+    from store.workspace.layout import Workspace
     from tui.app import TetherApp
 
     workspace = Workspace(Path("/tmp/tether-bench-ws") / size)

@@ -17,11 +17,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from store import notes as notes_module
-from store.namespaces import canonical_namespace
-from store.notes import NoteSearch, SearchHit, note_from_row
-from store.search_policy import MODE_ALL_WORDS, match_all, query_terms
-from store.sql.memory import NOT_SUPERSEDED_BY_ACCEPTED, NOTE_COLUMNS_N
+from store.memory import notes as notes_module
+from store.memory.memory_sql import NOT_SUPERSEDED_BY_ACCEPTED, NOTE_COLUMNS_N
+from store.memory.namespaces import canonical_namespace
+from store.memory.notes import NoteSearch, SearchHit, note_from_row
+from store.search.search_policy import MODE_ALL_WORDS, match_all, query_terms
 
 
 def fts5_sql(namespace: bool) -> str:

@@ -19,9 +19,9 @@ import sqlite3
 import time
 from pathlib import Path
 
-from store.buckets import bucket_for
-from store.database import Database
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.model.buckets import bucket_for
+from store.workspace.layout import Workspace
 
 CACHE = Path("/tmp/tether-bench-ws")
 SIZES = {

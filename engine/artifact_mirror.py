@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from store.artifact_chunks import ArtifactChunks
+from store.runs.artifact_chunks import ArtifactChunks
 
 SYNC_INTERVAL_S = 0.25
 READ_BYTES = 256 * 1024

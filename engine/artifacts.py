@@ -8,7 +8,7 @@ Layout under the workspace's ``artifacts/`` folder::
     <run>/<node>/<attempt>/raw-output.txt             agent text that failed validation
     <run>/files/<name>                                written with ctx.artifacts.write_text
 
-``<node>`` is :func:`store.ids.node_folder_name` of the node id (distinct for distinct ids,
+``<node>`` is :func:`store.model.ids.node_folder_name` of the node id (distinct for distinct ids,
 bounded, readable). Big blobs go here, not into prompts or database rows. Folders are created
 0700 and files 0600; every path is checked to resolve inside ``artifacts/`` before it is
 written or deleted. An attempt's folder and stream log appear with the agent's first output.
@@ -21,10 +21,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from store.artifact_paths import delete_run_dir, inside, run_dir
 from store.errors import InvalidInputError
-from store.ids import node_folder_name
-from store.workspace import make_private_dirs
+from store.model.ids import node_folder_name
+from store.runs.artifact_paths import delete_run_dir, inside, run_dir
+from store.workspace.layout import make_private_dirs
 
 __all__ = [
     "RAW_OUTPUT",

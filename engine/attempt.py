@@ -17,9 +17,9 @@ from engine.pricing import PriceTable
 from engine.prompting import repair_prompt
 from engine.structured import OutputInvalid, to_jsonable, validate_output
 from engine.units import StopDispatch, Unit
+from store.db.storage_errors import os_storage_error
 from store.errors import StorageError
-from store.run_records import CallUsage, TokenUsage
-from store.storage_errors import os_storage_error
+from store.model.run_records import CallUsage, TokenUsage
 
 if TYPE_CHECKING:
     from engine.execution import RunExecution

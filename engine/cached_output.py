@@ -10,7 +10,7 @@ from engine.context import TaskContext
 from engine.structured import to_jsonable
 from engine.units import Unit
 from engine.workflow import CachePolicy
-from store.run_records import NewEvent
+from store.model.run_records import NewEvent
 
 if TYPE_CHECKING:
     from engine.execution import RunExecution

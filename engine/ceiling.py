@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.hooks import RUN, DispatchContext, DispatchDecision
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.guard import dispatch_state
-from store.run_records import TokenUsage
+from store.model.run_records import TokenUsage
+from store.runs.dispatch_guard import dispatch_state
 
 OnExceeded = Literal["fail", "warn", "skip-remaining", "handoff"]
 ON_EXCEEDED: tuple[OnExceeded, ...] = ("fail", "warn", "skip-remaining", "handoff")

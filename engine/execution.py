@@ -28,13 +28,13 @@ from engine.hooks import (
 from engine.prompting import assemble_prompt
 from engine.units import Key, StopDispatch, Unit
 from engine.workflow import TaskSpec, Workflow
-from store.backend import Database
 from store.clock import Clock
+from store.db.seam import Database
 from store.errors import StorageError
-from store.run_records import NodeRecord, RunRecord, RunRequests
-from store.runs import RunStore
-from store.task_cache import TaskCache
-from store.workspace import Workspace
+from store.model.run_records import NodeRecord, RunRecord, RunRequests
+from store.runs.run_store import RunStore
+from store.runs.task_cache import TaskCache
+from store.workspace.layout import Workspace
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +108,7 @@ class RunExecution:
         """On a PostgreSQL workspace, how a task reads an artifact another host wrote."""
         if self.services.db.backend != "postgresql":
             return None
-        from store.artifact_chunks import ArtifactChunks
+        from store.runs.artifact_chunks import ArtifactChunks
 
         db: Any = self.services.db
         return ArtifactChunks(db).read_whole_now

@@ -3,7 +3,8 @@
 When a ceiling with ``on_exceeded="handoff"`` is reached, or a person asks for a clear
 (``tether clear RUN``, the dashboard's ``x``), the scheduler stops dispatching, lets running
 attempts end, and calls :class:`HandoffManager`. It distils the run, then in one transaction
-(:meth:`store.runs.RunStore.continue_as_new`) creates the successor run of the same workflow
+(:meth:`store.runs.run_store.RunStore.continue_as_new`) creates the successor run of the same
+workflow
 (same input, ``parent_run_id`` and ``generation + 1``), records the handoff with its reason,
 generation and carried bytes, and marks the old run ``handed-off``. The successor's task prompts
 read the distilled state as ``ctx.continuation``. Prior typed outputs are deliberately *not*
@@ -28,11 +29,11 @@ from typing import Any
 from engine.ceiling import ceiling_of, counted_tokens
 from engine.hooks import HandoffRequest
 from engine.memory.block import longest_prefix_within, utf8_len
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.owners import running_elsewhere
-from store.run_records import RunRecord
-from store.runs import RunStore
+from store.model.run_records import RunRecord
+from store.runs.owners import running_elsewhere
+from store.runs.run_store import RunStore
 
 MAX_LEARNINGS = 10
 MAX_CARRIED_BYTES = 16_384

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from engine.agents.tools import AgentTool
-from store.run_records import RunRecord
+from store.model.run_records import RunRecord
 
 DispatchAction = Literal["run", "warn", "skip", "fail", "handoff"]
 

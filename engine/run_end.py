@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.hooks import DispatchDecision, HandoffRequest
 from engine.structured import to_jsonable
-from store.run_records import RunRecord
+from store.model.run_records import RunRecord
 
 if TYPE_CHECKING:
     from engine.execution import RunExecution

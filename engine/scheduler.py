@@ -47,13 +47,13 @@ from engine.structured import to_jsonable
 from engine.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.upstream import UpstreamOutputs
 from engine.workflow import TaskSpec, Workflow
-from store.artifact_paths import run_dir
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError, LeaseLost, StorageError
-from store.owners import new_owner_id, running_elsewhere
-from store.run_records import RunRecord
-from store.runs import RunStore
-from store.task_cache import TaskCache
+from store.model.run_records import RunRecord
+from store.runs.artifact_paths import run_dir
+from store.runs.owners import new_owner_id, running_elsewhere
+from store.runs.run_store import RunStore
+from store.runs.task_cache import TaskCache
 
 
 def task_memory(spec: TaskSpec, workflow: Workflow) -> Any:
@@ -183,7 +183,7 @@ class Engine:
             raise InvalidInputError(f"Run {run_id} already finished; there is nothing to resume.")
         if run.status == "handed-off":
             raise InvalidInputError(f"Run {run_id} was handed off to a newer run; resume that.")
-        # Ownership, not heartbeat age: a live owner keeps its run (store/owners.py).
+        # Ownership, not heartbeat age: a live owner keeps its run (store/runs/owners.py).
         refusal = running_elsewhere(run, self.db.clock.now_ms(), self.owner_id)
         if refusal is not None:
             raise InvalidInputError(refusal)
@@ -193,8 +193,8 @@ class Engine:
         return await self._execution(workflow, claimed, parsed).execute()
 
     async def run_claimed(self, workflow: Workflow, run: RunRecord) -> RunOutcome:
-        """Execute a run this process has just claimed from the queue (``store.queue``): its
-        lease token is registered, so every write is fenced; finished nodes are reused."""
+        """Execute a run this process has just claimed from the queue (``store.runs.run_queue``):
+        its lease token is registered, so every write is fenced; finished nodes are reused."""
         self.prepare(workflow)
         parsed = workflow.parse_input(run.input)
         return await self._execution(workflow, run, parsed).execute()
@@ -349,7 +349,7 @@ class ScheduledRun(RunExecution):
         if self.services.db.backend != "postgresql":
             return None
         from engine.artifact_mirror import ArtifactMirror
-        from store.artifact_chunks import ArtifactChunks
+        from store.runs.artifact_chunks import ArtifactChunks
 
         db: Any = self.services.db
         folder = run_dir(self.artifacts_root, self.run_id)

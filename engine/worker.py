@@ -1,7 +1,7 @@
 """``tether worker``: claim queued runs and execute them with the embedded engine.
 
 Any number of workers, on any host that reaches the workspace database, share one queue (the
-runs table; see :mod:`store.queue`). A worker:
+runs table; see :mod:`store.runs.run_queue`). A worker:
 
 - claims up to ``concurrency`` runs at a time, each under a lease its run's heartbeat renews
   (every third of the lease) and a fencing token that guards every write of that run;
@@ -32,12 +32,12 @@ from engine.run_end import RunOutcome
 from engine.scheduler import Engine
 from engine.setup import open_engine
 from engine.workflow import Workflow
-from store.backend import Database
+from store.db.seam import Database
 from store.errors import DatabaseUnavailable, InvalidInputError, LeaseLost, TetherError
-from store.owners import new_owner_id
-from store.queue import Claim, RunQueue
-from store.run_records import RunRecord
-from store.runs import DEFAULT_LEASE_MS
+from store.model.run_records import RunRecord
+from store.runs.owners import new_owner_id
+from store.runs.run_queue import Claim, RunQueue
+from store.runs.run_store import DEFAULT_LEASE_MS
 
 DEFAULT_POLL_S = 5.0
 WORKER_REPORT_S = 5.0
@@ -242,7 +242,7 @@ async def commits(db: Database, stop: asyncio.Event) -> AsyncIterator[None]:
     if not url or channel is None:
         await stop.wait()
         return
-    from store.listen import ChangeListener
+    from store.db.postgres.pg_listen import ChangeListener
 
     async for _payload in ChangeListener(url, channel).payloads(stop):
         yield None

@@ -25,8 +25,8 @@ import pytest
 from pg_support import fresh_schema
 
 from store.clock import ManualClock
-from store.database import Database, forget_database, open_databases
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database, forget_database, open_databases
+from store.workspace.layout import Workspace
 
 BACKENDS = ("sqlite", "postgresql")
 

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-from store.workspace import DATABASE_URL_ENV_VAR, Workspace
+from store.workspace.layout import DATABASE_URL_ENV_VAR, Workspace
 
 URL_VAR = "TETHER_TEST_DATABASE_URL"
 SKIP_REASON = (

@@ -25,10 +25,10 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 
 from store.clock import SYSTEM_CLOCK, Clock
-from store.dashboard import DashboardReader, RunRow
+from store.db.storage_errors import storage_error
 from store.errors import DatabaseUnavailable, TetherError
-from store.storage_errors import storage_error
-from store.workspace import Workspace
+from store.read.dashboard_reader import DashboardReader, RunRow
+from store.workspace.layout import Workspace
 from tui.actions.read_only import read_only
 from tui.commands import RunsProvider
 from tui.format import ago, literal

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from rich.text import Text
 
-from store.dashboard import DashboardReader, RunRow
-from store.workspace import Workspace
+from store.read.dashboard_reader import DashboardReader, RunRow
+from store.workspace.layout import Workspace
 
 if TYPE_CHECKING:
     from textual.app import App

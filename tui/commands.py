@@ -18,7 +18,7 @@ from textual.content import Content
 from tui.format import visible
 
 if TYPE_CHECKING:
-    from store.dashboard import RunRow
+    from store.read.dashboard_reader import RunRow
 from tui.app_api import DashboardApp, dashboard
 
 

@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from store.workspace import Workspace, make_private_dirs
+from store.workspace.layout import Workspace, make_private_dirs
 
 CRASH_EXIT_CODE = 3
 CRASHES_DIRNAME = "crashes"

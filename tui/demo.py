@@ -21,11 +21,11 @@ from engine.loader import load_workflow
 from engine.run_end import RunOutcome
 from engine.scheduler import Engine
 from engine.setup import open_engine
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import TetherError
-from store.memory import MemoryStore
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.memory.memory_store import MemoryStore
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tui.demo_plan import DEMO_PLAN, DemoStep
 from tui.format import plural
 from tui.run_control import host_for

@@ -15,7 +15,7 @@ from rich.text import Text
 from tui.plain import ago, cost, duration, money, percent, pretty_json, tokens, visible
 
 if TYPE_CHECKING:
-    from store.dashboard import CallRow, TokenColumns
+    from store.read.dashboard_reader import CallRow, TokenColumns
 
 __all__ = [
     "STATUS_GLYPHS",

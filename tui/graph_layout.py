@@ -161,8 +161,8 @@ def usage_cost(used: Any) -> float | None:
 
 
 def build_graph(nodes: Iterable[Any], usage: Mapping[str, Any] | None = None) -> RunGraph:
-    """Group ``nodes`` (:class:`store.dashboard.NodeRow`, in start order) into boxes and place
-    them in columns. ``usage`` maps a node row key to its usage (``total_tokens``, and
+    """Group ``nodes`` (:class:`store.read.dashboard_reader.NodeRow`, in start order) into boxes and
+    place them in columns. ``usage`` maps a node row key to its usage (``total_tokens``, and
     ``cost_usd`` when known)."""
     usage = usage or {}
     order: list[str] = []

@@ -1,9 +1,10 @@
 """The dashboard's write side: one writable database connection and the embedded engine.
 
-The dashboard reads through its read-only tailing connection (``store/dashboard.py``); every
-change a person makes goes through :class:`EngineHost`, which owns a separate writable
-:class:`store.database.Database` used only for short ``BEGIN IMMEDIATE`` transactions. Memory
-edits call :class:`store.memory.MemoryStore` and run control calls :class:`store.runs.RunStore`,
+The dashboard reads through its read-only tailing connection (``store/read/dashboard_reader.py``);
+every change a person makes goes through :class:`EngineHost`, which owns a separate writable
+:class:`store.db.sqlite.sqlite_database.Database` used only for short ``BEGIN IMMEDIATE``
+transactions. Memory edits call :class:`store.memory.memory_store.MemoryStore` and run control calls
+:class:`store.runs.run_store.RunStore`,
 :func:`engine.handoff.clear_run` and the engine: the same code the command line runs
 (``tether memory``, ``tether notes``, ``tether cancel``, ``tether clear``, ``tether run
 --resume``), so a rule holds everywhere.
@@ -30,12 +31,12 @@ from engine.scheduler import Engine
 from engine.setup import open_engine
 from engine.workflow import Workflow
 from store.clock import SYSTEM_CLOCK, Clock
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError, StorageError, TetherError
-from store.memory import MemoryStore
-from store.run_records import RunRecord
-from store.runs import RunStore, new_run_id
-from store.workspace import Workspace
+from store.memory.memory_store import MemoryStore
+from store.model.run_records import RunRecord
+from store.runs.run_store import RunStore, new_run_id
+from store.workspace.layout import Workspace
 from tui.demo_plan import DEMO_PLAN
 
 RECENT_RUNS_SCANNED = 500
@@ -242,7 +243,7 @@ class EngineHost:
         """Queue a run of ``known`` with ``value`` for any worker (validated first: an
         InvalidInputError writes nothing)."""
         from engine.structured import to_jsonable
-        from store.queue import RunQueue
+        from store.runs.run_queue import RunQueue
 
         parsed = known.workflow.parse_input(value)
         return await RunQueue(await self.database(create=True)).enqueue(

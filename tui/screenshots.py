@@ -25,7 +25,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 from tui import demo
 from tui.app import TetherApp
 from tui.screens.run_detail import RunDetailScreen

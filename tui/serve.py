@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 from textual_serve.server import Server
 
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000

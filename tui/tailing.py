@@ -2,7 +2,7 @@
 
 Design (``reference/textual-and-tailing.md`` §3.4):
 
-- one read-only connection (:class:`store.dashboard.DashboardReader`); a poll first asks
+- one read-only connection (:class:`store.read.dashboard_reader.DashboardReader`); a poll first asks
   ``PRAGMA data_version`` (tens of microseconds) and only reads when another connection
   committed; then it reads the events after the last sequence number it has seen, in pages;
 - :func:`wake_ups` watches the workspace *folder* (non-recursive, the database and its WAL only,
@@ -11,7 +11,8 @@ Design (``reference/textual-and-tailing.md`` §3.4):
 - :class:`FileTail` follows an artifact log by byte offset, reading only what was appended.
 
 On a PostgreSQL workspace there is no file to watch: :meth:`WorkspaceTailer.wake_ups` listens on
-the workspace's channel (``store/listen.py``, one notification per committed write), and a poll
+the workspace's channel (``store/db/postgres/pg_listen.py``, one notification per committed write),
+and a poll
 only queries when a notification arrived; while the listening connection is down the status
 says "reconnecting" and polls fall back to querying on the slow timer.
 """
@@ -24,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store.dashboard import DashboardReader, EventRow
 from store.errors import NotFoundError, TetherError
-from store.workspace import DATABASE_FILENAME, Workspace
+from store.read.dashboard_reader import DashboardReader, EventRow
+from store.workspace.layout import DATABASE_FILENAME, Workspace
 
 EVENT_PAGE = 1000
 """Events read per query; a poll reads at most :data:`EVENT_PAGES_PER_POLL` pages."""
@@ -118,8 +119,8 @@ class WorkspaceTailer:
             async for _ in wake_ups(self.workspace, stop):
                 yield None
             return
-        from store.listen import ChangeListener
-        from store.postgres import channel_for
+        from store.db.postgres.pg_database import channel_for
+        from store.db.postgres.pg_listen import ChangeListener
 
         while self.reader is None and not stop.is_set():
             # The channel is named after the workspace's schema, known once the reader opened.
@@ -277,7 +278,7 @@ class FileTail:
 
 
 class DatabaseLogTail(FileTail):
-    """Follow an artifact log kept in a PostgreSQL workspace (``store/artifact_chunks.py``) by
+    """Follow an artifact log kept in a PostgreSQL workspace (``store/runs/artifact_chunks.py``) by
     offset, like :class:`FileTail` follows a file: another host's log, live, with the same
     bounded window.
 

@@ -57,7 +57,7 @@ from engine.agents.failures import classify, status_kind
 from engine.agents.outcome import Outcome, json_values
 from engine.agents.usage import subtract, token_count
 from engine.pricing import ANTHROPIC_RELATIVE, PriceTable, split_cost
-from store.run_records import TokenUsage
+from store.model.run_records import TokenUsage
 
 PROTOCOL_ARGS = ["-p", "--output-format", "stream-json", "--verbose"]
 PERMANENT_SUBTYPES = frozenset(

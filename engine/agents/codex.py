@@ -36,7 +36,7 @@ from engine.agents.base import AgentError, AgentResult, ModelCall
 from engine.agents.failures import classify
 from engine.agents.outcome import Outcome, json_values
 from engine.agents.usage import token_count
-from store.run_records import TokenUsage
+from store.model.run_records import TokenUsage
 
 PROTOCOL_ARGS = ["exec", "--json"]
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.agents.base import AgentError
-from store.run_records import TokenUsage
+from store.model.run_records import TokenUsage
 
 MAX_TOKENS = 10_000_000_000
 """The largest count accepted for one lane of one call or session (ten billion)."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from store.errors import InvalidInputError
-from store.namespaces import (
+from store.memory.namespaces import (
     bank_to_namespace,
     format_namespace,
     validate_namespace,

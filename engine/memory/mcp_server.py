@@ -23,9 +23,9 @@ from engine.agents.tools import AgentTool
 from engine.memory.config import MemoryConfig
 from engine.memory.runtime import MemoryRuntime
 from engine.memory.tools import build_memory_tools
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 
 SERVER_NAME = "tether"
 INSTRUCTIONS = (

@@ -2,9 +2,9 @@
 
 The policy shared with ``tether notes search`` (terms stemmed like the index, BM25 with each
 bank's own statistics, the weak-match guard, question echo) lives in
-:mod:`store.search_policy`; the postings are :mod:`store.term_index`; the reads run in
-:mod:`store.recall`. What is recall's own is here: scoring facts on the notes' scale, merging
-both, and explaining why each item was picked (the words it matched).
+:mod:`store.search.search_policy`; the postings are :mod:`store.search.term_index`; the reads run in
+:mod:`store.search.recall_reads`. What is recall's own is here: scoring facts on the notes' scale,
+merging both, and explaining why each item was picked (the words it matched).
 
 A backend is anything with ``async recall(request) -> RecallResult``
 (:class:`RecallBackend`): the runtime takes one as a parameter, so tests plug in one that hangs
@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 from engine.memory.items import RecallItem, RecallRequest, RecallResult
 from store.clock import Clock
-from store.database import Database
-from store.recall import RecallIndex, RecallRow
-from store.search_policy import (
+from store.db.sqlite.sqlite_database import Database
+from store.search.recall_reads import RecallIndex, RecallRow
+from store.search.search_policy import (
     admitted,
     bm25,
     idf,
@@ -31,7 +31,7 @@ from store.search_policy import (
     prompt_words,
     weak_terms,
 )
-from store.term_index import Stats
+from store.search.term_index import Stats
 
 
 class RecallBackend(Protocol):

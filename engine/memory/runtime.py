@@ -40,10 +40,10 @@ from engine.memory.recall import RecallBackend
 from engine.memory.semantic import default_backend
 from engine.memory.tag_rules import recall_tag_groups, write_tags_for
 from store.clock import Clock
-from store.database import Database
-from store.memory import MemoryStore
-from store.run_records import MemoryBlockRecord
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_store import MemoryStore
+from store.model.run_records import MemoryBlockRecord
+from store.runs.run_store import RunStore
 
 TIMEOUT_ENV = "TETHER_MEMORY_TIMEOUT_MS"
 DEFAULT_TIMEOUT_MS = 2000

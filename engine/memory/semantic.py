@@ -6,10 +6,10 @@ keeps notes and facts embedded.
   ``remember``), from ``tether memory reindex`` (with a progress bar), and from a detached
   ``tether memory reindex --quiet`` that ``notes add``/``notes import``/``memory set`` start.
 * :class:`SemanticRecallBackend` ranks the live notes and facts of each bank by cosine
-  similarity to the query (numpy over the bank's vectors; :mod:`store.vectors`).
+  similarity to the query (numpy over the bank's vectors; :mod:`store.search.vector_store`).
 * :class:`HybridRecallBackend` (the default when the extra is installed) fuses the keyword
   ranking (exact BM25, :mod:`engine.memory.recall`) and the semantic one by weighted sums of
-  min-max normalised scores (:func:`store.search_policy.normalised_fusion`, keyword 0.5,
+  min-max normalised scores (:func:`store.search.search_policy.normalised_fusion`, keyword 0.5,
   semantic 1.0): on the dev set it beat reciprocal-rank fusion at every weight tried
   (``bench/bench_recall_quality.py --sweep``). A semantic-only candidate must
   reach :data:`MIN_SIMILARITY` (the weak-match guard's counterpart: an empty block beats noise),
@@ -40,9 +40,10 @@ from engine.memory.encoder import (
 )
 from engine.memory.items import RecallItem, RecallRequest, RecallResult
 from engine.memory.recall import KeywordRecallBackend, RecallBackend, fact_text, satisfies
-from store.database import Database
-from store.notes import note_tags, notes_by_rowid
-from store.search_policy import (
+from store.db.sqlite.sqlite_database import Database
+from store.memory.notes import note_tags, notes_by_rowid
+from store.search import vectors_sql as vector_sql
+from store.search.search_policy import (
     ECHO_PENALTY,
     KEYWORD_WEIGHT,
     RRF_K,
@@ -53,9 +54,8 @@ from store.search_policy import (
     prompt_terms,
     reciprocal_rank_fusion,
 )
-from store.sql import vectors as vector_sql
-from store.term_index import index_for
-from store.vectors import Similar, VectorStore, vector_index_for
+from store.search.term_index import index_for
+from store.search.vector_store import Similar, VectorStore, vector_index_for
 
 # Cosine similarity a semantic-only candidate needs (all-MiniLM-L6-v2; chosen on the dev set).
 MIN_SIMILARITY = 0.3

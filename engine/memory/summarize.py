@@ -1,6 +1,6 @@
 """Running the store's Summarizer processor with an engine agent.
 
-The :class:`store.processors.Summarizer` takes any async callable that turns a prompt into a
+The :class:`store.memory.processors.Summarizer` takes any async callable that turns a prompt into a
 summary; :func:`agent_summarize_fn` adapts an engine agent to that shape, and
 :func:`summarizer_agent_name` picks the agent: ``--agent`` on the command line, else
 ``[memory] summarizer_agent`` in ``.tether/config.toml``, else the simulated agent.

@@ -31,7 +31,7 @@ from typing import Literal
 from engine.memory.config import validate_tags
 from engine.memory.items import TagGroups
 from store.errors import InvalidInputError
-from store.namespaces import parse_namespace
+from store.memory.namespaces import parse_namespace
 
 BankType = Literal["project", "user", "plain"]
 PROJECT_TAG_KINDS = ("branch:", "scope:", "stream:")

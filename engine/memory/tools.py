@@ -55,10 +55,10 @@ RECALL_DESCRIPTION = (
 
 def child_database_url(url: str | None) -> str | None:
     """How ``tether mcp``, started by an agent CLI, reaches a PostgreSQL workspace (no
-    password in it: see :func:`store.database_url.for_child_process`)."""
+    password in it: see :func:`store.db.database_url.for_child_process`)."""
     if not url:
         return None
-    from store.database_url import for_child_process
+    from store.db.database_url import for_child_process
 
     return for_child_process(url)
 

@@ -26,10 +26,10 @@ import pytest
 from memory_cli_support import REPO_ROOT
 
 from store.clock import ManualClock
-from store.direct import DirectDatabase, run_now
-from store.memory import MemoryStore
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.sqlite.direct import DirectDatabase, run_now
+from store.memory.memory_store import MemoryStore
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tui.cli.entry import _SPECS, HOT_COMMANDS, HotCall, parse_hot, run_hot
 from tui.cli.output import MAX_LIMIT
 

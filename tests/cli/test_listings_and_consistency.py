@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from store.direct import DirectDatabase, run_now
-from store.memory import MemoryStore
-from store.run_records import CallUsage, TokenUsage
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.sqlite.direct import DirectDatabase, run_now
+from store.memory.memory_store import MemoryStore
+from store.model.run_records import CallUsage, TokenUsage
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tui.cli.main import COMMAND_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -325,7 +325,7 @@ def test_short_commands_import_neither_engine_nor_asyncio(tmp_path: Path, args: 
         for line in done.stderr.splitlines()
         if line.startswith("import time:")
     }
-    assert "store.workspace" in imported  # the listing is real (the hot commands skip click)
+    assert "store.workspace.layout" in imported  # the listing is real (the hot commands skip click)
     heavy = {"engine", "pydantic", "asyncio", "aiosqlite", "textual", "rich", "httpx"}
     assert not heavy & imported, sorted(heavy & imported)
 

@@ -16,14 +16,14 @@ from pg_support import fresh_schema
 
 from engine.loader import load_workflow
 from engine.setup import open_engine
-from store.artifact_chunks import ArtifactChunks
 from store.clock import ManualClock
-from store.database import Database
-from store.memory import MemoryStore
-from store.migrate_workspace import plan_copy
-from store.postgres import PostgresDatabase
-from store.runs import RunStore
-from store.workspace import DATABASE_URL_ENV_VAR, Workspace
+from store.db.postgres.pg_database import PostgresDatabase
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_store import MemoryStore
+from store.runs.artifact_chunks import ArtifactChunks
+from store.runs.run_store import RunStore
+from store.workspace.layout import DATABASE_URL_ENV_VAR, Workspace
+from store.workspace.migrate_workspace import plan_copy
 from tui.run_control import EXAMPLES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from memory_cli_support import fingerprint, one_sentence, tether
 
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import ConflictError, InvalidInputError, NotFoundError
-from store.memory import MemoryStore
-from store.notes import NoteInput
+from store.memory.memory_store import MemoryStore
+from store.memory.notes import NoteInput
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from memory_cli_support import REPO_ROOT, tether
 
-from store.memory import MemoryStore
-from store.term_index import TermIndex
-from store.term_snapshot import SNAPSHOT_MIN_NOTES, SNAPSHOT_TAIL_NOTES
-from store.workspace import Workspace
+from store.memory.memory_store import MemoryStore
+from store.search.term_index import TermIndex
+from store.search.term_snapshot import SNAPSHOT_MIN_NOTES, SNAPSHOT_TAIL_NOTES
+from store.workspace.layout import Workspace
 
 WORDS = ["deploy", "retry", "parser", "flaky", "fixture", "cache", "budget", "lint", "module",
          "timeout", "canary", "rollback", "schema", "migration", "queue", "worker", "lease",
@@ -112,7 +112,7 @@ async def test_fresh_processes_answer_like_a_warm_index_after_every_change(
         assert [cli_search(ws, q) for q in QUERIES] == expected
     # And exactly what an index built from scratch answers.
     async with await MemoryStore.open(Workspace(ws)) as store:
-        from store import term_index
+        from store.search import term_index
 
         scratch = TermIndex(None)
         original, term_index.index_for = term_index.index_for, lambda db: scratch  # type: ignore[assignment]
@@ -166,7 +166,7 @@ async def test_a_read_only_index_folder_is_read_but_never_written(
     run_ok("notes", "reject", "a5", "--workspace", str(ws))
     before = snapshots(ws)
     async with await MemoryStore.open(Workspace(ws)) as store:
-        from store import term_index
+        from store.search import term_index
 
         scratch = TermIndex(None)
         original, term_index.index_for = term_index.index_for, lambda db: scratch  # type: ignore[assignment]

@@ -18,10 +18,10 @@ from pg_support import fresh_schema
 from textual.pilot import Pilot
 
 from store.clock import SYSTEM_CLOCK
-from store.database import Database
-from store.memory import MemoryStore
-from store.runs import RunStore
-from store.workspace import DATABASE_URL_ENV_VAR, Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_store import MemoryStore
+from store.runs.run_store import RunStore
+from store.workspace.layout import DATABASE_URL_ENV_VAR, Workspace
 from tests.tui_actions.pilot_support import until
 from tui.actions.read_only import WRITE_ACTIONS
 from tui.app import TetherApp

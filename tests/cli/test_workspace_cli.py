@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from memory_cli_support import REPO_ROOT, fingerprint, one_sentence, tether
 
-from store.schema import APPLICATION_ID, SCHEMA_VERSION
+from store.db.sqlite.sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
 
 NS = "workflow:code-review"
 
@@ -121,8 +121,8 @@ def test_a_workspace_that_cannot_be_created_is_one_sentence(tmp_path: Path) -> N
 WRITER = """
 import asyncio, json, sys, time
 from pathlib import Path
-from store.memory import MemoryStore
-from store.workspace import Workspace
+from store.memory.memory_store import MemoryStore
+from store.workspace.layout import Workspace
 
 async def main(root, tag, seconds):
     store = await MemoryStore.open(Workspace(Path(root)))

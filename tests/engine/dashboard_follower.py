@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from store.clock import SYSTEM_CLOCK
-from store.workspace import resolve_workspace
+from store.workspace.layout import resolve_workspace
 from tui.app import TetherApp
 
 

@@ -8,7 +8,7 @@ import os
 
 from engine.agents.base import AgentRequest, AgentResult, ModelCall
 from engine.workflow import Workflow
-from store.run_records import TokenUsage
+from store.model.run_records import TokenUsage
 
 
 class InstantLoggingAgent:

@@ -12,11 +12,11 @@ from engine.artifact_mirror import ArtifactMirror
 from engine.artifacts import RunArtifacts, stream_log_path
 from engine.loader import load_workflow
 from engine.setup import open_engine
-from store.artifact_chunks import ArtifactChunks
-from store.database import Database
+from store.db.postgres.pg_database import PostgresDatabase
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.postgres import PostgresDatabase
-from store.workspace import Workspace
+from store.runs.artifact_chunks import ArtifactChunks
+from store.workspace.layout import Workspace
 from tui.run_control import EXAMPLES_DIR
 from tui.tailing import DatabaseLogTail
 

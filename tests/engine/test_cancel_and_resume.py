@@ -14,10 +14,10 @@ from engine.config import EngineConfig
 from engine.scheduler import Engine
 from engine.workflow import Workflow
 from store.clock import ManualClock
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 
 
 def _chain(agent: ScriptedAgent) -> Workflow:

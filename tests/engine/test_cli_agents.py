@@ -23,9 +23,9 @@ from cli_agent_support import (
 from pydantic import BaseModel
 
 from engine.artifacts import attempt_dir, stream_log_path
-from store.database import Database
-from store.run_records import TokenUsage
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.model.run_records import TokenUsage
+from store.runs.run_store import RunStore
 
 SONNET = "claude-sonnet-4-5-20250929"
 B_SESSION = "d49d1efb-0239-4aa2-a2b0-f6c86b2320a6"

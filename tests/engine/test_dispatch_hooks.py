@@ -11,8 +11,8 @@ from engine.config import EngineConfig
 from engine.hooks import DispatchContext, DispatchDecision, EngineHooks
 from engine.scheduler import Engine
 from engine.workflow import Workflow
-from store.database import Database
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.runs.run_store import RunStore
 
 
 def _chain(agent: ScriptedAgent, length: int = 4) -> Workflow:

@@ -21,9 +21,9 @@ from engine.hooks import EngineHooks
 from engine.pricing import Price
 from engine.scheduler import Engine
 from engine.workflow import Workflow
-from store.database import Database
-from store.run_records import TokenUsage
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.model.run_records import TokenUsage
+from store.runs.run_store import RunStore
 
 
 class Verdict(BaseModel):

@@ -1,14 +1,14 @@
-"""Run records: the store API every process uses (store/runs.py)."""
+"""Run records: the store API every process uses (store/runs/run_store.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from store.clock import ManualClock
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError, NotFoundError
-from store.run_records import CallUsage, TokenUsage
-from store.runs import RunStore
+from store.model.run_records import CallUsage, TokenUsage
+from store.runs.run_store import RunStore
 
 
 async def test_run_lifecycle_writes_rows_and_events(db: Database, clock: ManualClock) -> None:
@@ -130,7 +130,7 @@ async def test_a_run_whose_owner_process_died_is_cancelled_at_once(db: Database)
     import subprocess
     import sys
 
-    from store.owners import new_owner_id, owner_is_dead
+    from store.runs.owners import new_owner_id, owner_is_dead
 
     child = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],

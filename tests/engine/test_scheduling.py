@@ -11,9 +11,9 @@ from pydantic import BaseModel
 from engine.agents.base import AgentRequest
 from engine.artifacts import stream_log_path
 from engine.workflow import Backoff, Workflow
-from store.database import Database
-from store.run_records import TokenUsage
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.model.run_records import TokenUsage
+from store.runs.run_store import RunStore
 
 
 class Item(BaseModel):

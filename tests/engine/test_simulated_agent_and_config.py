@@ -22,9 +22,9 @@ from engine.agents.tools import AgentTool
 from engine.config import load_config, parse_config
 from engine.scheduler import Engine
 from engine.workflow import Workflow
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.runs import RunStore
+from store.runs.run_store import RunStore
 
 
 class Colour(StrEnum):

@@ -10,9 +10,9 @@ from engine.agents.base import AgentRequest
 from engine.artifacts import RAW_OUTPUT, attempt_dir
 from engine.prompting import ISOLATION_MARKER, assemble_prompt
 from engine.workflow import Workflow
-from store.database import Database
-from store.run_records import TokenUsage
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.model.run_records import TokenUsage
+from store.runs.run_store import RunStore
 
 
 class Verdict(BaseModel):

@@ -12,8 +12,8 @@ from engine.memory.config import MemoryConfig
 from engine.memory.runtime import MemoryRuntime
 from engine.workflow import CachePolicy, Workflow
 from store.clock import ManualClock
-from store.database import Database
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.runs.run_store import RunStore
 
 
 class Answer(BaseModel):

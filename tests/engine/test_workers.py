@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from pg_support import fresh_schema
 
-from store.workspace import DATABASE_URL_ENV_VAR
+from store.workspace.layout import DATABASE_URL_ENV_VAR
 
 pytestmark = pytest.mark.postgresql
 

@@ -15,8 +15,8 @@ from engine.config import EngineConfig
 from engine.memory.items import RecallRequest, RecallResult
 from engine.scheduler import Engine
 from engine.setup import build_hooks
-from store.database import Database
-from store.run_records import TokenUsage
+from store.db.sqlite.sqlite_database import Database
+from store.model.run_records import TokenUsage
 
 
 @dataclass

@@ -19,12 +19,12 @@ from engine.ceiling import Ceiling, check_ceiling, counted_tokens
 from engine.handoff import MAX_CARRIED_BYTES, DistillInput, default_distill
 from engine.loader import load_workflow
 from engine.workflow import Workflow
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.run_records import TokenUsage
-from store.runs import RunStore
-from store.sql import runs as run_sql
-from store.workspace import Workspace
+from store.model.run_records import TokenUsage
+from store.runs import runs_sql as run_sql
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -121,7 +121,7 @@ async def test_a_failing_distiller_falls_back_to_the_default(db: Database) -> No
 
 def test_default_distill_is_bounded() -> None:
     from engine.handoff import FinishedNode
-    from store.run_records import RunRecord
+    from store.model.run_records import RunRecord
 
     run = RunRecord("r", "w", None, "running", {"goal": "g" * 10_000}, None, None, None, 4, None,
                     0, None, None, None, 0, None, None, None, 0, 0, TokenUsage())

@@ -17,11 +17,11 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from engine.agents.mcp_wiring import tether_program
 from engine.memory.config import MemoryConfig
-from store.database import Database
-from store.database_url import for_child_process
+from store.db.database_url import for_child_process
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.memory import MemoryStore
-from store.runs import RunStore
+from store.memory.memory_store import MemoryStore
+from store.runs.run_store import RunStore
 
 BANK = "code-review"
 NAMESPACE = MemoryConfig(bank=BANK, tools=True).namespaces[0]

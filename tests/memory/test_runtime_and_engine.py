@@ -15,9 +15,9 @@ from engine.memory.config import MemoryConfig
 from engine.memory.runtime import MemoryRuntime, retain_digest, timeout_from_env
 from engine.prompting import ISOLATION_MARKER
 from engine.workflow import CachePolicy, Workflow
-from store.database import Database
-from store.memory import MemoryStore
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_store import MemoryStore
+from store.runs.run_store import RunStore
 
 BANK = "code-review"
 NS = "workflow:code-review"

@@ -13,8 +13,8 @@ from engine.memory.items import RecallRequest
 from engine.memory.recall import KeywordRecallBackend
 from engine.memory.semantic import Embedder, HybridRecallBackend, SemanticRecallBackend
 from store.clock import ManualClock
-from store.database import Database
-from store.memory import MemoryStore
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_store import MemoryStore
 
 NS = "workflow:household"
 

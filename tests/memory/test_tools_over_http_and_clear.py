@@ -17,9 +17,9 @@ from engine.agents.base import AgentRequest, AgentResult
 from engine.agents.http import OpenAIAgent
 from engine.memory.config import MemoryConfig
 from engine.workflow import Workflow
-from store.database import Database
-from store.memory import MemoryStore
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_store import MemoryStore
+from store.runs.run_store import RunStore
 
 NS = "workflow:ops"
 

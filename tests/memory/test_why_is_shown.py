@@ -8,9 +8,9 @@ from pydantic import BaseModel
 
 from engine.memory.config import MemoryConfig
 from engine.workflow import Workflow
-from store.database import Database
-from store.memory import MemoryStore
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_store import MemoryStore
+from store.runs.run_store import RunStore
 from tui.cli.runs_commands import _memory_block_lines
 from tui.screens.run_detail import recalled_item_text
 

@@ -36,8 +36,8 @@ from engine.memory.config import MemoryConfig
 from engine.scheduler import Engine
 from engine.setup import build_hooks
 from engine.workflow import Workflow
-from store.database import Database
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.runs.run_store import RunStore
 
 pytestmark = pytest.mark.real_server
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, NewFactForm
 from tui.modals.launch import LaunchRunDialog

@@ -64,8 +64,8 @@ def seed(workspace: Path) -> None:
 
 
 async def _seed_memory(workspace: Path) -> None:
-    from store.memory import MemoryStore
-    from store.workspace import Workspace
+    from store.memory.memory_store import MemoryStore
+    from store.workspace.layout import Workspace
 
     async with await MemoryStore.open(Workspace(workspace)) as memory:
         for index in range(40):

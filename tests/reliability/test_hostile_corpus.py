@@ -25,7 +25,7 @@ import pytest
 from cli_harness import EndlessZeros, argv_text, run_cli
 from storage_support import REPO_ROOT, seed, workspace_state
 
-from store.schema import APPLICATION_ID, SCHEMA_VERSION
+from store.db.sqlite.sqlite_schema import APPLICATION_ID, SCHEMA_VERSION
 
 NS = "workflow:seed"
 DEEP = "[" * 50_000 + "]" * 50_000

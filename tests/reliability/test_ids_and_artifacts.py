@@ -15,11 +15,11 @@ import pytest
 from storage_support import REPO_ROOT, tether
 
 from store.clock import ManualClock
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.ids import FOLDER_NAME_CHARS, node_folder_name, validate_node_id, validate_run_id
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.model.ids import FOLDER_NAME_CHARS, node_folder_name, validate_node_id, validate_run_id
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tui.run_control import EngineHost
 
 NASTY_KEYS = [

@@ -32,11 +32,11 @@ from storage_support import (
     workspace_state,
 )
 
-import store.connection as connection_module
-from store.damage import mark_path
+import store.db.sqlite.sqlite_connection as connection_module
 from store.errors import DamagedDatabaseError
-from store.memory import MemoryStore
-from store.workspace import Workspace
+from store.memory.memory_store import MemoryStore
+from store.workspace.damage import mark_path
+from store.workspace.layout import Workspace
 
 HERE = Path(__file__).parent
 

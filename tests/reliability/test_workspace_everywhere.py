@@ -20,9 +20,9 @@ from storage_support import REPO_ROOT, sqlite_dump, tether
 
 from engine.memory.encoder import semantic_available
 from store.clock import SYSTEM_CLOCK
-from store.memory import MemoryStore
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.memory.memory_store import MemoryStore
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tui.cli.main import cli
 
 WAYS = ("after", "before", "environment")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from store.buckets import BUCKET_LABELS, bucket_for, context_window
+from store.model.buckets import BUCKET_LABELS, bucket_for, context_window
 
 
 def test_context_window_counts_both_cache_lanes() -> None:

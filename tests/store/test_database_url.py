@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from store.database_url import (
+from store.db.database_url import (
     check_url,
     for_child_process,
     has_password,
@@ -15,7 +15,7 @@ from store.database_url import (
     refuse_password_in_argument,
 )
 from store.errors import InvalidInputError
-from store.workspace import resolve_workspace
+from store.workspace.layout import resolve_workspace
 
 
 def test_redaction_hides_every_password_form() -> None:

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from pg_support import fresh_schema
 
-import store.database as database_module
-from store.database import Database, SqliteDatabase
-from store.direct import DirectDatabase, run_now
-from store.durability import check_durability, durability_from_config
+import store.db.sqlite.sqlite_database as database_module
+from store.db.durability import check_durability, durability_from_config
+from store.db.sqlite.direct import DirectDatabase, run_now
+from store.db.sqlite.sqlite_database import Database, SqliteDatabase
 from store.errors import InvalidInputError, NotFoundError
-from store.memory import MemoryStore
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.memory.memory_store import MemoryStore
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from store.clock import ManualClock
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.facts import MAX_VALUE_BYTES, is_expired, parse_value_json
-from store.memory import MemoryStore
-from store.processors import TtlCollector
+from store.memory.facts import MAX_VALUE_BYTES, is_expired, parse_value_json
+from store.memory.memory_store import MemoryStore
+from store.memory.processors import TtlCollector
 
 NS = "workflow:code-review"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from store.database import Database, _split_statements
+from store.db.sqlite.sqlite_database import Database, _split_statements
+from store.db.sqlite.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from store.errors import NotFoundError, WorkspaceError
-from store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 
 
 def _digest(path: Path) -> str:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from store.errors import InvalidInputError
-from store.namespaces import (
+from store.memory.namespaces import (
     NAMESPACE_KINDS,
     Namespace,
     bank_to_namespace,

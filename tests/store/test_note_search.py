@@ -9,11 +9,11 @@ import random
 import pytest
 
 from store.clock import ManualClock
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.memory import MemoryStore
-from store.search_policy import bm25, idf, index_terms, weak_terms
-from store.term_index import index_for
+from store.memory.memory_store import MemoryStore
+from store.search.search_policy import bm25, idf, index_terms, weak_terms
+from store.search.term_index import index_for
 
 NS = "workflow:code-review"
 

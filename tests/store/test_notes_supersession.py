@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from store.clock import ManualClock
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import ConflictError, InvalidInputError, NotFoundError
-from store.memory import MemoryStore
+from store.memory.memory_store import MemoryStore
 
 NS = "workflow:incident"
 

@@ -8,14 +8,13 @@ import sqlite3
 
 import pytest
 
-from store.dashboard import DashboardReader
-from store.database import Database, SqliteDatabase
-from store.run_records import CallUsage, TokenUsage
-from store.runs import RunStore
-from store.sql import calls as calls_sql
-from store.sql import dashboard as dashboard_sql
-from store.sql import runs as runs_sql
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database, SqliteDatabase
+from store.model.run_records import CallUsage, TokenUsage
+from store.read import dashboard_sql
+from store.read.dashboard_reader import DashboardReader
+from store.runs import calls_sql, runs_sql
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 
 ATTEMPTS = 300
 
@@ -115,7 +114,7 @@ async def test_paged_reads_walk_an_index_without_sorting(
 
 
 def test_counted_listing_queries_stop_at_their_limit() -> None:
-    from store.sql.paging import counted
+    from store.db.paging import counted
 
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE t (x)")

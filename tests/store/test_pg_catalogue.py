@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from store.search.tsvector import fts5_to_tsquery, tsvector_text
 from store.sql.postgres.catalogue import catalogue, drift
 from store.sql.postgres.followed import FOLLOWED
-from store.sql.postgres.search import fts5_to_tsquery, tsvector_text
 
 # Read only by the SQLite dashboard reader (PostgreSQL has no such pragmas).
 SQLITE_ONLY = {"dashboard.DATA_VERSION", "dashboard.JOURNAL_MODE", "dashboard.USER_VERSION"}

@@ -11,10 +11,10 @@ import psycopg
 import pytest
 from pg_support import fresh_schema
 
-from store.database import Database
+from store.db.postgres.pg_schema import SCHEMA_VERSION
+from store.db.sqlite.sqlite_database import Database
 from store.errors import NotFoundError, WorkspaceError
-from store.sql.postgres.schema import SCHEMA_VERSION
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 
 pytestmark = pytest.mark.postgresql
 

@@ -12,12 +12,12 @@ import psycopg
 import pytest
 from pg_support import fresh_schema
 
-from store.database import Database
-from store.listen import CATCH_UP, ChangeListener, application_name
-from store.pg_dashboard import PgDashboardReader, find_gaps
-from store.postgres import PostgresDatabase, channel_for
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.postgres.pg_database import PostgresDatabase, channel_for
+from store.db.postgres.pg_listen import CATCH_UP, ChangeListener, application_name
+from store.db.sqlite.sqlite_database import Database
+from store.read.pg_dashboard_tail import PgDashboardReader, find_gaps
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tui.tailing import WorkspaceTailer
 
 pytestmark = pytest.mark.postgresql
@@ -51,7 +51,7 @@ async def test_each_write_notifies_once_with_its_last_event(pg: PostgresDatabase
     last = await store.last_event_seq()
     assert int(await _next(payloads)) == last - 2  # run.created
     assert int(await _next(payloads)) == last  # both node events: one notification
-    from store.memory import MemoryStore
+    from store.memory.memory_store import MemoryStore
 
     await MemoryStore(pg).set_fact("workflow:x", "k", 1)  # a write without events
     assert await _next(payloads) == ""

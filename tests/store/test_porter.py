@@ -1,4 +1,5 @@
-"""store.porter stems exactly like SQLite's FTS5 porter tokenizer: checked against FTS5 itself
+"""store.search.porter stems exactly like SQLite's FTS5 porter tokenizer: checked against FTS5
+itself
 on a large word list (every word of the Python standard library's sources plus generated words
 around every suffix rule), since the Python side and the index must never disagree."""
 
@@ -11,8 +12,8 @@ import sqlite3
 import sysconfig
 from pathlib import Path
 
-from store.porter import stem
-from store.search_policy import fold, index_terms
+from store.search.porter import stem
+from store.search.search_policy import fold, index_terms
 
 SUFFIXES = [
     "s", "ss", "ies", "sses", "eed", "ed", "ing", "at", "bl", "iz", "y", "ational", "tional",

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from store.clock import ManualClock
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import LeaseLost, NotFoundError
-from store.queue import RunQueue
-from store.run_records import CallUsage, TokenUsage
-from store.runs import RunStore
+from store.model.run_records import CallUsage, TokenUsage
+from store.runs.run_queue import RunQueue
+from store.runs.run_store import RunStore
 
 LEASE_MS = 10_000
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from store.errors import InvalidInputError
-from store.search_policy import (
+from store.search.search_policy import (
     ECHO_PENALTY,
     WEAK_MIN_NOTES,
     admitted,

@@ -11,11 +11,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from store import term_index, term_ranking
-from store.search_policy import idf, index_terms, weak_terms
-from store.term_index import LIVE, STATUS_CODES, BankIndex, Scope
-from store.term_ranking import Query, Stats, contribution, score_bank
-from store.term_snapshot import SnapshotRejected, read_snapshot, snapshot_path, write_snapshot
+from store.search import term_index, term_ranking
+from store.search.search_policy import idf, index_terms, weak_terms
+from store.search.term_index import LIVE, STATUS_CODES, BankIndex, Scope
+from store.search.term_ranking import Query, Stats, contribution, score_bank
+from store.search.term_snapshot import (
+    SnapshotRejected,
+    read_snapshot,
+    snapshot_path,
+    write_snapshot,
+)
 
 WORDS = [f"w{i}" for i in range(30)]
 

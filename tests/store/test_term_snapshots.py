@@ -12,19 +12,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from store.database import Database
-from store.memory import MemoryStore
-from store.notes import NoteInput
-from store.search_policy import INDEX_TERMS_VERSION
-from store.term_index import LIVE, STATUS_CODES, WORKSPACE, Scope, TermIndex, index_for
-from store.term_snapshot import (
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_store import MemoryStore
+from store.memory.notes import NoteInput
+from store.search.search_policy import INDEX_TERMS_VERSION
+from store.search.term_index import LIVE, STATUS_CODES, WORKSPACE, Scope, TermIndex, index_for
+from store.search.term_snapshot import (
     SNAPSHOT_MIN_NOTES,
     SNAPSHOT_TAIL_NOTES,
     read_snapshot,
     snapshot_path,
     write_snapshot,
 )
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 
 WORDS = ["deploy", "retry", "parser", "flaky", "fixture", "cache", "budget", "lint", "module",
          "timeout", "canary", "rollback", "schema", "migration", "queue", "worker", "lease",

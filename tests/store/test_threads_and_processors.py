@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from store.clock import ManualClock
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import ConflictError, InvalidInputError, NotFoundError
-from store.memory import MemoryStore
-from store.processors import (
+from store.memory.memory_store import MemoryStore
+from store.memory.processors import (
     Summarizer,
     TokenLimiter,
     messages_to_drop,
@@ -16,7 +16,7 @@ from store.processors import (
     summary_id,
     summary_prompt,
 )
-from store.threads import Message
+from store.memory.threads import Message
 
 
 @pytest.fixture

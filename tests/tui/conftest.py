@@ -9,7 +9,7 @@ import pytest
 from sample_data import NOW_MS, build
 
 from store.clock import ManualClock
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 from tui.app import TetherApp
 
 

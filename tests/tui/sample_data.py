@@ -1,13 +1,14 @@
-"""A small, deterministic workspace for dashboard tests and snapshots (written via store.runs)."""
+"""A small, deterministic workspace for dashboard tests and snapshots (written via
+store.runs.run_store)."""
 
 from __future__ import annotations
 
 from engine.artifacts import stream_log_path
 from store.clock import ManualClock
-from store.database import Database
-from store.run_records import CallUsage, TokenUsage
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.model.run_records import CallUsage, TokenUsage
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 NOW_MS = START_MS + 49_300

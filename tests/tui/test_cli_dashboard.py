@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 
 
 def tether(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from store.dashboard import CallRow, NodeRow, NodeUsage
+from store.read.dashboard_reader import CallRow, NodeRow, NodeUsage
 from tui.event_text import event_line, event_summary
 from tui.format import plural
 from tui.graph_layout import build_graph, combined_state, group_key, move

@@ -24,8 +24,8 @@ from textual.screen import Screen
 from textual.widgets import Button, Input, TextArea
 
 from store.clock import ManualClock
-from store.memory import MemoryStore
-from store.workspace import Workspace
+from store.memory.memory_store import MemoryStore
+from store.workspace.layout import Workspace
 from tests.tui_actions.memory_seed import seed_memory
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, FactEditor, LaunchRunDialog, ReasonDialog

@@ -7,10 +7,10 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from store.dashboard import DashboardReader
-from store.database import Database
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.read.dashboard_reader import DashboardReader
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tui.app import TetherApp
 from tui.screens.runs import RunsScreen
 from tui.tailing import FileTail, WorkspaceTailer

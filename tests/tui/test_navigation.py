@@ -7,8 +7,8 @@ from sample_data import NOW_MS
 from test_views import settle
 
 from store.clock import ManualClock
-from store.database import Database
-from store.runs import RunStore
+from store.db.sqlite.sqlite_database import Database
+from store.runs.run_store import RunStore
 from tui.screens.handoffs import HandoffsScreen
 from tui.screens.help import HelpScreen
 from tui.screens.run_detail import RunDetailScreen

@@ -18,9 +18,9 @@ from sample_data import NOW_MS
 from test_views import settle
 
 from store.clock import ManualClock
-from store.database import Database
-from store.runs import RunStore
-from store.workspace import resolve_workspace
+from store.db.sqlite.sqlite_database import Database
+from store.runs.run_store import RunStore
+from store.workspace.layout import resolve_workspace
 from tui.modals import ConfirmDialog
 from tui.widgets.keyed_table import KeyedTable
 
@@ -148,7 +148,7 @@ def test_demo_prints_its_workspace_on_start_and_on_quit(tmp_path: Path) -> None:
 
 
 def test_warning_sign_only_for_degraded_recall() -> None:
-    from store.dashboard import MemoryBlockRow, MemorySummary
+    from store.read.dashboard_reader import MemoryBlockRow, MemorySummary
     from tui.screens.run_detail import memory_block_text, memory_cell
 
     empty_bank = "no block: nothing in workflow:review matched the query"

@@ -9,9 +9,9 @@ from textual.pilot import Pilot
 from textual.widgets import Static, TabbedContent
 
 from store.clock import ManualClock
-from store.database import Database
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tests.tui_actions.pilot_support import choose_in_palette, until
 from tui.app import TetherApp
 from tui.screens.handoffs import HandoffsScreen

@@ -9,9 +9,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from store.database import Database
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 
 
 async def main(root: str, count: int, interval: float) -> None:

@@ -14,11 +14,11 @@ import asyncio
 import sys
 from pathlib import Path
 
-from store.database import Database
-from store.memory import MemoryStore
-from store.run_records import NewEvent
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_store import MemoryStore
+from store.model.run_records import NewEvent
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 
 MAX_ROUNDS = 1_500
 

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from store.clock import SYSTEM_CLOCK, ManualClock
-from store.memory import MemoryStore
-from store.workspace import Workspace
+from store.memory.memory_store import MemoryStore
+from store.workspace.layout import Workspace
 from tests.tui_actions.memory_seed import Seeded, seed_memory
 from tui.app import TetherApp
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from store.memory import MemoryStore
+from store.memory.memory_store import MemoryStore
 
 
 @dataclass

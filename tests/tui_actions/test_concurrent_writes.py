@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.notifications import Notify
 from textual.widgets import TextArea
 
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 from tests.cli.memory_cli_support import REPO_ROOT, tether
 from tests.tui_actions.memory_seed import Seeded
 from tests.tui_actions.pilot_support import press_for, until

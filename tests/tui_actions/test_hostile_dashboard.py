@@ -20,10 +20,10 @@ from textual.command import CommandList, CommandPalette
 from textual.widgets import Button, Input, Static, TextArea
 
 from store.clock import ManualClock
-from store.database import Database
-from store.memory import MemoryStore
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.memory.memory_store import MemoryStore
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tests.tui_actions.memory_seed import Seeded
 from tests.tui_actions.pilot_support import press_for, until
 from tests.tui_actions.test_memory_view import memory_view, on_fact
@@ -207,7 +207,7 @@ CRASHING = """
 import sys
 from pathlib import Path
 import tui.app
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 from tui.app import TetherApp, run_dashboard
 
 class Exploding(TetherApp):

@@ -7,8 +7,8 @@ import io
 
 from rich.console import Console
 
-from store.facts import Fact
-from store.notes import Note
+from store.memory.facts import Fact
+from store.memory.notes import Note
 from tui.screens.memory_render import (
     NoteBook,
     NoteLinks,

@@ -15,8 +15,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Static, TextArea
 
 from store.clock import ManualClock
-from store.memory import MemoryStore
-from store.workspace import Workspace
+from store.memory.memory_store import MemoryStore
+from store.workspace.layout import Workspace
 from tests.cli.memory_cli_support import tether
 from tests.tui_actions.memory_seed import Seeded
 from tests.tui_actions.pilot_support import (

@@ -14,11 +14,11 @@ import pytest
 from pg_support import fresh_schema
 
 from store.clock import SYSTEM_CLOCK
-from store.database import Database
-from store.listen import application_name
-from store.postgres import channel_for
-from store.queue import RunQueue
-from store.workspace import Workspace
+from store.db.postgres.pg_database import channel_for
+from store.db.postgres.pg_listen import application_name
+from store.db.sqlite.sqlite_database import Database
+from store.runs.run_queue import RunQueue
+from store.workspace.layout import Workspace
 from tests.tui_actions.pilot_support import press_for, until
 from tui.app import TetherApp
 from tui.modals import LaunchRunDialog

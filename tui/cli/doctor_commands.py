@@ -11,11 +11,18 @@ from pathlib import Path
 
 import click
 
-from store.database_file import database_file_exists
-from store.doctor import FAIL, WARN, Finding, clear_stale_damage_mark, examine, recovery_steps
+from store.db.sqlite.database_file import database_file_exists
 from store.errors import InvalidInputError, NotFoundError
-from store.salvage import salvage
-from store.workspace import Workspace
+from store.workspace.doctor import (
+    FAIL,
+    WARN,
+    Finding,
+    clear_stale_damage_mark,
+    examine,
+    recovery_steps,
+)
+from store.workspace.layout import Workspace
+from store.workspace.salvage import salvage
 from tui.cli.common import format_option, run_async, workspace_from, workspace_option
 from tui.cli.output import print_json
 from tui.format import visible

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from store.schema import RUN_STATUSES
+from store.db.sqlite.sqlite_schema import RUN_STATUSES
 
 HOT_COMMANDS = ("memory get", "notes add", "runs")
 # For each hot command: its positional arguments and, per option, the values it accepts
@@ -138,9 +138,9 @@ def run_hot(call: HotCall) -> int | None:
     """Run a parsed hot command and return its exit code, or None when it must go through
     click after all (a PostgreSQL workspace runs on an event loop there). Errors are one
     sentence on stderr, with the exit code :func:`tui.cli.common.run_direct` gives them."""
-    from store.direct import run_now
+    from store.db.sqlite.direct import run_now
     from store.errors import TetherError
-    from store.workspace import resolve_workspace
+    from store.workspace.layout import resolve_workspace
     from tui.cli import hot_commands
     from tui.cli.output import echo, fail_with
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 from tui.cli.output import echo
 
 if TYPE_CHECKING:
-    from store.run_records import RunRecord
+    from store.model.run_records import RunRecord
 
 # Each body imports what it needs itself: a command pays only for its own modules.
 
@@ -32,8 +32,8 @@ async def memory_get(workspace: Workspace, namespace: str, key: str, output_form
     """Print the JSON value stored at ``namespace`` ``key`` exactly as it was set (or the
     whole fact as JSON); NotFoundError when there is none."""
     from store.errors import NotFoundError
-    from store.facts import validate_key
-    from store.namespaces import validate_namespace
+    from store.memory.facts import validate_key
+    from store.memory.namespaces import validate_namespace
     from tui.cli.database_access import reading_store
     from tui.cli.output import print_json
 
@@ -63,8 +63,8 @@ async def notes_add(
 ) -> None:
     """Append a note (``body`` '-' reads stdin, '@FILE' a file) and print its id; then start
     the background embedder when semantic recall is installed."""
-    from store.namespaces import validate_namespace
-    from store.notes import validate_body, validate_label, validate_tags
+    from store.memory.namespaces import validate_namespace
+    from store.memory.notes import validate_body, validate_label, validate_tags
     from tui.cli.arguments import read_text_argument
     from tui.cli.database_access import open_store
 
@@ -95,8 +95,8 @@ async def list_runs(
     workspace: Workspace, *, status: str | None, limit: int, output_format: str
 ) -> None:
     """List runs newest first (at most ``limit``, then how many more), as text or JSON."""
-    from store.runs import RunStore
-    from store.sql.paging import MORE_COUNT_CAP
+    from store.db.paging import MORE_COUNT_CAP
+    from store.runs.run_store import RunStore
     from tui.cli.database_access import reading
     from tui.cli.output import Page, more_line, page_of, print_listing
 

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 
 import click
 
+from store.db.paging import MORE_COUNT_CAP
 from store.errors import NotFoundError
-from store.facts import MAX_TTL_MS, Fact, parse_value_json, validate_key
-from store.namespaces import canonical_namespace, validate_namespace
-from store.processors import TokenLimiter, TtlCollector
-from store.sql.paging import MORE_COUNT_CAP
-from store.ttl import parse_ttl
+from store.memory.facts import MAX_TTL_MS, Fact, parse_value_json, validate_key
+from store.memory.namespaces import canonical_namespace, validate_namespace
+from store.memory.processors import TokenLimiter, TtlCollector
+from store.memory.ttl import parse_ttl
 from tui.cli.arguments import read_text_argument
 from tui.cli.background import embed_in_background
 from tui.cli.common import (

@@ -17,7 +17,7 @@ import click
 from engine.memory.encoder import describe, load_encoder, semantic_available, unavailable_reason
 from engine.memory.semantic import Embedder
 from store.errors import TetherError
-from store.sql import vectors as vector_sql
+from store.search import vectors_sql as vector_sql
 from tui.cli.background import embedder_lock
 from tui.cli.common import format_option, run_async, workspace_from, workspace_option
 from tui.cli.database_access import reading

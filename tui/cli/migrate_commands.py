@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from store.database import SqliteDatabase
-from store.database_url import redact_url, refuse_password_in_argument
+from store.db.database_url import redact_url, refuse_password_in_argument
+from store.db.sqlite.sqlite_database import SqliteDatabase
 from store.errors import WorkspaceError
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 from tui.cli.common import format_option, run_async, workspace_from, workspace_option
 from tui.cli.output import print_json
 
@@ -22,8 +22,8 @@ from tui.cli.output import print_json
 async def migrate_command(target_url: str, workspace_dir: str | None, output_format: str) -> None:
     """Copy this SQLite workspace (every table, every artifact file) into PostgreSQL and verify
     the counts. All or nothing: a failure or a mismatch leaves the target as it was."""
-    from store.migrate_workspace import migrate_workspace
-    from store.postgres import PostgresDatabase
+    from store.db.postgres.pg_database import PostgresDatabase
+    from store.workspace.migrate_workspace import migrate_workspace
 
     url = refuse_password_in_argument(target_url)
     folder = workspace_from(workspace_dir).root  # the folder; its tether.db is the source

@@ -13,9 +13,11 @@ from collections.abc import Sequence
 
 import click
 
+from store.db.paging import MORE_COUNT_CAP
+from store.db.sqlite.sqlite_schema import NOTE_STATUSES
 from store.errors import InvalidInputError, NotFoundError
-from store.namespaces import canonical_namespace, validate_namespace
-from store.notes import (
+from store.memory.namespaces import canonical_namespace, validate_namespace
+from store.memory.notes import (
     DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
     Note,
@@ -24,9 +26,7 @@ from store.notes import (
     note_params,
     validate_label,
 )
-from store.schema import NOTE_STATUSES
-from store.search_policy import MODE_ALL_WORDS, MODE_ANY_WORD, query_terms
-from store.sql.paging import MORE_COUNT_CAP
+from store.search.search_policy import MODE_ALL_WORDS, MODE_ANY_WORD, query_terms
 from tui.cli.common import (
     limit_option,
     listing_format_option,

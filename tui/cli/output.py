@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, TypeVar
 
+from store.db.storage_errors import os_storage_error
 from store.errors import TetherError
-from store.storage_errors import os_storage_error
 
 T = TypeVar("T")
 

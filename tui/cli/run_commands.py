@@ -24,12 +24,12 @@ from engine.loader import load_workflow
 from engine.run_end import RunOutcome
 from engine.setup import open_engine, preflight
 from engine.workflow import Workflow
-from store.database import Database
+from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
-from store.ids import validate_run_id
-from store.json_text import JsonTextError, describe, parse_json_text
-from store.runs import RunStore
-from store.workspace import Workspace
+from store.model.ids import validate_run_id
+from store.model.json_text import JsonTextError, describe, parse_json_text
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tui.cli.arguments import read_text_argument
 from tui.cli.common import (
     EXIT_NOT_COMPLETED,
@@ -168,7 +168,7 @@ async def enqueue_run(
     """Validate the input here, then queue the run for any worker; prints its id."""
     from engine.root_prompts import check_root_prompts
     from engine.structured import to_jsonable
-    from store.queue import RunQueue
+    from store.runs.run_queue import RunQueue
 
     workflow.validate()
     parsed = workflow.parse_input(raw_input)

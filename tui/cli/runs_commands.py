@@ -1,7 +1,8 @@
 """``tether runs``, ``tether node`` and ``tether cancel``: reading runs and asking one to stop.
 
 These only read and write the run records, so they run without an event loop on a
-:class:`~store.direct.DirectDatabase` and start quickly (``tether run``, which runs the engine,
+:class:`~store.db.sqlite.direct.DirectDatabase` and start quickly (``tether run``, which runs the
+engine,
 is in :mod:`tui.cli.run_commands`). Exit codes: 0 success, 1 not found, 2 invalid input. Text
 output passes every stored string through :func:`tui.plain.visible`, so data can never inject
 terminal escape sequences.
@@ -17,12 +18,12 @@ from typing import Any
 
 import click
 
+from store.db.sqlite.sqlite_schema import RUN_STATUSES
 from store.errors import InvalidInputError, NotFoundError
-from store.ids import validate_node_id, validate_run_id
-from store.run_records import AttemptRecord, CallRecord, MemoryBlockRecord, NodeRecord
-from store.runs import RunStore
-from store.schema import RUN_STATUSES
-from store.workspace import Workspace
+from store.model.ids import validate_node_id, validate_run_id
+from store.model.run_records import AttemptRecord, CallRecord, MemoryBlockRecord, NodeRecord
+from store.runs.run_store import RunStore
+from store.workspace.layout import Workspace
 from tui.cli.common import (
     format_option,
     limit_option,

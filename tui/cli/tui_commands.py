@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
-from store.database import inspect_database_file
+from store.db.sqlite.sqlite_database import inspect_database_file
 from store.errors import TetherError
-from store.workspace import ENV_VAR, Workspace
+from store.workspace.layout import ENV_VAR, Workspace
 from tui.cli.common import chosen_workspace_dir, run_async, workspace_from, workspace_option
 from tui.cli.output import fail
 

@@ -19,8 +19,8 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from store.errors import InvalidInputError
-from store.facts import parse_value_json, validate_key, validate_ttl
-from store.namespaces import validate_namespace
+from store.memory.facts import parse_value_json, validate_key, validate_ttl
+from store.memory.namespaces import validate_namespace
 from tui.format import pretty_json
 from tui.modals.confirm import Dialog, DialogBox
 from tui.modals.validation import format_ttl, parse_json, parse_ttl

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from store.json_text import JsonTextError, parse_json_text
-from store.ttl import format_ttl, parse_ttl
+from store.memory.ttl import format_ttl, parse_ttl
+from store.model.json_text import JsonTextError, parse_json_text
 
 __all__ = ["JsonProblem", "format_ttl", "json_problem", "parse_json", "parse_ttl"]
 
@@ -27,7 +27,7 @@ class JsonProblem:
 
 
 def json_problem(text: str) -> JsonProblem | None:
-    """Return why ``text`` is not JSON Tether accepts (store.json_text), or None."""
+    """Return why ``text`` is not JSON Tether accepts (store.model.json_text), or None."""
     try:
         parse_json_text(text)
     except JsonTextError as error:

@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from store.dashboard import HandoffChain, HandoffRow
+from store.read.dashboard_reader import HandoffChain, HandoffRow
 from tui.format import literal, one_line, plural, tokens
 from tui.screens.base import LiveScreen
 from tui.tailing import Batch

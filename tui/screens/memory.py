@@ -7,7 +7,8 @@ names its namespace and key. Notes list pending proposals first; ``a`` accepts a
 side by side with the notes it would supersede. The inspector on the right says why something is
 remembered: who wrote it (run, node, time, author), what it replaces and what replaced it.
 
-Every read and write goes through :class:`store.memory.MemoryStore` on the dashboard's writable
+Every read and write goes through :class:`store.memory.memory_store.MemoryStore` on the dashboard's
+writable
 connection (:mod:`tui.run_control`): the same methods as ``tether memory`` / ``tether notes``.
 Keys that do not apply to the selected row are hidden from the footer and do nothing.
 """
@@ -30,9 +31,9 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
 from store.errors import NotFoundError, TetherError
-from store.facts import Fact
-from store.memory import MemoryStore
-from store.notes import Note
+from store.memory.facts import Fact
+from store.memory.memory_store import MemoryStore
+from store.memory.notes import Note
 from tui.actions.feedback import write_safely
 from tui.actions.read_only import write_refused
 from tui.cli.background import embed_in_background

@@ -16,8 +16,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from store.facts import Fact
-from store.notes import Note
+from store.memory.facts import Fact
+from store.memory.notes import Note
 from tui.format import ago, duration, literal, one_line, pretty_json
 from tui.widgets.filter_bar import matches
 

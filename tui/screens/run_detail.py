@@ -18,7 +18,7 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from engine.artifacts import stream_log_path
-from store.dashboard import (
+from store.read.dashboard_reader import (
     AttemptRow,
     CallRow,
     MemoryBlockRow,
@@ -27,7 +27,7 @@ from store.dashboard import (
     NodeUsage,
     RunRow,
 )
-from store.workspace import Workspace
+from store.workspace.layout import Workspace
 from tui.format import (
     call_cost,
     duration,

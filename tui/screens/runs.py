@@ -14,7 +14,7 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
-from store.dashboard import RunRow, WorkerRow
+from store.read.dashboard_reader import RunRow, WorkerRow
 from tui.actions.run_actions import RunControlScreen
 from tui.event_text import event_line
 from tui.format import (

@@ -20,9 +20,9 @@ from textual.timer import Timer
 from textual.widgets import Static
 from textual.widgets.data_table import ColumnKey
 
-from store.buckets import BUCKET_LABELS
-from store.dashboard import BucketUsage, CallRow, sum_usage
-from store.run_records import TokenUsage
+from store.model.buckets import BUCKET_LABELS
+from store.model.run_records import TokenUsage
+from store.read.dashboard_reader import BucketUsage, CallRow, sum_usage
 from tui.format import call_cost, cost, one_line, percent, plural, row_cost, tokens
 from tui.screens.base import LiveScreen
 from tui.tailing import Batch

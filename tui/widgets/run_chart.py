@@ -19,8 +19,8 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Static
 
-from store.buckets import BUCKET_EDGES
-from store.dashboard import CallRow
+from store.model.buckets import BUCKET_EDGES
+from store.read.dashboard_reader import CallRow
 from tui.format import one_line, plural, tokens
 from tui.widgets.cached_plot import CachedPlot
 

@@ -1,4 +1,4 @@
-"""PostgreSQL twins of :mod:`store.sql.calls` (model calls and usage rollups)."""
+"""PostgreSQL twins of :mod:`store.runs.calls_sql` (model calls and usage rollups)."""
 
 from __future__ import annotations
 

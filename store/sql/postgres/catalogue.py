@@ -1,7 +1,8 @@
 """The statement catalogue: every SQLite statement text paired with its PostgreSQL twin.
 
 The store modules name statements from the SQLite modules of ``store/sql/``. For a PostgreSQL
-workspace, :class:`store.postgres.PgConnection` looks each text up here. Pairs are found by name:
+workspace, :class:`store.db.postgres.pg_database.PgConnection` looks each text up here. Pairs are
+found by name:
 ``store.sql.<area>.NAME`` and ``store.sql.postgres.<area>.NAME``. Statements built by functions
 from a few flags (note filters, search shapes) are paired by calling both modules' functions
 with every combination of those flags.
@@ -28,20 +29,20 @@ from typing import Any
 from store.errors import TetherError
 from store.sql.postgres.statement import Twin
 
-AREAS = (
-    "memory",
-    "recall",
-    "runs",
-    "events",
-    "calls",
-    "guard",
-    "task_cache",
-    "memory_blocks",
-    "dashboard",
-    "queue",
-    "term_index",
-    "vectors",
-)
+AREAS = {
+    "memory": "store.memory.memory_sql",
+    "recall": "store.search.recall_sql",
+    "runs": "store.runs.runs_sql",
+    "events": "store.runs.events_sql",
+    "calls": "store.runs.calls_sql",
+    "guard": "store.runs.guard_sql",
+    "task_cache": "store.runs.task_cache_sql",
+    "memory_blocks": "store.memory.memory_blocks_sql",
+    "dashboard": "store.read.dashboard_sql",
+    "queue": "store.runs.queue_sql",
+    "term_index": "store.search.term_sql",
+    "vectors": "store.search.vectors_sql",
+}
 
 PgStatement = str | Twin
 
@@ -133,8 +134,8 @@ class Catalogue:
 def catalogue() -> Catalogue:
     """The catalogue over every area (built once per process)."""
     built = Catalogue()
-    for area in AREAS:
-        lite = importlib.import_module(f"store.sql.{area}")
+    for area, lite_module in AREAS.items():
+        lite = importlib.import_module(lite_module)
         pg = importlib.import_module(f"store.sql.postgres.{area}")
         for name, value in _statements(lite):
             if hasattr(pg, name):

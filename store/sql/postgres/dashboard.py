@@ -1,10 +1,11 @@
-"""PostgreSQL twins of :mod:`store.sql.dashboard` (the dashboard's bounded reads), and the
-reads of the event tail that keeps track of numbers not yet seen (``store/pg_dashboard.py``).
+"""PostgreSQL twins of :mod:`store.read.dashboard_sql` (the dashboard's bounded reads), and the
+reads of the event tail that keeps track of numbers not yet seen
+(``store/read/pg_dashboard_tail.py``).
 """
 
 from __future__ import annotations
 
-from store.sql.dashboard import _CALL_COLUMNS, _EVENT_COLUMNS, _HANDOFF_COLUMNS, _RUN_COLUMNS
+from store.read.dashboard_sql import _CALL_COLUMNS, _EVENT_COLUMNS, _HANDOFF_COLUMNS, _RUN_COLUMNS
 
 # Events whose numbers the tail saw skipped (their transaction had not committed yet).
 EVENTS_BY_SEQ = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq = ANY(%s) ORDER BY seq"

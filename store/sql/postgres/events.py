@@ -1,8 +1,8 @@
-"""PostgreSQL twins of :mod:`store.sql.events`.
+"""PostgreSQL twins of :mod:`store.runs.events_sql`.
 
 Reads by ``seq`` see what is committed; a transaction still running may commit a smaller
-``seq`` later. The dashboard's tail keeps track of such gaps (``store/pg_dashboard.py``); these
-reads serve listings and tests, like SQLite's.
+``seq`` later. The dashboard's tail keeps track of such gaps (``store/read/pg_dashboard_tail.py``);
+these reads serve listings and tests, like SQLite's.
 """
 
 from __future__ import annotations

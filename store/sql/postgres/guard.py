@@ -1,4 +1,4 @@
-"""PostgreSQL twin of :mod:`store.sql.guard`."""
+"""PostgreSQL twin of :mod:`store.runs.guard_sql`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PostgreSQL twins of :mod:`store.sql.memory` (facts, threads, messages, notes, search).
+"""PostgreSQL twins of :mod:`store.memory.memory_sql` (facts, threads, messages, notes, search).
 
 Same names, same parameters, same results. Differences worth knowing: JSON arrays bound as one
 parameter are read with ``jsonb_array_elements_text``; ``LIMIT -1`` (SQLite's "no limit") is
@@ -8,16 +8,17 @@ search.py``) and note order uses ``seq`` where SQLite uses ``rowid``.
 
 from __future__ import annotations
 
+from store.db.paging import counted
+
 # Column lists are the same words in both dialects.
-from store.sql.memory import (
+from store.memory.memory_sql import (
     FACT_COLUMNS,
     MESSAGE_COLUMNS,
     NOTE_COLUMNS,
     NOTE_COLUMNS_N,
     THREAD_COLUMNS,
 )
-from store.sql.paging import counted
-from store.sql.postgres.search import derive_fact, derive_note
+from store.search.tsvector import derive_fact, derive_note
 from store.sql.postgres.statement import Twin
 
 # -- facts ----------------------------------------------------------------------------------

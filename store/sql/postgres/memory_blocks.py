@@ -1,4 +1,4 @@
-"""PostgreSQL twins of :mod:`store.sql.memory_blocks`."""
+"""PostgreSQL twins of :mod:`store.memory.memory_blocks_sql`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PostgreSQL twins of :mod:`store.sql.queue`.
+"""PostgreSQL twins of :mod:`store.runs.queue_sql`.
 
 The claim locks its candidate row with ``FOR UPDATE SKIP LOCKED``: workers claiming at once each
 take a different run without waiting on each other. The fence locks the run row (``FOR NO KEY

@@ -1,10 +1,10 @@
-"""PostgreSQL twin of :mod:`store.sql.recall`: live facts matching a full-text query (notes
+"""PostgreSQL twin of :mod:`store.search.recall_sql`: live facts matching a full-text query (notes
 come from the in-memory term index, on both backends)."""
 
 from __future__ import annotations
 
+from store.search.tsvector import derive_query
 from store.sql.postgres.memory import fact_live
-from store.sql.postgres.search import derive_query
 from store.sql.postgres.statement import Twin
 
 RECALL_FACTS = Twin(f"""

@@ -1,8 +1,8 @@
-"""PostgreSQL twins of :mod:`store.sql.runs` (runs, nodes, attempts, handoffs)."""
+"""PostgreSQL twins of :mod:`store.runs.runs_sql` (runs, nodes, attempts, handoffs)."""
 
 from __future__ import annotations
 
-from store.sql.paging import counted
+from store.db.paging import counted
 
 # -- runs -----------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""PostgreSQL twins of :mod:`store.sql.task_cache`."""
+"""PostgreSQL twins of :mod:`store.runs.task_cache_sql`."""
 
 from __future__ import annotations
 

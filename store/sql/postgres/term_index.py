@@ -1,9 +1,9 @@
-"""PostgreSQL twins of :mod:`store.sql.term_index`: what the in-memory term indexes read.
+"""PostgreSQL twins of :mod:`store.search.term_sql`: what the in-memory term indexes read.
 A note's number is its ``seq`` (read as ``rowid``, the name the index uses)."""
 
 from __future__ import annotations
 
-from store.sql.memory import NOTE_COLUMNS_N
+from store.memory.memory_sql import NOTE_COLUMNS_N
 
 _SUPERSEDED = """EXISTS (
     SELECT 1 FROM note_supersessions s JOIN notes sup ON sup.id = s.note_id

@@ -1,4 +1,4 @@
-"""PostgreSQL twins of :mod:`store.sql.vectors` (semantic vectors kept in the database, as
+"""PostgreSQL twins of :mod:`store.search.vectors_sql` (semantic vectors kept in the database, as
 ``bytea``; the ``vector`` extension of pgvector would replace the column and the bank scan
 here, behind the same statement names). Rows' numbers are ``seq`` (read as ``rowid``); a
 replaced vector gets a new number, as SQLite's ``INSERT OR REPLACE`` gives it a new rowid."""

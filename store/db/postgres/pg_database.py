@@ -1,0 +1,491 @@
+"""A workspace in PostgreSQL: the team backend behind the same :class:`store.db.seam.Database`.
+
+Driver: psycopg 3 with ``psycopg_pool`` (chosen by measurement; see the README's design notes).
+The store's transaction callbacks are synchronous functions over a connection, shared with
+SQLite; here each one runs on a pooled connection in a worker thread, one thread hop per
+transaction, like aiosqlite's. Live tailing uses psycopg's async connection for
+``LISTEN`` (``store/db/postgres/pg_listen.py``).
+
+Transactions run at READ COMMITTED. Every read-modify-write the store makes is either one
+statement (an upsert, ``x = x + 1``, a conditional ``UPDATE ... WHERE owner``), a read of rows
+that never change (notes), or fenced by a run's lease (``store/leases.py``), so nothing is lost
+without serialising every writer. A serialization failure or deadlock re-runs the callback.
+
+Every write transaction is followed, once it has committed, by one ``NOTIFY`` on the workspace's
+channel carrying the last event sequence number it wrote (empty when it wrote none), sent on the
+same connection: dashboards and workers on any host wake up without polling. It is sent after
+the commit rather than inside the transaction because PostgreSQL serialises the commits of
+notifying transactions on one global lock, each with its own WAL flush: measured with four
+workers, that lock was where the time went and added workers brought nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import Any, ClassVar, TypeVar
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool
+
+from store.clock import SYSTEM_CLOCK, Clock
+from store.db.database_url import redact_url, scrub
+from store.db.durability import DEFAULT_DURABILITY, PG_SYNCHRONOUS_COMMIT, read_durability
+from store.db.postgres import pg_schema as schema
+from store.db.seam import Database, Params
+from store.errors import DatabaseUnavailable, NotFoundError, WorkspaceError
+from store.runs import events_sql as lite_events
+from store.sql.postgres.catalogue import Catalogue, catalogue
+from store.sql.postgres.statement import Native, Twin
+from store.workspace.layout import Workspace
+
+T = TypeVar("T")
+
+POOL_MAX = 4
+"""Connections per process: enough for concurrent tasks, few enough for many workers."""
+CONNECT_TIMEOUT_S = 10.0
+_RETRY_ATTEMPTS = 8
+_RETRY_BASE_S = 0.01
+_MIGRATION_LOCK = 0x54455448  # "TETH": serialises concurrent migrations of one database
+_RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+
+
+# -- rows -------------------------------------------------------------------------------------
+
+
+class PgRow(tuple[Any, ...]):
+    """A result row by index or column name, like ``sqlite3.Row``."""
+
+    __slots__ = ()
+    _names: ClassVar[tuple[str, ...]] = ()
+    _index: ClassVar[dict[str, int]] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._index[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        """The column names, in order."""
+        return list(self._names)
+
+
+@functools.lru_cache(maxsize=1024)
+def _row_class(names: tuple[str, ...]) -> type[PgRow]:
+    return type(
+        "PgRow", (PgRow,), {"__slots__": (), "_names": names, "_index": _first_index(names)}
+    )
+
+
+def _first_index(names: tuple[str, ...]) -> dict[str, int]:
+    index: dict[str, int] = {}
+    for position, name in enumerate(names):
+        index.setdefault(name, position)
+    return index
+
+
+def row_factory(cursor: Any) -> Callable[[Sequence[Any]], PgRow]:
+    """psycopg row factory building :class:`PgRow` s."""
+    names = tuple(column.name for column in cursor.description or ())
+    return _row_class(names)
+
+
+# -- the connection the store's callbacks see ---------------------------------------------------
+
+
+class PgCursor:
+    """The result of one statement: rows read eagerly, ``rowcount`` and ``lastrowid``."""
+
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
+        self._rows = rows
+        self._next = 0
+        self.rowcount = rowcount
+
+    @property
+    def lastrowid(self) -> int | None:
+        """The id a twin's ``RETURNING`` gave (PostgreSQL has no rowid)."""
+        return int(self._rows[0][0]) if self._rows else None
+
+    def fetchone(self) -> Any:
+        if self._next >= len(self._rows):
+            return None
+        row = self._rows[self._next]
+        self._next += 1
+        return row
+
+    def fetchall(self) -> list[Any]:
+        rows, self._next = self._rows[self._next :], len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+    def close(self) -> None:
+        """Nothing to release (rows were read eagerly)."""
+
+
+class PgConnection:
+    """Adapts a psycopg connection to what the store's callbacks use of ``sqlite3.Connection``:
+    statements are translated through the catalogue, parameters derived where a twin says so,
+    and event inserts remembered for the commit's notification."""
+
+    def __init__(self, conn: psycopg.Connection[Any], statements: Catalogue) -> None:
+        self._conn = conn
+        self._statements = statements
+        self.wrote_events = False
+
+    def _translate(self, sql: str, params: Any) -> tuple[str, Any]:
+        if isinstance(sql, Native):
+            return str(sql), params
+        if sql not in self._statements.twins and sql not in self._statements.names and not params:
+            # Parameterless text that names no store statement (portable SQL, e.g. a count).
+            return sql, params
+        twin = self._statements.lookup(sql)
+        if sql == lite_events.INSERT_EVENT:
+            self.wrote_events = True
+        if isinstance(twin, Twin):
+            return twin.text, twin.params(_named(params))
+        return twin, params
+
+    def execute(self, sql: str, parameters: Params = (), /) -> PgCursor:
+        text, params = self._translate(sql, parameters)
+        with self._conn.cursor() as cursor:
+            cursor.execute(text, params if params else None)
+            rows = cursor.fetchall() if cursor.description is not None else []
+            return PgCursor(rows, cursor.rowcount)
+
+    def executemany(self, sql: str, parameters: Iterable[Params], /) -> PgCursor:
+        batch = list(parameters)
+        if not batch:
+            return PgCursor([], 0)
+        text, first = self._translate(sql, batch[0])
+        twin = self._statements.twins.get(sql)
+        rows = (
+            [first, *(twin.params(_named(p)) for p in batch[1:])]
+            if isinstance(twin, Twin)
+            else batch
+        )
+        with self._conn.cursor() as cursor:
+            cursor.executemany(text, rows)
+            return PgCursor([], cursor.rowcount)
+
+
+def _named(params: Any) -> dict[str, Any]:
+    if not isinstance(params, dict):
+        raise TypeError("A statement with derived parameters takes named parameters.")
+    return params
+
+
+# -- the database --------------------------------------------------------------------------------
+
+
+def channel_for(schema_name: str) -> str:
+    """The LISTEN/NOTIFY channel of the workspace in ``schema_name`` (at most 63 bytes)."""
+    channel = f"tether:{schema_name}"
+    if len(channel.encode()) > 63:
+        channel = "tether:" + hashlib.sha256(schema_name.encode()).hexdigest()[:32]
+    return channel
+
+
+def connection_problem(error: BaseException, url: str) -> str:
+    """One sentence for a connection failure, never showing the password."""
+    detail = " ".join(scrub(str(error), url).split()) or type(error).__name__
+    return f"Cannot reach the workspace database {redact_url(url)}: {detail}"
+
+
+class PostgresDatabase(Database):
+    """A workspace database in PostgreSQL (the schema named by the URL's search path)."""
+
+    backend = "postgresql"
+
+    def __init__(
+        self, pool: ConnectionPool[Any], workspace: Workspace, clock: Clock, schema_name: str
+    ) -> None:
+        self._pool = pool
+        self.workspace = workspace
+        self.clock = clock
+        self.schema_name = schema_name
+        self.channel = channel_for(schema_name)
+        self.read_only = False
+        """True when writes are refused: a read-only session, or a role that may not write."""
+        self.durability = DEFAULT_DURABILITY
+        """The workspace's durability level (store.db.durability), PostgreSQL's
+        synchronous_commit."""
+        self.role_can_write = True
+        """Whether the role may write the workspace (a dashboard hides write keys if not)."""
+        self._statements = catalogue()
+
+    @property
+    def url(self) -> str:
+        """The workspace's database URL (may hold a password: never print it; use
+        :meth:`Workspace.describe`)."""
+        assert self.workspace.database_url
+        return self.workspace.database_url
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        workspace: Workspace,
+        *,
+        create: bool = True,
+        clock: Clock = SYSTEM_CLOCK,
+        read_only: bool = False,
+    ) -> PostgresDatabase:
+        """Connect, check the schema and migrate it (``create``); see :meth:`Database.open`.
+
+        With ``read_only`` every session refuses writes (``default_transaction_read_only``):
+        the dashboard's reading connection.
+        """
+        url = workspace.database_url
+        if not url:
+            raise WorkspaceError("This workspace has no database URL.")
+        level = read_durability(workspace.config_path)
+        pool: ConnectionPool[Any] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=POOL_MAX,
+            kwargs={"autocommit": True, "row_factory": row_factory, "application_name": "tether"},
+            configure=(
+                _read_only_session
+                if read_only
+                else functools.partial(_session, synchronous_commit=PG_SYNCHRONOUS_COMMIT[level])
+            ),
+            open=False,
+            name="tether",
+        )
+        try:
+            # One plain connection first: a refusal (authentication, TLS, no such database)
+            # is reported at once, where the pool would keep retrying until its timeout.
+            await asyncio.to_thread(_probe, url)
+            await asyncio.to_thread(pool.open, wait=True, timeout=CONNECT_TIMEOUT_S)
+        except Exception as error:
+            await asyncio.to_thread(pool.close)
+            raise DatabaseUnavailable(connection_problem(_root_cause(error), url) + ".") from None
+        try:
+            schema_name = await asyncio.to_thread(_inspect, pool)
+            db = cls(pool, workspace, clock, schema_name)
+            db.durability = level
+            db.role_can_write = await asyncio.to_thread(_role_can_write, pool)
+            db.read_only = read_only or not db.role_can_write
+            await asyncio.to_thread(db._check_and_migrate, create and not read_only)
+        except BaseException:
+            await asyncio.to_thread(pool.close)
+            raise
+        return db
+
+    def _check_and_migrate(self, create: bool) -> None:
+        where = self.workspace.describe()
+        with self._pool.connection() as conn:
+            version = _schema_version(conn, where)
+            if version is None and not create:
+                raise NotFoundError(f"There is no Tether workspace in {where}.")
+            if version is not None and version > schema.SCHEMA_VERSION:
+                raise WorkspaceError(
+                    f"{where} was written by a newer Tether (schema {version}, this one knows "
+                    f"{schema.SCHEMA_VERSION}); upgrade Tether to open it."
+                )
+            if version == schema.SCHEMA_VERSION:
+                return
+            if self.read_only:
+                raise WorkspaceError(
+                    f"{where} needs migrating and this role may only read; open it once with a "
+                    "role that may write."
+                )
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                conn.execute(schema.META_TABLE)
+                current = _schema_version(conn, where) or 0
+                for index in range(current, schema.SCHEMA_VERSION):
+                    conn.execute(schema.MIGRATIONS[index])
+                conn.execute(
+                    "INSERT INTO tether_meta (key, value) VALUES ('application', %s), "
+                    "('schema_version', %s) ON CONFLICT (key) DO UPDATE SET value = "
+                    "excluded.value",
+                    (schema.APPLICATION, str(schema.SCHEMA_VERSION)),
+                )
+
+    async def close(self) -> None:
+        """Close the pool and its threads."""
+        await asyncio.to_thread(self._pool.close)
+
+    # -- running callbacks -----------------------------------------------------------------
+
+    def _adapter(self, conn: psycopg.Connection[Any]) -> PgConnection:
+        return PgConnection(conn, self._statements)
+
+    async def _in_thread(self, call: Callable[[], T]) -> T:
+        try:
+            return await asyncio.to_thread(call)
+        except psycopg.OperationalError as error:
+            raise DatabaseUnavailable(connection_problem(error, self.url) + ".") from error
+
+    async def fetch_all(self, sql: str, params: Params = ()) -> list[Any]:
+        def read() -> list[Any]:
+            with self._pool.connection() as conn:
+                return self._adapter(conn).execute(sql, params).fetchall()
+
+        return await self._in_thread(read)
+
+    async def run_read(self, work: Callable[[Any], T]) -> T:
+        def read() -> T:
+            with self._pool.connection() as conn:
+                return work(self._adapter(conn))
+
+        return await self._in_thread(read)
+
+    async def data_version(self) -> int:
+        """Moves whenever a transaction that writes starts or ends anywhere on the server
+        (the current snapshot changes), so a reader re-reads after every commit; a start
+        without a commit only costs one needless re-read."""
+        value = await self.fetch_value(
+            "SELECT hashtextextended(pg_current_snapshot()::text, 0)"
+        )
+        return int(value)
+
+    async def run_in_transaction(self, work: Callable[[Any], T]) -> T:
+        return await self._in_thread(functools.partial(self.transact, work))
+
+    def transact(self, work: Callable[[Any], T]) -> T:
+        """Run ``work`` in one transaction on this thread (retrying serialization failures and
+        deadlocks from the start) and notify the workspace's channel at commit."""
+        with self._pool.connection() as conn:
+            for attempt in range(_RETRY_ATTEMPTS):
+                try:
+                    with conn.transaction():
+                        adapter = self._adapter(conn)
+                        result = work(adapter)
+                    # Committed: a lost notification must not turn the write into an error
+                    # (listeners catch up at the next one, or when they reconnect).
+                    with contextlib.suppress(psycopg.Error):
+                        self._notify(conn, adapter.wrote_events)
+                    return result
+                except _RETRYABLE:
+                    if attempt == _RETRY_ATTEMPTS - 1:
+                        raise
+                    time.sleep(_backoff(attempt))
+        raise AssertionError("unreachable")
+
+    def transact_read(self, work: Callable[[Any], T]) -> T:
+        """Run ``work`` (reads only) on a pooled connection on the calling thread: for the
+        rare synchronous caller; everything else uses :meth:`run_read`."""
+        with self._pool.connection() as conn:
+            return work(self._adapter(conn))
+
+    def _notify(self, conn: psycopg.Connection[Any], wrote_events: bool) -> None:
+        # currval is the session's: after the commit it still names this transaction's last
+        # event (every event of the workspace gets its number from that one sequence).
+        if wrote_events:
+            conn.execute(
+                "SELECT pg_notify(%s, currval(pg_get_serial_sequence('events', 'seq'))::text)",
+                (self.channel,),
+            )
+        else:
+            conn.execute("SELECT pg_notify(%s, '')", (self.channel,))
+
+    def native(self, work: Callable[[psycopg.Connection[Any]], T]) -> Awaitable[T]:
+        """Run ``work`` on a pooled psycopg connection (autocommit) in a worker thread: for
+        PostgreSQL-only operations (queue claims, migration copies) written in ``Native`` SQL."""
+
+        def call() -> T:
+            with self._pool.connection() as conn:
+                return work(conn)
+
+        return self._in_thread(call)
+
+
+def _probe(url: str) -> None:
+    with psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT_S)):
+        pass
+
+
+def _session(conn: psycopg.Connection[Any], synchronous_commit: str | None = None) -> None:
+    # Tether's statements are short and indexed: JIT compilation (tens to hundreds of ms,
+    # triggered by pessimistic cost estimates of the search statements) only ever adds time.
+    conn.execute("SET jit = off")
+    if synchronous_commit is not None:
+        # The workspace's durability level (store.db.durability), read back: a session that
+        # would write with less than the workspace promises is refused.
+        conn.execute(f"SET synchronous_commit = {synchronous_commit}")
+        found = conn.execute("SHOW synchronous_commit").fetchone()
+        if found is None or found[0] != synchronous_commit:
+            raise WorkspaceError(
+                f"The server kept synchronous_commit = {found and found[0]}, not "
+                f"{synchronous_commit} as the workspace's durability level needs."
+            )
+
+
+def _read_only_session(conn: psycopg.Connection[Any]) -> None:
+    _session(conn)
+    conn.execute("SET default_transaction_read_only = on")
+
+
+def _inspect(pool: ConnectionPool[Any]) -> str:
+    with pool.connection() as conn:
+        row = conn.execute(
+            "SELECT current_schema(), current_setting('server_encoding')"
+        ).fetchone()
+    assert row is not None
+    if row[0] is None:
+        raise WorkspaceError(
+            "The database URL's search path names no schema that exists; create it first."
+        )
+    if row[1] != "UTF8":
+        raise WorkspaceError(
+            f"The workspace database uses the {row[1]} encoding; Tether needs UTF8."
+        )
+    return str(row[0])
+
+
+def _role_can_write(pool: ConnectionPool[Any]) -> bool:
+    """Whether the connected role may write the workspace: it may insert runs (or, before the
+    schema exists, create it), and the server is not a read-only standby."""
+    with pool.connection() as conn:
+        row = conn.execute(
+            "SELECT CASE WHEN to_regclass('runs') IS NULL "
+            "THEN coalesce(has_schema_privilege(current_schema(), 'CREATE'), false) "
+            "ELSE has_table_privilege('runs', 'INSERT') END "
+            "AND NOT pg_is_in_recovery()"
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def _schema_version(conn: psycopg.Connection[Any], where: str) -> int | None:
+    """The workspace's schema version, None for an empty schema; refuses foreign ones."""
+    tables = conn.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    ).fetchall()
+    names = {str(row[0]) for row in tables}
+    if "tether_meta" not in names:
+        if names:
+            raise WorkspaceError(
+                f"{where} already holds tables that do not belong to Tether; it was left "
+                "untouched (name another database or schema)."
+            )
+        return None
+    meta = dict(conn.execute("SELECT key, value FROM tether_meta").fetchall())
+    if meta.get("application") != schema.APPLICATION:
+        if not meta:
+            return 0
+        raise WorkspaceError(f"{where} does not belong to Tether; it was left untouched.")
+    return int(meta.get("schema_version", "0"))
+
+
+def _root_cause(error: BaseException) -> BaseException:
+    cause = error
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    return cause
+
+
+def _backoff(attempt: int) -> float:
+    delay = min(1.0, _RETRY_BASE_S * (2**attempt))
+    return delay / 2 + random.random() * delay / 2
+

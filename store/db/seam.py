@@ -1,0 +1,239 @@
+"""The storage seam: what every workspace database offers the store, whatever holds it.
+
+A workspace lives in SQLite (``store/db/sqlite/sqlite_database.py``, the embedded default) or in
+PostgreSQL
+(``store/db/postgres/pg_database.py``, a team workspace). Both implement :class:`Database`; the
+store modules call only these methods, so facts, notes, runs and the rest are written once.
+
+How statements reach the right backend: the store modules name statements from the SQLite
+modules of ``store/sql/`` (``sql.UPSERT_FACT``) and run them through a :class:`Connection`.
+SQLite runs that text as is. The PostgreSQL connection looks the text up in its catalogue
+(``store/sql/postgres/catalogue.py``), which pairs every statement with its twin of the same
+name in ``store/sql/postgres/``; a statement without a twin is refused with one sentence rather
+than sent in the wrong dialect. The backend is chosen once, when the workspace opens
+(:meth:`Database.open`).
+
+Rows behave like ``sqlite3.Row`` on both backends: by index, by column name, ``keys()``,
+``tuple(row)`` and ``dict(row)``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
+
+from store.clock import SYSTEM_CLOCK, Clock
+
+if TYPE_CHECKING:
+    from store.workspace.layout import Workspace
+
+T = TypeVar("T")
+Params = Sequence[Any] | dict[str, Any]
+
+
+class RowLike(Protocol):
+    """A result row: by index or column name, like ``sqlite3.Row``."""
+
+    def __getitem__(self, key: int | str) -> Any: ...
+
+    def keys(self) -> list[str]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def __len__(self) -> int: ...
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the store uses."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    @property
+    def lastrowid(self) -> int | None: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Connection(Protocol):
+    """The part of ``sqlite3.Connection`` the store's transaction callbacks use.
+
+    ``sqlite3.Connection`` satisfies it as is; :class:`store.db.postgres.pg_database.PgConnection`
+    adapts a psycopg connection to it.
+    """
+
+    def execute(self, sql: str, parameters: Params = ..., /) -> Any: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Params], /) -> Any: ...
+
+
+class Database(abc.ABC):
+    """An open workspace database shared by the memory store and the run records.
+
+    Writes go through :meth:`run_in_transaction` (one short transaction per call; ``work`` may
+    be re-run from the start when the backend asks for a retry) or :meth:`execute`; reads
+    through :meth:`fetch_all` and friends or :meth:`run_read`, none of which holds a
+    transaction open after it returns.
+    """
+
+    backend: str = ""
+    """``"sqlite"`` or ``"postgresql"``."""
+
+    workspace: Workspace
+    clock: Clock
+
+    @classmethod
+    async def open(
+        cls,
+        workspace: Workspace,
+        *,
+        create: bool = True,
+        clock: Clock = SYSTEM_CLOCK,
+        read_only: bool = False,
+    ) -> Database:
+        """Open the workspace's database: PostgreSQL when the workspace names a database URL,
+        else its SQLite file (created and migrated when ``create`` is true; with ``read_only``
+        opened with SQLite's ``mode=ro``, so nothing is created, migrated or chmod-ed).
+
+        Raises:
+            NotFoundError: ``create`` is false and there is no workspace database yet.
+            WorkspaceError: the database cannot be used (foreign, newer schema, unreachable
+                server, a link or special file where the SQLite file should be).
+            StorageError: damaged, read-only for a writer, disk full or an I/O error.
+        """
+        if workspace.database_url:
+            try:
+                from store.db.postgres.pg_database import PostgresDatabase
+            except ImportError:
+                from store.errors import WorkspaceError
+
+                raise WorkspaceError(
+                    "This workspace lives in PostgreSQL; install the driver with "
+                    "pip install 'tether[postgres]'."
+                ) from None
+
+            return await PostgresDatabase.open(
+                workspace, create=create and not read_only, clock=clock, read_only=read_only
+            )
+        from store.db.sqlite.sqlite_database import SqliteDatabase
+
+        return await SqliteDatabase.open(workspace, create=create, clock=clock, read_only=read_only)
+
+    @classmethod
+    async def open_readonly(
+        cls, workspace: Workspace, *, clock: Clock = SYSTEM_CLOCK
+    ) -> Database | None:
+        """The database opened for reading only, or None when there is none yet (no file, or
+        an empty one): what reading commands use, so a read never changes anything."""
+        from store.errors import NotFoundError
+
+        try:
+            return await cls.open(workspace, create=False, clock=clock, read_only=True)
+        except NotFoundError:
+            return None
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Close every connection (and worker thread) this database holds."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def leases(self) -> dict[str, int]:
+        """Fencing tokens of the runs this process holds by lease (run id -> token): every
+        write of such a run first checks that the run is still held under its token."""
+        held: dict[str, int] | None = self.__dict__.get("_leases")
+        if held is None:
+            held = self.__dict__["_leases"] = {}
+        return held
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def fetch_all(self, sql: str, params: Params = ()) -> list[Any]:
+        """Run a query and return every row (no snapshot stays open afterwards)."""
+
+    async def fetch_one(self, sql: str, params: Params = ()) -> Any:
+        """Run a query and return its first row, or None."""
+        rows = await self.fetch_all(sql, params)
+        return rows[0] if rows else None
+
+    async def fetch_value(self, sql: str, params: Params = ()) -> Any:
+        """Run a query and return the first column of its first row, or None."""
+        row = await self.fetch_one(sql, params)
+        return None if row is None else row[0]
+
+    @abc.abstractmethod
+    async def run_read(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(conn)``, which only reads, in one hop to the database: several queries
+        for the price of one (recall's hot path). No transaction is held afterwards."""
+
+    @abc.abstractmethod
+    async def data_version(self) -> int:
+        """A number that moves when another connection commits (cheap change detection)."""
+
+    # -- writing ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def run_in_transaction(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(conn)`` inside one short write transaction and return its result.
+
+        ``work`` must only touch the database: it may be re-run from the start when the backend
+        asks for a retry. An exception rolls everything back and propagates.
+        """
+
+    def submit(self, work: Callable[[Any], T], *, flush: bool = True) -> Awaitable[T]:
+        """Queue ``work`` as a write and return an awaitable of its result, without waiting:
+        writes submitted this way are committed in the order they were submitted (the engine
+        queues a node's end, then its dependents' starts behind it). ``flush=False``: the write
+        need not survive a power cut on its own (see :mod:`store.db.durability`).
+
+        This default runs each write in a transaction of its own, one after the other; the
+        SQLite backend groups the queued writes into shared commits.
+        """
+        import asyncio
+
+        previous: asyncio.Future[Any] | None = self.__dict__.get("_last_submitted")
+
+        async def in_order() -> T:
+            if previous is not None and not previous.done():
+                await asyncio.wait([previous])
+            return await self.run_in_transaction(work)
+
+        task = asyncio.ensure_future(in_order())
+        self.__dict__["_last_submitted"] = task
+        return task
+
+    async def flush(self) -> None:
+        """Wait until every submitted write is committed."""
+        import asyncio
+
+        last: asyncio.Future[Any] | None = self.__dict__.get("_last_submitted")
+        if last is not None and not last.done():
+            await asyncio.wait([last])
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one write statement in its own transaction; returns the number of changed rows."""
+
+        def work(conn: Connection) -> int:
+            return int(conn.execute(sql, params).rowcount)
+
+        return await self.run_in_transaction(work)
+
+    async def execute_many(self, sql: str, rows: Iterable[Params]) -> None:
+        """Run one write statement for many parameter rows in a single transaction."""
+        batch = list(rows)
+
+        def work(conn: Connection) -> None:
+            conn.executemany(sql, batch)
+
+        await self.run_in_transaction(work)

@@ -1,0 +1,166 @@
+"""SQL text for the dashboard's read side (executed by :mod:`store.read.dashboard_reader`).
+
+Every query here is bounded: it reads through an index and a ``LIMIT``, or a small rollup table,
+so its cost does not grow with the history kept in the workspace.
+"""
+
+from __future__ import annotations
+
+DATA_VERSION = "PRAGMA data_version"
+JOURNAL_MODE = "PRAGMA journal_mode"
+USER_VERSION = "PRAGMA user_version"
+
+MAX_EVENT_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
+
+_EVENT_COLUMNS = "seq, at_ms, type, run_id, node_id, iteration, attempt, payload_json"
+
+# Incremental tail: everything after the last sequence number the dashboard has seen.
+EVENTS_SINCE = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?"
+
+# The most recent K events (reads the primary key backwards).
+EVENTS_RECENT = f"SELECT {_EVENT_COLUMNS} FROM events ORDER BY seq DESC LIMIT ?"
+
+_RUN_COLUMNS = (
+    "run_id, workflow, status, error, parent_run_id, generation, created_at_ms, started_at_ms, "
+    "finished_at_ms, heartbeat_at_ms, updated_at_ms, nodes_total, nodes_done, input_tokens, "
+    "cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens, input_json, "
+    "clear_reason, cost_usd, unpriced_calls"
+)
+
+# Newest N runs through runs_created_idx.
+RUNS_RECENT = f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at_ms DESC LIMIT ?"
+
+RUN_BY_ID = f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?"
+
+# Running runs (runs_status_heartbeat_idx); used for the active count and the stale check.
+# INDEXED BY: with statistics saying almost every run is finished, the planner would rather scan.
+RUNS_ACTIVE = (
+    f"SELECT {_RUN_COLUMNS} FROM runs INDEXED BY runs_status_heartbeat_idx "
+    "WHERE status = 'running' LIMIT ?"
+)
+
+
+def runs_by_ids(count: int) -> str:
+    """Runs with the given ids (``count`` placeholders), by primary key."""
+    marks = ", ".join("?" for _ in range(count))
+    return f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id IN ({marks})"
+
+
+NODES_OF_RUN = """
+SELECT run_id, node_id, iteration, state, attempts, cached, depends_on_json, output_json, error,
+       started_at_ms, finished_at_ms, updated_at_ms
+FROM nodes WHERE run_id = ?
+ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
+LIMIT ?
+"""
+
+# Per-node token usage of one run, from calls through calls_node_idx.
+NODE_USAGE_OF_RUN = """
+SELECT node_id, iteration, coalesce(sum(kind = 'model'), 0) AS calls,
+       sum(cost_usd) AS cost_usd,
+       coalesce(sum(cost_usd IS NULL AND kind != 'retry'), 0) AS unpriced_calls,
+       coalesce(sum(input_tokens), 0) AS input_tokens,
+       coalesce(sum(cache_read_tokens), 0) AS cache_read_tokens,
+       coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,
+       coalesce(sum(output_tokens), 0) AS output_tokens,
+       coalesce(sum(reasoning_tokens), 0) AS reasoning_tokens,
+       coalesce(max(context_tokens), 0) AS max_context_tokens
+FROM calls WHERE run_id = ?
+GROUP BY node_id, iteration
+"""
+
+# The newest page of a node iteration's attempts (walked backwards on the primary key, so a
+# node with 10 000 attempts costs what one with 10 does).
+ATTEMPTS_OF_NODE = """
+SELECT run_id, node_id, iteration, attempt, state, agent, model, prompt, response_text, error,
+       cached, started_at_ms, finished_at_ms, input_tokens, cache_read_tokens,
+       cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, unpriced_calls,
+       details_json
+FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?
+ORDER BY attempt DESC LIMIT ?
+"""
+
+_CALL_COLUMNS = (
+    "call_id, run_id, node_id, iteration, attempt, agent, model, simulated, input_tokens, "
+    "cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens, context_tokens, "
+    "bucket, started_at_ms, finished_at_ms, cost_usd, kind, detail_json"
+)
+
+# The newest calls of a node iteration (calls_node_idx, walked backwards).
+CALLS_OF_NODE = f"""
+SELECT {_CALL_COLUMNS} FROM calls
+WHERE run_id = ? AND node_id = ? AND iteration = ?
+ORDER BY attempt DESC, call_id DESC LIMIT ?
+"""
+
+# Largest calls: workspace through calls_context_idx; run and node through calls_node_idx.
+TOP_CALLS_WORKSPACE = f"SELECT {_CALL_COLUMNS} FROM calls ORDER BY context_tokens DESC LIMIT ?"
+TOP_CALLS_RUN = (
+    f"SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ? ORDER BY context_tokens DESC LIMIT ?"
+)
+TOP_CALLS_NODE = f"""
+SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ? AND node_id = ?
+ORDER BY context_tokens DESC LIMIT ?
+"""
+
+# The newest calls of one run (calls_node_idx by run_id, then the newest call ids): the Runs
+# view's tokens-per-minute and context-per-call chart.
+CALLS_OF_RUN_RECENT = (
+    f"SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ? ORDER BY call_id DESC LIMIT ?"
+)
+
+# Histogram rows: usage_rollups for the workspace (run_id '') or a run; calls for one node.
+USAGE_ROLLUP = """
+SELECT bucket, calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,
+       reasoning_tokens, cost_usd, unpriced_calls
+FROM usage_rollups WHERE run_id = ?
+"""
+
+USAGE_OF_NODE = """
+SELECT bucket, coalesce(sum(kind = 'model'), 0) AS calls,
+       sum(cost_usd) AS cost_usd,
+       coalesce(sum(cost_usd IS NULL AND kind != 'retry'), 0) AS unpriced_calls,
+       coalesce(sum(input_tokens), 0) AS input_tokens,
+       coalesce(sum(cache_read_tokens), 0) AS cache_read_tokens,
+       coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,
+       coalesce(sum(output_tokens), 0) AS output_tokens,
+       coalesce(sum(reasoning_tokens), 0) AS reasoning_tokens
+FROM calls WHERE run_id = ? AND node_id = ?
+GROUP BY bucket
+"""
+
+MEMORY_BLOCK_OF_NODE = """
+SELECT block_id, run_id, node_id, iteration, attempt, query, banks_json, text, items_json,
+       bytes_used, budget_bytes, truncated, warning, degraded, duration_ms, created_at_ms
+FROM memory_blocks WHERE run_id = ? AND node_id = ? AND iteration = ?
+"""
+
+_HANDOFF_COLUMNS = (
+    "handoff_id, from_run_id, to_run_id, trigger, reason, generation, tokens_at_handoff, "
+    "carried_state_json, carried_bytes, created_at_ms"
+)
+
+HANDOFFS_RECENT = f"SELECT {_HANDOFF_COLUMNS} FROM handoffs ORDER BY handoff_id DESC LIMIT ?"
+HANDOFF_INTO_RUN = f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE to_run_id = ? LIMIT 1"
+HANDOFF_FROM_RUN = (
+    f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE from_run_id = ? "
+    "ORDER BY handoff_id DESC LIMIT 1"
+)
+
+# Memory block summary per node of one run (the UNIQUE (run_id, node_id, iteration) index).
+MEMORY_BLOCKS_OF_RUN = """
+SELECT node_id, iteration, bytes_used, budget_bytes, truncated, warning, degraded
+FROM memory_blocks WHERE run_id = ?
+"""
+
+# Workers (tether worker) that have not said they stopped, most recent heartbeat first.
+WORKERS_RECENT = """
+SELECT worker_id, host, pid, started_at_ms, heartbeat_at_ms, runs_held FROM workers
+WHERE stopped_at_ms IS NULL ORDER BY heartbeat_at_ms DESC LIMIT ?
+"""
+
+# The node whose memory block was built most recently (for screenshots and the palette).
+LATEST_MEMORY_BLOCK = """
+SELECT run_id, node_id, iteration FROM memory_blocks
+WHERE text IS NOT NULL ORDER BY block_id DESC LIMIT 1
+"""

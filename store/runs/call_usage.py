@@ -1,0 +1,143 @@
+"""Model calls and token usage of runs: one ``calls`` row per call, rolled up per run and for
+the whole workspace by context bucket (:mod:`store.model.buckets`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Awaitable, Sequence
+from typing import Any
+
+from store.model.buckets import bucket_for
+from store.model.json_columns import dump_json
+from store.model.run_records import CallRecord, CallUsage, NewEvent, TokenUsage
+from store.runs import calls_sql as sql
+from store.runs.event_log import EventLog
+
+WORKSPACE_ROLLUP = ""
+"""The ``usage_rollups.run_id`` that holds workspace-wide totals."""
+
+
+class CallLog(EventLog):
+    """Records model calls and reads them and their usage rollups back."""
+
+    async def record_call(self, call: CallUsage) -> None:
+        """Record one model call (see :meth:`record_calls`)."""
+        await self.record_calls([call])
+
+    async def record_calls(self, calls: Sequence[CallUsage]) -> None:
+        """Record model calls: one ``calls`` row each, plus the run and workspace rollups by
+        bucket and the run's token columns, all in one transaction, with a ``call`` event each.
+        """
+        if calls:
+            await self.queue_calls(calls)
+
+    def queue_calls(self, calls: Sequence[CallUsage]) -> Awaitable[None]:
+        """:meth:`record_calls` as a queued write: it joins the next group commit and the
+        returned future resolves once it is committed. No flush to disk is asked for (see
+        :meth:`Database.submit`); the engine waits for an attempt's calls with its end, whose
+        commit is flushed."""
+        calls = list(calls)
+
+        def work(conn: sqlite3.Connection) -> Any:
+            now = self.now_ms
+            events: list[NewEvent] = []
+            for call in calls:
+                usage = call.usage
+                context = usage.context_tokens
+                bucket = bucket_for(context)
+                tokens = usage.as_dict()
+                # A retry or reconciliation row carries tokens and cost but is not a call of
+                # its own: the rollups count model calls only. A retry costs nothing.
+                counted = int(call.kind == "model")
+                cost = {
+                    "cost_usd": call.cost_usd,
+                    "unpriced": int(call.cost_usd is None and call.kind != "retry"),
+                }
+                conn.execute(
+                    sql.INSERT_CALL,
+                    {
+                        "run_id": call.run_id,
+                        "node_id": call.node_id,
+                        "iteration": call.iteration,
+                        "attempt": call.attempt,
+                        "agent": call.agent,
+                        "model": call.model,
+                        "simulated": int(call.simulated),
+                        **tokens,
+                        "context_tokens": context,
+                        "bucket": bucket,
+                        "started_at_ms": call.started_at_ms
+                        if call.started_at_ms is not None
+                        else now,
+                        "finished_at_ms": call.finished_at_ms
+                        if call.finished_at_ms is not None
+                        else now,
+                        "cost_usd": call.cost_usd,
+                        "kind": call.kind,
+                        "detail_json": None
+                        if call.detail is None
+                        else dump_json(dict(call.detail)),
+                    },
+                )
+                for rollup_run_id in (call.run_id, WORKSPACE_ROLLUP):
+                    conn.execute(
+                        sql.UPSERT_ROLLUP,
+                        {
+                            "rollup_run_id": rollup_run_id,
+                            "bucket": bucket,
+                            "counted": counted,
+                            **tokens,
+                            **cost,
+                        },
+                    )
+                conn.execute(
+                    sql.ADD_RUN_TOKENS, {"run_id": call.run_id, "now": now, **tokens, **cost}
+                )
+                events.append(
+                    NewEvent(
+                        "call",
+                        call.run_id,
+                        call.node_id,
+                        call.iteration,
+                        call.attempt,
+                        {
+                            "agent": call.agent,
+                            "model": call.model,
+                            "simulated": call.simulated,
+                            "context_tokens": context,
+                            "bucket": bucket,
+                            "tokens": tokens,
+                            "kind": call.kind,
+                            "cost_usd": call.cost_usd,
+                        },
+                    )
+                )
+            self._insert_events(conn, now, events)
+
+        return self._submit((call.run_id for call in calls), work, flush=False)
+
+    async def list_calls(self, run_id: str, node_id: str | None = None) -> list[CallRecord]:
+        """Calls of a run (or of one node of it), in the order they were recorded."""
+        if node_id is None:
+            rows = await self.db.fetch_all(sql.SELECT_CALLS_RUN, (run_id,))
+        else:
+            rows = await self.db.fetch_all(sql.SELECT_CALLS_NODE, (run_id, node_id))
+        return [CallRecord.from_row(r) for r in rows]
+
+    async def calls_of_attempts(
+        self, run_id: str, node_id: str, iteration: int, first: int, last: int
+    ) -> list[CallRecord]:
+        """Calls of attempts ``first`` to ``last`` of one node iteration, in order (a page of
+        attempts reads only its own calls)."""
+        rows = await self.db.fetch_all(
+            sql.SELECT_CALLS_OF_ATTEMPTS, (run_id, node_id, iteration, first, last)
+        )
+        return [CallRecord.from_row(r) for r in rows]
+
+    async def usage_by_bucket(
+        self, run_id: str = WORKSPACE_ROLLUP
+    ) -> dict[str, tuple[int, TokenUsage]]:
+        """``{bucket: (calls, usage)}`` for a run, or for the workspace with ``run_id=''``."""
+        rows = await self.db.fetch_all(sql.SELECT_ROLLUPS, (run_id,))
+        return {r["bucket"]: (int(r["calls"]), TokenUsage.from_row(r)) for r in rows}

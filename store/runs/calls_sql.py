@@ -1,0 +1,59 @@
+"""SQL text for model calls and usage rollups. Executed by :mod:`store.runs.call_usage`."""
+
+from __future__ import annotations
+
+INSERT_CALL = """
+INSERT INTO calls (run_id, node_id, iteration, attempt, agent, model, simulated, input_tokens,
+                   cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
+                   context_tokens, bucket, started_at_ms, finished_at_ms, cost_usd, kind,
+                   detail_json)
+VALUES (:run_id, :node_id, :iteration, :attempt, :agent, :model, :simulated, :input_tokens,
+        :cache_read_tokens, :cache_write_tokens, :output_tokens, :reasoning_tokens,
+        :context_tokens, :bucket, :started_at_ms, :finished_at_ms, :cost_usd, :kind,
+        :detail_json)
+"""
+
+UPSERT_ROLLUP = """
+INSERT INTO usage_rollups (run_id, bucket, calls, input_tokens, cache_read_tokens,
+                           cache_write_tokens, output_tokens, reasoning_tokens, cost_usd,
+                           unpriced_calls)
+VALUES (:rollup_run_id, :bucket, :counted, :input_tokens, :cache_read_tokens,
+        :cache_write_tokens, :output_tokens, :reasoning_tokens, coalesce(:cost_usd, 0),
+        :unpriced)
+ON CONFLICT (run_id, bucket) DO UPDATE SET
+    calls = calls + excluded.calls,
+    cost_usd = usage_rollups.cost_usd + excluded.cost_usd,
+    unpriced_calls = usage_rollups.unpriced_calls + excluded.unpriced_calls,
+    input_tokens = usage_rollups.input_tokens + excluded.input_tokens,
+    cache_read_tokens = usage_rollups.cache_read_tokens + excluded.cache_read_tokens,
+    cache_write_tokens = usage_rollups.cache_write_tokens + excluded.cache_write_tokens,
+    output_tokens = usage_rollups.output_tokens + excluded.output_tokens,
+    reasoning_tokens = usage_rollups.reasoning_tokens + excluded.reasoning_tokens
+"""
+
+SELECT_CALLS_NODE = """
+SELECT * FROM calls WHERE run_id = ? AND node_id = ? ORDER BY call_id
+"""
+
+# The calls of a range of attempts of one node iteration (through calls_node_idx).
+SELECT_CALLS_OF_ATTEMPTS = """
+SELECT * FROM calls
+WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt BETWEEN ? AND ?
+ORDER BY attempt, call_id
+"""
+
+SELECT_CALLS_RUN = "SELECT * FROM calls WHERE run_id = ? ORDER BY call_id"
+
+SELECT_ROLLUPS = "SELECT * FROM usage_rollups WHERE run_id = ?"
+
+ADD_RUN_TOKENS = """
+UPDATE runs SET input_tokens = input_tokens + :input_tokens,
+    cache_read_tokens = cache_read_tokens + :cache_read_tokens,
+    cache_write_tokens = cache_write_tokens + :cache_write_tokens,
+    output_tokens = output_tokens + :output_tokens,
+    reasoning_tokens = reasoning_tokens + :reasoning_tokens,
+    cost_usd = cost_usd + coalesce(:cost_usd, 0),
+    unpriced_calls = unpriced_calls + :unpriced,
+    updated_at_ms = :now
+WHERE run_id = :run_id
+"""

@@ -1,0 +1,139 @@
+"""The event log of run records: appending events inside a write's transaction, and reading
+them back by sequence number (``events.seq``, monotonic).
+
+:class:`EventLog` is the base of :class:`store.runs.run_store.RunStore`; every area of the store
+appends the events describing a write in the same transaction as the write.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from store.db.seam import Database
+from store.errors import LeaseLost
+from store.model.json_columns import dump_json
+from store.model.run_records import EventRecord, NewEvent
+from store.runs import events_sql as sql
+from store.runs import queue_sql
+
+T = TypeVar("T")
+
+MAX_READ_LIMIT = 100_000
+"""The most rows one read returns, whatever limit the caller asks for."""
+
+
+class EventLog:
+    """Appends and reads events on an open :class:`~store.db.sqlite.sqlite_database.Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @property
+    def now_ms(self) -> int:
+        return self.db.clock.now_ms()
+
+    async def _write(self, run_ids: Iterable[str | None], work: Callable[[Any], T]) -> T:
+        """Run ``work`` in one transaction, fenced for every run of ``run_ids`` this process
+        holds by lease (:attr:`Database.leases`): the transaction first checks that the run is
+        still held under the same token, and raises :class:`LeaseLost` (writing nothing) if
+        another worker has claimed it since."""
+        return await self._submit(run_ids, work)
+
+    def _submit(
+        self, run_ids: Iterable[str | None], work: Callable[[Any], T], *, flush: bool = True
+    ) -> Awaitable[T]:
+        """:meth:`_write` as a queued write (:meth:`Database.submit`): committed in submission
+        order; await the result to know it is committed."""
+        held = self.db.leases
+        fences = [
+            (run_id, held[run_id])
+            for run_id in dict.fromkeys(run_ids)
+            if run_id is not None and run_id in held
+        ]
+        if not fences:
+            return self.db.submit(work, flush=flush)
+
+        def fenced(conn: Any) -> T:
+            for run_id, token in fences:
+                hold_lease(conn, run_id, token)
+            return work(conn)
+
+        return self.db.submit(fenced, flush=flush)
+
+    # -- events -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _insert_events(conn: sqlite3.Connection, now: int, events: Iterable[NewEvent]) -> None:
+        rows = [
+            (
+                now,
+                e.type,
+                e.run_id,
+                e.node_id,
+                e.iteration,
+                e.attempt,
+                None if e.payload is None else dump_json(dict(e.payload)),
+            )
+            for e in events
+        ]
+        if rows:
+            conn.executemany(sql.INSERT_EVENT, rows)
+
+    async def append_events(self, events: Sequence[NewEvent]) -> None:
+        """Append many events in one transaction (each gets the next ``seq``)."""
+        if not events:
+            return
+
+        def work(conn: sqlite3.Connection) -> Any:
+            self._insert_events(conn, self.now_ms, events)
+
+        await self._write((e.run_id for e in events), work)
+
+    async def append_event(
+        self,
+        type: str,
+        *,
+        run_id: str | None = None,
+        node_id: str | None = None,
+        iteration: int | None = None,
+        attempt: int | None = None,
+        payload: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Append one event."""
+        await self.append_events([NewEvent(type, run_id, node_id, iteration, attempt, payload)])
+
+    async def last_event_seq(self) -> int:
+        """The highest event sequence number so far (0 when there is none)."""
+        return int(await self.db.fetch_value(sql.LAST_EVENT_SEQ) or 0)
+
+    async def events_since(
+        self, seq: int, *, run_id: str | None = None, limit: int = 1000
+    ) -> list[EventRecord]:
+        """Events with ``seq`` greater than the given one, oldest first (uses the seq key)."""
+        limit = max(1, min(limit, MAX_READ_LIMIT))
+        if run_id is None:
+            rows = await self.db.fetch_all(sql.EVENTS_SINCE, (seq, limit))
+        else:
+            rows = await self.db.fetch_all(sql.EVENTS_SINCE_RUN, (run_id, seq, limit))
+        return [EventRecord.from_row(r) for r in rows]
+
+    async def recent_events(self, k: int, *, run_id: str | None = None) -> list[EventRecord]:
+        """The most recent ``k`` events, oldest first."""
+        k = max(1, min(k, MAX_READ_LIMIT))
+        if run_id is None:
+            rows = await self.db.fetch_all(sql.RECENT_EVENTS, (k,))
+        else:
+            rows = await self.db.fetch_all(sql.RECENT_EVENTS_RUN, (run_id, k))
+        return [EventRecord.from_row(r) for r in reversed(rows)]
+
+
+def hold_lease(conn: Any, run_id: str, token: int) -> None:
+    """Inside a write transaction: check (and on PostgreSQL lock) that ``run_id`` is still held
+    under fencing token ``token``; raise :class:`LeaseLost` otherwise."""
+    if conn.execute(queue_sql.HOLD_LEASE, {"run_id": run_id, "token": token}).fetchone() is None:
+        raise LeaseLost(
+            f"Run {run_id} was claimed by another worker (this one's lease expired); "
+            "nothing was written."
+        )

@@ -1,0 +1,257 @@
+"""SQL text for runs, nodes, attempts and handoffs. Executed by :mod:`store.runs.run_store`; kept
+here so all run SQL sits beside the schema (events, calls and memory blocks have their own modules).
+"""
+
+from __future__ import annotations
+
+from store.db.paging import counted
+
+# -- runs -----------------------------------------------------------------------------------
+
+INSERT_RUN = """
+INSERT INTO runs (run_id, workflow, workflow_path, status, input_json, parent_run_id, generation,
+                  owner_id, created_at_ms, started_at_ms, heartbeat_at_ms, updated_at_ms,
+                  nodes_total)
+VALUES (:run_id, :workflow, :workflow_path, :status, :input_json, :parent_run_id, :generation,
+        :owner_id, :now, :started_at_ms, :heartbeat_at_ms, :now, :nodes_total)
+"""
+
+SELECT_RUN = "SELECT * FROM runs WHERE run_id = ?"
+
+SELECT_RUN_STATUS = "SELECT status FROM runs WHERE run_id = ?"
+
+SELECT_RUN_REQUESTS = """
+SELECT cancel_requested_at_ms, clear_requested_at_ms, clear_reason FROM runs WHERE run_id = ?
+"""
+
+# Finished runs keep their finish time; a run that goes back to running (resume) clears it.
+UPDATE_RUN_STATUS = """
+UPDATE runs SET status = :status,
+    error = CASE WHEN :set_error THEN :error ELSE error END,
+    output_json = CASE WHEN :set_output THEN :output_json ELSE output_json END,
+    finished_at_ms = CASE WHEN :status IN ('running', 'pending') THEN NULL ELSE :now END,
+    updated_at_ms = :now
+WHERE run_id = :run_id
+"""
+
+# A run resumed in-process leaves the queue, and its fencing token moves on: a worker that
+# still held it can write nothing more.
+CLAIM_RUN = """
+UPDATE runs SET status = 'running', owner_id = :owner_id, heartbeat_at_ms = :now,
+    started_at_ms = coalesce(started_at_ms, :now), finished_at_ms = NULL, error = NULL,
+    cancel_requested_at_ms = NULL, updated_at_ms = :now,
+    queued_at_ms = NULL, lease_expires_at_ms = NULL, lease_token = lease_token + 1
+WHERE run_id = :run_id AND (:check_owner = 0 OR owner_id IS :expected_owner)
+"""
+
+RELEASE_RUNS = """
+UPDATE runs SET owner_id = NULL, updated_at_ms = :now
+WHERE owner_id = :owner_id AND status IN ('running', 'pending')
+"""
+
+UPDATE_HEARTBEAT = "UPDATE runs SET heartbeat_at_ms = :now WHERE run_id = :run_id"
+
+UPDATE_HEARTBEAT_FENCED = """
+UPDATE runs SET heartbeat_at_ms = :now WHERE run_id = :run_id AND owner_id IS :owner_id
+"""
+
+REQUEST_CANCEL = """
+UPDATE runs SET cancel_requested_at_ms = coalesce(cancel_requested_at_ms, :now),
+    updated_at_ms = :now
+WHERE run_id = :run_id
+"""
+
+REQUEST_CLEAR = """
+UPDATE runs SET clear_requested_at_ms = coalesce(clear_requested_at_ms, :now),
+    clear_reason = :reason, updated_at_ms = :now
+WHERE run_id = :run_id
+"""
+
+UPDATE_PROGRESS = """
+UPDATE runs SET nodes_done = coalesce(:nodes_done, nodes_done),
+    nodes_total = coalesce(:nodes_total, nodes_total), updated_at_ms = :now
+WHERE run_id = :run_id
+"""
+
+LIST_RUNS = "SELECT * FROM runs ORDER BY created_at_ms DESC, run_id DESC LIMIT ?"
+
+LIST_RUNS_BY_STATUS = """
+SELECT * FROM runs WHERE status = ? ORDER BY created_at_ms DESC, run_id DESC LIMIT ?
+"""
+
+LIST_STALE_RUNS = """
+SELECT * FROM runs WHERE status = 'running' AND (heartbeat_at_ms IS NULL OR heartbeat_at_ms < ?)
+ORDER BY created_at_ms DESC, run_id DESC LIMIT ?
+"""
+
+# What a cut listing left out, counted on the listing's own query (its LIMIT caps the count).
+COUNT_RUNS = counted(LIST_RUNS)
+COUNT_RUNS_BY_STATUS = counted(LIST_RUNS_BY_STATUS)
+COUNT_STALE_RUNS = counted(LIST_STALE_RUNS)
+
+LIST_CHILD_RUNS = "SELECT * FROM runs WHERE parent_run_id = ? ORDER BY created_at_ms"
+
+DELETE_RUN_ROWS = (
+    "DELETE FROM events WHERE run_id = ?",
+    "DELETE FROM calls WHERE run_id = ?",
+    "DELETE FROM attempts WHERE run_id = ?",
+    "DELETE FROM nodes WHERE run_id = ?",
+    "DELETE FROM memory_blocks WHERE run_id = ?",
+    "DELETE FROM usage_rollups WHERE run_id = ?",
+    "DELETE FROM task_cache WHERE scope = 'run' AND run_id = ?",
+    "DELETE FROM handoffs WHERE from_run_id = ?",
+    "DELETE FROM runs WHERE run_id = ?",
+)
+
+# The workspace rollup ('' row) loses what the deleted run contributed.
+SUBTRACT_WORKSPACE_ROLLUP = """
+UPDATE usage_rollups SET
+    calls = usage_rollups.calls - r.calls,
+    input_tokens = usage_rollups.input_tokens - r.input_tokens,
+    cache_read_tokens = usage_rollups.cache_read_tokens - r.cache_read_tokens,
+    cache_write_tokens = usage_rollups.cache_write_tokens - r.cache_write_tokens,
+    output_tokens = usage_rollups.output_tokens - r.output_tokens,
+    reasoning_tokens = usage_rollups.reasoning_tokens - r.reasoning_tokens,
+    cost_usd = usage_rollups.cost_usd - r.cost_usd,
+    unpriced_calls = usage_rollups.unpriced_calls - r.unpriced_calls
+FROM (SELECT * FROM usage_rollups WHERE run_id = :run_id) AS r
+WHERE usage_rollups.run_id = '' AND usage_rollups.bucket = r.bucket
+"""
+
+# -- nodes ----------------------------------------------------------------------------------
+
+UPSERT_NODE = """
+INSERT INTO nodes (run_id, node_id, iteration, state, attempts, cached, depends_on_json,
+                   output_json, error, started_at_ms, finished_at_ms, updated_at_ms)
+VALUES (:run_id, :node_id, :iteration, :state, coalesce(:attempts, 0), coalesce(:cached, 0),
+        :depends_on_json, :output_json, :error,
+        CASE WHEN :state = 'running' THEN :now END,
+        CASE WHEN :state IN ('finished', 'failed', 'cancelled', 'skipped') THEN :now END, :now)
+ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET
+    state = excluded.state,
+    attempts = coalesce(:attempts, nodes.attempts),
+    cached = coalesce(:cached, nodes.cached),
+    depends_on_json = coalesce(excluded.depends_on_json, nodes.depends_on_json),
+    output_json = CASE WHEN :set_output THEN excluded.output_json ELSE nodes.output_json END,
+    error = CASE WHEN :set_error THEN excluded.error ELSE nodes.error END,
+    started_at_ms = coalesce(nodes.started_at_ms, excluded.started_at_ms),
+    finished_at_ms = excluded.finished_at_ms,
+    updated_at_ms = excluded.updated_at_ms
+"""
+
+# The same change as UPSERT_NODE's update branch, for a node that exists (the engine's hot
+# path: every node is inserted as pending before it runs); about half the cost of the upsert.
+UPDATE_NODE = """
+UPDATE nodes SET
+    state = :state,
+    attempts = coalesce(:attempts, attempts),
+    cached = coalesce(:cached, cached),
+    depends_on_json = coalesce(:depends_on_json, depends_on_json),
+    output_json = CASE WHEN :set_output THEN :output_json ELSE output_json END,
+    error = CASE WHEN :set_error THEN :error ELSE error END,
+    started_at_ms = coalesce(started_at_ms, CASE WHEN :state = 'running' THEN :now END),
+    finished_at_ms = CASE WHEN :state IN ('finished', 'failed', 'cancelled', 'skipped')
+                          THEN :now END,
+    updated_at_ms = :now
+WHERE run_id = :run_id AND node_id = :node_id AND iteration = :iteration
+"""
+
+SELECT_NODES = """
+SELECT * FROM nodes WHERE run_id = ?
+ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
+"""
+
+SELECT_NODE_ITERATIONS = "SELECT * FROM nodes WHERE run_id = ? AND node_id = ? ORDER BY iteration"
+
+SELECT_NODE = "SELECT * FROM nodes WHERE run_id = ? AND node_id = ? AND iteration = ?"
+
+# The copies of a fan-out (node ids "<id>[<key>]"): a range of the primary key, so the cost is
+# that of the page, whatever the size of the run.
+SELECT_FAN_OUT_NODES = """
+SELECT * FROM nodes WHERE run_id = ? AND node_id > ? AND node_id < ?
+ORDER BY node_id, iteration LIMIT ?
+"""
+
+# -- attempts -------------------------------------------------------------------------------
+
+INSERT_ATTEMPT = """
+INSERT INTO attempts (run_id, node_id, iteration, attempt, state, agent, model, prompt,
+                      cached, owner_id, lease_token, started_at_ms)
+VALUES (:run_id, :node_id, :iteration, :attempt, 'running', :agent, :model, :prompt,
+        :cached, :owner_id, :lease_token, :now)
+ON CONFLICT (run_id, node_id, iteration, attempt) DO UPDATE SET
+    state = 'running', agent = excluded.agent, model = excluded.model, prompt = excluded.prompt,
+    owner_id = excluded.owner_id, lease_token = excluded.lease_token,
+    started_at_ms = excluded.started_at_ms, finished_at_ms = NULL
+"""
+
+# Token totals are written exactly once, here, when the attempt ends.
+FINISH_ATTEMPT = """
+UPDATE attempts SET state = :state, response_text = :response_text, error = :error,
+    model = coalesce(:model, model), cached = :cached, finished_at_ms = :now,
+    input_tokens = :input_tokens, cache_read_tokens = :cache_read_tokens,
+    cache_write_tokens = :cache_write_tokens, output_tokens = :output_tokens,
+    reasoning_tokens = :reasoning_tokens,
+    details_json = coalesce(:details_json, details_json),
+    -- The attempt's cost is written once, from its calls (calls_node_idx): priced sum and the
+    -- number of calls whose price is unknown (retry rows cost nothing).
+    cost_usd = (SELECT sum(c.cost_usd) FROM calls AS c
+                WHERE c.run_id = :run_id AND c.node_id = :node_id
+                  AND c.iteration = :iteration AND c.attempt = :attempt),
+    unpriced_calls = (SELECT count(*) FROM calls AS c
+                      WHERE c.run_id = :run_id AND c.node_id = :node_id
+                        AND c.iteration = :iteration AND c.attempt = :attempt
+                        AND c.cost_usd IS NULL AND c.kind != 'retry')
+WHERE run_id = :run_id AND node_id = :node_id AND iteration = :iteration AND attempt = :attempt
+"""
+
+SELECT_RUNNING_ATTEMPTS = """
+SELECT run_id, node_id, iteration, attempt FROM attempts WHERE run_id = ? AND state = 'running'
+"""
+
+ABANDON_ATTEMPTS = """
+UPDATE attempts SET state = 'abandoned', finished_at_ms = :now,
+    error = coalesce(error, 'The process running this attempt stopped before it finished.')
+WHERE run_id = :run_id AND state = 'running'
+"""
+
+# Nodes whose attempt was abandoned go back to pending so a resume retries them.
+RESET_RUNNING_NODES = """
+UPDATE nodes SET state = 'pending', updated_at_ms = :now
+WHERE run_id = :run_id AND state IN ('running', 'retrying')
+"""
+
+SELECT_ATTEMPTS = """
+SELECT * FROM attempts WHERE run_id = ? AND node_id = ? ORDER BY iteration, attempt
+"""
+
+SELECT_ATTEMPTS_ITERATION = """
+SELECT * FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ? ORDER BY attempt
+"""
+
+# One page of a node iteration's attempts, newest first (the primary key's order, so a page
+# costs the same at 10 attempts or 10 000).
+SELECT_ATTEMPTS_PAGE = """
+SELECT * FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?
+ORDER BY attempt DESC LIMIT ? OFFSET ?
+"""
+
+COUNT_ATTEMPTS_BY_STATE = """
+SELECT state, count(*) FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?
+GROUP BY state ORDER BY state
+"""
+
+# -- handoffs -------------------------------------------------------------------------------
+
+INSERT_HANDOFF = """
+INSERT INTO handoffs (from_run_id, to_run_id, trigger, reason, generation, tokens_at_handoff,
+                      carried_state_json, carried_bytes, created_at_ms)
+VALUES (:from_run_id, :to_run_id, :trigger, :reason, :generation, :tokens_at_handoff,
+        :carried_state_json, :carried_bytes, :now)
+"""
+
+SELECT_HANDOFFS_FROM = "SELECT * FROM handoffs WHERE from_run_id = ? ORDER BY handoff_id"
+
+SELECT_HANDOFFS_TO = "SELECT * FROM handoffs WHERE to_run_id = ? ORDER BY handoff_id"
+
+SELECT_HANDOFFS_ALL = "SELECT * FROM handoffs ORDER BY handoff_id DESC LIMIT ?"

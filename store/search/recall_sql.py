@@ -1,0 +1,23 @@
+"""SQL text for recall's facts: live facts of several namespaces matching a full-text query.
+
+Executed by :mod:`store.search.recall_reads` (notes come from the in-memory term index,
+:mod:`store.search.term_index`). Namespaces and the FTS query (built from quoted literals by
+:mod:`store.search.search_policy`) are bound parameters (lists as JSON arrays).
+
+``CROSS JOIN`` pins the join order: the full-text match drives and each match's row is looked
+up by rowid.
+"""
+
+from __future__ import annotations
+
+from store.memory.memory_sql import fact_live
+
+# Live facts of :namespaces whose key or value matches :query: the newest :pool of them (facts
+# are few; tag scoping happens on the decoded value, a ``tags`` list inside a JSON object).
+RECALL_FACTS = f"""
+SELECT f.namespace, f.key, f.value_json, f.updated_at_ms
+FROM facts_fts CROSS JOIN facts f ON f.rowid = facts_fts.rowid
+WHERE facts_fts MATCH :query
+  AND f.namespace IN (SELECT value FROM json_each(:namespaces))
+  AND {fact_live('f')}
+ORDER BY facts_fts.rowid DESC LIMIT :pool"""

@@ -1,0 +1,2 @@
+"""The workspace folder: finding and creating it, the damage mark, doctor, salvage and
+migration to PostgreSQL."""
