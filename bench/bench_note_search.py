@@ -20,8 +20,7 @@ superseded by an accepted note), computed three ways in this process:
   reference's 10th best (thousands of notes can tie on a very common word).
 
 Generated databases are cached under /tmp/tether-bench-notes/ (generation uses raw sqlite3
-``executemany`` into a Tether-migrated database; the FTS index is built by the schema's own
-triggers).
+``executemany`` into a Tether-migrated database; the FTS5 reference is a table of its own).
 
 Run:  python bench/bench_note_search.py [--sizes 10000 100000 1000000] [--rounds 20]
 Prints a table and writes bench/results/bench_note_search.json (with the load average).
@@ -120,7 +119,6 @@ async def generate(path: Path, count: int) -> None:
             edges,
         )
         conn.execute("COMMIT")
-    conn.execute("INSERT INTO notes_fts (notes_fts) VALUES ('optimize')")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
 

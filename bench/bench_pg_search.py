@@ -34,7 +34,6 @@ from engine.memory.items import RecallRequest  # noqa: E402
 from engine.memory.recall import LocalRecallBackend  # noqa: E402
 from store.db.sqlite.sqlite_database import Database  # noqa: E402
 from store.memory.memory_store import MemoryStore  # noqa: E402
-from store.search.tsvector import tsvector_text  # noqa: E402
 from store.workspace.layout import Workspace  # noqa: E402
 
 CACHE = Path("/tmp/tether-bench-pg-search")
@@ -107,12 +106,10 @@ async def pg_workspace(count: int, notes: list[tuple[str, str, str, int]] | None
     assert notes is not None
     with psycopg.connect(url) as conn:
         with conn.cursor().copy(
-            "COPY notes (id, namespace, body, status, created_at_ms, search_vector, "
-            "body_length) FROM STDIN"
+            "COPY notes (id, namespace, body, status, created_at_ms) FROM STDIN"
         ) as copy:
             for note_id, bank, body, at in notes:
-                vector, length = tsvector_text(body)
-                copy.write_row([note_id, bank, body, "accepted", at, vector, length])
+                copy.write_row([note_id, bank, body, "accepted", at])
         conn.commit()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE notes")

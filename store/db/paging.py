@@ -12,7 +12,7 @@ _SELECT_LIST = re.compile(r"^\s*SELECT\s.*?\sFROM\s", re.DOTALL)
 
 
 def counted(query: str) -> str:
-    """How many rows ``query`` (one of the fixed listing queries of ``store/sql``) returns; its
+    """How many rows ``query`` (one of the store's fixed listing queries) returns; its
     own ``LIMIT`` parameter caps the count. Its select list becomes ``1``: counting reads the
     index the listing walks, not the rows' columns."""
     light, replaced = _SELECT_LIST.subn("SELECT 1 FROM ", query, count=1)

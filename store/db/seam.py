@@ -5,13 +5,12 @@ PostgreSQL
 (``store/db/postgres/pg_database.py``, a team workspace). Both implement :class:`Database`; the
 store modules call only these methods, so facts, notes, runs and the rest are written once.
 
-How statements reach the right backend: the store modules name statements from the SQLite
-modules of ``store/sql/`` (``sql.UPSERT_FACT``) and run them through a :class:`Connection`.
-SQLite runs that text as is. The PostgreSQL connection looks the text up in its catalogue
-(``store/sql/postgres/catalogue.py``), which pairs every statement with its twin of the same
-name in ``store/sql/postgres/``; a statement without a twin is refused with one sentence rather
-than sent in the wrong dialect. The backend is chosen once, when the workspace opens
-(:meth:`Database.open`).
+How statements reach the right backend: every statement is written once, in SQLite's
+spelling, in the ``*_sql.py`` module of its area (``store/memory/memory_sql.py``...), and run
+through a :class:`Connection`. SQLite runs that text as is; the PostgreSQL connection renders it
+with :mod:`store.db.dialect` (markers, limits, ``rowid``...), or takes the statement's own
+PostgreSQL text where the SQL really differs. The backend is chosen once, here, when the
+workspace opens (:meth:`Database.open`).
 
 Rows behave like ``sqlite3.Row`` on both backends: by index, by column name, ``keys()``,
 ``tuple(row)`` and ``dict(row)``.
@@ -49,9 +48,6 @@ class Cursor(Protocol):
 
     @property
     def rowcount(self) -> int: ...
-
-    @property
-    def lastrowid(self) -> int | None: ...
 
     def fetchone(self) -> Any: ...
 

@@ -11,8 +11,10 @@ fragments, never from user text.
 
 from __future__ import annotations
 
+from store.db.dialect import Statement
 from store.db.paging import counted
 from store.errors import InvalidInputError
+from store.search.tsvector import derive_fact
 
 
 def limit_param(limit: int | None) -> int:
@@ -73,9 +75,7 @@ ORDER BY namespace
 
 # Last write wins. created_at_ms survives an overwrite unless the old value had already expired
 # (then the write starts a new fact). Provenance and TTL always come from the latest writer.
-UPSERT_FACT_QUIET = f"""
-INSERT INTO facts ({FACT_COLUMNS})
-VALUES (:namespace, :key, :value_json, :now, :now, :ttl_ms, :run_id, :node_id, :iteration)
+_UPSERT_FACT = """
 ON CONFLICT (namespace, key) DO UPDATE SET
     value_json    = excluded.value_json,
     created_at_ms = CASE
@@ -86,12 +86,29 @@ ON CONFLICT (namespace, key) DO UPDATE SET
     ttl_ms        = excluded.ttl_ms,
     run_id        = excluded.run_id,
     node_id       = excluded.node_id,
-    iteration     = excluded.iteration
-"""
+    iteration     = excluded.iteration"""
+_FACT_VALUES = ":namespace, :key, :value_json, :now, :now, :ttl_ms, :run_id, :node_id, :iteration"
+
+
+def _upsert_fact(returning: str) -> Statement:
+    """The fact upsert; on PostgreSQL it also writes the fact's lexemes (``search_vector``,
+    derived from key and value: what FTS5's ``facts_fts`` derives inside SQLite)."""
+    return Statement(
+        f"INSERT INTO facts ({FACT_COLUMNS})\nVALUES ({_FACT_VALUES}){_UPSERT_FACT}\n{returning}",
+        postgres=(
+            f"INSERT INTO facts ({FACT_COLUMNS}, search_vector)\n"
+            f"VALUES ({_FACT_VALUES}, CAST(:search_vector AS tsvector)){_UPSERT_FACT},\n"
+            f"    search_vector = excluded.search_vector\n{returning}"
+        ),
+        derive=derive_fact,
+    )
+
+
+UPSERT_FACT_QUIET = _upsert_fact("")
 
 # The same upsert returning the stored row (batches use the quiet form: executemany cannot
 # return rows).
-UPSERT_FACT = UPSERT_FACT_QUIET + f"RETURNING {FACT_COLUMNS}\n"
+UPSERT_FACT = _upsert_fact(f"RETURNING {FACT_COLUMNS}\n")
 
 # Returns the deleted row's expiry inputs, so an expired fact can read as "not found".
 # (An expression in RETURNING came back NULL with the FTS delete trigger on SQLite 3.40.)
@@ -160,7 +177,7 @@ SELECT * FROM (
     SELECT {MESSAGE_COLUMNS} FROM messages WHERE thread_id = :thread_id
     ORDER BY created_at_ms DESC, id DESC
     LIMIT :limit
-) ORDER BY created_at_ms, id
+) AS newest ORDER BY created_at_ms, id
 """
 
 COUNT_MESSAGES = "SELECT count(*) FROM messages WHERE thread_id = :thread_id"
@@ -269,7 +286,7 @@ def note_filter(
     status-and-time indexes serve in order, so the few pending notes among a million are found
     without walking the others); ``:kind``.
     """
-    conditions = ["1"]
+    conditions = ["TRUE"]
     if namespace:
         conditions.append("n.namespace = :namespace")
     if namespace_kind:

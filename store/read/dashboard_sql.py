@@ -40,6 +40,12 @@ RUNS_ACTIVE = (
 )
 
 
+# PostgreSQL's event tail: events whose numbers it saw skipped (their transaction had not
+# committed yet), and the runs of a list of ids (one array parameter).
+EVENTS_BY_SEQ = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq = ANY(?) ORDER BY seq"
+RUNS_BY_ID_LIST = f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ANY(?)"
+
+
 def runs_by_ids(count: int) -> str:
     """Runs with the given ids (``count`` placeholders), by primary key."""
     marks = ", ".join("?" for _ in range(count))
@@ -54,17 +60,18 @@ ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
 LIMIT ?
 """
 
-# Per-node token usage of one run, from calls through calls_node_idx.
+# Per-node token usage of one run, from calls through calls_node_idx. (PostgreSQL sums BIGINT
+# as NUMERIC: cast back so rows hold ints on both.)
 NODE_USAGE_OF_RUN = """
-SELECT node_id, iteration, coalesce(sum(kind = 'model'), 0) AS calls,
+SELECT node_id, iteration, count(*) FILTER (WHERE kind = 'model') AS calls,
        sum(cost_usd) AS cost_usd,
-       coalesce(sum(cost_usd IS NULL AND kind != 'retry'), 0) AS unpriced_calls,
-       coalesce(sum(input_tokens), 0) AS input_tokens,
-       coalesce(sum(cache_read_tokens), 0) AS cache_read_tokens,
-       coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,
-       coalesce(sum(output_tokens), 0) AS output_tokens,
-       coalesce(sum(reasoning_tokens), 0) AS reasoning_tokens,
-       coalesce(max(context_tokens), 0) AS max_context_tokens
+       count(*) FILTER (WHERE cost_usd IS NULL AND kind != 'retry') AS unpriced_calls,
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS input_tokens,
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS cache_read_tokens,
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS cache_write_tokens,
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS output_tokens,
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS reasoning_tokens,
+       CAST(coalesce(max(context_tokens), 0) AS BIGINT) AS max_context_tokens
 FROM calls WHERE run_id = ?
 GROUP BY node_id, iteration
 """
@@ -117,14 +124,14 @@ FROM usage_rollups WHERE run_id = ?
 """
 
 USAGE_OF_NODE = """
-SELECT bucket, coalesce(sum(kind = 'model'), 0) AS calls,
+SELECT bucket, count(*) FILTER (WHERE kind = 'model') AS calls,
        sum(cost_usd) AS cost_usd,
-       coalesce(sum(cost_usd IS NULL AND kind != 'retry'), 0) AS unpriced_calls,
-       coalesce(sum(input_tokens), 0) AS input_tokens,
-       coalesce(sum(cache_read_tokens), 0) AS cache_read_tokens,
-       coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,
-       coalesce(sum(output_tokens), 0) AS output_tokens,
-       coalesce(sum(reasoning_tokens), 0) AS reasoning_tokens
+       count(*) FILTER (WHERE cost_usd IS NULL AND kind != 'retry') AS unpriced_calls,
+       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS input_tokens,
+       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS cache_read_tokens,
+       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS cache_write_tokens,
+       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS output_tokens,
+       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS reasoning_tokens
 FROM calls WHERE run_id = ? AND node_id = ?
 GROUP BY bucket
 """

@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from store.db.postgres.pg_database import PostgresDatabase
+from store.read import dashboard_sql as sql
 from store.read.dashboard_reader import DashboardReader, EventRow, RunRow, _build
 from store.runs.artifact_chunks import ArtifactChunks
-from store.sql.postgres import dashboard as pg_sql
-from store.sql.postgres.statement import Native
 from store.workspace.layout import Workspace
 
 GAP_TIMEOUT_S = 60.0
@@ -77,7 +76,7 @@ class PgDashboardReader(DashboardReader):
 
     async def max_event_seq(self) -> int:
         """The newest event number; the tail continues after it."""
-        high = int(await self._db.fetch_value(pg_sql.MAX_EVENT_SEQ) or 0)
+        high = int(await self._db.fetch_value(sql.MAX_EVENT_SEQ) or 0)
         self._high = self._echo = high
         self._gaps.clear()
         return high
@@ -90,14 +89,12 @@ class PgDashboardReader(DashboardReader):
             self._high, self._gaps = seq, {}
         filled: list[Any] = []
         if self._gaps:
-            filled = await self._db.fetch_all(
-                Native(pg_sql.EVENTS_BY_SEQ), (sorted(self._gaps),)
-            )
+            filled = await self._db.fetch_all(sql.EVENTS_BY_SEQ, (sorted(self._gaps),))
             for row in filled:
                 self._gaps.pop(int(row["seq"]), None)
             expired = time.monotonic() - GAP_TIMEOUT_S
             self._gaps = {n: at for n, at in self._gaps.items() if at > expired}
-        rows = await self._db.fetch_all(Native(pg_sql.EVENTS_SINCE), (self._high, limit))
+        rows = await self._db.fetch_all(sql.EVENTS_SINCE, (self._high, limit))
         if rows:
             now = time.monotonic()
             for gap in find_gaps(self._high, [int(row["seq"]) for row in rows]):
@@ -110,5 +107,5 @@ class PgDashboardReader(DashboardReader):
 
     async def runs_by_ids(self, run_ids: Sequence[str]) -> dict[str, RunRow]:
         ids = list(dict.fromkeys(run_ids))
-        rows = await self._db.fetch_all(Native(pg_sql.RUNS_BY_ID_LIST), (ids,))
+        rows = await self._db.fetch_all(sql.RUNS_BY_ID_LIST, (ids,))
         return {row.run_id: row for row in _build(RunRow, rows)}

@@ -1,40 +1,38 @@
-"""SQL for artifacts kept in a PostgreSQL workspace (``artifact_chunks``): PostgreSQL only, so
-written as :class:`~store.sql.postgres.statement.Native` text (there is no SQLite statement to
-pair with: a SQLite workspace keeps its artifacts as files)."""
+"""SQL for artifacts kept in a PostgreSQL workspace (``artifact_chunks``): PostgreSQL only (a
+SQLite workspace keeps its artifacts as files), written in the store's one spelling like every
+statement and rendered by :mod:`store.db.dialect`."""
 
 from __future__ import annotations
 
-from store.sql.postgres.statement import Native
-
-APPEND_CHUNK = Native("""
+APPEND_CHUNK = """
 INSERT INTO artifact_chunks (path, offset_bytes, data, written_at_ms)
-VALUES (%(path)s, %(offset)s, %(data)s, %(now)s)
+VALUES (:path, :offset, :data, :now)
 ON CONFLICT (path, offset_bytes) DO UPDATE SET data = excluded.data,
     written_at_ms = excluded.written_at_ms
-""")
+"""
 
 # Drop what lies at or after an offset (a file rewritten from there).
-TRUNCATE_FROM = Native("""
-DELETE FROM artifact_chunks WHERE path = %(path)s AND offset_bytes >= %(offset)s
-""")
+TRUNCATE_FROM = """
+DELETE FROM artifact_chunks WHERE path = :path AND offset_bytes >= :offset
+"""
 
-FILE_SIZE = Native("""
-SELECT coalesce(max(offset_bytes + length(data)), 0) FROM artifact_chunks WHERE path = %(path)s
-""")
+FILE_SIZE = """
+SELECT coalesce(max(offset_bytes + length(data)), 0) FROM artifact_chunks WHERE path = :path
+"""
 
 # Chunks that end after :offset, in order, up to :limit of them.
-CHUNKS_FROM = Native("""
+CHUNKS_FROM = """
 SELECT offset_bytes, data FROM artifact_chunks
-WHERE path = %(path)s AND offset_bytes + length(data) > %(offset)s
-ORDER BY offset_bytes LIMIT %(limit)s
-""")
+WHERE path = :path AND offset_bytes + length(data) > :offset
+ORDER BY offset_bytes LIMIT :limit
+"""
 
 # Paths below a prefix (a run, a node), with their sizes.
-PATHS_UNDER = Native("""
+PATHS_UNDER = """
 SELECT path, max(offset_bytes + length(data)) AS size FROM artifact_chunks
-WHERE path >= %(low)s AND path < %(high)s GROUP BY path ORDER BY path
-""")
+WHERE path >= :low AND path < :high GROUP BY path ORDER BY path
+"""
 
-FILE_EXISTS = Native("SELECT 1 FROM artifact_chunks WHERE path = %(path)s LIMIT 1")
+FILE_EXISTS = "SELECT 1 FROM artifact_chunks WHERE path = :path LIMIT 1"
 
-COUNT_FILES = Native("SELECT count(DISTINCT path) FROM artifact_chunks")
+COUNT_FILES = "SELECT count(DISTINCT path) FROM artifact_chunks"

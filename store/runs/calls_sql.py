@@ -18,10 +18,11 @@ INSERT INTO usage_rollups (run_id, bucket, calls, input_tokens, cache_read_token
                            cache_write_tokens, output_tokens, reasoning_tokens, cost_usd,
                            unpriced_calls)
 VALUES (:rollup_run_id, :bucket, :counted, :input_tokens, :cache_read_tokens,
-        :cache_write_tokens, :output_tokens, :reasoning_tokens, coalesce(:cost_usd, 0),
+        :cache_write_tokens, :output_tokens, :reasoning_tokens,
+        coalesce(CAST(:cost_usd AS DOUBLE PRECISION), 0),
         :unpriced)
 ON CONFLICT (run_id, bucket) DO UPDATE SET
-    calls = calls + excluded.calls,
+    calls = usage_rollups.calls + excluded.calls,
     cost_usd = usage_rollups.cost_usd + excluded.cost_usd,
     unpriced_calls = usage_rollups.unpriced_calls + excluded.unpriced_calls,
     input_tokens = usage_rollups.input_tokens + excluded.input_tokens,
@@ -52,7 +53,7 @@ UPDATE runs SET input_tokens = input_tokens + :input_tokens,
     cache_write_tokens = cache_write_tokens + :cache_write_tokens,
     output_tokens = output_tokens + :output_tokens,
     reasoning_tokens = reasoning_tokens + :reasoning_tokens,
-    cost_usd = cost_usd + coalesce(:cost_usd, 0),
+    cost_usd = cost_usd + coalesce(CAST(:cost_usd AS DOUBLE PRECISION), 0),
     unpriced_calls = unpriced_calls + :unpriced,
     updated_at_ms = :now
 WHERE run_id = :run_id

@@ -7,12 +7,18 @@ INSERT INTO events (at_ms, type, run_id, node_id, iteration, attempt, payload_js
 VALUES (?, ?, ?, ?, ?, ?, ?)
 """
 
-EVENTS_SINCE = "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?"
+EVENT_COLUMNS = "seq, at_ms, type, run_id, node_id, iteration, attempt, payload_json"
 
-EVENTS_SINCE_RUN = "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+EVENTS_SINCE = f"SELECT {EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?"
 
-RECENT_EVENTS = "SELECT * FROM events ORDER BY seq DESC LIMIT ?"
+EVENTS_SINCE_RUN = (
+    f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+)
 
-RECENT_EVENTS_RUN = "SELECT * FROM events WHERE run_id = ? ORDER BY seq DESC LIMIT ?"
+RECENT_EVENTS = f"SELECT {EVENT_COLUMNS} FROM events ORDER BY seq DESC LIMIT ?"
+
+RECENT_EVENTS_RUN = (
+    f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? ORDER BY seq DESC LIMIT ?"
+)
 
 LAST_EVENT_SEQ = "SELECT coalesce(max(seq), 0) FROM events"

@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+from store.db.dialect import Statement
+
 # A queued run waits as 'pending' with queued_at_ms set; a running queued run whose lease has
 # expired (its worker died or stalled) is claimable again. Oldest first.
 _CLAIMABLE = """queued_at_ms IS NOT NULL AND (
         status = 'pending'
         OR (status = 'running' AND coalesce(lease_expires_at_ms, 0) <= :now))"""
 
-# Each claim raises the fencing token; cancel and clear requests stay for the new holder.
-CLAIM_NEXT = f"""
-UPDATE runs SET status = 'running', owner_id = :owner_id, lease_token = lease_token + 1,
+_CLAIM = """SET status = 'running', owner_id = :owner_id, lease_token = {r}lease_token + 1,
     lease_expires_at_ms = :now + :lease_ms, heartbeat_at_ms = :now,
-    started_at_ms = coalesce(started_at_ms, :now), finished_at_ms = NULL, error = NULL,
-    updated_at_ms = :now
-WHERE run_id = (
-    SELECT run_id FROM runs WHERE {_CLAIMABLE} ORDER BY queued_at_ms, run_id LIMIT 1
+    started_at_ms = coalesce({r}started_at_ms, :now), finished_at_ms = NULL, error = NULL,
+    updated_at_ms = :now"""
+_OLDEST_CLAIMABLE = (
+    f"SELECT run_id FROM runs WHERE {_CLAIMABLE} ORDER BY queued_at_ms, run_id LIMIT 1"
 )
-RETURNING *
-"""
+
+# Each claim raises the fencing token; cancel and clear requests stay for the new holder.
+# PostgreSQL locks its candidate row with FOR UPDATE SKIP LOCKED: workers claiming at once each
+# take a different run without waiting on each other (SQLite has one writer at a time).
+CLAIM_NEXT = Statement(
+    f"UPDATE runs {_CLAIM.format(r='')}\nWHERE run_id = ({_OLDEST_CLAIMABLE})\nRETURNING *\n",
+    postgres=f"""WITH candidate AS ({_OLDEST_CLAIMABLE} FOR UPDATE SKIP LOCKED)
+UPDATE runs r {_CLAIM.format(r='r.')}
+FROM candidate WHERE r.run_id = candidate.run_id
+RETURNING r.*
+""",
+)
 
 ENQUEUE = """
 UPDATE runs SET queued_at_ms = coalesce(queued_at_ms, :now), updated_at_ms = :now
@@ -38,8 +48,10 @@ WHERE run_id = :run_id AND owner_id = :owner_id AND lease_token = :token AND sta
 """
 
 # The fence every write of a leased run passes first: the run is still held under this token.
-# (PostgreSQL also locks the row, so a claim and a fenced write never interleave.)
-HOLD_LEASE = "SELECT 1 FROM runs WHERE run_id = :run_id AND lease_token = :token"
+# PostgreSQL also locks the row (FOR NO KEY UPDATE) for the rest of the writing transaction, so
+# a claim by another worker either commits before it (and the fence finds a new token) or waits.
+_HOLD_LEASE = "SELECT 1 FROM runs WHERE run_id = :run_id AND lease_token = :token"
+HOLD_LEASE = Statement(_HOLD_LEASE, postgres=f"{_HOLD_LEASE} FOR NO KEY UPDATE")
 
 QUEUE_DEPTH = "SELECT count(*) FROM runs WHERE queued_at_ms IS NOT NULL AND status = 'pending'"
 

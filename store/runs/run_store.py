@@ -850,7 +850,7 @@ class RunStore(CallLog, MemoryBlockLog):
                 "now": now,
             },
         )
-        handoff_id = int(cursor.lastrowid or 0)
+        handoff_id = int(cursor.fetchall()[0][0])
         self._insert_events(
             conn,
             now,

@@ -27,9 +27,10 @@ SELECT cancel_requested_at_ms, clear_requested_at_ms, clear_reason FROM runs WHE
 # Finished runs keep their finish time; a run that goes back to running (resume) clears it.
 UPDATE_RUN_STATUS = """
 UPDATE runs SET status = :status,
-    error = CASE WHEN :set_error THEN :error ELSE error END,
-    output_json = CASE WHEN :set_output THEN :output_json ELSE output_json END,
-    finished_at_ms = CASE WHEN :status IN ('running', 'pending') THEN NULL ELSE :now END,
+    error = CASE WHEN :set_error THEN CAST(:error AS TEXT) ELSE error END,
+    output_json = CASE WHEN :set_output THEN CAST(:output_json AS TEXT) ELSE output_json END,
+    finished_at_ms = CASE WHEN :status IN ('running', 'pending') THEN NULL
+                          ELSE CAST(:now AS BIGINT) END,
     updated_at_ms = :now
 WHERE run_id = :run_id
 """
@@ -68,8 +69,8 @@ WHERE run_id = :run_id
 """
 
 UPDATE_PROGRESS = """
-UPDATE runs SET nodes_done = coalesce(:nodes_done, nodes_done),
-    nodes_total = coalesce(:nodes_total, nodes_total), updated_at_ms = :now
+UPDATE runs SET nodes_done = coalesce(CAST(:nodes_done AS BIGINT), nodes_done),
+    nodes_total = coalesce(CAST(:nodes_total AS BIGINT), nodes_total), updated_at_ms = :now
 WHERE run_id = :run_id
 """
 
@@ -123,14 +124,16 @@ WHERE usage_rollups.run_id = '' AND usage_rollups.bucket = r.bucket
 UPSERT_NODE = """
 INSERT INTO nodes (run_id, node_id, iteration, state, attempts, cached, depends_on_json,
                    output_json, error, started_at_ms, finished_at_ms, updated_at_ms)
-VALUES (:run_id, :node_id, :iteration, :state, coalesce(:attempts, 0), coalesce(:cached, 0),
-        :depends_on_json, :output_json, :error,
-        CASE WHEN :state = 'running' THEN :now END,
-        CASE WHEN :state IN ('finished', 'failed', 'cancelled', 'skipped') THEN :now END, :now)
+VALUES (:run_id, :node_id, :iteration, :state, coalesce(CAST(:attempts AS BIGINT), 0),
+        coalesce(CAST(:cached AS INTEGER), 0), :depends_on_json, :output_json, :error,
+        CASE WHEN :state = 'running' THEN CAST(:now AS BIGINT) END,
+        CASE WHEN :state IN ('finished', 'failed', 'cancelled', 'skipped')
+             THEN CAST(:now AS BIGINT) END,
+        :now)
 ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET
     state = excluded.state,
-    attempts = coalesce(:attempts, nodes.attempts),
-    cached = coalesce(:cached, nodes.cached),
+    attempts = coalesce(CAST(:attempts AS BIGINT), nodes.attempts),
+    cached = coalesce(CAST(:cached AS INTEGER), nodes.cached),
     depends_on_json = coalesce(excluded.depends_on_json, nodes.depends_on_json),
     output_json = CASE WHEN :set_output THEN excluded.output_json ELSE nodes.output_json END,
     error = CASE WHEN :set_error THEN excluded.error ELSE nodes.error END,
@@ -144,14 +147,15 @@ ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET
 UPDATE_NODE = """
 UPDATE nodes SET
     state = :state,
-    attempts = coalesce(:attempts, attempts),
-    cached = coalesce(:cached, cached),
-    depends_on_json = coalesce(:depends_on_json, depends_on_json),
-    output_json = CASE WHEN :set_output THEN :output_json ELSE output_json END,
-    error = CASE WHEN :set_error THEN :error ELSE error END,
-    started_at_ms = coalesce(started_at_ms, CASE WHEN :state = 'running' THEN :now END),
+    attempts = coalesce(CAST(:attempts AS BIGINT), attempts),
+    cached = coalesce(CAST(:cached AS INTEGER), cached),
+    depends_on_json = coalesce(CAST(:depends_on_json AS TEXT), depends_on_json),
+    output_json = CASE WHEN :set_output THEN CAST(:output_json AS TEXT) ELSE output_json END,
+    error = CASE WHEN :set_error THEN CAST(:error AS TEXT) ELSE error END,
+    started_at_ms = coalesce(started_at_ms,
+                             CASE WHEN :state = 'running' THEN CAST(:now AS BIGINT) END),
     finished_at_ms = CASE WHEN :state IN ('finished', 'failed', 'cancelled', 'skipped')
-                          THEN :now END,
+                          THEN CAST(:now AS BIGINT) END,
     updated_at_ms = :now
 WHERE run_id = :run_id AND node_id = :node_id AND iteration = :iteration
 """
@@ -188,11 +192,11 @@ ON CONFLICT (run_id, node_id, iteration, attempt) DO UPDATE SET
 # Token totals are written exactly once, here, when the attempt ends.
 FINISH_ATTEMPT = """
 UPDATE attempts SET state = :state, response_text = :response_text, error = :error,
-    model = coalesce(:model, model), cached = :cached, finished_at_ms = :now,
+    model = coalesce(CAST(:model AS TEXT), model), cached = :cached, finished_at_ms = :now,
     input_tokens = :input_tokens, cache_read_tokens = :cache_read_tokens,
     cache_write_tokens = :cache_write_tokens, output_tokens = :output_tokens,
     reasoning_tokens = :reasoning_tokens,
-    details_json = coalesce(:details_json, details_json),
+    details_json = coalesce(CAST(:details_json AS TEXT), details_json),
     -- The attempt's cost is written once, from its calls (calls_node_idx): priced sum and the
     -- number of calls whose price is unknown (retry rows cost nothing).
     cost_usd = (SELECT sum(c.cost_usd) FROM calls AS c
@@ -248,6 +252,7 @@ INSERT INTO handoffs (from_run_id, to_run_id, trigger, reason, generation, token
                       carried_state_json, carried_bytes, created_at_ms)
 VALUES (:from_run_id, :to_run_id, :trigger, :reason, :generation, :tokens_at_handoff,
         :carried_state_json, :carried_bytes, :now)
+RETURNING handoff_id
 """
 
 SELECT_HANDOFFS_FROM = "SELECT * FROM handoffs WHERE from_run_id = ? ORDER BY handoff_id"

@@ -48,7 +48,7 @@ ORDER BY n.rowid
 # Notes whose status or supersession changed after change :after, as they are now (namespace
 # NULL: the note was deleted).
 CHANGED_NOTES = f"""
-SELECT c.note_rowid, n.namespace, n.status, CASE WHEN n.id IS NULL THEN 0 ELSE {_SUPERSEDED} END
+SELECT c.note_rowid, n.namespace, n.status, CASE WHEN n.id IS NULL THEN FALSE ELSE {_SUPERSEDED} END
        AS superseded
 FROM (SELECT DISTINCT note_rowid FROM note_changes WHERE seq > :after) c
 LEFT JOIN notes n ON n.rowid = c.note_rowid
@@ -57,5 +57,5 @@ LEFT JOIN notes n ON n.rowid = c.note_rowid
 # Full rows of ranked notes (:rowids is a JSON array).
 NOTES_BY_ROWID = f"""
 SELECT {NOTE_COLUMNS_N}, n.rowid AS rowid FROM notes n
-WHERE n.rowid IN (SELECT value FROM json_each(:rowids))
+WHERE n.rowid IN (SELECT CAST(value AS BIGINT) FROM json_each(:rowids))
 """

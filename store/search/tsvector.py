@@ -1,7 +1,7 @@
 """Full-text matching on PostgreSQL with the shared search policy.
 
-FTS5 tokenizes inside SQLite; PostgreSQL gets the same words from Python instead: a note's or
-fact's ``search_vector`` holds :func:`store.search.search_policy.index_terms` (the policy's split,
+FTS5 tokenizes inside SQLite; PostgreSQL gets the same words from Python instead: a fact's
+``search_vector`` holds :func:`store.search.search_policy.index_terms` (the policy's split,
 folding and Porter stemming), so both backends match exactly the same words. Queries arrive as
 the FTS5 expressions the policy builds (quoted literals joined by spaces or ``OR``) and become
 ``tsquery`` text here. Ranking notes is not done in SQL on either backend: recall and note
@@ -58,12 +58,6 @@ def fts5_to_tsquery(expression: str) -> str:
         group = " <-> ".join(_quote(word) for word in words)
         groups.append(f"({group})" if len(words) > 1 else group)
     return joiner.join(groups) if groups else "''"
-
-
-def derive_note(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Lexemes and token count of a note body (``%(search_vector)s``, ``%(body_length)s``)."""
-    vector, length = tsvector_text(str(params["body"]))
-    return {"search_vector": vector, "body_length": length}
 
 
 def derive_fact(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,8 +5,7 @@ Everything moves in one PostgreSQL transaction, so a failure leaves the target a
 - every table the two schemas share, by the columns they share (a SQLite column with no place
   in PostgreSQL is refused before anything is written, so nothing is silently dropped); rows keep
   their ids, and identity sequences continue after the largest copied id;
-- what PostgreSQL derives instead of SQLite's FTS5 (a note's and a fact's ``search_vector``,
-  a note's token count; ``note_stats`` and ``note_terms`` by their triggers);
+- what PostgreSQL derives instead of SQLite's FTS5 (a fact's ``search_vector``);
 - every file under ``artifacts/`` into ``artifact_chunks``;
 - then, still inside the transaction, the row count of every table and the number and bytes
   of artifact files are compared with the source; any difference rolls everything back.
@@ -30,7 +29,7 @@ from store.db.postgres.pg_database import PostgresDatabase
 from store.db.sqlite.sqlite_database import SqliteDatabase
 from store.errors import InvalidInputError, WorkspaceError
 from store.runs.artifact_chunks import MAX_CHUNK_BYTES
-from store.search.tsvector import derive_fact, derive_note
+from store.search.tsvector import derive_fact
 
 # Parents before children (foreign keys); tables not named here follow, sorted.
 COPY_ORDER = (
@@ -54,7 +53,6 @@ COPY_ORDER = (
 )
 # What PostgreSQL stores beside a copied row, computed from it.
 DERIVED: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
-    "notes": derive_note,
     "facts": derive_fact,
 }
 

@@ -36,13 +36,12 @@ from psycopg_pool import ConnectionPool
 
 from store.clock import SYSTEM_CLOCK, Clock
 from store.db.database_url import redact_url, scrub
+from store.db.dialect import postgres_params, postgres_text
 from store.db.durability import DEFAULT_DURABILITY, PG_SYNCHRONOUS_COMMIT, read_durability
 from store.db.postgres import pg_schema as schema
 from store.db.seam import Database, Params
 from store.errors import DatabaseUnavailable, NotFoundError, WorkspaceError
-from store.runs import events_sql as lite_events
-from store.sql.postgres.catalogue import Catalogue, catalogue
-from store.sql.postgres.statement import Native, Twin
+from store.runs.events_sql import INSERT_EVENT
 from store.workspace.layout import Workspace
 
 T = TypeVar("T")
@@ -100,17 +99,12 @@ def row_factory(cursor: Any) -> Callable[[Sequence[Any]], PgRow]:
 
 
 class PgCursor:
-    """The result of one statement: rows read eagerly, ``rowcount`` and ``lastrowid``."""
+    """The result of one statement: rows read eagerly and ``rowcount``."""
 
     def __init__(self, rows: list[Any], rowcount: int) -> None:
         self._rows = rows
         self._next = 0
         self.rowcount = rowcount
-
-    @property
-    def lastrowid(self) -> int | None:
-        """The id a twin's ``RETURNING`` gave (PostgreSQL has no rowid)."""
-        return int(self._rows[0][0]) if self._rows else None
 
     def fetchone(self) -> Any:
         if self._next >= len(self._rows):
@@ -132,31 +126,26 @@ class PgCursor:
 
 class PgConnection:
     """Adapts a psycopg connection to what the store's callbacks use of ``sqlite3.Connection``:
-    statements are translated through the catalogue, parameters derived where a twin says so,
-    and event inserts remembered for the commit's notification."""
+    each statement is rendered for PostgreSQL by :mod:`store.db.dialect` (its variant where it
+    has one), parameters derived where it says so, and event inserts remembered for the
+    commit's notification."""
 
-    def __init__(self, conn: psycopg.Connection[Any], statements: Catalogue) -> None:
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
-        self._statements = statements
         self.wrote_events = False
 
     def _translate(self, sql: str, params: Any) -> tuple[str, Any]:
-        if isinstance(sql, Native):
-            return str(sql), params
-        if sql not in self._statements.twins and sql not in self._statements.names and not params:
-            # Parameterless text that names no store statement (portable SQL, e.g. a count).
-            return sql, params
-        twin = self._statements.lookup(sql)
-        if sql == lite_events.INSERT_EVENT:
+        if sql == INSERT_EVENT:
             self.wrote_events = True
-        if isinstance(twin, Twin):
-            return twin.text, twin.params(_named(params))
-        return twin, params
+        return postgres_text(sql), postgres_params(sql, params)
 
     def execute(self, sql: str, parameters: Params = (), /) -> PgCursor:
         text, params = self._translate(sql, parameters)
         with self._conn.cursor() as cursor:
-            cursor.execute(text, params if params else None)
+            if params:
+                cursor.execute(text, params)
+            else:  # no markers to bind: sent as written, one or more statements
+                cursor.execute(text.replace("%%", "%"))
             rows = cursor.fetchall() if cursor.description is not None else []
             return PgCursor(rows, cursor.rowcount)
 
@@ -164,22 +153,10 @@ class PgConnection:
         batch = list(parameters)
         if not batch:
             return PgCursor([], 0)
-        text, first = self._translate(sql, batch[0])
-        twin = self._statements.twins.get(sql)
-        rows = (
-            [first, *(twin.params(_named(p)) for p in batch[1:])]
-            if isinstance(twin, Twin)
-            else batch
-        )
+        text = postgres_text(sql)
         with self._conn.cursor() as cursor:
-            cursor.executemany(text, rows)
+            cursor.executemany(text, [self._translate(sql, one)[1] for one in batch])
             return PgCursor([], cursor.rowcount)
-
-
-def _named(params: Any) -> dict[str, Any]:
-    if not isinstance(params, dict):
-        raise TypeError("A statement with derived parameters takes named parameters.")
-    return params
 
 
 # -- the database --------------------------------------------------------------------------------
@@ -219,7 +196,6 @@ class PostgresDatabase(Database):
         synchronous_commit."""
         self.role_can_write = True
         """Whether the role may write the workspace (a dashboard hides write keys if not)."""
-        self._statements = catalogue()
 
     @property
     def url(self) -> str:
@@ -319,7 +295,7 @@ class PostgresDatabase(Database):
     # -- running callbacks -----------------------------------------------------------------
 
     def _adapter(self, conn: psycopg.Connection[Any]) -> PgConnection:
-        return PgConnection(conn, self._statements)
+        return PgConnection(conn)
 
     async def _in_thread(self, call: Callable[[], T]) -> T:
         try:
@@ -392,7 +368,7 @@ class PostgresDatabase(Database):
 
     def native(self, work: Callable[[psycopg.Connection[Any]], T]) -> Awaitable[T]:
         """Run ``work`` on a pooled psycopg connection (autocommit) in a worker thread: for
-        PostgreSQL-only operations (queue claims, migration copies) written in ``Native`` SQL."""
+        PostgreSQL-only operations (migration copies with ``COPY``)."""
 
         def call() -> T:
             with self._pool.connection() as conn:

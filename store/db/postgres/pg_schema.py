@@ -7,9 +7,9 @@ PostgreSQL's words:
 - text columns use the ``"C"`` collation, the byte order SQLite compares in (listings sort the
   same, and namespace-kind ranges such as ``workflow:`` .. ``workflow;`` mean the same);
 - JSON columns stay ``TEXT`` (stored verbatim, as written) with a ``::json`` check;
-- the FTS5 indexes become ``tsvector`` columns with GIN indexes, filled with the lexemes the
-  shared search policy computes in Python (``store/search/tsvector.py``), so both backends
-  match and explain the same words; ``note_stats`` keeps what BM25 needs (documents, tokens);
+- the facts' FTS5 index becomes a ``tsvector`` column with a GIN index, filled with the
+  lexemes the shared search policy computes in Python (``store/search/tsvector.py``), so both
+  backends match the same words (notes are ranked by the in-memory term index on both);
 - event numbers are handed out at insert, not at commit, so a tail keeps track of the numbers
   it has not seen committed yet (``store/read/pg_dashboard_tail.py``).
 
@@ -413,6 +413,17 @@ CREATE TABLE vector_progress (
 );
 """
 
+# The notes' full-text column, its GIN index and the BM25 totals kept by a trigger: written on
+# every note and read by nothing since note search and recall rank with the in-memory term index
+# (store/search/term_index.py). Facts keep their search_vector (recall matches facts with it).
+_MIGRATION_UNREAD_NOTES_SEARCH = """
+DROP TRIGGER IF EXISTS notes_count ON notes;
+DROP FUNCTION IF EXISTS tether_count_notes();
+DROP TABLE IF EXISTS note_stats;
+DROP INDEX IF EXISTS notes_search_idx;
+ALTER TABLE notes DROP COLUMN IF EXISTS search_vector, DROP COLUMN IF EXISTS body_length;
+"""
+
 # The ordered, append-only list. Index i takes schema_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_1,
@@ -420,6 +431,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_ARTIFACTS,
     _MIGRATION_COST,
     _MIGRATION_RECALL,
+    _MIGRATION_UNREAD_NOTES_SEARCH,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

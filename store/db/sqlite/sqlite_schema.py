@@ -465,9 +465,24 @@ DROP INDEX IF EXISTS nodes_updated_idx;
 DROP INDEX IF EXISTS runs_updated_idx;
 """
 
+# The notes' FTS5 index, written on every note and read by nothing since note search and recall
+# rank with the in-memory term index (store/search/term_index.py). Facts keep facts_fts (recall
+# matches facts with it).
+_MIGRATION_UNREAD_NOTES_FTS = """
+DROP TABLE IF EXISTS notes_fts_vocab;
+DROP TRIGGER IF EXISTS notes_fts_insert;
+DROP TRIGGER IF EXISTS notes_fts_delete;
+DROP TABLE IF EXISTS notes_fts;
+"""
+
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
-    _MIGRATION_1, _MIGRATION_2, _MIGRATION_RECALL, _MIGRATION_QUEUE, _MIGRATION_UNREAD_INDEXES
+    _MIGRATION_1,
+    _MIGRATION_2,
+    _MIGRATION_RECALL,
+    _MIGRATION_QUEUE,
+    _MIGRATION_UNREAD_INDEXES,
+    _MIGRATION_UNREAD_NOTES_FTS,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

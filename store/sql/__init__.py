@@ -1,1 +1,0 @@
-"""SQL text for each store area, kept beside the schema."""
