@@ -50,7 +50,7 @@ import bench_note_search
 import bench_recall
 from bench_memory_writes import machine
 
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.memory.memory_store import MemoryStore
 from store.memory.notes import NoteInput
 from store.search.term_index import TermIndex
@@ -79,11 +79,12 @@ from pathlib import Path
 from engine.memory.block import build_block
 from engine.memory.items import RecallRequest
 from engine.memory.recall import KeywordRecallBackend
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
+from store.db.backends import open_database, open_readonly
 from store.workspace.layout import Workspace
 
 async def main():
-    db = await Database.open(Workspace(Path(sys.argv[1])), create=False)
+    db = await open_database(Workspace(Path(sys.argv[1])), create=False)
     backend = KeywordRecallBackend(db)
     started = time.perf_counter()
     result = await backend.recall(RecallRequest((sys.argv[2],), sys.argv[3]))
@@ -244,7 +245,7 @@ async def first_recall(count: int, rounds: int) -> dict[str, Any]:
     command = [PYTHON, "-c", FIRST_RECALL, str(folder), bench_recall.BANK, query]
     cold, out = run(command)  # builds the bank and saves its snapshot
     cold_ms = json.loads(out)["ms"]
-    db = await Database.open(Workspace(folder), create=False)
+    db = await open_database(Workspace(folder), create=False)
     from engine.memory.items import RecallRequest
     from engine.memory.recall import KeywordRecallBackend
 

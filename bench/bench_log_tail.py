@@ -17,7 +17,7 @@ from pathlib import Path
 from textual.widgets import TabbedContent
 
 from engine.artifacts import stream_log_path
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 from tui.app import TetherApp
@@ -42,7 +42,7 @@ def append_lines(path: Path, start: int, count: int) -> None:
 
 async def measure(root: Path, lines: int) -> dict[str, float]:
     workspace = Workspace(root)
-    async with await Database.open(workspace) as db:
+    async with await open_database(workspace) as db:
         store = RunStore(db)
         run = await store.create_run("log-bench", run_id="r-logbench")
         await store.upsert_node(run.run_id, "chatty", 0, "running", attempts=1)

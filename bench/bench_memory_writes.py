@@ -28,7 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
+from store.db.seam import Database
 from store.memory import memory_sql
 from store.memory.memory_store import MemoryStore
 from store.model.run_records import NewEvent
@@ -53,7 +54,7 @@ def _payload(index: int) -> dict[str, Any]:
 
 
 async def _fresh(root: Path, name: str) -> Database:
-    return await Database.open(Workspace(root / name))
+    return await open_database(Workspace(root / name))
 
 
 def _raw(db_path: Path) -> sqlite3.Connection:
@@ -171,13 +172,13 @@ async def compare(
     """Best of ``repeats`` runs of each side, alternating, each on a fresh workspace."""
     tether_times, raw_times = [], []
     for attempt in range(repeats):
-        db = await Database.open(Workspace(root / f"{what}-tether-{attempt}"))
+        db = await open_database(Workspace(root / f"{what}-tether-{attempt}"))
         try:
             tether_times.append(await tether(db, rows))
         finally:
             await db.close()
         raw_root = root / f"{what}-raw-{attempt}"
-        await (await Database.open(Workspace(raw_root))).close()  # same migrated schema
+        await (await open_database(Workspace(raw_root))).close()  # same migrated schema
         conn = _raw(raw_root / "tether.db")
         try:
             raw_times.append(raw(conn, rows))

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_memory_writes import machine
 
 from store.clock import SYSTEM_CLOCK
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
 from store.memory.memory_sql import NOT_SUPERSEDED_BY_ACCEPTED
 from store.memory.memory_store import MemoryStore
@@ -86,7 +86,7 @@ def word(rank: int) -> str:
 
 async def generate(path: Path, count: int) -> None:
     """Write ``count`` notes into a fresh Tether database at ``path`` (seeded, reproducible)."""
-    await (await Database.open(Workspace(path.parent))).close()
+    await (await open_database(Workspace(path.parent))).close()
     rng = random.Random(count)
     words = [word(rank) for rank in range(VOCABULARY)]
     weights = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(VOCABULARY)))
@@ -255,7 +255,7 @@ async def measure(count: int, rounds: int) -> list[dict[str, Any]]:
                   SCOPED: Reference([r for r in live if r[1] == SCOPED])}
     print(f"  references built in {time.perf_counter() - started:.1f}s", flush=True)
     store = MemoryStore(
-        await Database.open(Workspace(path.parent), create=False, clock=SYSTEM_CLOCK),
+        await open_database(Workspace(path.parent), create=False, clock=SYSTEM_CLOCK),
         owns_db=True,
     )
     results = []

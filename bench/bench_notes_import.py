@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_memory_writes import machine
 
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
+from store.db.seam import Database
 from store.memory.memory_sql import INSERT_NOTE_AT
 from store.memory.memory_store import MemoryStore
 from store.memory.notes import NoteInput
@@ -57,7 +58,7 @@ def raw_rows(first: int, count: int, now: int) -> list[dict[str, Any]]:
 
 
 async def fresh(root: Path, name: str) -> Database:
-    return await Database.open(Workspace(root / name))
+    return await open_database(Workspace(root / name))
 
 
 def pragmas(conn: sqlite3.Connection) -> tuple[str, int]:

@@ -33,7 +33,7 @@ from engine.agents.base import AgentRequest, AgentResult, ModelCall  # noqa: E40
 from engine.config import EngineConfig  # noqa: E402
 from engine.scheduler import Engine  # noqa: E402
 from engine.workflow import Workflow  # noqa: E402
-from store.db.sqlite.sqlite_database import Database  # noqa: E402
+from store.db.backends import open_database  # noqa: E402
 from store.model.run_records import TokenUsage  # noqa: E402
 from store.workspace.layout import Workspace  # noqa: E402
 
@@ -90,7 +90,7 @@ async def run_once(backend: str, shape: str) -> float:
         workspace.config_path.write_text(
             f'[workspace]\ndurability = "{BACKENDS[backend]}"\n', encoding="utf-8"
         )
-        async with await Database.open(workspace) as db:
+        async with await open_database(workspace) as db:
             engine = Engine(db, config=EngineConfig(poll_interval_s=0.5))
             started = time.perf_counter()
             outcome = await engine.start(workflow(shape), {})

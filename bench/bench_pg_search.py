@@ -32,7 +32,8 @@ from pg_support import machine, percentile, server_url, write_results  # noqa: E
 
 from engine.memory.items import RecallRequest  # noqa: E402
 from engine.memory.recall import LocalRecallBackend  # noqa: E402
-from store.db.sqlite.sqlite_database import Database  # noqa: E402
+from store.db.backends import open_database  # noqa: E402
+from store.db.seam import Database  # noqa: E402
 from store.memory.memory_store import MemoryStore  # noqa: E402
 from store.workspace.layout import Workspace  # noqa: E402
 
@@ -71,7 +72,7 @@ async def sqlite_workspace(count: int, notes: list[tuple[str, str, str, int]] | 
     import shutil
 
     shutil.rmtree(folder, ignore_errors=True)
-    await (await Database.open(workspace)).close()
+    await (await open_database(workspace)).close()
     assert notes is not None
     conn = sqlite3.connect(workspace.database_path, isolation_level=None)
     conn.execute("BEGIN")
@@ -102,7 +103,7 @@ async def pg_workspace(count: int, notes: list[tuple[str, str, str, int]] | None
             return workspace
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         conn.execute(f'CREATE SCHEMA "{schema}"')
-    await (await Database.open(workspace)).close()
+    await (await open_database(workspace)).close()
     assert notes is not None
     with psycopg.connect(url) as conn:
         with conn.cursor().copy(
@@ -132,8 +133,8 @@ async def measure(count: int, repeat: int, fresh: bool) -> list[dict[str, Any]]:
     except AssertionError:
         pg_ws = await pg_workspace(count, rows(count), True)
     results = []
-    async with await Database.open(lite_ws, create=False) as lite, \
-            await Database.open(pg_ws, create=False) as pg:
+    async with await open_database(lite_ws, create=False) as lite, \
+            await open_database(pg_ws, create=False) as pg:
         dbs = {"sqlite": lite, "postgresql": pg}
         for kind in ("recall", "notes search"):
             for label, query in QUERIES.items():

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pg_support import machine, percentile, scratch_schema, write_results  # noqa: E402
 
-from store.db.sqlite.sqlite_database import Database  # noqa: E402
+from store.db.backends import open_database  # noqa: E402
 from store.model.run_records import NewEvent  # noqa: E402
 from store.runs.run_store import RunStore  # noqa: E402
 from store.workspace.layout import Workspace  # noqa: E402
@@ -45,7 +45,7 @@ def now_ms() -> float:
 
 async def writer(root: str, url: str, rate: int, seconds: float) -> None:
     """Append ``rate`` events per second for ``seconds``, one transaction per tick."""
-    async with await Database.open(Workspace(Path(root), url or None)) as db:
+    async with await open_database(Workspace(Path(root), url or None)) as db:
         store = RunStore(db)
         run = await store.create_run("latency-bench", nodes_total=1)
         per_tick = max(1, round(rate * TICK_S))
@@ -67,7 +67,7 @@ async def measure(backend: str, url: str, rate: int, seconds: float) -> dict[str
 
     with tempfile.TemporaryDirectory(prefix="tether-pg-latency-") as folder:
         workspace = Workspace(Path(folder) / "ws", url if backend == "postgresql" else None)
-        await (await Database.open(workspace)).close()
+        await (await open_database(workspace)).close()
         latencies: list[float] = []
         started = now_ms()
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pg_support import machine, scratch_schema, write_results  # noqa: E402
 
-from store.db.sqlite.sqlite_database import Database  # noqa: E402
+from store.db.backends import open_database  # noqa: E402
 from store.runs.run_queue import RunQueue  # noqa: E402
 from store.workspace.layout import DATABASE_URL_ENV_VAR, Workspace  # noqa: E402
 
@@ -51,14 +51,14 @@ workflow.add_task("do", "Do it.", depends_on=["plan"], output=Out)
 
 
 async def enqueue(url: str, root: Path, workflow_file: Path, runs: int) -> None:
-    async with await Database.open(Workspace(root, url)) as db:
+    async with await open_database(Workspace(root, url)) as db:
         queue = RunQueue(db)
         for _ in range(runs):
             await queue.enqueue("bench-short", input=None, workflow_path=str(workflow_file))
 
 
 async def check(url: str, root: Path, runs: int) -> None:
-    async with await Database.open(Workspace(root, url)) as db:
+    async with await open_database(Workspace(root, url)) as db:
         finished = await db.fetch_value("SELECT count(*) FROM runs WHERE status = 'finished'")
         attempts = await db.fetch_value(
             "SELECT count(*) FROM attempts WHERE state = 'finished'"

@@ -47,7 +47,7 @@ from engine.memory.items import RecallItem, RecallRequest
 from engine.memory.recall import KeywordRecallBackend
 from engine.memory.semantic import HybridRecallBackend
 from store.clock import SYSTEM_CLOCK
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
 from store.search.search_policy import index_terms, prompt_terms, weak_terms
 from store.workspace.layout import Workspace
@@ -90,7 +90,7 @@ async def database_for(count: int) -> Path:
         partial = folder.with_name(folder.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         print(f"generating {count:,} notes ...", flush=True)
-        await (await Database.open(Workspace(partial))).close()
+        await (await open_database(Workspace(partial))).close()
         conn = sqlite3.connect(partial / "tether.db", isolation_level=None)
         conn.execute("PRAGMA synchronous = OFF")
         rows = make_rows(count)
@@ -164,7 +164,7 @@ def pct(values: list[float], q: float) -> float:
 
 async def bench_size(count: int, hybrid_on: bool) -> list[dict[str, Any]]:
     folder = await database_for(count)
-    db = await Database.open(Workspace(folder), create=False, clock=SYSTEM_CLOCK)
+    db = await open_database(Workspace(folder), create=False, clock=SYSTEM_CLOCK)
     raw = sqlite3.connect(folder / "tether.db")
     live = raw.execute("SELECT id, body FROM notes WHERE namespace = ? ORDER BY rowid",
                        (BANK,)).fetchall()

@@ -52,7 +52,7 @@ from engine.memory.semantic import (
     HybridRecallBackend,
     SemanticRecallBackend,
 )
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
 from store.memory.memory_store import MemoryStore
 from store.memory.notes import NoteInput
@@ -177,7 +177,7 @@ async def workspace_for(notes: list[dict[str, Any]], encoder: Any) -> tuple[Path
         return folder, saved["import_s"], saved["embed_s"]
     partial = folder.with_name(key + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    db = await Database.open(Workspace(partial))
+    db = await open_database(Workspace(partial))
     memory = MemoryStore(db)
     started = time.perf_counter()
     await memory.save_notes([
@@ -205,7 +205,7 @@ async def main(rounds: int, sweep: bool) -> None:
     folder, imported, embed_s = await workspace_for(notes, encoder)
     print(f"{len(notes)} notes imported in {imported:.2f}s and embedded in {embed_s:.1f}s "
           f"({len(notes) / embed_s:.0f} notes/s)", flush=True)
-    db = await Database.open(Workspace(folder), create=False)
+    db = await open_database(Workspace(folder), create=False)
     memory = MemoryStore(db)
     live: dict[str, list[tuple[str, str]]] = {}
     for note in await memory.list_notes(limit=None):

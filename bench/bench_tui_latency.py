@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.model.run_records import NewEvent
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
@@ -42,7 +42,7 @@ def now_ms() -> float:
 
 async def writer(root: str, rate: int, seconds: float) -> None:
     """Append ``rate`` events per second for ``seconds``, one transaction per tick."""
-    db = await Database.open(Workspace(Path(root)))
+    db = await open_database(Workspace(Path(root)))
     try:
         store = RunStore(db)
         run = await store.create_run("latency-bench", nodes_total=1)
@@ -77,7 +77,7 @@ async def measure(mode: str, rate: int, seconds: float) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory(prefix="tether-latency-") as folder:
         workspace = Workspace(Path(folder) / "ws")
-        db = await Database.open(workspace)
+        db = await open_database(workspace)
         await db.close()
         latencies: list[float] = []
         started = now_ms()

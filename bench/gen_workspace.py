@@ -19,7 +19,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.model.buckets import bucket_for
 from store.workspace.layout import Workspace
 
@@ -278,7 +278,7 @@ def generate(size: str, *, force: bool = False) -> Workspace:
 
 
 async def _migrate(workspace: Workspace) -> None:
-    db = await Database.open(workspace, create=True)
+    db = await open_database(workspace, create=True)
     await db.close()
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.hooks import RUN, DispatchContext, DispatchDecision
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.model.run_records import TokenUsage
 from store.runs.dispatch_guard import dispatch_state

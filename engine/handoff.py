@@ -29,7 +29,7 @@ from typing import Any
 from engine.ceiling import ceiling_of, counted_tokens
 from engine.hooks import HandoffRequest
 from engine.memory.block import longest_prefix_within, utf8_len
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.model.run_records import RunRecord
 from store.runs.owners import running_elsewhere

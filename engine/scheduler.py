@@ -47,7 +47,7 @@ from engine.structured import to_jsonable
 from engine.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.upstream import UpstreamOutputs
 from engine.workflow import TaskSpec, Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.errors import InvalidInputError, LeaseLost, StorageError
 from store.model.run_records import RunRecord
 from store.runs.artifact_paths import run_dir

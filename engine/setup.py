@@ -12,7 +12,7 @@ from engine.hooks import EngineHooks, ProgressCallback
 from engine.root_prompts import check_root_prompts
 from engine.scheduler import Engine, task_memory
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 
 
 def build_hooks(db: Database, on_progress: ProgressCallback | None = None) -> EngineHooks:

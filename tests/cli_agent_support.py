@@ -13,7 +13,7 @@ from engine.config import EngineConfig
 from engine.scheduler import Engine, RunOutcome
 from engine.setup import build_hooks
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 
 FAKE_CLI = Path(__file__).with_name("fake_agent_cli.py")
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents"

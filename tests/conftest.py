@@ -25,7 +25,9 @@ import pytest
 from pg_support import fresh_schema
 
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database, forget_database, open_databases
+from store.db.backends import open_database
+from store.db.seam import Database
+from store.db.sqlite.sqlite_database import forget_database, open_databases
 from store.workspace.layout import Workspace
 
 BACKENDS = ("sqlite", "postgresql")
@@ -173,7 +175,7 @@ def clock() -> ManualClock:
 @pytest.fixture
 async def db(any_workspace: Workspace, clock: ManualClock) -> AsyncIterator[Database]:
     """An open, migrated workspace database on the manual clock, on each backend."""
-    database = await Database.open(any_workspace, clock=clock)
+    database = await open_database(any_workspace, clock=clock)
     try:
         yield database
     finally:

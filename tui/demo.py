@@ -21,7 +21,8 @@ from engine.loader import load_workflow
 from engine.run_end import RunOutcome
 from engine.scheduler import Engine
 from engine.setup import open_engine
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
+from store.db.seam import Database
 from store.errors import TetherError
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
@@ -123,7 +124,7 @@ async def run_plan(
 
 async def prepare_workspace(workspace: Workspace) -> Database:
     """Create (or reopen) the demo workspace and seed its memory."""
-    db = await Database.open(workspace, create=True)
+    db = await open_database(workspace, create=True)
     await seed_memory(MemoryStore(db))
     return db
 
@@ -140,7 +141,7 @@ async def headless_demo(workspace: Workspace, *, time_scale: float = 0.1) -> Dem
 
 async def summary_lines(workspace: Workspace, result: DemoResult) -> list[str]:
     """A short report of what the demo's runs did."""
-    db = await Database.open(workspace, create=False)
+    db = await open_database(workspace, create=False)
     try:
         store = RunStore(db)
         runs = await store.list_runs(limit=200)

@@ -31,7 +31,8 @@ from engine.scheduler import Engine
 from engine.setup import open_engine
 from engine.workflow import Workflow
 from store.clock import SYSTEM_CLOCK, Clock
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
+from store.db.seam import Database
 from store.errors import InvalidInputError, StorageError, TetherError
 from store.memory.memory_store import MemoryStore
 from store.model.run_records import RunRecord
@@ -137,7 +138,7 @@ class EngineHost:
             async with self._opening:
                 self._refuse_when_closed()
                 if self._db is None:
-                    self._db = await Database.open(
+                    self._db = await open_database(
                         self.workspace, create=create, clock=self.clock
                     )
         self._refuse_when_closed()

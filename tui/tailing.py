@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from store.db.backends import open_reader
 from store.errors import NotFoundError, TetherError
 from store.read.dashboard_reader import DashboardReader, EventRow
 from store.workspace.layout import DATABASE_FILENAME, Workspace
@@ -76,7 +77,7 @@ class WorkspaceTailer:
         if self._finished:
             return False  # the app is shutting down: a late poll must not open a connection
         try:
-            self.reader = await DashboardReader.open(self.workspace)
+            self.reader = await open_reader(self.workspace)
         except NotFoundError:
             self.problem = f"waiting for a workspace at {self.workspace.describe()}"
             return False

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from engine.agents.failures import TRANSIENT_STATUSES, classify
+from store.db.retry import backoff_s
 
 MAX_HEADER_WAIT_S = 60.0
 
@@ -102,5 +103,6 @@ def retry_wait(
     asked = header_wait(headers, now_s)
     if asked is not None:
         return asked
-    base = min(policy.max_s, policy.initial_s * 2 ** (retry - 1))
-    return base * (1 - 0.25 * rng.random())
+    return backoff_s(
+        retry - 1, first_s=policy.initial_s, max_s=policy.max_s, jitter=0.25, draw=rng.random
+    )

@@ -23,7 +23,7 @@ from engine.agents.tools import AgentTool
 from engine.memory.config import MemoryConfig
 from engine.memory.runtime import MemoryRuntime
 from engine.memory.tools import build_memory_tools
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.errors import InvalidInputError
 from store.workspace.layout import Workspace
 
@@ -110,7 +110,7 @@ async def serve_stdio(workspace: Workspace, options: McpOptions) -> None:
     from mcp.server.stdio import stdio_server
 
     config = options.memory_config()
-    async with await Database.open(workspace) as db:
+    async with await open_database(workspace) as db:
         runtime = MemoryRuntime(db)
         tools = build_memory_tools(
             runtime,

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from engine.memory.items import RecallItem, RecallRequest, RecallResult
 from store.clock import Clock
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.search.recall_reads import RecallIndex, RecallRow
 from store.search.search_policy import (
     admitted,

@@ -40,7 +40,7 @@ from engine.memory.recall import RecallBackend
 from engine.memory.semantic import default_backend
 from engine.memory.tag_rules import recall_tag_groups, write_tags_for
 from store.clock import Clock
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.model.run_records import MemoryBlockRecord
 from store.runs.run_store import RunStore

@@ -40,7 +40,7 @@ from engine.memory.encoder import (
 )
 from engine.memory.items import RecallItem, RecallRequest, RecallResult
 from engine.memory.recall import KeywordRecallBackend, RecallBackend, fact_text, satisfies
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.memory.notes import note_tags, notes_by_rowid
 from store.search import vectors_sql as vector_sql
 from store.search.search_policy import (

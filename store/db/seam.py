@@ -9,8 +9,8 @@ How statements reach the right backend: every statement is written once, in SQLi
 spelling, in the ``*_sql.py`` module of its area (``store/memory/memory_sql.py``...), and run
 through a :class:`Connection`. SQLite runs that text as is; the PostgreSQL connection renders it
 with :mod:`store.db.dialect` (markers, limits, ``rowid``...), or takes the statement's own
-PostgreSQL text where the SQL really differs. The backend is chosen once, here, when the
-workspace opens (:meth:`Database.open`).
+PostgreSQL text where the SQL really differs. The backend is chosen once, when the workspace
+opens, by :mod:`store.db.backends`.
 
 Rows behave like ``sqlite3.Row`` on both backends: by index, by column name, ``keys()``,
 ``tuple(row)`` and ``dict(row)``.
@@ -19,16 +19,16 @@ Rows behave like ``sqlite3.Row`` on both backends: by index, by column name, ``k
 from __future__ import annotations
 
 import abc
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
-from store.clock import SYSTEM_CLOCK, Clock
+from store.clock import Clock
 
 if TYPE_CHECKING:
     from store.workspace.layout import Workspace
 
 T = TypeVar("T")
-Params = Sequence[Any] | dict[str, Any]
+Params = Sequence[Any] | Mapping[str, Any]
 
 
 class RowLike(Protocol):
@@ -69,7 +69,8 @@ class Connection(Protocol):
 
 
 class Database(abc.ABC):
-    """An open workspace database shared by the memory store and the run records.
+    """An open workspace database shared by the memory store and the run records (opened by
+    :func:`store.db.backends.open_database`, the one place a backend is chosen).
 
     Writes go through :meth:`run_in_transaction` (one short transaction per call; ``work`` may
     be re-run from the start when the backend asks for a retry) or :meth:`execute`; reads
@@ -82,56 +83,6 @@ class Database(abc.ABC):
 
     workspace: Workspace
     clock: Clock
-
-    @classmethod
-    async def open(
-        cls,
-        workspace: Workspace,
-        *,
-        create: bool = True,
-        clock: Clock = SYSTEM_CLOCK,
-        read_only: bool = False,
-    ) -> Database:
-        """Open the workspace's database: PostgreSQL when the workspace names a database URL,
-        else its SQLite file (created and migrated when ``create`` is true; with ``read_only``
-        opened with SQLite's ``mode=ro``, so nothing is created, migrated or chmod-ed).
-
-        Raises:
-            NotFoundError: ``create`` is false and there is no workspace database yet.
-            WorkspaceError: the database cannot be used (foreign, newer schema, unreachable
-                server, a link or special file where the SQLite file should be).
-            StorageError: damaged, read-only for a writer, disk full or an I/O error.
-        """
-        if workspace.database_url:
-            try:
-                from store.db.postgres.pg_database import PostgresDatabase
-            except ImportError:
-                from store.errors import WorkspaceError
-
-                raise WorkspaceError(
-                    "This workspace lives in PostgreSQL; install the driver with "
-                    "pip install 'tether[postgres]'."
-                ) from None
-
-            return await PostgresDatabase.open(
-                workspace, create=create and not read_only, clock=clock, read_only=read_only
-            )
-        from store.db.sqlite.sqlite_database import SqliteDatabase
-
-        return await SqliteDatabase.open(workspace, create=create, clock=clock, read_only=read_only)
-
-    @classmethod
-    async def open_readonly(
-        cls, workspace: Workspace, *, clock: Clock = SYSTEM_CLOCK
-    ) -> Database | None:
-        """The database opened for reading only, or None when there is none yet (no file, or
-        an empty one): what reading commands use, so a read never changes anything."""
-        from store.errors import NotFoundError
-
-        try:
-            return await cls.open(workspace, create=False, clock=clock, read_only=True)
-        except NotFoundError:
-            return None
 
     @abc.abstractmethod
     async def close(self) -> None:

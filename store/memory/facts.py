@@ -12,11 +12,11 @@ fact again renews its TTL; writing it without a TTL makes it permanent.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from store.db.paging import MORE_COUNT_CAP
+from store.db.seam import Connection, RowLike
 from store.errors import InvalidInputError
 from store.memory import memory_sql as sql
 from store.memory.namespaces import Namespace, canonical_namespace, ensure_clean_text, ensure_length
@@ -24,7 +24,6 @@ from store.model.json_text import JsonTextError, describe, parse_json_text
 
 if TYPE_CHECKING:
     from store.db.seam import Database
-    from store.db.sqlite.sqlite_database import Row
 
 MAX_KEY_CHARS = 512
 MAX_VALUE_BYTES = 1024 * 1024
@@ -139,7 +138,7 @@ def _mib(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MiB"
 
 
-def fact_from_row(row: Row) -> Fact:
+def fact_from_row(row: RowLike) -> Fact:
     """Build a :class:`Fact` from a row selected with ``FACT_COLUMNS``."""
     return Fact(*tuple(row))
 
@@ -236,8 +235,10 @@ class FactOps:
         }
         clock = self.db.clock
 
-        def write(conn: sqlite3.Connection) -> Row:
-            row: Row = conn.execute(sql.UPSERT_FACT, {**params, "now": clock.now_ms()}).fetchone()
+        def write(conn: Connection) -> RowLike:
+            row: RowLike = conn.execute(
+                sql.UPSERT_FACT, {**params, "now": clock.now_ms()}
+            ).fetchone()
             return row
 
         return fact_from_row(await self.db.run_in_transaction(write))
@@ -270,7 +271,7 @@ class FactOps:
         ]
         clock = self.db.clock
 
-        def write(conn: sqlite3.Connection) -> None:
+        def write(conn: Connection) -> None:
             now = clock.now_ms()
             conn.executemany(sql.UPSERT_FACT_QUIET, [{**row, "now": now} for row in rows])
 
@@ -283,7 +284,7 @@ class FactOps:
         params = {"namespace": canonical_namespace(namespace), "key": validate_key(key)}
         clock = self.db.clock
 
-        def write(conn: sqlite3.Connection) -> bool:
+        def write(conn: Connection) -> bool:
             now = clock.now_ms()
             row = conn.execute(sql.DELETE_FACT, params).fetchone()
             return row is not None and not is_expired(row[0], row[1], now)
@@ -294,7 +295,7 @@ class FactOps:
         """Remove every expired fact, in short chunked transactions; returns how many."""
         clock = self.db.clock
 
-        def write(conn: sqlite3.Connection) -> int:
+        def write(conn: Connection) -> int:
             params = {"now": clock.now_ms(), "chunk": _GC_CHUNK}
             return conn.execute(sql.DELETE_EXPIRED_FACTS_CHUNK, params).rowcount
 

@@ -4,10 +4,10 @@ can see what a node was given.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from store.db.seam import Connection
 from store.memory import memory_blocks_sql as sql
 from store.model.json_columns import dump_json
 from store.model.run_records import MemoryBlockRecord, NewEvent
@@ -38,7 +38,7 @@ class MemoryBlockLog(EventLog):
         """Persist the memory block injected for a node iteration (one per node iteration; a later
         save replaces it). Emits ``memory.block``. Returns the block id."""
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             now = self.now_ms
             row = conn.execute(
                 sql.UPSERT_MEMORY_BLOCK,

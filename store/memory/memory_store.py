@@ -17,6 +17,7 @@ Typical use::
 from __future__ import annotations
 
 from store.clock import SYSTEM_CLOCK, Clock
+from store.db.backends import open_database
 from store.db.seam import Database
 from store.memory.facts import Fact, FactOps
 from store.memory.notes import Note, NoteOps, SearchHit
@@ -46,7 +47,7 @@ class MemoryStore(FactOps, ThreadOps, NoteOps):
 
         With ``create=False`` a missing workspace raises NotFoundError and nothing is created.
         """
-        return cls(await Database.open(workspace, create=create, clock=clock), owns_db=True)
+        return cls(await open_database(workspace, create=create, clock=clock), owns_db=True)
 
     def now_ms(self) -> int:
         """The store's clock (injected; tests use a ManualClock)."""

@@ -16,11 +16,11 @@ Rules (BRIEF section 2, reference notes section 1.4, with the reference's pitfal
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from store.db.paging import MORE_COUNT_CAP
+from store.db.seam import Connection, RowLike
 from store.db.sqlite.sqlite_schema import NOTE_STATUSES
 from store.errors import ConflictError, InvalidInputError, NotFoundError
 from store.memory import memory_sql as sql
@@ -36,7 +36,6 @@ from store.search import term_sql
 
 if TYPE_CHECKING:
     from store.db.seam import Database
-    from store.db.sqlite.sqlite_database import Row
 
 NoteStatus = Literal["pending", "accepted", "rejected"]
 StatusFilter = str | Sequence[str]
@@ -146,7 +145,7 @@ def note_tags(tags_json: str | None) -> tuple[str, ...]:
     return tuple(json.loads(tags_json)) if tags_json else ()
 
 
-def note_from_row(row: Row) -> Note:
+def note_from_row(row: RowLike) -> Note:
     """Build a :class:`Note` from a row selected with ``NOTE_COLUMNS`` (in that order)."""
     values = list(tuple(row))[:13]
     values[4] = note_tags(values[4])
@@ -288,7 +287,7 @@ class NoteOps:
         targets = validate_supersedes(note_id, supersedes)
         clock = self.db.clock
 
-        def write(conn: sqlite3.Connection) -> Note:
+        def write(conn: Connection) -> Note:
             now = clock.now_ms()
             won = conn.execute(sql.INSERT_NOTE, {**params, "now": now}).rowcount == 1
             # Edges only when this insert won: a losing collision must not hide anything.
@@ -334,7 +333,7 @@ class NoteOps:
             raise InvalidInputError("The batch holds the same note id twice.")
         clock = self.db.clock
 
-        def write(conn: sqlite3.Connection) -> list[str]:
+        def write(conn: Connection) -> list[str]:
             now = clock.now_ms()
             existing = {
                 row[0] for row in conn.execute(sql.EXISTING_NOTE_IDS, {"ids": json.dumps(ids)})
@@ -432,7 +431,7 @@ class NoteOps:
         }
         clock = self.db.clock
 
-        def write(conn: sqlite3.Connection) -> Note:
+        def write(conn: Connection) -> Note:
             if conn.execute(sql.SET_NOTE_STATUS, {**params, "now": clock.now_ms()}).rowcount == 0:
                 raise NotFoundError(f"There is no note with id {note_id!r}.")
             return note_from_row(conn.execute(sql.GET_NOTE, {"id": note_id}).fetchone())
@@ -540,7 +539,7 @@ class NoteOps:
         )
         index = index_for(self.db)
 
-        def read(conn: sqlite3.Connection) -> NoteSearch:
+        def read(conn: Connection) -> NoteSearch:
             namespaces = None if exact_ns is None else [exact_ns]
             ranked = [
                 (item, MODE_ALL_WORDS)
@@ -577,7 +576,7 @@ class NoteOps:
         return await self.db.run_read(read)
 
 
-def notes_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, sqlite3.Row]:
+def notes_by_rowid(conn: Connection, rowids: Sequence[int]) -> dict[int, RowLike]:
     """Full note rows (``NOTE_COLUMNS`` then ``rowid``) by rowid: what ranked postings point
     at."""
     if not rowids:

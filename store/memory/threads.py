@@ -11,10 +11,10 @@ the same id with different content is a :class:`ConflictError`, never a silent o
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from store.db.seam import Connection, RowLike
 from store.errors import ConflictError, InvalidInputError, NotFoundError
 from store.memory import memory_sql as sql
 from store.memory.facts import encode_value
@@ -23,7 +23,6 @@ from store.model.ids import random_hex
 
 if TYPE_CHECKING:
     from store.db.seam import Database
-    from store.db.sqlite.sqlite_database import Row
 
 
 class Thread(NamedTuple):
@@ -61,12 +60,12 @@ class Message(NamedTuple):
         )
 
 
-def thread_from_row(row: Row) -> Thread:
+def thread_from_row(row: RowLike) -> Thread:
     """Build a :class:`Thread` from a row selected with ``THREAD_COLUMNS``."""
     return Thread(*tuple(row))
 
 
-def message_from_row(row: Row) -> Message:
+def message_from_row(row: RowLike) -> Message:
     """Build a :class:`Message` from a row selected with ``MESSAGE_COLUMNS``."""
     return Message(*tuple(row))
 
@@ -84,7 +83,7 @@ def _message_params(message: Message) -> dict[str, Any]:
     }
 
 
-def insert_message(conn: sqlite3.Connection, message: Message) -> Message:
+def insert_message(conn: Connection, message: Message) -> Message:
     """Insert ``message`` inside an open transaction; idempotent on id (see module docstring).
 
     Raises:
@@ -107,7 +106,7 @@ def insert_message(conn: sqlite3.Connection, message: Message) -> Message:
     return stored
 
 
-def _delete_messages(conn: sqlite3.Connection, rows: list[dict[str, str]]) -> int:
+def _delete_messages(conn: Connection, rows: list[dict[str, str]]) -> int:
     return sum(conn.execute(sql.DELETE_MESSAGE, row).rowcount for row in rows)
 
 
@@ -135,7 +134,7 @@ class ThreadOps:
         ensure_clean_text(params["thread_id"] or "", "the thread id")
         clock = self.db.clock
 
-        def write(conn: sqlite3.Connection) -> Thread:
+        def write(conn: Connection) -> Thread:
             conn.execute(sql.INSERT_THREAD, {**params, "now": clock.now_ms()})
             return thread_from_row(conn.execute(sql.GET_THREAD, params).fetchone())
 
@@ -158,7 +157,7 @@ class ThreadOps:
 
     async def delete_thread(self, thread_id: str) -> bool:
         """Delete a thread and its messages in one transaction; True when it existed."""
-        def write(conn: sqlite3.Connection) -> bool:
+        def write(conn: Connection) -> bool:
             conn.execute(sql.DELETE_THREAD_MESSAGES, {"thread_id": thread_id})
             return conn.execute(sql.DELETE_THREAD, {"thread_id": thread_id}).rowcount == 1
 
@@ -229,7 +228,7 @@ class ThreadOps:
         rows = [{"thread_id": thread_id, "id": message_id}
                 for message_id in replaced_ids if message_id != summary.id]
 
-        def write(conn: sqlite3.Connection) -> int:
+        def write(conn: Connection) -> int:
             insert_message(conn, summary)
             return _delete_messages(conn, rows)
 

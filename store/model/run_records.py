@@ -9,10 +9,10 @@ Names follow BRIEF section 2. A running run whose heartbeat is older than ``STAL
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from store.db.seam import RowLike
 from store.model.buckets import context_window
 from store.model.json_columns import load_json
 
@@ -72,7 +72,7 @@ class TokenUsage(NamedTuple):
         }
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any] | sqlite3.Row) -> TokenUsage:
+    def from_row(cls, row: Mapping[str, Any] | RowLike) -> TokenUsage:
         """Read the five token columns of a runs/attempts/calls/usage_rollups row."""
         return cls(
             int(row["input_tokens"]),
@@ -110,7 +110,7 @@ class CostTotal(NamedTuple):
         }
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any] | sqlite3.Row) -> CostTotal:
+    def from_row(cls, row: Mapping[str, Any] | RowLike) -> CostTotal:
         """Read ``cost_usd`` and ``unpriced_calls`` of a runs/attempts/usage_rollups row."""
         return cls(float(row["cost_usd"] or 0.0), int(row["unpriced_calls"] or 0))
 
@@ -171,7 +171,7 @@ class RunRecord(NamedTuple):
     cost: CostTotal = CostTotal()
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> RunRecord:
+    def from_row(cls, row: RowLike) -> RunRecord:
         return cls(
             run_id=row["run_id"],
             workflow=row["workflow"],
@@ -260,7 +260,7 @@ class NodeRecord(NamedTuple):
     updated_at_ms: int
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> NodeRecord:
+    def from_row(cls, row: RowLike) -> NodeRecord:
         return cls(
             run_id=row["run_id"],
             node_id=row["node_id"],
@@ -313,7 +313,7 @@ class AttemptRecord(NamedTuple):
     details: Any = None
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> AttemptRecord:
+    def from_row(cls, row: RowLike) -> AttemptRecord:
         return cls(
             run_id=row["run_id"],
             node_id=row["node_id"],
@@ -372,7 +372,7 @@ class CallRecord(NamedTuple):
     detail: Any = None
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> CallRecord:
+    def from_row(cls, row: RowLike) -> CallRecord:
         return cls(
             call_id=int(row["call_id"]),
             run_id=row["run_id"],
@@ -424,7 +424,7 @@ class EventRecord(NamedTuple):
     payload: Any
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> EventRecord:
+    def from_row(cls, row: RowLike) -> EventRecord:
         return cls(
             seq=int(row["seq"]),
             at_ms=int(row["at_ms"]),
@@ -458,7 +458,7 @@ class MemoryBlockRecord(NamedTuple):
     created_at_ms: int
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> MemoryBlockRecord:
+    def from_row(cls, row: RowLike) -> MemoryBlockRecord:
         return cls(
             block_id=int(row["block_id"]),
             run_id=row["run_id"],
@@ -494,7 +494,7 @@ class HandoffRecord(NamedTuple):
     created_at_ms: int
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> HandoffRecord:
+    def from_row(cls, row: RowLike) -> HandoffRecord:
         return cls(
             handoff_id=int(row["handoff_id"]),
             from_run_id=row["from_run_id"],

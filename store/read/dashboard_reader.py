@@ -367,16 +367,14 @@ class DashboardReader:
 
     @classmethod
     async def open(cls, workspace: Workspace) -> DashboardReader:
-        """Open the workspace database read-only (``mode=ro``).
+        """Open the SQLite workspace database read-only (``mode=ro``); a PostgreSQL workspace's
+        reader is :class:`store.read.pg_dashboard_tail.PgDashboardReader` (both chosen by
+        :func:`store.db.backends.open_reader`).
 
         Raises:
             NotFoundError: the workspace has no database yet.
             WorkspaceError: the file is not a usable Tether database.
         """
-        if workspace.is_shared:
-            from store.read.pg_dashboard_tail import PgDashboardReader
-
-            return await PgDashboardReader.open(workspace)
         path = workspace.database_path
         if not database_file_exists(path):
             raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")

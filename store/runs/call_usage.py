@@ -4,10 +4,10 @@ the whole workspace by context bucket (:mod:`store.model.buckets`).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
+from store.db.seam import Connection
 from store.model.buckets import bucket_for
 from store.model.json_columns import dump_json
 from store.model.run_records import CallRecord, CallUsage, NewEvent, TokenUsage
@@ -39,7 +39,7 @@ class CallLog(EventLog):
         commit is flushed."""
         calls = list(calls)
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             now = self.now_ms
             events: list[NewEvent] = []
             for call in calls:

@@ -7,11 +7,10 @@ appends the events describing a write in the same transaction as the write.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from store.db.seam import Database
+from store.db.seam import Connection, Database
 from store.errors import LeaseLost
 from store.model.json_columns import dump_json
 from store.model.run_records import EventRecord, NewEvent
@@ -65,7 +64,7 @@ class EventLog:
     # -- events -----------------------------------------------------------------------------
 
     @staticmethod
-    def _insert_events(conn: sqlite3.Connection, now: int, events: Iterable[NewEvent]) -> None:
+    def _insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> None:
         rows = [
             (
                 now,
@@ -86,7 +85,7 @@ class EventLog:
         if not events:
             return
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             self._insert_events(conn, self.now_ms, events)
 
         await self._write((e.run_id for e in events), work)

@@ -33,11 +33,11 @@ runs, nodes, attempts and handoffs.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from store.db.paging import MORE_COUNT_CAP
+from store.db.seam import Connection
 from store.db.sqlite.sqlite_schema import ATTEMPT_STATES, NODE_STATES, RUN_STATUSES
 from store.errors import InvalidInputError, NotFoundError
 from store.memory.memory_blocks import MemoryBlockLog
@@ -106,7 +106,7 @@ def _progress_params(
     return {"run_id": run_id, "nodes_done": nodes_done, "nodes_total": nodes_total, "now": now}
 
 
-def _write_node(conn: sqlite3.Connection, params: Mapping[str, Any]) -> None:
+def _write_node(conn: Connection, params: Mapping[str, Any]) -> None:
     """Update a node row, inserting it when it does not exist yet (see ``UPDATE_NODE``)."""
     if conn.execute(sql.UPDATE_NODE, params).rowcount == 0:
         conn.execute(sql.UPSERT_NODE, params)
@@ -146,7 +146,7 @@ class RunStore(CallLog, MemoryBlockLog):
         _check(status, RUN_STATUSES, "run status")
         run_id = validate_run_id(run_id) if run_id is not None else new_run_id()
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             now = self.now_ms
             self._insert_run(
                 conn,
@@ -169,7 +169,7 @@ class RunStore(CallLog, MemoryBlockLog):
 
     def _insert_run(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         now: int,
         *,
         run_id: str,
@@ -273,7 +273,7 @@ class RunStore(CallLog, MemoryBlockLog):
         """
         _check(status, RUN_STATUSES, "run status")
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             now = self.now_ms
             cursor = conn.execute(
                 sql.UPDATE_RUN_STATUS,
@@ -304,7 +304,7 @@ class RunStore(CallLog, MemoryBlockLog):
         validate_run_id(run_id)
         check_owner = expected_owner is not ANY_OWNER
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             now = self.now_ms
             cursor = conn.execute(
                 sql.CLAIM_RUN,
@@ -344,7 +344,7 @@ class RunStore(CallLog, MemoryBlockLog):
         longer-lived process) must not keep them from being resumed. Their heartbeat then
         decides, as for a run whose owner is unknown. Returns how many runs were released."""
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             params = {"owner_id": owner_id, "now": self.now_ms}
             return conn.execute(sql.RELEASE_RUNS, params).rowcount
 
@@ -359,7 +359,7 @@ class RunStore(CallLog, MemoryBlockLog):
 
         token = self.db.leases.get(run_id)
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             params = {"run_id": run_id, "now": self.now_ms, "owner_id": owner_id}
             if token is not None and owner_id is not None:
                 # A leased run: renewing the heartbeat renews the lease, under its token.
@@ -381,7 +381,7 @@ class RunStore(CallLog, MemoryBlockLog):
         if run.is_terminal:
             raise InvalidInputError(f"Run {run_id} is already {run.status}; nothing to cancel.")
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             now = self.now_ms
             conn.execute(sql.REQUEST_CANCEL, {"run_id": run_id, "now": now})
             events = [NewEvent("run.cancel-requested", run_id)]
@@ -408,7 +408,7 @@ class RunStore(CallLog, MemoryBlockLog):
         if run.is_terminal:
             raise InvalidInputError(f"Run {run_id} is already {run.status}; nothing to clear.")
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             now = self.now_ms
             conn.execute(sql.REQUEST_CLEAR, {"run_id": run_id, "now": now, "reason": reason})
             self._insert_events(
@@ -437,7 +437,7 @@ class RunStore(CallLog, MemoryBlockLog):
         if running_elsewhere(run, self.now_ms) is not None:
             raise InvalidInputError(f"Run {run_id} is running; cancel it before deleting it.")
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             now = self.now_ms
             conn.execute(sql.SUBTRACT_WORKSPACE_ROLLUP, {"run_id": run_id})
             for statement in sql.DELETE_RUN_ROWS:
@@ -528,7 +528,7 @@ class RunStore(CallLog, MemoryBlockLog):
             error=error,
         )
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             _write_node(conn, params)
             if nodes_done is not None:
                 conn.execute(
@@ -551,7 +551,7 @@ class RunStore(CallLog, MemoryBlockLog):
         now = self.now_ms
         params = [self._node_params(now, run_id, n, i, s, depends_on=d) for n, i, s, d in nodes]
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             conn.executemany(sql.UPSERT_NODE, params)
             if nodes_total is not None:
                 conn.execute(
@@ -615,7 +615,7 @@ class RunStore(CallLog, MemoryBlockLog):
         now = self.now_ms
         node = self._node_params(now, run_id, node_id, iteration, node_state, attempts=attempt)
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             _write_node(conn, node)
             conn.execute(
                 sql.INSERT_ATTEMPT,
@@ -685,7 +685,7 @@ class RunStore(CallLog, MemoryBlockLog):
         _check(state, ATTEMPT_STATES, "attempt state")
         now = self.now_ms
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             conn.execute(
                 sql.FINISH_ATTEMPT,
                 {
@@ -740,7 +740,7 @@ class RunStore(CallLog, MemoryBlockLog):
 
         return self._submit((run_id,), work)
 
-    def _abandon(self, conn: sqlite3.Connection, run_id: str, now: int) -> int:
+    def _abandon(self, conn: Connection, run_id: str, now: int) -> int:
         running = conn.execute(sql.SELECT_RUNNING_ATTEMPTS, (run_id,)).fetchall()
         if not running:
             conn.execute(sql.RESET_RUNNING_NODES, {"run_id": run_id, "now": now})
@@ -758,7 +758,7 @@ class RunStore(CallLog, MemoryBlockLog):
         """Mark every attempt of ``run_id`` still ``running`` as abandoned (its process died) and
         set their nodes back to pending. Returns how many attempts were abandoned."""
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             return self._abandon(conn, run_id, self.now_ms)
 
         return await self.db.run_in_transaction(work)
@@ -806,7 +806,7 @@ class RunStore(CallLog, MemoryBlockLog):
     ) -> int:
         """Record a handoff row (no run changes). Prefer :meth:`continue_as_new`."""
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             return self._insert_handoff(
                 conn,
                 self.now_ms,
@@ -823,7 +823,7 @@ class RunStore(CallLog, MemoryBlockLog):
 
     def _insert_handoff(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         now: int,
         from_run_id: str,
         to_run_id: str | None,
@@ -891,7 +891,7 @@ class RunStore(CallLog, MemoryBlockLog):
         new_id = new_run_id()
         generation = old.generation + 1
 
-        def work(conn: sqlite3.Connection) -> Any:
+        def work(conn: Connection) -> Any:
             now = self.now_ms
             self._insert_run(
                 conn,

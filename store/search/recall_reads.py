@@ -10,12 +10,11 @@ hop to the connection's thread (:meth:`Database.run_read`).
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from store.db.seam import Database
+from store.db.seam import Connection, Database, RowLike
 from store.memory.notes import note_tags, notes_by_rowid
 from store.search import recall_sql as sql
 from store.search.search_policy import match_any
@@ -58,7 +57,7 @@ def _fact_tags(raw: Any) -> tuple[str, ...]:
     return ()
 
 
-def _note(row: sqlite3.Row, ranked: Ranked) -> RecallRow:
+def _note(row: RowLike, ranked: Ranked) -> RecallRow:
     return RecallRow(
         "note",
         str(row["id"]),
@@ -73,7 +72,7 @@ def _note(row: sqlite3.Row, ranked: Ranked) -> RecallRow:
     )
 
 
-def _fact(row: sqlite3.Row) -> RecallRow:
+def _fact(row: RowLike) -> RecallRow:
     value = json.loads(row["value_json"])
     tags = _fact_tags(value.get("tags")) if isinstance(value, dict) else ()
     return RecallRow(
@@ -113,7 +112,7 @@ class RecallIndex:
         scope = json.dumps(list(namespaces))
         index = self.index
 
-        def work(conn: sqlite3.Connection) -> Candidates:
+        def work(conn: Connection) -> Candidates:
             ranked = index.search(
                 conn, namespaces, terms, limit=limit, require_all=False, tags=tags,
                 per_bank_stats=True, guard=True, echo_text=question,

@@ -34,7 +34,6 @@ fresh process maps that file, checks it against the database, and applies only t
 from __future__ import annotations
 
 import json
-import sqlite3
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from store.db.seam import Connection, RowLike
 from store.search import snapshot_sql as snapshot_sql
 from store.search import term_snapshot as snapshots
 from store.search import term_sql as sql
@@ -200,14 +200,14 @@ class BankIndex:
 
     # -- building and updating -------------------------------------------------------------
 
-    def build(self, rows: Iterable[sqlite3.Row]) -> None:
+    def build(self, rows: Iterable[RowLike]) -> None:
         """Build from every note of the bank, in rowid order (rows of
         :data:`store.search.term_sql.BANK_NOTES`)."""
         self.append(rows)
         self.merge_delta()
         self.tail = 0
 
-    def append(self, rows: Iterable[sqlite3.Row]) -> int:
+    def append(self, rows: Iterable[RowLike]) -> int:
         """Add notes inserted after the last one held (in rowid order; rows at or below
         :attr:`rowid_mark` are skipped) into the delta segment; returns how many."""
         first = self.size
@@ -654,13 +654,13 @@ class TermIndex:
         self.history.append((event, namespace, detail))
         del self.history[:-100]
 
-    def refresh(self, conn: sqlite3.Connection) -> None:
+    def refresh(self, conn: Connection) -> None:
         """Apply new notes and liveness changes committed since the last call."""
         max_rowid, max_change = conn.execute(sql.TAIL_MARKS).fetchone()
         max_rowid, max_change = int(max_rowid or 0), int(max_change or 0)
         if max_rowid > self.seen_rowid:
             if self.banks:
-                grouped: dict[str, list[sqlite3.Row]] = {}
+                grouped: dict[str, list[RowLike]] = {}
                 for row in conn.execute(sql.NOTES_AFTER, {"after": self.seen_rowid}):
                     for name in (row["namespace"], WORKSPACE):
                         if name in self.banks:
@@ -680,7 +680,7 @@ class TermIndex:
                 self._save(conn, bank)
 
     def _apply_changes(
-        self, conn: sqlite3.Connection, after: int, banks: Iterable[BankIndex]
+        self, conn: Connection, after: int, banks: Iterable[BankIndex]
     ) -> None:
         targets = list(banks)
         by_name = {bank.namespace: bank for bank in targets}
@@ -695,7 +695,7 @@ class TermIndex:
                 if found is not None:
                     found.set_state(rowid, row["status"], bool(row["superseded"]))
 
-    def bank(self, conn: sqlite3.Connection, namespace: str) -> BankIndex:
+    def bank(self, conn: Connection, namespace: str) -> BankIndex:
         """The index of one bank, read from its snapshot or built on first use (after
         :meth:`refresh`)."""
         bank = self.banks.get(namespace)
@@ -723,7 +723,7 @@ class TermIndex:
 
     # -- snapshots -------------------------------------------------------------------------
 
-    def _load(self, conn: sqlite3.Connection, namespace: str) -> BankIndex | None:
+    def _load(self, conn: Connection, namespace: str) -> BankIndex | None:
         """The bank from its snapshot, checked against the database and caught up with the
         tail since; None when there is no usable snapshot."""
         assert self.folder is not None
@@ -752,7 +752,7 @@ class TermIndex:
         self._note("loaded", namespace, str(bank.tail))
         return bank
 
-    def _mismatch(self, conn: sqlite3.Connection, meta: Mapping[str, Any]) -> str | None:
+    def _mismatch(self, conn: Connection, meta: Mapping[str, Any]) -> str | None:
         # Fresh reads (no transaction): the database now, which may be ahead of this
         # process's last refresh if another process wrote the snapshot meanwhile.
         max_rowid, max_change = conn.execute(sql.TAIL_MARKS).fetchone()
@@ -768,7 +768,7 @@ class TermIndex:
             first_change_after=None if first_after is None else int(first_after),
         )
 
-    def _save(self, conn: sqlite3.Connection, bank: BankIndex) -> None:
+    def _save(self, conn: Connection, bank: BankIndex) -> None:
         """Write the bank's snapshot (a read-only workspace: nothing, and never again in this
         process)."""
         assert self.folder is not None
@@ -798,7 +798,7 @@ class TermIndex:
 
     def search(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         namespaces: Sequence[str] | None,
         terms: Sequence[str],
         *,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -34,8 +34,31 @@ from store.search.search_policy import (
     weak_terms,
 )
 
-if TYPE_CHECKING:
-    from store.search.term_index import BankIndex
+
+class BankIndex(Protocol):
+    """What ranking reads of one bank's postings (:class:`store.search.term_index.BankIndex`)."""
+
+    base_docs: int
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def rowids(self) -> np.ndarray: ...
+
+    @property
+    def lengths(self) -> np.ndarray: ...
+
+    def namespace_of(self, doc: int) -> str: ...
+
+    def has_base_postings(self, term: str) -> bool: ...
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def dense_tf(self, term: str, docs: np.ndarray, tfs: np.ndarray) -> np.ndarray | None: ...
+
+    def runs(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
 
 # Echo demotion can only reorder what it sees: rank this many extra candidates before cutting.
 ECHO_HEADROOM = 16

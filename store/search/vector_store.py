@@ -16,7 +16,6 @@ read-contract arrays) are skipped.
 from __future__ import annotations
 
 import json
-import sqlite3
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from store.db.seam import Connection
 from store.search import vectors_sql as sql
 from store.search.term_index import LIVE, TermIndex
 
 if TYPE_CHECKING:
-    from store.db.sqlite.sqlite_database import Database
+    from store.db.seam import Database
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class VectorStore:
     async def pending_count(self) -> int:
         """How many notes and facts need a vector (for a progress bar)."""
 
-        def read(conn: sqlite3.Connection) -> int:
+        def read(conn: Connection) -> int:
             notes_mark = self._mark(conn, "note")
             facts_mark = self._mark(conn, "fact")
             notes = conn.execute(sql.COUNT_NOTES_TO_EMBED, {"mark": notes_mark}).fetchone()[0]
@@ -87,14 +87,14 @@ class VectorStore:
 
         return await self.db.run_read(read)
 
-    def _mark(self, conn: sqlite3.Connection, source: str) -> int:
+    def _mark(self, conn: Connection, source: str) -> int:
         row = conn.execute(sql.GET_MARK, {"model": self.model, "source": source}).fetchone()
         return int(row[0]) if row else (0 if source == "note" else -1)
 
     async def pending(self, limit: int) -> list[PendingRecord]:
         """Up to ``limit`` records lacking a vector: notes first (by rowid), then facts."""
 
-        def read(conn: sqlite3.Connection) -> list[PendingRecord]:
+        def read(conn: Connection) -> list[PendingRecord]:
             out = [
                 PendingRecord(f"note:{r['id']}", r["namespace"], int(r["rowid"]), r["body"],
                               int(r["rowid"]))
@@ -129,7 +129,7 @@ class VectorStore:
         ]
         note_marks = [r.mark for r in records if r.ref.startswith("note:")]
 
-        def write(conn: sqlite3.Connection) -> None:
+        def write(conn: Connection) -> None:
             now = clock.now_ms()
             conn.executemany(sql.SAVE_VECTOR, [{**row, "now": now} for row in rows])
             if note_marks:
@@ -143,7 +143,7 @@ class VectorStore:
         after a pass with the time the pass started; re-embedding a fact is harmless)."""
         model = self.model
 
-        def write(conn: sqlite3.Connection) -> None:
+        def write(conn: Connection) -> None:
             conn.execute(sql.SET_MARK, {"model": model, "source": "fact", "mark": mark})
 
         await self.db.run_in_transaction(write)
@@ -186,7 +186,7 @@ class VectorIndex:
         self.banks: dict[str, _BankVectors] = {}
         self.seen = 0
 
-    def refresh(self, conn: sqlite3.Connection) -> None:
+    def refresh(self, conn: Connection) -> None:
         top = int(conn.execute(sql.MAX_VECTOR_ROWID).fetchone()[0] or 0)
         if top > self.seen and self.banks:
             grouped: dict[str, list[tuple[str, int, bytes]]] = {}
@@ -199,7 +199,7 @@ class VectorIndex:
                 self.banks[namespace].add(rows, self.dim)
         self.seen = max(self.seen, top)
 
-    def bank(self, conn: sqlite3.Connection, namespace: str) -> _BankVectors:
+    def bank(self, conn: Connection, namespace: str) -> _BankVectors:
         bank = self.banks.get(namespace)
         if bank is None:
             bank = _BankVectors(self.dim)
@@ -211,7 +211,7 @@ class VectorIndex:
 
     def search(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         terms: TermIndex,
         namespaces: Sequence[str],
         query: np.ndarray,

@@ -14,8 +14,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from store.db.backends import open_database
 from store.db.sqlite.database_file import readonly_uri
-from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
 from store.workspace.layout import Workspace
 
@@ -107,7 +107,7 @@ async def salvage(damaged: Path, target: Workspace) -> list[TableSalvage]:
     """
     if target.database_path.exists() or target.database_path.is_symlink():
         raise InvalidInputError(f"{target.database_path} already exists; name a new folder.")
-    await (await Database.open(target, create=True)).close()
+    await (await open_database(target, create=True)).close()
     source = sqlite3.connect(readonly_uri(damaged), uri=True, timeout=30)
     destination = sqlite3.connect(target.database_path, isolation_level=None, timeout=30)
     try:

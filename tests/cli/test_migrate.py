@@ -17,8 +17,8 @@ from pg_support import fresh_schema
 from engine.loader import load_workflow
 from engine.setup import open_engine
 from store.clock import ManualClock
+from store.db.backends import open_database
 from store.db.postgres.pg_database import PostgresDatabase
-from store.db.sqlite.sqlite_database import Database
 from store.memory.memory_store import MemoryStore
 from store.runs.artifact_chunks import ArtifactChunks
 from store.runs.run_store import RunStore
@@ -37,7 +37,7 @@ def tether(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 async def _seed(workspace: Workspace) -> str:
     clock = ManualClock()
-    async with await Database.open(workspace, clock=clock) as db:
+    async with await open_database(workspace, clock=clock) as db:
         memory = MemoryStore(db)
         await memory.set_fact("workflow:code-review", "answer", {"use": "pytest -x"})
         old = await memory.save_note("workflow:code-review", "Run ruff before pytest.")
@@ -64,14 +64,14 @@ async def test_migrate_copies_everything_and_the_copy_answers_the_same(tmp_path:
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)
         assert report["artifact_files"] == len(logs)
-        async with await Database.open(source, create=False) as lite:
+        async with await open_database(source, create=False) as lite:
             for table, rows in report["tables"].items():
                 assert await lite.fetch_value(f'SELECT count(*) FROM "{table}"') == rows
             lite_runs = RunStore(lite)
             lite_nodes = await lite_runs.list_nodes(run_id)
             lite_hits = await MemoryStore(lite).search_notes("pytest ruff", status="any")
         target = Workspace(tmp_path / ".tether", database_url=url)
-        async with await Database.open(target, create=False) as pg:
+        async with await open_database(target, create=False) as pg:
             assert isinstance(pg, PostgresDatabase)
             memory = MemoryStore(pg)
             fact = await memory.get_fact("workflow:code-review", "answer")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memory_cli_support import fingerprint, one_sentence, tether
 
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.errors import ConflictError, InvalidInputError, NotFoundError
 from store.memory.memory_store import MemoryStore
 from store.memory.notes import NoteInput

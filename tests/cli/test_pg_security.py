@@ -18,7 +18,7 @@ from pg_support import fresh_schema
 from textual.pilot import Pilot
 
 from store.clock import SYSTEM_CLOCK
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
 from store.workspace.layout import DATABASE_URL_ENV_VAR, Workspace
@@ -129,7 +129,7 @@ async def test_a_read_only_role_gets_a_dashboard_without_write_keys(
     if not reader:
         pytest.skip("set TETHER_TEST_READER_ROLE (a login role) to test read-only dashboards")
     writer_workspace = Workspace(cwd / ".tether", database_url=url)
-    async with await Database.open(writer_workspace) as db:
+    async with await open_database(writer_workspace) as db:
         await RunStore(db).create_run("code-review", owner_id="elsewhere:1:x")
         await MemoryStore(db).save_note("workflow:x", "a pending note", status="pending")
         schema = db.schema_name  # type: ignore[attr-defined]

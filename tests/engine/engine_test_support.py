@@ -14,7 +14,7 @@ from engine.config import EngineConfig
 from engine.hooks import EngineHooks
 from engine.scheduler import Engine, RunOutcome
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.model.run_records import TokenUsage
 
 Behaviour = Callable[[AgentRequest, int], Awaitable[str | None] | str | None]

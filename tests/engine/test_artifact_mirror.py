@@ -12,8 +12,8 @@ from engine.artifact_mirror import ArtifactMirror
 from engine.artifacts import RunArtifacts, stream_log_path
 from engine.loader import load_workflow
 from engine.setup import open_engine
+from store.db.backends import open_database
 from store.db.postgres.pg_database import PostgresDatabase
-from store.db.sqlite.sqlite_database import Database
 from store.errors import InvalidInputError
 from store.runs.artifact_chunks import ArtifactChunks
 from store.workspace.layout import Workspace
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.postgresql
 async def test_a_run_s_logs_are_in_the_database_and_followed_by_offset(tmp_path: Path) -> None:
     with fresh_schema("a") as url:
         workspace = Workspace(tmp_path / ".tether", database_url=url)
-        async with await Database.open(workspace) as db:
+        async with await open_database(workspace) as db:
             assert isinstance(db, PostgresDatabase)
             engine = open_engine(db)
             workflow = load_workflow(EXAMPLES_DIR / "code_review.py")
@@ -65,7 +65,7 @@ async def test_a_task_reads_an_artifact_another_host_wrote(tmp_path: Path) -> No
     with fresh_schema("ah") as url:
         host_a = Workspace(tmp_path / "a" / ".tether", database_url=url)
         host_b = Workspace(tmp_path / "b" / ".tether", database_url=url)
-        async with await Database.open(host_a) as db:
+        async with await open_database(host_a) as db:
             assert isinstance(db, PostgresDatabase)
             chunks = ArtifactChunks(db)
             written = RunArtifacts(host_a.artifacts_dir, "r-shared")

@@ -14,7 +14,8 @@ from engine.config import EngineConfig
 from engine.scheduler import Engine
 from engine.workflow import Workflow
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
+from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
@@ -30,7 +31,7 @@ def _chain(agent: ScriptedAgent) -> Workflow:
 
 async def test_cancel_written_by_another_process(workspace: Workspace) -> None:
     # Real clock: the CLI process must see a live heartbeat and only *request* the cancel.
-    async with await Database.open(workspace) as db:
+    async with await open_database(workspace) as db:
         await _cancel_from_cli(db)
 
 

@@ -23,7 +23,7 @@ from cli_agent_support import (
 from pydantic import BaseModel
 
 from engine.artifacts import attempt_dir, stream_log_path
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.model.run_records import TokenUsage
 from store.runs.run_store import RunStore
 

@@ -11,7 +11,7 @@ from engine.config import EngineConfig
 from engine.hooks import DispatchContext, DispatchDecision, EngineHooks
 from engine.scheduler import Engine
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.runs.run_store import RunStore
 
 

@@ -21,7 +21,7 @@ from engine.hooks import EngineHooks
 from engine.pricing import Price
 from engine.scheduler import Engine
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.model.run_records import TokenUsage
 from store.runs.run_store import RunStore
 

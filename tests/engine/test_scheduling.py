@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from engine.agents.base import AgentRequest
 from engine.artifacts import stream_log_path
 from engine.workflow import Backoff, Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.model.run_records import TokenUsage
 from store.runs.run_store import RunStore
 

@@ -22,7 +22,7 @@ from engine.agents.tools import AgentTool
 from engine.config import load_config, parse_config
 from engine.scheduler import Engine
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.runs.run_store import RunStore
 

@@ -12,7 +12,7 @@ from engine.memory.config import MemoryConfig
 from engine.memory.runtime import MemoryRuntime
 from engine.workflow import CachePolicy, Workflow
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.runs.run_store import RunStore
 
 

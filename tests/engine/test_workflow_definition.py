@@ -7,7 +7,7 @@ from engine_test_support import ScriptedAgent, run_workflow
 from pydantic import BaseModel
 
 from engine.workflow import CachePolicy, Workflow, WorkflowDefinitionError
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.runs.run_store import RunStore
 
 

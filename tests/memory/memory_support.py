@@ -15,7 +15,7 @@ from engine.config import EngineConfig
 from engine.memory.items import RecallRequest, RecallResult
 from engine.scheduler import Engine
 from engine.setup import build_hooks
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.model.run_records import TokenUsage
 
 

@@ -19,7 +19,7 @@ from engine.ceiling import Ceiling, check_ceiling, counted_tokens
 from engine.handoff import MAX_CARRIED_BYTES, DistillInput, default_distill
 from engine.loader import load_workflow
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.model.run_records import TokenUsage
 from store.runs import runs_sql as run_sql

@@ -10,7 +10,7 @@ from memory_support import engine_with_hooks
 from pg_support import cli_env
 
 from engine.loader import load_workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace

@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from engine.agents.mcp_wiring import tether_program
 from engine.memory.config import MemoryConfig
 from store.db.database_url import for_child_process
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore

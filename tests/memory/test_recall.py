@@ -9,7 +9,7 @@ from engine.memory.items import RecallRequest
 from engine.memory.recall import LocalRecallBackend
 from engine.memory.runtime import recall_with_timeout
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 
 NS = "workflow:code-review"

@@ -15,7 +15,7 @@ from engine.memory.config import MemoryConfig
 from engine.memory.runtime import MemoryRuntime, retain_digest, timeout_from_env
 from engine.prompting import ISOLATION_MARKER
 from engine.workflow import CachePolicy, Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
 

@@ -13,7 +13,7 @@ from engine.memory.items import RecallRequest
 from engine.memory.recall import KeywordRecallBackend
 from engine.memory.semantic import Embedder, HybridRecallBackend, SemanticRecallBackend
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 
 NS = "workflow:household"

@@ -14,7 +14,7 @@ from engine.memory.recall import KeywordRecallBackend
 from engine.memory.runtime import recall_request
 from engine.memory.tag_rules import bank_type, recall_tag_groups, write_tags_for
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore

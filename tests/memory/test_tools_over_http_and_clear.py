@@ -17,7 +17,7 @@ from engine.agents.base import AgentRequest, AgentResult
 from engine.agents.http import OpenAIAgent
 from engine.memory.config import MemoryConfig
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
 

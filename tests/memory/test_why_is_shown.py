@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from engine.memory.config import MemoryConfig
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
 from tui.cli.runs_commands import _memory_block_lines

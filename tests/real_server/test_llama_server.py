@@ -36,7 +36,7 @@ from engine.memory.config import MemoryConfig
 from engine.scheduler import Engine
 from engine.setup import build_hooks
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.runs.run_store import RunStore
 
 pytestmark = pytest.mark.real_server

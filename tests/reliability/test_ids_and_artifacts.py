@@ -15,7 +15,7 @@ import pytest
 from storage_support import REPO_ROOT, tether
 
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.errors import InvalidInputError
 from store.model.ids import FOLDER_NAME_CHARS, node_folder_name, validate_node_id, validate_run_id
 from store.runs.run_store import RunStore
@@ -57,7 +57,7 @@ def test_node_folder_names_are_distinct_bounded_and_readable() -> None:
 async def test_a_run_whose_id_is_dot_dot_never_deletes_the_workspace(
     workspace: Workspace, clock: ManualClock
 ) -> None:
-    async with await Database.open(workspace, clock=clock) as db:
+    async with await open_database(workspace, clock=clock) as db:
         runs = RunStore(db)
         kept = await runs.create_run("kept", status="finished")
         with pytest.raises(InvalidInputError):
@@ -73,7 +73,7 @@ async def test_a_run_whose_id_is_dot_dot_never_deletes_the_workspace(
     outside = workspace.root.parent / "precious.txt"
     outside.write_text("keep me")
     (workspace.artifacts_dir / kept.run_id).mkdir()
-    async with await Database.open(workspace, clock=clock) as db:
+    async with await open_database(workspace, clock=clock) as db:
         with pytest.raises(InvalidInputError, match="not a run id"):
             await RunStore(db).delete_run("..")
     host = EngineHost(workspace, clock)  # the dashboard's `d`
@@ -92,7 +92,7 @@ async def test_deleting_a_run_never_follows_a_link_out_of_artifacts(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "data.txt").write_text("not Tether's")
-    async with await Database.open(workspace, clock=clock) as db:
+    async with await open_database(workspace, clock=clock) as db:
         runs = RunStore(db)
         run = await runs.create_run("w", status="finished")
         (workspace.artifacts_dir / run.run_id).symlink_to(elsewhere, target_is_directory=True)

@@ -15,9 +15,11 @@ import pytest
 from pg_support import fresh_schema
 
 import store.db.sqlite.sqlite_database as database_module
+from store.db.backends import open_database
 from store.db.durability import check_durability, durability_from_config
+from store.db.seam import Database
 from store.db.sqlite.direct import DirectDatabase, run_now
-from store.db.sqlite.sqlite_database import Database, SqliteDatabase
+from store.db.sqlite.sqlite_database import SqliteDatabase
 from store.errors import InvalidInputError, NotFoundError
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
@@ -46,7 +48,7 @@ def test_durability_policy_reads_the_workspace_table() -> None:
 
 async def test_full_is_in_effect_on_every_connection_that_writes(workspace: Workspace) -> None:
     configure(workspace, '[workspace]\ndurability = "full"\n')
-    db = await Database.open(workspace)
+    db = await open_database(workspace)
     try:
         store = RunStore(db)
         run = await store.create_run("w")
@@ -69,7 +71,7 @@ async def test_full_is_in_effect_on_every_connection_that_writes(workspace: Work
 
 
 async def test_normal_is_the_default(workspace: Workspace) -> None:
-    db = await Database.open(workspace)
+    db = await open_database(workspace)
     try:
         await MemoryStore(db).set_fact("global:x", "k", 1)
         found = await db.writer_pragmas()
@@ -89,7 +91,7 @@ async def test_a_postgresql_workspace_commits_at_its_level(
     with fresh_schema() as url:
         workspace = Workspace(tmp_path / ".tether", database_url=url)
         configure(workspace, f'[workspace]\ndurability = "{level}"\n')
-        db = await Database.open(workspace)
+        db = await open_database(workspace)
         try:
             await MemoryStore(db).set_fact("global:x", "k", 1)
             found = await db.run_read(
@@ -195,7 +197,7 @@ async def test_writes_commit_in_the_order_submitted(db: Database) -> None:
 
 
 async def test_close_commits_what_is_queued(workspace: Workspace) -> None:
-    db = await Database.open(workspace)
+    db = await open_database(workspace)
     queued = [
         db.submit(
             lambda conn, i=i: conn.execute(
@@ -206,7 +208,7 @@ async def test_close_commits_what_is_queued(workspace: Workspace) -> None:
     ]
     await db.close()
     assert all(future.done() for future in queued)
-    reopened = await Database.open(workspace)
+    reopened = await open_database(workspace)
     try:
         assert await reopened.fetch_value("SELECT count(*) FROM events") == 5
     finally:

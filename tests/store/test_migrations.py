@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from store.db.sqlite.sqlite_database import Database, _split_statements
+from store.db.backends import open_database
+from store.db.sqlite.sqlite_database import _split_statements
 from store.db.sqlite.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from store.errors import NotFoundError, WorkspaceError
 from store.workspace.layout import Workspace
@@ -26,7 +27,7 @@ def test_every_migration_splits_into_complete_statements() -> None:
 
 
 async def test_new_workspace_records_version_and_identity(workspace: Workspace) -> None:
-    db = await Database.open(workspace)
+    db = await open_database(workspace)
     try:
         assert await db.fetch_value("PRAGMA user_version") == SCHEMA_VERSION
         assert await db.fetch_value("PRAGMA application_id") == APPLICATION_ID
@@ -38,9 +39,9 @@ async def test_new_workspace_records_version_and_identity(workspace: Workspace) 
 
 async def test_reopening_is_idempotent(workspace: Workspace) -> None:
     for _ in range(2):
-        db = await Database.open(workspace)
+        db = await open_database(workspace)
         await db.close()
-    db = await Database.open(workspace)
+    db = await open_database(workspace)
     try:
         assert await db.fetch_value("PRAGMA user_version") == SCHEMA_VERSION
     finally:
@@ -49,19 +50,19 @@ async def test_reopening_is_idempotent(workspace: Workspace) -> None:
 
 async def test_missing_workspace_is_not_created_when_reading(workspace: Workspace) -> None:
     with pytest.raises(NotFoundError):
-        await Database.open(workspace, create=False)
+        await open_database(workspace, create=False)
     assert not workspace.root.exists()
 
 
 async def test_newer_schema_is_refused_and_left_untouched(workspace: Workspace) -> None:
-    db = await Database.open(workspace)
+    db = await open_database(workspace)
     await db.close()
     conn = sqlite3.connect(workspace.database_path)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
     conn.close()
     before = _digest(workspace.database_path)
     with pytest.raises(WorkspaceError, match="newer Tether"):
-        await Database.open(workspace)
+        await open_database(workspace)
     assert _digest(workspace.database_path) == before
 
 
@@ -74,7 +75,7 @@ async def test_foreign_sqlite_file_is_refused_and_left_untouched(workspace: Work
     conn.close()
     before = _digest(workspace.database_path)
     with pytest.raises(WorkspaceError, match="does not belong to Tether"):
-        await Database.open(workspace)
+        await open_database(workspace)
     assert _digest(workspace.database_path) == before
 
 
@@ -89,5 +90,5 @@ async def test_unusable_file_is_refused_and_left_untouched(
     workspace.root.mkdir(parents=True)
     workspace.database_path.write_bytes(content)
     with pytest.raises(WorkspaceError, match="untouched"):
-        await Database.open(workspace)
+        await open_database(workspace)
     assert workspace.database_path.read_bytes() == content

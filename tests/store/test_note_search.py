@@ -9,7 +9,7 @@ import random
 import pytest
 
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.memory.memory_store import MemoryStore
 from store.search.search_policy import bm25, idf, index_terms, weak_terms

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.errors import ConflictError, InvalidInputError, NotFoundError
 from store.memory.memory_store import MemoryStore
 

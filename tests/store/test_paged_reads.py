@@ -8,7 +8,8 @@ import sqlite3
 
 import pytest
 
-from store.db.sqlite.sqlite_database import Database, SqliteDatabase
+from store.db.seam import Database
+from store.db.sqlite.sqlite_database import SqliteDatabase
 from store.model.run_records import CallUsage, TokenUsage
 from store.read import dashboard_sql
 from store.read.dashboard_reader import DashboardReader

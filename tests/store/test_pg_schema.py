@@ -11,8 +11,8 @@ import psycopg
 import pytest
 from pg_support import fresh_schema
 
+from store.db.backends import open_database
 from store.db.postgres.pg_schema import SCHEMA_VERSION
-from store.db.sqlite.sqlite_database import Database
 from store.errors import NotFoundError, WorkspaceError
 from store.workspace.layout import Workspace
 
@@ -35,7 +35,7 @@ def _tables(url: str) -> set[str]:
 
 async def test_concurrent_first_opens_migrate_once(url: str, tmp_path: Path) -> None:
     workspace = Workspace(tmp_path / ".tether", database_url=url)
-    dbs = await asyncio.gather(*(Database.open(workspace) for _ in range(4)))
+    dbs = await asyncio.gather(*(open_database(workspace) for _ in range(4)))
     for db in dbs:
         await db.close()
     with psycopg.connect(url, autocommit=True) as conn:
@@ -45,7 +45,7 @@ async def test_concurrent_first_opens_migrate_once(url: str, tmp_path: Path) -> 
 
 async def test_reading_a_missing_workspace_creates_nothing(url: str, tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match="no Tether workspace"):
-        await Database.open(Workspace(tmp_path / ".tether", database_url=url), create=False)
+        await open_database(Workspace(tmp_path / ".tether", database_url=url), create=False)
     assert _tables(url) == set()
 
 
@@ -53,17 +53,17 @@ async def test_foreign_tables_are_refused_and_left_alone(url: str, tmp_path: Pat
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE invoices (id int)")
     with pytest.raises(WorkspaceError, match="do not belong to Tether"):
-        await Database.open(Workspace(tmp_path / ".tether", database_url=url))
+        await open_database(Workspace(tmp_path / ".tether", database_url=url))
     assert _tables(url) == {"invoices"}
 
 
 async def test_a_newer_schema_is_refused(url: str, tmp_path: Path) -> None:
     workspace = Workspace(tmp_path / ".tether", database_url=url)
-    await (await Database.open(workspace)).close()
+    await (await open_database(workspace)).close()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("UPDATE tether_meta SET value = '999' WHERE key = 'schema_version'")
     with pytest.raises(WorkspaceError, match="newer Tether"):
-        await Database.open(workspace)
+        await open_database(workspace)
     with psycopg.connect(url, autocommit=True) as conn:
         version = conn.execute(
             "SELECT value FROM tether_meta WHERE key = 'schema_version'").fetchone()

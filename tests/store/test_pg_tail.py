@@ -12,9 +12,9 @@ import psycopg
 import pytest
 from pg_support import fresh_schema
 
+from store.db.backends import open_database
 from store.db.postgres.pg_database import PostgresDatabase, channel_for
 from store.db.postgres.pg_listen import CATCH_UP, ChangeListener, application_name
-from store.db.sqlite.sqlite_database import Database
 from store.read.pg_dashboard_tail import PgDashboardReader, find_gaps
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
@@ -28,7 +28,7 @@ DEADLINE_S = 30.0
 @pytest.fixture
 async def pg(tmp_path: Path) -> AsyncIterator[PostgresDatabase]:
     with fresh_schema() as url:
-        db = await Database.open(Workspace(tmp_path / ".tether", database_url=url))
+        db = await open_database(Workspace(tmp_path / ".tether", database_url=url))
         assert isinstance(db, PostgresDatabase)
         try:
             yield db

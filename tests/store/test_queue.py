@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
+from store.db.seam import Database
 from store.errors import LeaseLost, NotFoundError
 from store.model.run_records import CallUsage, TokenUsage
 from store.runs.run_queue import RunQueue
@@ -37,7 +38,7 @@ async def test_an_expired_lease_is_claimed_again_and_fences_the_old_holder(
     db: Database, clock: ManualClock
 ) -> None:
     # Two queues over two connections stand for two workers; each registers its own tokens.
-    other = await Database.open(db.workspace, clock=clock)
+    other = await open_database(db.workspace, clock=clock)
     try:
         old, new = RunQueue(db, lease_ms=LEASE_MS), RunQueue(other, lease_ms=LEASE_MS)
         run = await old.enqueue("wf")
@@ -129,7 +130,7 @@ async def test_resuming_in_process_takes_the_run_off_the_queue_and_fences_the_wo
     run = await queue.enqueue("wf")
     held = await queue.claim_next("worker")
     assert held is not None
-    other = await Database.open(db.workspace, clock=clock)
+    other = await open_database(db.workspace, clock=clock)
     try:
         await RunStore(other).claim_run(run.run_id, "dashboard")  # a person resumed it
     finally:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from store.db.sqlite.sqlite_database import Database
+from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.memory.notes import NoteInput
 from store.search.search_policy import INDEX_TERMS_VERSION

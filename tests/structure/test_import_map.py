@@ -74,3 +74,7 @@ def test_circles_finds_a_circle() -> None:
 
 def test_tui_has_no_import_circles() -> None:
     assert circles(import_map("tui")) == []
+
+
+def test_store_has_no_import_circles() -> None:
+    assert circles(import_map("store")) == []

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from engine.artifacts import stream_log_path
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
+from store.db.seam import Database
 from store.model.run_records import CallUsage, TokenUsage
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
@@ -137,7 +138,7 @@ async def populate(db: Database, clock: ManualClock) -> None:
 
 async def build(workspace: Workspace, clock: ManualClock) -> None:
     """Create and fill ``workspace``."""
-    db = await Database.open(workspace, clock=clock)
+    db = await open_database(workspace, clock=clock)
     try:
         await populate(db, clock)
     finally:

@@ -7,7 +7,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.read.dashboard_reader import DashboardReader
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
@@ -40,7 +40,7 @@ async def test_runs_written_by_another_process_appear_on_screen(make_app):
 
 async def test_reader_sees_commits_and_never_blocks_a_checkpoint(sample_workspace: Workspace):
     reader = await DashboardReader.open(sample_workspace)
-    writer = await Database.open(sample_workspace)
+    writer = await open_database(sample_workspace)
     try:
         assert reader.journal_mode == "wal"
         assert await reader.changed()  # first call
@@ -66,7 +66,7 @@ async def test_reader_sees_commits_and_never_blocks_a_checkpoint(sample_workspac
 
 async def test_tailer_reads_only_new_events_in_order(sample_workspace: Workspace):
     tailer = WorkspaceTailer(sample_workspace)
-    writer = await Database.open(sample_workspace)
+    writer = await open_database(sample_workspace)
     try:
         first = await tailer.poll()
         assert first is not None and first.first_read and first.events == []
@@ -87,7 +87,7 @@ async def test_waiting_for_a_workspace_that_does_not_exist_yet(tmp_path: Path):
     tailer = WorkspaceTailer(Workspace(tmp_path / "later"))
     assert await tailer.poll() is None
     assert tailer.problem and "waiting" in tailer.problem
-    db = await Database.open(Workspace(tmp_path / "later"))
+    db = await open_database(Workspace(tmp_path / "later"))
     await db.close()
     batch = await tailer.poll()
     assert batch is not None and batch.first_read
@@ -109,7 +109,7 @@ def test_file_tail_returns_whole_new_lines_only(tmp_path: Path):
 
 async def test_a_replaced_database_file_is_reopened(tmp_path: Path):
     workspace = Workspace(tmp_path / "ws")
-    db = await Database.open(workspace)
+    db = await open_database(workspace)
     await RunStore(db).create_run("w", run_id="run-old")
     await db.close()
     tailer = WorkspaceTailer(workspace)
@@ -118,7 +118,7 @@ async def test_a_replaced_database_file_is_reopened(tmp_path: Path):
         assert tailer.reader is not None
         assert [r.run_id for r in await tailer.reader.recent_runs()] == ["run-old"]
         other = Workspace(tmp_path / "other")
-        db = await Database.open(other)
+        db = await open_database(other)
         await RunStore(db).create_run("w", run_id="run-new")
         await db.close()
         other.database_path.replace(workspace.database_path)

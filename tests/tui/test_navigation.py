@@ -7,7 +7,7 @@ from sample_data import NOW_MS
 from test_views import settle
 
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.runs.run_store import RunStore
 from tui.screens.handoffs import HandoffsScreen
 from tui.screens.help import HelpScreen
@@ -65,7 +65,7 @@ async def test_home_end_and_the_cursor_following_the_newest_run(make_app, sample
         await pilot.press("home")
         assert table.cursor_row == 0 and table.cursor_key == "run-long-g2"
         # On the first row, a new run takes the cursor...
-        db = await Database.open(sample_workspace, clock=ManualClock(NOW_MS + 1))
+        db = await open_database(sample_workspace, clock=ManualClock(NOW_MS + 1))
         try:
             await RunStore(db).create_run("code-review", run_id="run-new-1")
             await settle(pilot, app)

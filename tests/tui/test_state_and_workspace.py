@@ -18,7 +18,7 @@ from sample_data import NOW_MS
 from test_views import settle
 
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.runs.run_store import RunStore
 from store.workspace.layout import resolve_workspace
 from tui.modals import ConfirmDialog
@@ -40,7 +40,7 @@ async def test_run_keys_follow_the_selected_run_when_it_ends(make_app, sample_wo
         await pilot.pause()
         assert {"c", "x"} <= footer_keys(app) and "d" not in footer_keys(app)
         # Another process finishes the run; nothing else happens on screen (no key, no move).
-        db = await Database.open(sample_workspace, clock=ManualClock(NOW_MS))
+        db = await open_database(sample_workspace, clock=ManualClock(NOW_MS))
         try:
             await RunStore(db).set_run_status("run-incident-1", "finished")
         finally:

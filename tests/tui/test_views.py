@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static, TabbedContent
 
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 from tests.tui_actions.pilot_support import choose_in_palette, until
@@ -247,7 +247,7 @@ async def test_help_filter_pause_palette_and_quit_keys(make_app):
         await pilot.press("p")
         await pilot.pause()
         assert app.paused and app.screen.query_one(PauseBanner).has_class("-visible")
-        db = await Database.open(app.workspace, clock=ManualClock(app.now_ms()))
+        db = await open_database(app.workspace, clock=ManualClock(app.now_ms()))
         try:
             await RunStore(db).create_run("code-review", run_id="run-while-paused")
         finally:
@@ -282,7 +282,7 @@ async def test_cursor_stays_on_the_same_run_when_new_runs_arrive(
         table.select_key("run-incident-1")
         before = table.keys.index("run-incident-1")
         clock = ManualClock(app.now_ms())
-        db = await Database.open(sample_workspace, clock=clock)
+        db = await open_database(sample_workspace, clock=clock)
         try:
             for n in range(3):
                 clock.advance(10)

@@ -9,13 +9,13 @@ import asyncio
 import sys
 from pathlib import Path
 
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 
 
 async def main(root: str, count: int, interval: float) -> None:
-    db = await Database.open(Workspace(Path(root)))
+    db = await open_database(Workspace(Path(root)))
     try:
         store = RunStore(db)
         for n in range(count):

@@ -14,7 +14,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.memory.memory_store import MemoryStore
 from store.model.run_records import NewEvent
 from store.runs.run_store import RunStore
@@ -24,7 +24,7 @@ MAX_ROUNDS = 1_500
 
 
 async def main(root: str, stop_file: str) -> None:
-    db = await Database.open(Workspace(Path(root)))
+    db = await open_database(Workspace(Path(root)))
     try:
         memory = MemoryStore(db)
         runs = RunStore(db)

@@ -20,7 +20,7 @@ from textual.command import CommandList, CommandPalette
 from textual.widgets import Button, Input, Static, TextArea
 
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
@@ -48,7 +48,7 @@ HOSTILE_NAMES = [
 async def test_the_command_palette_shows_run_names_literally(
     make_app: MakeApp, workspace: Workspace, clock: ManualClock
 ) -> None:
-    async with await Database.open(workspace, clock=clock) as db:
+    async with await open_database(workspace, clock=clock) as db:
         runs = RunStore(db)
         for name in HOSTILE_NAMES:
             await runs.create_run(name, status="finished")

@@ -14,9 +14,9 @@ import pytest
 from pg_support import fresh_schema
 
 from store.clock import SYSTEM_CLOCK
+from store.db.backends import open_database
 from store.db.postgres.pg_database import channel_for
 from store.db.postgres.pg_listen import application_name
-from store.db.sqlite.sqlite_database import Database
 from store.runs.run_queue import RunQueue
 from store.workspace.layout import Workspace
 from tests.tui_actions.pilot_support import press_for, until
@@ -34,7 +34,7 @@ SIZE = (150, 40)
 async def team_workspace(tmp_path: Path) -> AsyncIterator[Workspace]:
     with fresh_schema("d") as url:
         workspace = Workspace(tmp_path / ".tether", database_url=url)
-        async with await Database.open(workspace) as db:
+        async with await open_database(workspace) as db:
             await RunQueue(db).create_run(
                 "code-review", workflow_path=str(EXAMPLES_DIR / "code_review.py")
             )
@@ -51,7 +51,7 @@ async def test_follows_by_notification_reconnects_shows_workers_and_queues(
     # A long poll interval: anything seen quickly came by notification, not by the timer.
     app = TetherApp(team_workspace, clock=SYSTEM_CLOCK, watch=True, poll_interval=30.0)
     app.animation_level = "none"
-    async with await Database.open(team_workspace) as db, app.run_test(size=SIZE) as pilot:
+    async with await open_database(team_workspace) as db, app.run_test(size=SIZE) as pilot:
         queue = RunQueue(db)
         await until(pilot, lambda: app.tailer.link_state == "live", "listening")
         assert "● live" in status_line(app)

@@ -16,7 +16,7 @@ from textual.widgets import Button, Static, TextArea
 from engine.loader import load_workflow
 from engine.setup import open_engine
 from store.clock import ManualClock
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.model.run_records import RunRecord
 from store.read.dashboard_reader import RunRow
 from store.runs.run_store import RunStore
@@ -86,7 +86,7 @@ def test_placeholder_input_and_workflow_files(tmp_path: Path) -> None:
 async def make_run(workspace: Workspace, clock: ManualClock, *, status: str = "running",
                    owner: str = "another-host:1:abc") -> RunRecord:
     """A code-review run written as another process would (its owner is elsewhere)."""
-    async with await Database.open(workspace, clock=clock) as db:
+    async with await open_database(workspace, clock=clock) as db:
         runs = RunStore(db)
         run = await runs.create_run("code-review", input={"change": "fix the flaky test"},
                                     workflow_path=str(CODE_REVIEW), owner_id=owner)
@@ -288,7 +288,7 @@ async def test_quit_asks_while_embedded_runs_are_active_and_leaves_them_resumabl
         await until(pilot, lambda: not app.is_running, "the app to quit")
     clock.advance(31_000)
     monkeypatch.setenv("TETHER_SIM_LATENCY_MS", "5")
-    async with await Database.open(workspace, clock=clock) as db:
+    async with await open_database(workspace, clock=clock) as db:
         runs_store = RunStore(db)
         record = await runs_store.get_run(left.run_id)
         assert record.status == "running" and record.is_stale(clock.now_ms())

@@ -13,7 +13,7 @@ import shlex
 import click
 
 from engine.handoff import DEFAULT_CLEAR_REASON, clear_run
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.errors import InvalidInputError
 from store.runs.run_store import RunStore
 from tui.cli.common import format_option, run_async, workspace_from, workspace_option
@@ -34,7 +34,7 @@ async def clear_command(run_id: str, reason: str, workspace_dir: str | None,
     if not reason.strip():
         raise InvalidInputError("A clear needs a reason; pass some text with --reason.")
     workspace = workspace_from(workspace_dir)
-    async with await Database.open(workspace, create=False) as db:
+    async with await open_database(workspace, create=False) as db:
         result = await clear_run(db, run_id, reason)
         run = await RunStore(db).get_run(run_id)
     start = None

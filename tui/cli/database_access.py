@@ -24,19 +24,14 @@ async def reading(workspace: Workspace) -> AsyncIterator[Database | None]:
     """The workspace database opened read-only for a reading command, or None when there is
     none yet. A read never creates, migrates or chmods anything. A SQLite workspace is read in
     this thread (works with or without an event loop, see :func:`tui.cli.common.run_direct`)."""
+    from store.db.backends import open_in_thread
+    from store.errors import NotFoundError
+
     db: Database | None
-    if workspace.is_shared:
-        from store.db.seam import Database as Backend
-
-        db = await Backend.open_readonly(workspace)
-    else:
-        from store.db.sqlite.direct import DirectDatabase
-        from store.errors import NotFoundError
-
-        try:
-            db = DirectDatabase.open_now(workspace, create=False, read_only=True)
-        except NotFoundError:
-            db = None
+    try:
+        db = await open_in_thread(workspace, create=False, read_only=True)
+    except NotFoundError:
+        db = None
     try:
         yield db
     finally:
@@ -49,13 +44,9 @@ async def open_database(workspace: Workspace, *, create: bool) -> Database:
     SQLite workspace, the PostgreSQL backend for a shared one (then
     :func:`tui.cli.common.run_direct` has put the command on an event loop). With ``create``
     false a missing workspace raises NotFoundError."""
-    if workspace.is_shared:
-        from store.db.seam import Database as Backend
+    from store.db.backends import open_in_thread
 
-        return await Backend.open(workspace, create=create)
-    from store.db.sqlite.direct import DirectDatabase
-
-    return DirectDatabase.open_now(workspace, create=create)
+    return await open_in_thread(workspace, create=create)
 
 
 @asynccontextmanager

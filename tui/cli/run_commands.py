@@ -24,7 +24,7 @@ from engine.loader import load_workflow
 from engine.run_end import RunOutcome
 from engine.setup import open_engine, preflight
 from engine.workflow import Workflow
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.errors import InvalidInputError
 from store.model.ids import validate_run_id
 from store.model.json_text import JsonTextError, describe, parse_json_text
@@ -131,7 +131,7 @@ async def run_command(
         await enqueue_run(workspace, workflow, raw_input, workflow_file, output_format)
         return
     printer = ProgressPrinter()
-    async with await Database.open(workspace, create=not resume_id) as db:
+    async with await open_database(workspace, create=not resume_id) as db:
         engine = open_engine(db, on_progress=printer, config=config)
         try:
             if resume_id:
@@ -173,7 +173,7 @@ async def enqueue_run(
     workflow.validate()
     parsed = workflow.parse_input(raw_input)
     check_root_prompts(workflow, parsed)
-    async with await Database.open(workspace) as db:
+    async with await open_database(workspace) as db:
         run = await RunQueue(db).enqueue(
             workflow.name,
             input=to_jsonable(parsed),

@@ -10,7 +10,7 @@ import click
 
 from engine.run_end import RunOutcome
 from engine.worker import DEFAULT_POLL_S, Worker
-from store.db.sqlite.sqlite_database import Database
+from store.db.backends import open_database
 from store.errors import InvalidInputError
 from tui.cli.common import database_url_option, run_async, workspace_from, workspace_option
 
@@ -56,7 +56,7 @@ async def worker_command(
         detail = f" ({outcome.error})" if outcome.error and outcome.status != "finished" else ""
         click.echo(f"{run_id} {outcome.status}{detail}", err=True)
 
-    async with await Database.open(workspace) as db:
+    async with await open_database(workspace) as db:
         worker = Worker(
             db,
             concurrency=concurrency,

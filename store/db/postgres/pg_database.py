@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import functools
 import hashlib
-import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -39,6 +38,7 @@ from store.db.database_url import redact_url, scrub
 from store.db.dialect import postgres_params, postgres_text
 from store.db.durability import DEFAULT_DURABILITY, PG_SYNCHRONOUS_COMMIT, read_durability
 from store.db.postgres import pg_schema as schema
+from store.db.retry import backoff_s
 from store.db.seam import Database, Params
 from store.errors import DatabaseUnavailable, NotFoundError, WorkspaceError
 from store.runs.events_sql import INSERT_EVENT
@@ -51,6 +51,7 @@ POOL_MAX = 4
 CONNECT_TIMEOUT_S = 10.0
 _RETRY_ATTEMPTS = 8
 _RETRY_BASE_S = 0.01
+_RETRY_MAX_S = 1.0
 _MIGRATION_LOCK = 0x54455448  # "TETH": serialises concurrent migrations of one database
 _RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 
@@ -346,7 +347,7 @@ class PostgresDatabase(Database):
                 except _RETRYABLE:
                     if attempt == _RETRY_ATTEMPTS - 1:
                         raise
-                    time.sleep(_backoff(attempt))
+                    time.sleep(backoff_s(attempt, first_s=_RETRY_BASE_S, max_s=_RETRY_MAX_S))
         raise AssertionError("unreachable")
 
     def transact_read(self, work: Callable[[Any], T]) -> T:
@@ -460,8 +461,4 @@ def _root_cause(error: BaseException) -> BaseException:
         cause = cause.__cause__
     return cause
 
-
-def _backoff(attempt: int) -> float:
-    delay = min(1.0, _RETRY_BASE_S * (2**attempt))
-    return delay / 2 + random.random() * delay / 2
 

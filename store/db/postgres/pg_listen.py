@@ -19,6 +19,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from store.db.retry import backoff_s
+
 IDLE_PING_S = 5.0
 BACKOFF_FIRST_S = 0.2
 BACKOFF_MAX_S = 5.0
@@ -60,7 +62,7 @@ class ChangeListener:
     async def payloads(self, stop: asyncio.Event) -> AsyncIterator[str]:
         """Yield each notification's payload (and :data:`CATCH_UP` after every connect) until
         ``stop`` is set."""
-        backoff = BACKOFF_FIRST_S
+        failures = 0  # in a row: the wait before reconnecting doubles with each
         while not stop.is_set():
             conn: Any = None
             try:
@@ -72,7 +74,7 @@ class ChangeListener:
                 )
                 await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
                 self._set("live")
-                backoff = BACKOFF_FIRST_S
+                failures = 0
                 yield CATCH_UP
                 while not stop.is_set():
                     got = False
@@ -89,8 +91,10 @@ class ChangeListener:
                 self._set("reconnecting")
                 self.reconnects += 1
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=backoff)
-                backoff = min(BACKOFF_MAX_S, backoff * 2)
+                    await asyncio.wait_for(stop.wait(), timeout=backoff_s(
+                        failures, first_s=BACKOFF_FIRST_S, max_s=BACKOFF_MAX_S, jitter=0
+                    ))
+                failures += 1
             finally:
                 if conn is not None:
                     with contextlib.suppress(Exception):

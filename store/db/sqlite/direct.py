@@ -24,8 +24,8 @@ from store.db.seam import Database, Params
 from store.db.sqlite.database_file import readonly_uri
 from store.db.sqlite.sqlite_connection import (
     RETRY_ATTEMPTS,
-    backoff_s,
     before_open,
+    busy_backoff_s,
     cannot_open,
     cannot_upgrade,
     configure,
@@ -182,5 +182,5 @@ def _retry_busy(attempt_fn: Callable[[], T]) -> T:
         except sqlite3.OperationalError as error:
             if not is_busy(error) or attempt == RETRY_ATTEMPTS - 1:
                 raise
-            time.sleep(backoff_s(attempt))
+            time.sleep(busy_backoff_s(attempt))
     raise AssertionError("unreachable")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from store.db.durability import SYNCHRONOUS_VALUES, check_durability, read_durability
+from store.db.retry import backoff_s
 from store.db.sqlite.database_file import (
     DatabaseFileInfo,
     database_file_exists,
@@ -46,12 +47,9 @@ def is_busy(error: BaseException) -> bool:
     return isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
-def backoff_s(attempt: int) -> float:
+def busy_backoff_s(attempt: int) -> float:
     """A jittered, growing wait before retry number ``attempt`` of a busy write."""
-    import random  # only when a write has to wait: the command line starts without it
-
-    delay = min(_RETRY_MAX_S, _RETRY_BASE_S * (2**attempt))
-    return delay / 2 + random.random() * delay / 2
+    return backoff_s(attempt, first_s=_RETRY_BASE_S, max_s=_RETRY_MAX_S)
 
 
 def before_open(

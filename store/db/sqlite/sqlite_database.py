@@ -36,21 +36,21 @@ import contextlib
 import dataclasses
 import sqlite3
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import aiosqlite
 
 from store.clock import SYSTEM_CLOCK, Clock
-from store.db.seam import Database
+from store.db.seam import Database, Params
 from store.db.sqlite.database_file import DatabaseFileInfo, inspect_database_file, readonly_uri
 from store.db.sqlite.sqlite_connection import (
     BUSY_TIMEOUT_MS,
     RETRY_ATTEMPTS,
     Outcome,
     Work,
-    backoff_s,
     before_open,
+    busy_backoff_s,
     cannot_open,
     cannot_upgrade,
     configure,
@@ -93,7 +93,6 @@ class _Queued:
 
 
 T = TypeVar("T")
-Params = Sequence[Any] | dict[str, Any]
 _split_statements = split_statements  # the name older tests import
 
 _OPEN: weakref.WeakSet[SqliteDatabase] = weakref.WeakSet()
@@ -358,7 +357,7 @@ class SqliteDatabase(StorageGuard, Database):
             except sqlite3.OperationalError as error:
                 if not is_busy(error) or attempt == RETRY_ATTEMPTS - 1:
                     raise
-                await asyncio.sleep(backoff_s(attempt))
+                await asyncio.sleep(busy_backoff_s(attempt))
         raise AssertionError("unreachable")
 
     def _direct_connection(self) -> sqlite3.Connection:
