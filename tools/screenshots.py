@@ -1,6 +1,6 @@
-"""Regenerate the README's screenshots from a live demo workspace.
+"""Regenerate the screenshots the README and docs/ show, from a live demo workspace.
 
-    python -m tui.screenshots            # writes screenshots/*.svg (and *.png with rsvg-convert)
+    python -m tools.screenshots            # writes screenshots/*.svg (and *.png with rsvg-convert)
 
 It creates a fresh demo workspace in a temporary folder, runs the demo workflows in the
 embedded engine (faster than the interactive demo), and saves an SVG of each view while the
@@ -160,7 +160,7 @@ def _detail_ready(app: TetherApp) -> Callable[[], Awaitable[bool]]:
 
 async def browser_screenshot(workspace: Workspace, out: Path) -> Path | None:
     """``browser.png``: the dashboard served by ``tether serve`` in headless Chromium."""
-    from tui.browser import Step, chromium_path, drive, served
+    from tools.browser import Step, chromium_path, drive, served
 
     try:
         import playwright  # noqa: F401
@@ -203,7 +203,7 @@ def to_png(paths: list[Path]) -> list[Path]:
 
 
 def main() -> None:
-    """Command-line entry: ``python -m tui.screenshots [--out DIR] [--png]``."""
+    """Command-line entry: ``python -m tools.screenshots [--out DIR] [--png]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="screenshots", help="folder for the SVGs")
     parser.add_argument("--png", action="store_true", help="also write PNGs (rsvg-convert)")
