@@ -164,7 +164,7 @@ async def test_tokens_view_histogram_scopes_usage_and_largest_calls(make_app):
         text = screen_text(app)
         assert "fresh input" in text and "cache read" in text and "reasoning" in text
 
-        app.select(run_id="run-review-1", node_id="review-b", iteration=0)
+        app.select(run_id="run-review-1", node_id="review-b")
         await pilot.press("s")
         await pilot.pause(0.2)
         assert screen.scope() == ("run", "run-review-1", None)

@@ -502,7 +502,7 @@ class RunDetailScreen(LiveScreen):
         if position is not None and position != graph.cursor:
             graph.cursor = position
             graph.show(graph.graph)
-        self.tether.select(run_id=self.run_id, node_id=node.node_id, iteration=node.iteration)
+        self.tether.select(run_id=self.run_id, node_id=node.node_id)
         if node.key != self._shown_node:
             self.update_chrome()
             self.run_worker(self._show_node_safely(node), group="inspector", exclusive=True)
@@ -602,5 +602,5 @@ class RunDetailScreen(LiveScreen):
         """Open the Tokens view scoped to the selected node."""
         node = self.selected_node
         if node is not None:
-            self.tether.select(run_id=self.run_id, node_id=node.node_id, iteration=node.iteration)
+            self.tether.select(run_id=self.run_id, node_id=node.node_id)
         self.tether.show_tokens(scope="node" if node is not None else "run")
