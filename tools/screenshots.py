@@ -29,7 +29,7 @@ from store.workspace import Workspace
 from tui import demo
 from tui.app import TetherApp
 from tui.screens.run_detail import RunDetailScreen
-from tui.screens.runs import RunsScreen
+from tui.screens.runs_view import RunsScreen
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.run_chart import RunChart
 
@@ -179,8 +179,8 @@ async def browser_screenshot(workspace: Workspace, out: Path) -> Path | None:
 
 async def _show_proposal(app: TetherApp, pilot: Pilot[None]) -> None:
     """Put the Memory view's cursor on the demo's pending proposal that supersedes two notes."""
-    from tui.screens.memory import MemoryScreen
     from tui.screens.memory_render import note_row_key
+    from tui.screens.memory_view import MemoryScreen
 
     screen = app.screen
     if isinstance(screen, MemoryScreen):

@@ -32,12 +32,12 @@ from store.workspace import Workspace
 from tui.actions.read_only import read_only
 from tui.commands import RunsProvider
 from tui.format import ago, literal
-from tui.screens.base import LiveScreen
-from tui.screens.handoffs import HandoffsScreen
-from tui.screens.memory import MemoryScreen
+from tui.screens.handoffs_view import HandoffsScreen
+from tui.screens.live_screen import LiveScreen
+from tui.screens.memory_view import MemoryScreen
 from tui.screens.run_detail import RunDetailScreen
-from tui.screens.runs import RunsScreen
-from tui.screens.tokens import TokensScreen
+from tui.screens.runs_view import RunsScreen
+from tui.screens.tokens_view import TokensScreen
 from tui.tailing import Batch, WorkspaceTailer
 
 TICK_S = 1.0

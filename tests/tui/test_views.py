@@ -14,11 +14,11 @@ from store.runs import RunStore
 from store.workspace import Workspace
 from tests.tui_actions.pilot_support import choose_in_palette, until
 from tui.app import TetherApp
-from tui.screens.handoffs import HandoffsScreen
+from tui.screens.handoffs_view import HandoffsScreen
 from tui.screens.help import HelpScreen
 from tui.screens.run_detail import RunDetailScreen
-from tui.screens.runs import RunsScreen
-from tui.screens.tokens import TokensScreen
+from tui.screens.runs_view import RunsScreen
+from tui.screens.tokens_view import TokensScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.log_view import FollowLog
