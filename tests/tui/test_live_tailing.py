@@ -12,7 +12,7 @@ from store.read.dashboard_reader import DashboardReader
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 from tui.app import TetherApp
-from tui.screens.runs import RunsScreen
+from tui.screens.runs_view import RunsScreen
 from tui.tailing import FileTail, WorkspaceTailer
 from tui.widgets.keyed_table import KeyedTable
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from store.memory.ttl import format_ttl, parse_ttl
 from store.model.json_text import JsonTextError, parse_json_text
 
-__all__ = ["JsonProblem", "format_ttl", "json_problem", "parse_json", "parse_ttl"]
+__all__ = ["JsonProblem", "json_problem", "parse_json"]
 
 
 @dataclass(frozen=True)
