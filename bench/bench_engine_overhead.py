@@ -85,7 +85,7 @@ async def run_tether(
     from engine.setup import open_engine
     from engine.workflow import Workflow
     from store.db.sqlite.sqlite_database import SqliteDatabase
-    from store.model.run_records import TokenUsage
+    from store.model.token_lanes import TokenUsage
     from store.workspace.layout import Workspace
 
     class InstantAgent:

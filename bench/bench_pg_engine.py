@@ -34,7 +34,7 @@ from engine.config import EngineConfig  # noqa: E402
 from engine.scheduler import Engine  # noqa: E402
 from engine.workflow import Workflow  # noqa: E402
 from store.db.backends import open_database  # noqa: E402
-from store.model.run_records import TokenUsage  # noqa: E402
+from store.model.token_lanes import TokenUsage  # noqa: E402
 from store.workspace.layout import Workspace  # noqa: E402
 
 NODES = 1000

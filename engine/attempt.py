@@ -19,7 +19,8 @@ from engine.structured import OutputInvalid, to_jsonable, validate_output
 from engine.units import StopDispatch, Unit
 from store.db.storage_errors import os_storage_error
 from store.errors import StorageError
-from store.model.run_records import CallUsage, TokenUsage
+from store.model.run_records import CallUsage
+from store.model.token_lanes import TokenUsage
 
 if TYPE_CHECKING:
     from engine.execution import RunExecution

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from engine.hooks import RUN, DispatchContext, DispatchDecision
 from store.db.seam import Database
 from store.errors import InvalidInputError
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 from store.runs.dispatch_guard import dispatch_state
 
 OnExceeded = Literal["fail", "warn", "skip-remaining", "handoff"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from store.errors import InvalidInputError
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 MILLION = 1_000_000
 

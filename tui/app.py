@@ -27,7 +27,8 @@ from textual.screen import Screen
 from store.clock import SYSTEM_CLOCK, Clock
 from store.db.storage_errors import storage_error
 from store.errors import DatabaseUnavailable, TetherError
-from store.read.dashboard_reader import DashboardReader, RunRow
+from store.model.run_records import RunRecord
+from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import Workspace
 from tui.actions.read_only import read_only
 from tui.commands import RunsProvider
@@ -111,7 +112,7 @@ class TetherApp(App[None]):
         self.read_problem: str | None = None
         """The last read error (cleared by the next successful poll)."""
         self.changed_at_ms: int | None = None
-        self.known_runs: dict[str, RunRow] = {}
+        self.known_runs: dict[str, RunRecord] = {}
         self.selected_run_id: str | None = None
         self.selected_node_id: str | None = None
         self.token_scope = "workspace"
@@ -347,7 +348,7 @@ class TetherApp(App[None]):
 
     # -- selection and navigation ---------------------------------------------------------------
 
-    def remember_runs(self, runs: Iterable[RunRow]) -> None:
+    def remember_runs(self, runs: Iterable[RunRecord]) -> None:
         """Keep the runs last listed (for the command palette)."""
         self.known_runs = {run.run_id: run for run in runs}
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from rich.text import Text
 
-from store.read.dashboard_reader import DashboardReader, RunRow
+from store.model.run_records import RunRecord
+from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import Workspace
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ class DashboardApp(Protocol):
     """The last filter of each view (by the view's FILTER_KEY)."""
     paused: bool
     held_events: int
-    known_runs: dict[str, RunRow]
+    known_runs: dict[str, RunRecord]
     selected_run_id: str | None
     selected_node_id: str | None
     token_scope: str
@@ -46,7 +47,7 @@ class DashboardApp(Protocol):
     def select(self, *, run_id: str, node_id: str | None = None) -> None:
         """Record the run (and node) the user is looking at."""
 
-    def remember_runs(self, runs: Iterable[RunRow]) -> None:
+    def remember_runs(self, runs: Iterable[RunRecord]) -> None:
         """Keep the runs last listed (for the command palette and the run keys)."""
 
     def open_run(self, run_id: str) -> None:

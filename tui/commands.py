@@ -18,11 +18,11 @@ from textual.content import Content
 from tui.format import visible
 
 if TYPE_CHECKING:
-    from store.read.dashboard_reader import RunRow
+    from store.model.run_records import RunRecord
 from tui.app_api import DashboardApp, dashboard
 
 
-def run_label(run: RunRow) -> str:
+def run_label(run: RunRecord) -> str:
     """The palette text of a run, on one line, with control characters made visible."""
     return visible(f"open run {run.run_id} · {run.workflow} · {run.status}", keep_newlines=False)
 

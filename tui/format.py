@@ -15,7 +15,8 @@ from rich.text import Text
 from tui.plain import ago, cost, duration, money, percent, pretty_json, tokens, visible
 
 if TYPE_CHECKING:
-    from store.read.dashboard_reader import CallRow, TokenColumns
+    from store.model.run_records import AttemptRecord, CallRecord, RunRecord
+    from store.read.dashboard_rows import BucketUsage, NodeUsage
 
 __all__ = [
     "STATUS_GLYPHS",
@@ -52,13 +53,13 @@ def one_line(value: object, style: str = "", width: int = 0) -> Text:
     return text
 
 
-def row_cost(row: TokenColumns) -> str:
+def row_cost(row: RunRecord | AttemptRecord | NodeUsage | BucketUsage) -> str:
     """The cost of a dashboard row (run, node, attempt, bucket): "–" before any call."""
-    spent = row.cost_usd if (row.total_tokens or row.cost_usd) else None
-    return cost(spent, row.unpriced_calls)
+    spent = row.cost.usd if (row.tokens.total or row.cost.usd) else None
+    return cost(spent, row.cost.unpriced_calls)
 
 
-def call_cost(call: CallRow) -> str:
+def call_cost(call: CallRecord) -> str:
     """One call's cost ("unknown" when its model has no price; a retry costs nothing)."""
     return cost(call.cost_usd, int(call.cost_usd is None and call.kind != "retry"))
 

@@ -13,10 +13,13 @@ Tokens (and cost, when the usage rows carry one) are summed over the box's node 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from store.model.run_records import NodeRecord
+    from store.read.dashboard_rows import NodeUsage
 
 RUNNING_STATES = ("running", "retrying")
 DONE_STATES = ("finished", "skipped")
@@ -136,31 +139,11 @@ class RunGraph:
         return None
 
 
-def _dependencies(raw: str | None) -> list[str]:
-    try:
-        value: Any = json.loads(raw) if raw else []
-    except ValueError:
-        return []
-    return [str(v) for v in value] if isinstance(value, list) else []
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def usage_cost(used: Any) -> float | None:
-    """The cost a usage row carries (``cost_usd`` or ``cost``), or None when it has none."""
-    for name in ("cost_usd", "cost"):
-        value = _number(getattr(used, name, None))
-        if value is not None:
-            return value
-    return None
-
-
-def build_graph(nodes: Iterable[Any], usage: Mapping[str, Any] | None = None) -> RunGraph:
-    """Group ``nodes`` (:class:`store.read.dashboard_reader.NodeRow`, in start order) into boxes and
-    place them in columns. ``usage`` maps a node row key to its usage (``total_tokens``, and
-    ``cost_usd`` when known)."""
+def build_graph(
+    nodes: Iterable[NodeRecord], usage: Mapping[str, NodeUsage] | None = None
+) -> RunGraph:
+    """Group ``nodes`` (in start order) into boxes and place them in columns. ``usage`` maps a
+    node iteration's key to what its calls used (tokens, and cost when known)."""
     usage = usage or {}
     order: list[str] = []
     members: dict[str, list[Member]] = {}
@@ -174,12 +157,12 @@ def build_graph(nodes: Iterable[Any], usage: Mapping[str, Any] | None = None) ->
         used = usage.get(node.key)
         members[key].append(Member(
             node.key, node.node_id, node.iteration, node.state,
-            int(getattr(used, "total_tokens", 0) or 0),
-            usage_cost(used),
+            used.tokens.total if used else 0,
+            used.cost.usd if used else None,
             int(node.attempts or 0),
-            bool(getattr(node, "cached", 0)),
+            bool(node.cached),
         ))
-        for dep in _dependencies(node.depends_on_json):
+        for dep in node.depends_on:
             if dep not in deps[key]:
                 deps[key].append(dep)
     by_base = {base_id(key): key for key in order}

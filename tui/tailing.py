@@ -27,7 +27,8 @@ from typing import Any
 
 from store.db.backends import open_reader
 from store.errors import NotFoundError, TetherError
-from store.read.dashboard_reader import DashboardReader, EventRow
+from store.model.history_records import EventRecord
+from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import DATABASE_FILENAME, Workspace
 
 EVENT_PAGE = 1000
@@ -39,7 +40,7 @@ EVENT_PAGES_PER_POLL = 5
 class Batch:
     """What one poll found: the new events (possibly none: facts and notes write no events)."""
 
-    events: list[EventRow] = field(default_factory=list)
+    events: list[EventRecord] = field(default_factory=list)
     first_read: bool = False
 
     @property

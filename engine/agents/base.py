@@ -17,7 +17,7 @@ from engine.agents.tools import AgentTool
 from engine.artifacts import append_private_text, ensure_private_folder
 from engine.pricing import PriceTable
 from store.clock import SYSTEM_CLOCK, Clock
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 
 class AgentError(Exception):

@@ -57,7 +57,7 @@ from engine.agents.failures import classify, status_kind
 from engine.agents.outcome import Outcome, json_values
 from engine.agents.usage import subtract, token_count
 from engine.pricing import ANTHROPIC_RELATIVE, PriceTable, split_cost
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 PROTOCOL_ARGS = ["-p", "--output-format", "stream-json", "--verbose"]
 PERMANENT_SUBTYPES = frozenset(
@@ -144,13 +144,7 @@ def _cost(value: Any, what: str) -> float | None:
 
 
 def _max_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
-    return TokenUsage(
-        max(a.input, b.input),
-        max(a.cache_read, b.cache_read),
-        max(a.cache_write, b.cache_write),
-        max(a.output, b.output),
-        max(a.reasoning, b.reasoning),
-    )
+    return TokenUsage(*map(max, a, b))
 
 
 @dataclass

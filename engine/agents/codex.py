@@ -36,7 +36,7 @@ from engine.agents.base import AgentError, AgentResult, ModelCall
 from engine.agents.failures import classify
 from engine.agents.outcome import Outcome, json_values
 from engine.agents.usage import token_count
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 PROTOCOL_ARGS = ["exec", "--json"]
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
@@ -105,14 +105,10 @@ def turn_usage(usage: Any) -> TokenUsage:
 
 
 def _growth(now: TokenUsage, before: TokenUsage) -> TokenUsage:
-    lanes = list(zip(_lanes(now), _lanes(before), strict=True))
+    lanes = list(zip(now, before, strict=True))
     if all(a >= b for a, b in lanes):
         return TokenUsage(*(a - b for a, b in lanes))
     return now  # not a running total after all: take the turn as reported
-
-
-def _lanes(u: TokenUsage) -> tuple[int, int, int, int, int]:
-    return (u.input, u.cache_read, u.cache_write, u.output, u.reasoning)
 
 
 def error_text(message: Any) -> tuple[str, int | None]:

@@ -52,7 +52,7 @@ from engine.agents.mcp_wiring import (
 from engine.agents.outcome import Outcome, json_values
 from engine.agents.usage import token_count
 from engine.structured import strict_schema
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 PRESETS = ("claude-code", "codex", "json", "text")
 DEFAULT_PROGRAMS: dict[str, list[str]] = {"claude-code": ["claude"], "codex": ["codex"]}

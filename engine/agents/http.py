@@ -52,7 +52,7 @@ from engine.agents.http_retry import RetryPolicy, header_wait, retry_wait, shoul
 from engine.agents.usage import token_count
 from engine.prompting import json_instructions
 from engine.structured import strict_schema
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 FINAL_TOOL = "final_output"
 PARTIAL_OUTPUT = "partial-output.txt"

@@ -24,7 +24,7 @@ from typing import Any
 
 from engine.agents.base import AgentError, AgentRequest, AgentResult, ModelCall, tool_by_name
 from engine.agents.fake_data import example_for, topics_from
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 _DONE_FLAGS = ("done", "finished", "complete", "completed", "approved", "stop", "converged")
 

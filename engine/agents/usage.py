@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.agents.base import AgentError
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 MAX_TOKENS = 10_000_000_000
 """The largest count accepted for one lane of one call or session (ten billion)."""
@@ -50,13 +50,7 @@ def token_count(mapping: Any, key: str, source: str) -> int:
 
 def check_usage(usage: TokenUsage, source: str) -> None:
     """Refuse a usage whose lanes are not whole counts within bounds (custom agents)."""
-    for lane, value in (
-        ("input", usage.input),
-        ("cache_read", usage.cache_read),
-        ("cache_write", usage.cache_write),
-        ("output", usage.output),
-        ("reasoning", usage.reasoning),
-    ):
+    for lane, value in zip(usage._fields, usage, strict=True):
         problem = bad_count(value)
         if problem is not None:
             raise AgentError(
@@ -68,13 +62,7 @@ def check_usage(usage: TokenUsage, source: str) -> None:
 def subtract(total: TokenUsage, part: TokenUsage) -> tuple[TokenUsage, TokenUsage]:
     """``(total - part, part - total)`` lane by lane, each clamped at zero: what ``total``
     holds beyond ``part``, and what ``part`` holds beyond ``total``."""
-    pairs = [
-        (total.input, part.input),
-        (total.cache_read, part.cache_read),
-        (total.cache_write, part.cache_write),
-        (total.output, part.output),
-        (total.reasoning, part.reasoning),
-    ]
+    pairs = list(zip(total, part, strict=True))
     more = TokenUsage(*(max(0, a - b) for a, b in pairs))
     less = TokenUsage(*(max(0, b - a) for a, b in pairs))
     return more, less

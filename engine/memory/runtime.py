@@ -42,7 +42,7 @@ from engine.memory.tag_rules import recall_tag_groups, write_tags_for
 from store.clock import Clock
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
-from store.model.run_records import MemoryBlockRecord
+from store.model.history_records import MemoryBlockRecord
 from store.runs.run_store import RunStore
 
 TIMEOUT_ENV = "TETHER_MEMORY_TIMEOUT_MS"

@@ -9,8 +9,9 @@ from typing import Any
 
 from store.db.seam import Connection
 from store.memory import memory_blocks_sql as sql
+from store.model.history_records import MemoryBlockRecord
 from store.model.json_columns import dump_json
-from store.model.run_records import MemoryBlockRecord, NewEvent
+from store.model.run_records import NewEvent
 from store.runs.event_log import EventLog
 
 

@@ -1,4 +1,5 @@
-"""JSON text columns of the run tables: how values are written to and read from them."""
+"""JSON text columns of the run tables: how values are written to them (read back by
+:func:`store.model.run_records.read_json`)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,3 @@ def dump_json(value: Any) -> str:
         raise InvalidInputError("A value cannot be stored as JSON: it is nested too deeply.") \
             from None
     return text
-
-
-def load_json(text: str | None) -> Any:
-    """The value stored in a ``*_json`` column; None stays None."""
-    return None if text is None else json.loads(text)

@@ -1,118 +1,45 @@
-"""Run record value types: the frozen rows and values :class:`store.runs.run_store.RunStore` reads
-and
-writes (token usage, calls, events, runs, nodes, attempts, memory blocks, handoffs), each decoded
-from its row with ``from_row`` and shown as JSON with ``as_dict``.
+"""The read model of runs: one value type per run, node, attempt and call, read by the run
+records (:class:`store.runs.run_store.RunStore`), the dashboard's reader and the command line
+alike, plus the values written with them (a call's usage, a new event, a run's requests).
 
-Names follow BRIEF section 2. A running run whose heartbeat is older than ``STALE_AFTER_MS`` is
-*stale*: :meth:`RunRecord.display_status` reports it so.
+Each record is built from its row with ``from_row``, which takes what the row holds: the
+dashboard's bounded queries leave out columns it never shows, and those read as their
+defaults. JSON columns stay the text that was stored (``*_json``) and are decoded when asked
+for (``output``, ``depends_on``...), so a listing of thousands of rows decodes nothing it does
+not show. Names follow BRIEF section 2.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from store.db.seam import RowLike
-from store.model.buckets import context_window
-from store.model.json_columns import load_json
+from store.model.token_lanes import CostTotal, TokenUsage
 
 STALE_AFTER_MS = 30_000
 """A running run whose heartbeat is older than this is shown as stale (resumable)."""
 
 TERMINAL_RUN_STATUSES = ("finished", "failed", "cancelled", "handed-off")
-TERMINAL_NODE_STATES = ("finished", "failed", "cancelled", "skipped")
 
 
-# -- value types ----------------------------------------------------------------------------
+def read_json(text: str | None) -> Any:
+    """The value of a ``*_json`` column (None stays None); text that is not JSON (or is nested
+    too deeply to decode) comes back as it was, so a reader can still show it."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
 
 
-class TokenUsage(NamedTuple):
-    """Token counts of one call or one attempt: fresh input, both cache lanes, output, reasoning."""
-
-    input: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    output: int = 0
-    reasoning: int = 0
-
-    @property
-    def context_tokens(self) -> int:
-        """Context window: input + cache read + cache write (BRIEF section 2)."""
-        return context_window(self.input, self.cache_read, self.cache_write)
-
-    @property
-    def total(self) -> int:
-        """Every token counted once: the context window plus output and reasoning."""
-        return self.context_tokens + self.output + self.reasoning
-
-    @property
-    def cached_share(self) -> float:
-        """Fraction of the context window that was read from the prompt cache."""
-        context = self.context_tokens
-        return self.cache_read / context if context else 0.0
-
-    # Element-wise (usage of two calls together), not the tuple's concatenation.
-    def __add__(self, other: TokenUsage) -> TokenUsage:  # type: ignore[override]
-        return TokenUsage(
-            self.input + other.input,
-            self.cache_read + other.cache_read,
-            self.cache_write + other.cache_write,
-            self.output + other.output,
-            self.reasoning + other.reasoning,
-        )
-
-    def as_dict(self) -> dict[str, int]:
-        """Plain dict with the column-style names used in JSON output."""
-        return {
-            "input_tokens": self.input,
-            "cache_read_tokens": self.cache_read,
-            "cache_write_tokens": self.cache_write,
-            "output_tokens": self.output,
-            "reasoning_tokens": self.reasoning,
-        }
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any] | RowLike) -> TokenUsage:
-        """Read the five token columns of a runs/attempts/calls/usage_rollups row."""
-        return cls(
-            int(row["input_tokens"]),
-            int(row["cache_read_tokens"]),
-            int(row["cache_write_tokens"]),
-            int(row["output_tokens"]),
-            int(row["reasoning_tokens"]),
-        )
-
-
-CALL_KINDS = ("model", "retry", "reconciliation")
-"""What a ``calls`` row is: a model call, a retried request (no tokens) or a reconciliation of
-an agent's session totals with its per-message calls. Only ``model`` rows count as calls."""
-
-
-class CostTotal(NamedTuple):
-    """Money spent by some calls: the sum over calls with a known price, and how many calls had
-    no known price (their cost is *unknown*, never taken as 0)."""
-
-    usd: float = 0.0
-    unpriced_calls: int = 0
-
-    @property
-    def known(self) -> bool:
-        """True when every call in the total had a price."""
-        return self.unpriced_calls == 0
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON form: ``cost_usd`` sums the calls with a known price, ``unpriced_calls`` counts
-        the others and ``cost_complete`` says whether there were none."""
-        return {
-            "cost_usd": round(self.usd, 9),
-            "unpriced_calls": self.unpriced_calls,
-            "cost_complete": self.known,
-        }
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any] | RowLike) -> CostTotal:
-        """Read ``cost_usd`` and ``unpriced_calls`` of a runs/attempts/usage_rollups row."""
-        return cls(float(row["cost_usd"] or 0.0), int(row["unpriced_calls"] or 0))
+def row_values(row: RowLike | dict[str, Any]) -> dict[str, Any]:
+    """A row as a dict of its columns (whichever backend's row it is)."""
+    if isinstance(row, dict):
+        return row
+    return dict(zip(row.keys(), row, strict=True))
 
 
 class CallUsage(NamedTuple):
@@ -144,58 +71,78 @@ class NewEvent(NamedTuple):
     payload: Mapping[str, Any] | None = None
 
 
-class RunRecord(NamedTuple):
-    """One row of ``runs``, decoded."""
+class RunRequests(NamedTuple):
+    """Requests other processes may have written on a run row."""
 
-    run_id: str
-    workflow: str
-    workflow_path: str | None
-    status: str
-    input: Any
-    output: Any
-    error: str | None
-    parent_run_id: str | None
-    generation: int
-    owner_id: str | None
-    created_at_ms: int
-    started_at_ms: int | None
-    finished_at_ms: int | None
-    heartbeat_at_ms: int | None
-    updated_at_ms: int
     cancel_requested_at_ms: int | None
     clear_requested_at_ms: int | None
     clear_reason: str | None
-    nodes_total: int
-    nodes_done: int
-    tokens: TokenUsage
+
+
+class RunRecord(NamedTuple):
+    """One row of ``runs``."""
+
+    run_id: str
+    workflow: str
+    workflow_path: str | None = None
+    status: str = "pending"
+    input_json: str | None = None
+    output_json: str | None = None
+    error: str | None = None
+    parent_run_id: str | None = None
+    generation: int = 0
+    owner_id: str | None = None
+    created_at_ms: int = 0
+    started_at_ms: int | None = None
+    finished_at_ms: int | None = None
+    heartbeat_at_ms: int | None = None
+    updated_at_ms: int = 0
+    cancel_requested_at_ms: int | None = None
+    clear_requested_at_ms: int | None = None
+    clear_reason: str | None = None
+    nodes_total: int = 0
+    nodes_done: int = 0
+    tokens: TokenUsage = TokenUsage()
     cost: CostTotal = CostTotal()
 
     @classmethod
     def from_row(cls, row: RowLike) -> RunRecord:
+        """The run a ``runs`` row (all of its columns or some) describes."""
+        v = row_values(row)
         return cls(
-            run_id=row["run_id"],
-            workflow=row["workflow"],
-            workflow_path=row["workflow_path"],
-            status=row["status"],
-            input=load_json(row["input_json"]),
-            output=load_json(row["output_json"]),
-            error=row["error"],
-            parent_run_id=row["parent_run_id"],
-            generation=int(row["generation"]),
-            owner_id=row["owner_id"],
-            created_at_ms=int(row["created_at_ms"]),
-            started_at_ms=row["started_at_ms"],
-            finished_at_ms=row["finished_at_ms"],
-            heartbeat_at_ms=row["heartbeat_at_ms"],
-            updated_at_ms=int(row["updated_at_ms"]),
-            cancel_requested_at_ms=row["cancel_requested_at_ms"],
-            clear_requested_at_ms=row["clear_requested_at_ms"],
-            clear_reason=row["clear_reason"],
-            nodes_total=int(row["nodes_total"]),
-            nodes_done=int(row["nodes_done"]),
-            tokens=TokenUsage.from_row(row),
-            cost=CostTotal.from_row(row),
+            run_id=v["run_id"],
+            workflow=v["workflow"],
+            workflow_path=v.get("workflow_path"),
+            status=v["status"],
+            input_json=v.get("input_json"),
+            output_json=v.get("output_json"),
+            error=v.get("error"),
+            parent_run_id=v.get("parent_run_id"),
+            generation=int(v.get("generation") or 0),
+            owner_id=v.get("owner_id"),
+            created_at_ms=int(v["created_at_ms"]),
+            started_at_ms=v.get("started_at_ms"),
+            finished_at_ms=v.get("finished_at_ms"),
+            heartbeat_at_ms=v.get("heartbeat_at_ms"),
+            updated_at_ms=int(v.get("updated_at_ms") or 0),
+            cancel_requested_at_ms=v.get("cancel_requested_at_ms"),
+            clear_requested_at_ms=v.get("clear_requested_at_ms"),
+            clear_reason=v.get("clear_reason"),
+            nodes_total=int(v.get("nodes_total") or 0),
+            nodes_done=int(v.get("nodes_done") or 0),
+            tokens=TokenUsage.from_row(v),
+            cost=CostTotal.from_row(v),
         )
+
+    @property
+    def input(self) -> Any:
+        """The run's input (decoded)."""
+        return read_json(self.input_json)
+
+    @property
+    def output(self) -> Any:
+        """The run's output (decoded), None until it has one."""
+        return read_json(self.output_json)
 
     @property
     def is_terminal(self) -> bool:
@@ -203,15 +150,26 @@ class RunRecord(NamedTuple):
         return self.status in TERMINAL_RUN_STATUSES
 
     def is_stale(self, now_ms: int) -> bool:
-        """True when the run claims to be running but its heartbeat is older than 30 s."""
+        """True when the run claims to be running but nobody has beaten its heartbeat for more
+        than 30 s (its last sign of life: the heartbeat, else its start, else its creation)."""
         if self.status != "running":
             return False
-        beat = self.heartbeat_at_ms if self.heartbeat_at_ms is not None else self.created_at_ms
+        beat = next(
+            at
+            for at in (self.heartbeat_at_ms, self.started_at_ms, self.created_at_ms)
+            if at is not None
+        )
         return now_ms - beat > STALE_AFTER_MS
 
     def display_status(self, now_ms: int) -> str:
         """The status to show a person: ``stale`` replaces ``running`` when the heartbeat is old."""
         return "stale" if self.is_stale(now_ms) else self.status
+
+    def elapsed_ms(self, now_ms: int) -> int:
+        """Time from start to finish (or to now while it has not finished)."""
+        start = self.started_at_ms or self.created_at_ms
+        end = self.finished_at_ms or (now_ms if self.status == "running" else self.updated_at_ms)
+        return max(0, end - start)
 
     def as_dict(self, now_ms: int | None = None) -> dict[str, Any]:
         """JSON-ready form (``display_status`` included when ``now_ms`` is given)."""
@@ -250,33 +208,58 @@ class NodeRecord(NamedTuple):
     node_id: str
     iteration: int
     state: str
-    attempts: int
-    cached: bool
-    depends_on: list[str]
-    output: Any
-    error: str | None
-    started_at_ms: int | None
-    finished_at_ms: int | None
-    updated_at_ms: int
+    attempts: int = 0
+    cached: bool = False
+    depends_on_json: str | None = None
+    output_json: str | None = None
+    error: str | None = None
+    started_at_ms: int | None = None
+    finished_at_ms: int | None = None
+    updated_at_ms: int = 0
 
     @classmethod
     def from_row(cls, row: RowLike) -> NodeRecord:
+        """The node iteration a ``nodes`` row describes."""
+        v = row_values(row)
         return cls(
-            run_id=row["run_id"],
-            node_id=row["node_id"],
-            iteration=int(row["iteration"]),
-            state=row["state"],
-            attempts=int(row["attempts"]),
-            cached=bool(row["cached"]),
-            depends_on=load_json(row["depends_on_json"]) or [],
-            output=load_json(row["output_json"]),
-            error=row["error"],
-            started_at_ms=row["started_at_ms"],
-            finished_at_ms=row["finished_at_ms"],
-            updated_at_ms=int(row["updated_at_ms"]),
+            run_id=v["run_id"],
+            node_id=v["node_id"],
+            iteration=int(v["iteration"]),
+            state=v["state"],
+            attempts=int(v["attempts"]),
+            cached=bool(v["cached"]),
+            depends_on_json=v["depends_on_json"],
+            output_json=v["output_json"],
+            error=v["error"],
+            started_at_ms=v["started_at_ms"],
+            finished_at_ms=v["finished_at_ms"],
+            updated_at_ms=int(v["updated_at_ms"]),
         )
 
+    @property
+    def key(self) -> str:
+        """Stable identity of the node iteration across reads: ``node#iteration``."""
+        return f"{self.node_id}#{self.iteration}"
+
+    @property
+    def depends_on(self) -> list[str]:
+        """The node ids this one waits for."""
+        value = read_json(self.depends_on_json)
+        return [str(dep) for dep in value] if isinstance(value, list) else []
+
+    @property
+    def output(self) -> Any:
+        """The node's output (decoded), None until it has one."""
+        return read_json(self.output_json)
+
+    def elapsed_ms(self, now_ms: int) -> int | None:
+        """Time from start to finish (or now while running); None before it starts."""
+        if self.started_at_ms is None:
+            return None
+        return max(0, (self.finished_at_ms or now_ms) - self.started_at_ms)
+
     def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
         return {
             "node_id": self.node_id,
             "iteration": self.iteration,
@@ -299,42 +282,50 @@ class AttemptRecord(NamedTuple):
     iteration: int
     attempt: int
     state: str
-    agent: str | None
-    model: str | None
-    prompt: str | None
-    response_text: str | None
-    error: str | None
-    cached: bool
-    owner_id: str | None
-    started_at_ms: int
-    finished_at_ms: int | None
-    tokens: TokenUsage
+    agent: str | None = None
+    model: str | None = None
+    prompt: str | None = None
+    response_text: str | None = None
+    error: str | None = None
+    cached: bool = False
+    owner_id: str | None = None
+    started_at_ms: int = 0
+    finished_at_ms: int | None = None
+    tokens: TokenUsage = TokenUsage()
     cost: CostTotal = CostTotal()
-    details: Any = None
+    details_json: str | None = None
 
     @classmethod
     def from_row(cls, row: RowLike) -> AttemptRecord:
+        """The attempt an ``attempts`` row describes."""
+        v = row_values(row)
         return cls(
-            run_id=row["run_id"],
-            node_id=row["node_id"],
-            iteration=int(row["iteration"]),
-            attempt=int(row["attempt"]),
-            state=row["state"],
-            agent=row["agent"],
-            model=row["model"],
-            prompt=row["prompt"],
-            response_text=row["response_text"],
-            error=row["error"],
-            cached=bool(row["cached"]),
-            owner_id=row["owner_id"],
-            started_at_ms=int(row["started_at_ms"]),
-            finished_at_ms=row["finished_at_ms"],
-            tokens=TokenUsage.from_row(row),
-            cost=CostTotal.from_row(row),
-            details=load_json(row["details_json"]),
+            run_id=v["run_id"],
+            node_id=v["node_id"],
+            iteration=int(v["iteration"]),
+            attempt=int(v["attempt"]),
+            state=v["state"],
+            agent=v["agent"],
+            model=v["model"],
+            prompt=v["prompt"],
+            response_text=v["response_text"],
+            error=v["error"],
+            cached=bool(v["cached"]),
+            owner_id=v.get("owner_id"),
+            started_at_ms=int(v["started_at_ms"]),
+            finished_at_ms=v["finished_at_ms"],
+            tokens=TokenUsage.from_row(v),
+            cost=CostTotal.from_row(v),
+            details_json=v.get("details_json"),
         )
 
+    @property
+    def details(self) -> Any:
+        """What the agent reported beside its answer (decoded), if anything."""
+        return read_json(self.details_json)
+
     def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
         return {
             "iteration": self.iteration,
             "attempt": self.attempt,
@@ -352,7 +343,9 @@ class AttemptRecord(NamedTuple):
 
 
 class CallRecord(NamedTuple):
-    """One row of ``calls``."""
+    """One row of ``calls``. ``kind`` is ``model`` (a model call), ``retry`` (a retried
+    request, no tokens) or ``reconciliation`` (an agent's session totals reconciled with its
+    per-message calls); only ``model`` rows count as calls."""
 
     call_id: int
     run_id: str
@@ -360,39 +353,47 @@ class CallRecord(NamedTuple):
     iteration: int
     attempt: int
     agent: str
-    model: str | None
-    simulated: bool
-    tokens: TokenUsage
-    context_tokens: int
-    bucket: str
-    started_at_ms: int
-    finished_at_ms: int
+    model: str | None = None
+    simulated: bool = False
+    tokens: TokenUsage = TokenUsage()
+    context_tokens: int = 0
+    bucket: str = ""
+    started_at_ms: int = 0
+    finished_at_ms: int = 0
     cost_usd: float | None = None
     kind: str = "model"
-    detail: Any = None
+    detail_json: str | None = None
 
     @classmethod
     def from_row(cls, row: RowLike) -> CallRecord:
+        """The call a ``calls`` row describes."""
+        v = row_values(row)
         return cls(
-            call_id=int(row["call_id"]),
-            run_id=row["run_id"],
-            node_id=row["node_id"],
-            iteration=int(row["iteration"]),
-            attempt=int(row["attempt"]),
-            agent=row["agent"],
-            model=row["model"],
-            simulated=bool(row["simulated"]),
-            tokens=TokenUsage.from_row(row),
-            context_tokens=int(row["context_tokens"]),
-            bucket=row["bucket"],
-            started_at_ms=int(row["started_at_ms"]),
-            finished_at_ms=int(row["finished_at_ms"]),
-            cost_usd=row["cost_usd"],
-            kind=row["kind"],
-            detail=load_json(row["detail_json"]),
+            call_id=int(v["call_id"]),
+            run_id=v["run_id"],
+            node_id=v["node_id"],
+            iteration=int(v["iteration"]),
+            attempt=int(v["attempt"]),
+            agent=v["agent"],
+            model=v["model"],
+            simulated=bool(v["simulated"]),
+            tokens=TokenUsage.from_row(v),
+            context_tokens=int(v["context_tokens"]),
+            bucket=v["bucket"],
+            started_at_ms=int(v["started_at_ms"]),
+            finished_at_ms=int(v["finished_at_ms"]),
+            cost_usd=v["cost_usd"],
+            kind=v["kind"],
+            detail_json=v["detail_json"],
         )
 
+    @property
+    def detail(self) -> Any:
+        """What explains a retry or reconciliation row (decoded; None for a plain call)."""
+        return read_json(self.detail_json)
+
     def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
         return {
             "call_id": self.call_id,
             "kind": self.kind,
@@ -409,109 +410,3 @@ class CallRecord(NamedTuple):
             "started_at_ms": self.started_at_ms,
             "finished_at_ms": self.finished_at_ms,
         }
-
-
-class EventRecord(NamedTuple):
-    """One row of ``events``."""
-
-    seq: int
-    at_ms: int
-    type: str
-    run_id: str | None
-    node_id: str | None
-    iteration: int | None
-    attempt: int | None
-    payload: Any
-
-    @classmethod
-    def from_row(cls, row: RowLike) -> EventRecord:
-        return cls(
-            seq=int(row["seq"]),
-            at_ms=int(row["at_ms"]),
-            type=row["type"],
-            run_id=row["run_id"],
-            node_id=row["node_id"],
-            iteration=row["iteration"],
-            attempt=row["attempt"],
-            payload=load_json(row["payload_json"]),
-        )
-
-
-class MemoryBlockRecord(NamedTuple):
-    """One row of ``memory_blocks``: what recall injected (or why nothing was)."""
-
-    block_id: int
-    run_id: str
-    node_id: str
-    iteration: int
-    attempt: int
-    query: str | None
-    banks: list[str]
-    text: str | None
-    items: list[Any]
-    bytes_used: int
-    budget_bytes: int
-    truncated: bool
-    warning: str | None
-    degraded: bool
-    duration_ms: int | None
-    created_at_ms: int
-
-    @classmethod
-    def from_row(cls, row: RowLike) -> MemoryBlockRecord:
-        return cls(
-            block_id=int(row["block_id"]),
-            run_id=row["run_id"],
-            node_id=row["node_id"],
-            iteration=int(row["iteration"]),
-            attempt=int(row["attempt"]),
-            query=row["query"],
-            banks=load_json(row["banks_json"]) or [],
-            text=row["text"],
-            items=load_json(row["items_json"]) or [],
-            bytes_used=int(row["bytes_used"]),
-            budget_bytes=int(row["budget_bytes"]),
-            truncated=bool(row["truncated"]),
-            warning=row["warning"],
-            degraded=bool(row["degraded"]),
-            duration_ms=row["duration_ms"],
-            created_at_ms=int(row["created_at_ms"]),
-        )
-
-
-class HandoffRecord(NamedTuple):
-    """One row of ``handoffs``."""
-
-    handoff_id: int
-    from_run_id: str
-    to_run_id: str | None
-    trigger: str
-    reason: str
-    generation: int
-    tokens_at_handoff: int | None
-    carried_state: Any
-    carried_bytes: int
-    created_at_ms: int
-
-    @classmethod
-    def from_row(cls, row: RowLike) -> HandoffRecord:
-        return cls(
-            handoff_id=int(row["handoff_id"]),
-            from_run_id=row["from_run_id"],
-            to_run_id=row["to_run_id"],
-            trigger=row["trigger"],
-            reason=row["reason"],
-            generation=int(row["generation"]),
-            tokens_at_handoff=row["tokens_at_handoff"],
-            carried_state=load_json(row["carried_state_json"]),
-            carried_bytes=int(row["carried_bytes"]),
-            created_at_ms=int(row["created_at_ms"]),
-        )
-
-
-class RunRequests(NamedTuple):
-    """Requests other processes may have written on a run row."""
-
-    cancel_requested_at_ms: int | None
-    clear_requested_at_ms: int | None
-    clear_reason: str | None

@@ -6,6 +6,11 @@ so its cost does not grow with the history kept in the workspace.
 
 from __future__ import annotations
 
+from store.model.token_lanes import each_lane
+
+# Sums of the five lanes over calls (PostgreSQL sums BIGINT as NUMERIC: cast back to ints).
+_LANE_SUMS = each_lane("CAST(coalesce(sum({c}), 0) AS BIGINT) AS {c}", ",\n       ")
+
 DATA_VERSION = "PRAGMA data_version"
 JOURNAL_MODE = "PRAGMA journal_mode"
 USER_VERSION = "PRAGMA user_version"
@@ -62,15 +67,11 @@ LIMIT ?
 
 # Per-node token usage of one run, from calls through calls_node_idx. (PostgreSQL sums BIGINT
 # as NUMERIC: cast back so rows hold ints on both.)
-NODE_USAGE_OF_RUN = """
+NODE_USAGE_OF_RUN = f"""
 SELECT node_id, iteration, count(*) FILTER (WHERE kind = 'model') AS calls,
        sum(cost_usd) AS cost_usd,
        count(*) FILTER (WHERE cost_usd IS NULL AND kind != 'retry') AS unpriced_calls,
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS input_tokens,
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS cache_read_tokens,
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS cache_write_tokens,
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS output_tokens,
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS reasoning_tokens,
+       {_LANE_SUMS},
        CAST(coalesce(max(context_tokens), 0) AS BIGINT) AS max_context_tokens
 FROM calls WHERE run_id = ?
 GROUP BY node_id, iteration
@@ -123,15 +124,11 @@ SELECT bucket, calls, input_tokens, cache_read_tokens, cache_write_tokens, outpu
 FROM usage_rollups WHERE run_id = ?
 """
 
-USAGE_OF_NODE = """
+USAGE_OF_NODE = f"""
 SELECT bucket, count(*) FILTER (WHERE kind = 'model') AS calls,
        sum(cost_usd) AS cost_usd,
        count(*) FILTER (WHERE cost_usd IS NULL AND kind != 'retry') AS unpriced_calls,
-       CAST(coalesce(sum(input_tokens), 0) AS BIGINT) AS input_tokens,
-       CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT) AS cache_read_tokens,
-       CAST(coalesce(sum(cache_write_tokens), 0) AS BIGINT) AS cache_write_tokens,
-       CAST(coalesce(sum(output_tokens), 0) AS BIGINT) AS output_tokens,
-       CAST(coalesce(sum(reasoning_tokens), 0) AS BIGINT) AS reasoning_tokens
+       {_LANE_SUMS}
 FROM calls WHERE run_id = ? AND node_id = ?
 GROUP BY bucket
 """

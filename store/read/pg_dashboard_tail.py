@@ -17,8 +17,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from store.db.postgres.pg_database import PostgresDatabase
+from store.model.history_records import EventRecord
+from store.model.run_records import RunRecord
 from store.read import dashboard_sql as sql
-from store.read.dashboard_reader import DashboardReader, EventRow, RunRow, _build
+from store.read.dashboard_reader import DashboardReader
 from store.runs.artifact_chunks import ArtifactChunks
 from store.workspace.layout import Workspace
 
@@ -81,7 +83,7 @@ class PgDashboardReader(DashboardReader):
         self._gaps.clear()
         return high
 
-    async def events_since(self, seq: int, limit: int = 1000) -> list[EventRow]:
+    async def events_since(self, seq: int, limit: int = 1000) -> list[EventRecord]:
         """Events not handed out yet: gaps that filled since, then events after the largest
         number read, in number order. ``seq`` is what the previous call ended with (or from
         :meth:`max_event_seq`); another value restarts the tail after it."""
@@ -100,12 +102,12 @@ class PgDashboardReader(DashboardReader):
             for gap in find_gaps(self._high, [int(row["seq"]) for row in rows]):
                 self._gaps.setdefault(gap, now)
             self._high = int(rows[-1]["seq"])
-        events = _build(EventRow, [*filled, *rows])
+        events = [EventRecord.from_row(row) for row in [*filled, *rows]]
         if events:
             self._echo = events[-1].seq
         return events
 
-    async def runs_by_ids(self, run_ids: Sequence[str]) -> dict[str, RunRow]:
+    async def runs_by_ids(self, run_ids: Sequence[str]) -> dict[str, RunRecord]:
         ids = list(dict.fromkeys(run_ids))
         rows = await self._db.fetch_all(sql.RUNS_BY_ID_LIST, (ids,))
-        return {row.run_id: row for row in _build(RunRow, rows)}
+        return {row.run_id: row for row in map(RunRecord.from_row, rows)}

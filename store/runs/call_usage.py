@@ -10,7 +10,8 @@ from typing import Any
 from store.db.seam import Connection
 from store.model.buckets import bucket_for
 from store.model.json_columns import dump_json
-from store.model.run_records import CallRecord, CallUsage, NewEvent, TokenUsage
+from store.model.run_records import CallRecord, CallUsage, NewEvent
+from store.model.token_lanes import TokenUsage
 from store.runs import calls_sql as sql
 from store.runs.event_log import EventLog
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from store.model.token_lanes import each_lane
+
+_NEXT = ",\n    "
+
 INSERT_CALL = """
 INSERT INTO calls (run_id, node_id, iteration, attempt, agent, model, simulated, input_tokens,
                    cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
@@ -13,7 +17,7 @@ VALUES (:run_id, :node_id, :iteration, :attempt, :agent, :model, :simulated, :in
         :detail_json)
 """
 
-UPSERT_ROLLUP = """
+UPSERT_ROLLUP = f"""
 INSERT INTO usage_rollups (run_id, bucket, calls, input_tokens, cache_read_tokens,
                            cache_write_tokens, output_tokens, reasoning_tokens, cost_usd,
                            unpriced_calls)
@@ -25,11 +29,7 @@ ON CONFLICT (run_id, bucket) DO UPDATE SET
     calls = usage_rollups.calls + excluded.calls,
     cost_usd = usage_rollups.cost_usd + excluded.cost_usd,
     unpriced_calls = usage_rollups.unpriced_calls + excluded.unpriced_calls,
-    input_tokens = usage_rollups.input_tokens + excluded.input_tokens,
-    cache_read_tokens = usage_rollups.cache_read_tokens + excluded.cache_read_tokens,
-    cache_write_tokens = usage_rollups.cache_write_tokens + excluded.cache_write_tokens,
-    output_tokens = usage_rollups.output_tokens + excluded.output_tokens,
-    reasoning_tokens = usage_rollups.reasoning_tokens + excluded.reasoning_tokens
+    {each_lane("{c} = usage_rollups.{c} + excluded.{c}", _NEXT)}
 """
 
 SELECT_CALLS_NODE = """
@@ -47,12 +47,8 @@ SELECT_CALLS_RUN = "SELECT * FROM calls WHERE run_id = ? ORDER BY call_id"
 
 SELECT_ROLLUPS = "SELECT * FROM usage_rollups WHERE run_id = ?"
 
-ADD_RUN_TOKENS = """
-UPDATE runs SET input_tokens = input_tokens + :input_tokens,
-    cache_read_tokens = cache_read_tokens + :cache_read_tokens,
-    cache_write_tokens = cache_write_tokens + :cache_write_tokens,
-    output_tokens = output_tokens + :output_tokens,
-    reasoning_tokens = reasoning_tokens + :reasoning_tokens,
+ADD_RUN_TOKENS = f"""
+UPDATE runs SET {each_lane("{c} = {c} + :{c}", _NEXT)},
     cost_usd = cost_usd + coalesce(CAST(:cost_usd AS DOUBLE PRECISION), 0),
     unpriced_calls = unpriced_calls + :unpriced,
     updated_at_ms = :now

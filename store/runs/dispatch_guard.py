@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from store.db.seam import Database
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 from store.runs import guard_sql as sql
 
 

@@ -12,8 +12,9 @@ from typing import Any, TypeVar
 
 from store.db.seam import Connection, Database
 from store.errors import LeaseLost
+from store.model.history_records import EventRecord
 from store.model.json_columns import dump_json
-from store.model.run_records import EventRecord, NewEvent
+from store.model.run_records import NewEvent
 from store.runs import events_sql as sql
 from store.runs import queue_sql
 

@@ -41,18 +41,18 @@ from store.db.seam import Connection
 from store.db.sqlite.sqlite_schema import ATTEMPT_STATES, NODE_STATES, RUN_STATUSES
 from store.errors import InvalidInputError, NotFoundError
 from store.memory.memory_blocks import MemoryBlockLog
+from store.model.history_records import HandoffRecord
 from store.model.ids import random_hex, validate_node_id, validate_run_id
 from store.model.json_columns import dump_json
 from store.model.run_records import (
     STALE_AFTER_MS,
     AttemptRecord,
-    HandoffRecord,
     NewEvent,
     NodeRecord,
     RunRecord,
     RunRequests,
-    TokenUsage,
 )
+from store.model.token_lanes import TokenUsage
 from store.runs import queue_sql
 from store.runs import runs_sql as sql
 from store.runs.artifact_paths import delete_run_dir
@@ -699,11 +699,7 @@ class RunStore(CallLog, MemoryBlockLog):
                     "model": model,
                     "cached": int(cached),
                     "now": now,
-                    "input_tokens": usage.input,
-                    "cache_read_tokens": usage.cache_read,
-                    "cache_write_tokens": usage.cache_write,
-                    "output_tokens": usage.output,
-                    "reasoning_tokens": usage.reasoning,
+                    **usage.as_dict(),
                     "details_json": None if details is None else dump_json(dict(details)),
                 },
             )

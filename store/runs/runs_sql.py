@@ -5,6 +5,9 @@ here so all run SQL sits beside the schema (events, calls and memory blocks have
 from __future__ import annotations
 
 from store.db.paging import counted
+from store.model.token_lanes import each_lane
+
+_SUBTRACT_LANES = each_lane("{c} = usage_rollups.{c} - r.{c}", ",\n    ")
 
 # -- runs -----------------------------------------------------------------------------------
 
@@ -105,14 +108,10 @@ DELETE_RUN_ROWS = (
 )
 
 # The workspace rollup ('' row) loses what the deleted run contributed.
-SUBTRACT_WORKSPACE_ROLLUP = """
+SUBTRACT_WORKSPACE_ROLLUP = f"""
 UPDATE usage_rollups SET
     calls = usage_rollups.calls - r.calls,
-    input_tokens = usage_rollups.input_tokens - r.input_tokens,
-    cache_read_tokens = usage_rollups.cache_read_tokens - r.cache_read_tokens,
-    cache_write_tokens = usage_rollups.cache_write_tokens - r.cache_write_tokens,
-    output_tokens = usage_rollups.output_tokens - r.output_tokens,
-    reasoning_tokens = usage_rollups.reasoning_tokens - r.reasoning_tokens,
+    {_SUBTRACT_LANES},
     cost_usd = usage_rollups.cost_usd - r.cost_usd,
     unpriced_calls = usage_rollups.unpriced_calls - r.unpriced_calls
 FROM (SELECT * FROM usage_rollups WHERE run_id = :run_id) AS r

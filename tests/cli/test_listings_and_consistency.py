@@ -19,7 +19,8 @@ import pytest
 
 from store.db.sqlite.direct import DirectDatabase, run_now
 from store.memory.memory_store import MemoryStore
-from store.model.run_records import CallUsage, TokenUsage
+from store.model.run_records import CallUsage
+from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 from tui.cli.main import COMMAND_MODULES

@@ -8,7 +8,7 @@ import os
 
 from engine.agents.base import AgentRequest, AgentResult, ModelCall
 from engine.workflow import Workflow
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 
 class InstantLoggingAgent:

@@ -15,7 +15,7 @@ from engine.hooks import EngineHooks
 from engine.scheduler import Engine, RunOutcome
 from engine.workflow import Workflow
 from store.db.seam import Database
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 Behaviour = Callable[[AgentRequest, int], Awaitable[str | None] | str | None]
 

@@ -20,7 +20,7 @@ from engine.agents.usage import MAX_TOKENS, bad_count
 from engine.pricing import PriceTable, parse_prices, split_cost
 from engine.structured import strict_schema
 from store.errors import InvalidInputError
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 

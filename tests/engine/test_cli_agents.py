@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from engine.artifacts import attempt_dir, stream_log_path
 from store.db.seam import Database
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore
 
 SONNET = "claude-sonnet-4-5-20250929"

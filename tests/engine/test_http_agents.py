@@ -22,7 +22,7 @@ from engine.pricing import Price
 from engine.scheduler import Engine
 from engine.workflow import Workflow
 from store.db.seam import Database
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore
 
 

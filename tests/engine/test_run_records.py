@@ -7,7 +7,8 @@ import pytest
 from store.clock import ManualClock
 from store.db.seam import Database
 from store.errors import InvalidInputError, NotFoundError
-from store.model.run_records import CallUsage, TokenUsage
+from store.model.run_records import CallUsage
+from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore
 
 

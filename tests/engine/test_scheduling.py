@@ -12,7 +12,7 @@ from engine.agents.base import AgentRequest
 from engine.artifacts import stream_log_path
 from engine.workflow import Backoff, Workflow
 from store.db.seam import Database
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore
 
 

@@ -11,7 +11,7 @@ from engine.artifacts import RAW_OUTPUT, attempt_dir
 from engine.prompting import ISOLATION_MARKER, assemble_prompt
 from engine.workflow import Workflow
 from store.db.seam import Database
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore
 
 

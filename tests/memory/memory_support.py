@@ -16,7 +16,7 @@ from engine.memory.items import RecallRequest, RecallResult
 from engine.scheduler import Engine
 from engine.setup import build_hooks
 from store.db.seam import Database
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 
 
 @dataclass

@@ -21,7 +21,7 @@ from engine.loader import load_workflow
 from engine.workflow import Workflow
 from store.db.seam import Database
 from store.errors import InvalidInputError
-from store.model.run_records import TokenUsage
+from store.model.token_lanes import TokenUsage
 from store.runs import runs_sql as run_sql
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
@@ -123,7 +123,8 @@ def test_default_distill_is_bounded() -> None:
     from engine.handoff import FinishedNode
     from store.model.run_records import RunRecord
 
-    run = RunRecord("r", "w", None, "running", {"goal": "g" * 10_000}, None, None, None, 4, None,
+    goal = json.dumps({"goal": "g" * 10_000})
+    run = RunRecord("r", "w", None, "running", goal, None, None, None, 4, None,
                     0, None, None, None, 0, None, None, None, 0, 0, TokenUsage())
     finished = [FinishedNode("s", i, {"summary": f"s{i}", "learnings": [f"l{i}" * 400] * 2})
                 for i in range(30)]

@@ -10,7 +10,8 @@ import pytest
 
 from store.db.seam import Database
 from store.db.sqlite.sqlite_database import SqliteDatabase
-from store.model.run_records import CallUsage, TokenUsage
+from store.model.run_records import CallUsage
+from store.model.token_lanes import TokenUsage
 from store.read import dashboard_sql
 from store.read.dashboard_reader import DashboardReader
 from store.runs import calls_sql, runs_sql

@@ -9,7 +9,8 @@ from store.clock import ManualClock
 from store.db.backends import open_database
 from store.db.seam import Database
 from store.errors import LeaseLost, NotFoundError
-from store.model.run_records import CallUsage, TokenUsage
+from store.model.run_records import CallUsage
+from store.model.token_lanes import TokenUsage
 from store.runs.run_queue import RunQueue
 from store.runs.run_store import RunStore
 

@@ -7,7 +7,8 @@ from engine.artifacts import stream_log_path
 from store.clock import ManualClock
 from store.db.backends import open_database
 from store.db.seam import Database
-from store.model.run_records import CallUsage, TokenUsage
+from store.model.run_records import CallUsage
+from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 

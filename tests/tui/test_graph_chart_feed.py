@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from store.read.dashboard_reader import CallRow, NodeRow, NodeUsage
+from store.model.run_records import CallRecord, NodeRecord
+from store.model.token_lanes import CostTotal, TokenUsage
+from store.read.dashboard_rows import NodeUsage
 from tui.event_text import event_line, event_summary
 from tui.format import plural
 from tui.graph_layout import build_graph, combined_state, group_key, move
@@ -20,14 +22,14 @@ from tui.widgets.workflow_graph import box_lines, render_graph
 
 
 def node(node_id: str, state: str = "finished", iteration: int = 0, deps: list[str] | None = None,
-         attempts: int = 1) -> NodeRow:
-    return NodeRow("r", node_id, iteration, state, attempts=attempts,
+         attempts: int = 1) -> NodeRecord:
+    return NodeRecord("r", node_id, iteration, state, attempts=attempts,
                    depends_on_json=json.dumps(deps or []))
 
 
 def usage(node_id: str, tokens: int, iteration: int = 0) -> tuple[str, NodeUsage]:
-    return f"{node_id}#{iteration}", NodeUsage(input_tokens=tokens, node_id=node_id,
-                                               iteration=iteration, calls=1)
+    return f"{node_id}#{iteration}", NodeUsage(node_id, iteration, calls=1,
+                                               tokens=TokenUsage(input=tokens))
 
 
 def test_fan_out_items_collapse_loops_show_their_iteration_columns_follow_dependencies():
@@ -56,12 +58,9 @@ def test_fan_out_items_collapse_loops_show_their_iteration_columns_follow_depend
 
 
 def test_cost_is_summed_when_the_usage_has_one():
-    class Priced:
-        total_tokens = 10
-        cost_usd = 0.25
-
+    priced = NodeUsage("a", 0, calls=1, tokens=TokenUsage(input=10), cost=CostTotal(0.25))
     graph = build_graph([node("a"), node("a", iteration=1)],
-                        {"a#0": Priced(), "a#1": Priced()})
+                        {"a#0": priced, "a#1": priced._replace(iteration=1)})
     assert graph.columns[0][0].cost == 0.5
 
 
@@ -87,9 +86,10 @@ def test_render_graph_draws_boxes_arrows_and_the_cursor():
     assert "0/1 done" in lines[2]
 
 
-def call(call_id: int, at_s: float, context: int, output: int = 100) -> CallRow:
-    return CallRow(input_tokens=context, output_tokens=output, call_id=call_id,
-                   started_at_ms=int(at_s * 1000), context_tokens_stored=context)
+def call(call_id: int, at_s: float, context: int, output: int = 100) -> CallRecord:
+    return CallRecord(call_id, "r", "n", 0, 1, "agent",
+                      tokens=TokenUsage(input=context, output=output),
+                      started_at_ms=int(at_s * 1000), context_tokens=context)
 
 
 def test_tokens_per_minute_bins_by_start_time():
@@ -151,7 +151,7 @@ def test_plural():
 
 
 def test_a_box_without_calls_says_why():
-    cached = NodeRow("r", "plan", 0, "finished", attempts=0, cached=1)
+    cached = NodeRecord("r", "plan", 0, "finished", attempts=0, cached=True)
     graph = build_graph([cached, node("draft", "running"), node("check", "skipped")])
     said = {box.key: box_lines(box)[1].plain
             for column in graph.columns for box in column}

@@ -148,7 +148,8 @@ def test_demo_prints_its_workspace_on_start_and_on_quit(tmp_path: Path) -> None:
 
 
 def test_warning_sign_only_for_degraded_recall() -> None:
-    from store.read.dashboard_reader import MemoryBlockRow, MemorySummary
+    from store.model.history_records import MemoryBlockRecord
+    from store.read.dashboard_rows import MemorySummary
     from tui.screens.run_detail_render import memory_block_text, memory_cell
 
     empty_bank = "no block: nothing in workflow:review matched the query"
@@ -158,8 +159,8 @@ def test_warning_sign_only_for_degraded_recall() -> None:
     assert memory_cell(MemorySummary("n", 0, 900, 2048, truncated=1)).plain == "900B/2.0kB cut"
     degraded = memory_cell(MemorySummary("n", 0, warning="recall timed out", degraded=1))
     assert degraded.plain == "⚠ degraded"
-    plain = memory_block_text(MemoryBlockRow(1, "r", "n", 0, warning=empty_bank))
+    plain = memory_block_text(MemoryBlockRecord(1, "r", "n", 0, warning=empty_bank))
     assert "⚠" not in plain.plain and empty_bank in plain.plain
-    timed_out = memory_block_text(MemoryBlockRow(1, "r", "n", 0, warning="recall timed out",
+    timed_out = memory_block_text(MemoryBlockRecord(1, "r", "n", 0, warning="recall timed out",
                                                  degraded=1))
     assert timed_out.plain.startswith("⚠ recall timed out")

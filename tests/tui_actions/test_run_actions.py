@@ -18,7 +18,6 @@ from engine.setup import open_engine
 from store.clock import ManualClock
 from store.db.backends import open_database
 from store.model.run_records import RunRecord
-from store.read.dashboard_reader import RunRow
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 from tests.cli.memory_cli_support import tether
@@ -45,8 +44,8 @@ def quick_agents(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- policy ----------------------------------------------------------------------------------
 
 
-def _row(status: str, heartbeat_ms: int = 0) -> RunRow:
-    return RunRow(run_id="r", workflow="w", status=status, heartbeat_at_ms=heartbeat_ms)
+def _row(status: str, heartbeat_ms: int = 0) -> RunRecord:
+    return RunRecord(run_id="r", workflow="w", status=status, heartbeat_at_ms=heartbeat_ms)
 
 
 @pytest.mark.parametrize(

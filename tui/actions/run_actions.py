@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from engine.handoff import DEFAULT_CLEAR_REASON
-from store.read.dashboard_reader import RunRow
+from store.model.run_records import RunRecord
 from tui.actions.feedback import write_safely
 from tui.actions.read_only import write_refused
 from tui.format import one_line
@@ -32,7 +32,7 @@ from tui.screens.live_screen import LiveScreen
 TERMINAL = ("finished", "failed", "cancelled", "handed-off")
 
 
-def allowed_run_actions(run: RunRow | None, now_ms: int) -> set[str]:
+def allowed_run_actions(run: RunRecord | None, now_ms: int) -> set[str]:
     """Which run keys apply to ``run`` (pure policy, tested directly).
 
     - clear: a run that is not finished or handed off (a stale, failed or cancelled run gets
@@ -56,7 +56,7 @@ def allowed_run_actions(run: RunRow | None, now_ms: int) -> set[str]:
     return allowed
 
 
-def run_target(run: RunRow) -> Text:
+def run_target(run: RunRecord) -> Text:
     """The exact run a dialog is about: id, workflow, status, generation."""
     text = Text.assemble(("run ", "dim"), (run.run_id, "bold"), ("  workflow ", "dim"))
     text.append(run.workflow)
@@ -104,7 +104,7 @@ class RunControlScreen(LiveScreen):
         """The dashboard's writable side (embedded engine and writable connection)."""
         return host_for(self.app)
 
-    def selected_run(self) -> RunRow | None:
+    def selected_run(self) -> RunRecord | None:
         """The run the keys act on: the one under the cursor, as last read."""
         run_id = getattr(self, "selected_run_id", None)
         if not isinstance(run_id, str):
@@ -128,7 +128,7 @@ class RunControlScreen(LiveScreen):
     def _run_highlighted(self) -> None:
         self.refresh_bindings()
 
-    def _target(self, action: str) -> RunRow | None:
+    def _target(self, action: str) -> RunRecord | None:
         run = self.selected_run()
         if run is None or not self.check_action(action, ()):
             return None

@@ -15,7 +15,8 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from store.read.dashboard_reader import HandoffChain, HandoffRow
+from store.model.history_records import HandoffRecord
+from store.read.dashboard_rows import HandoffChain
 from tui.format import literal, one_line, plural, tokens
 from tui.screens.live_screen import LiveScreen
 from tui.tailing import Batch
@@ -32,7 +33,7 @@ HANDOFF_COLUMNS = (
 )
 
 
-def reason_text(handoff: HandoffRow) -> Text:
+def reason_text(handoff: HandoffRecord) -> Text:
     """Why the run handed off: what triggered it (a breached ceiling or a person), then the
     reason as recorded, said once (the recorded reason usually names the ceiling already)."""
     text = Text()
@@ -76,7 +77,7 @@ def chain_rows(chains: list[HandoffChain], needle: str) -> list[tuple[str, list[
     return rows
 
 
-def handoff_detail(handoff: HandoffRow) -> Text:
+def handoff_detail(handoff: HandoffRecord) -> Text:
     """The selected handoff: generation, reason, bytes and the carried state, literally."""
     out = Text()
     out.append(
@@ -115,7 +116,7 @@ class HandoffsScreen(LiveScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.handoffs: dict[str, HandoffRow] = {}
+        self.handoffs: dict[str, HandoffRecord] = {}
 
     def compose_view(self) -> ComposeResult:
         with Vertical(id="handoffs-body"):

@@ -18,7 +18,7 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from engine.artifacts import stream_log_path
-from store.read.dashboard_reader import NodeRow, RunRow
+from store.model.run_records import NodeRecord, RunRecord
 from store.workspace.layout import Workspace
 from tui.format import (
     duration,
@@ -48,7 +48,7 @@ from tui.widgets.log_view import FollowLog
 from tui.widgets.workflow_graph import WorkflowGraph
 
 
-def find_node_log(workspace: Workspace, node: NodeRow) -> Path | None:
+def find_node_log(workspace: Workspace, node: NodeRecord) -> Path | None:
     """The stream log of the node iteration's latest attempt that has one (engine layout)."""
     for attempt in range(max(node.attempts, 1), 0, -1):
         path = stream_log_path(
@@ -59,7 +59,7 @@ def find_node_log(workspace: Workspace, node: NodeRow) -> Path | None:
     return None
 
 
-async def find_stored_log(chunks: Any, node: NodeRow) -> Path | None:
+async def find_stored_log(chunks: Any, node: NodeRecord) -> Path | None:
     """The stream log (relative to the artifact folder) of the node iteration's latest attempt
     that has one in the database of a PostgreSQL workspace."""
     for attempt in range(max(node.attempts, 1), 0, -1):
@@ -97,8 +97,8 @@ class RunDetailScreen(LiveScreen):
         self.run_id = run_id
         self.came_from = came_from
         """The view the run was opened from (escape returns there)."""
-        self.run: RunRow | None = None
-        self.nodes: dict[str, NodeRow] = {}
+        self.run: RunRecord | None = None
+        self.nodes: dict[str, NodeRecord] = {}
         self._shown_node: str | None = None
         self._log_tail: FileTail | None = None
         self._db_log_busy = False
@@ -142,7 +142,7 @@ class RunDetailScreen(LiveScreen):
         return text
 
     @property
-    def selected_node(self) -> NodeRow | None:
+    def selected_node(self) -> NodeRecord | None:
         """The node iteration under the cursor."""
         if not self.is_mounted:
             return None
@@ -195,8 +195,8 @@ class RunDetailScreen(LiveScreen):
         line.append(f"  gen {run.generation}  elapsed {duration(run.elapsed_ms(now_ms))}")
         line.append(f"  nodes {run.nodes_done}/{run.nodes_total}")
         line.append(
-            f"  tokens {tokens(run.total_tokens)} (fresh {tokens(run.input_tokens)}, cached "
-            f"{tokens(run.cache_read_tokens)}, out {tokens(run.output_tokens)})"
+            f"  tokens {tokens(run.tokens.total)} (fresh {tokens(run.tokens.input)}, cached "
+            f"{tokens(run.tokens.cache_read)}, out {tokens(run.tokens.output)})"
             f"  cost {row_cost(run)}"
         )
         if run.error:
@@ -204,7 +204,7 @@ class RunDetailScreen(LiveScreen):
             line.append_text(one_line(run.error, "red", width=300))
         summary.update(line)
 
-    async def _show_node(self, node: NodeRow) -> None:
+    async def _show_node(self, node: NodeRecord) -> None:
         reader = self.tether.reader
         if reader is None:
             return
@@ -291,7 +291,7 @@ class RunDetailScreen(LiveScreen):
             self.update_chrome()
             self.run_worker(self._show_node_safely(node), group="inspector", exclusive=True)
 
-    async def _show_node_safely(self, node: NodeRow) -> None:
+    async def _show_node_safely(self, node: NodeRecord) -> None:
         try:
             await self._show_node(node)
         except NoMatches:

@@ -10,14 +10,9 @@ from typing import Any
 
 from rich.text import Text
 
-from store.read.dashboard_reader import (
-    AttemptRow,
-    CallRow,
-    MemoryBlockRow,
-    MemorySummary,
-    NodeRow,
-    NodeUsage,
-)
+from store.model.history_records import MemoryBlockRecord
+from store.model.run_records import AttemptRecord, CallRecord, NodeRecord
+from store.read.dashboard_rows import MemorySummary, NodeUsage
 from tui.format import (
     call_cost,
     duration,
@@ -72,7 +67,7 @@ CALL_COLUMNS = (
 
 
 def node_cells(
-    node: NodeRow, usage: NodeUsage | None, memory: MemorySummary | None, now_ms: int
+    node: NodeRecord, usage: NodeUsage | None, memory: MemorySummary | None, now_ms: int
 ) -> list[Text]:
     """The cells of one node-table row."""
     return [
@@ -82,9 +77,9 @@ def node_cells(
         Text(str(node.attempts), justify="right"),
         Text(duration(node.elapsed_ms(now_ms)), justify="right"),
         Text(str(usage.calls if usage else 0), justify="right"),
-        Text(tokens(usage.total_tokens if usage else 0), justify="right"),
+        Text(tokens(usage.tokens.total if usage else 0), justify="right"),
         Text(row_cost(usage) if usage else "–", justify="right"),
-        Text(percent(usage.cached_share) if usage and usage.context_tokens else "–",
+        Text(percent(usage.tokens.cached_share) if usage and usage.tokens.context_tokens else "–",
              justify="right"),
         Text("HIT", style="bold green") if node.cached else Text(""),
         memory_cell(memory),
@@ -118,7 +113,7 @@ def memory_cell(memory: MemorySummary | None) -> Text:
     return cell
 
 
-def attempt_cells(attempt: AttemptRow) -> list[Text]:
+def attempt_cells(attempt: AttemptRecord) -> list[Text]:
     """The cells of one attempts-table row."""
     elapsed = (
         duration(attempt.finished_at_ms - attempt.started_at_ms)
@@ -131,13 +126,13 @@ def attempt_cells(attempt: AttemptRow) -> list[Text]:
         one_line(attempt.agent or "–"),
         one_line(attempt.model or "–"),
         Text(elapsed, justify="right"),
-        Text(tokens(attempt.total_tokens), justify="right"),
+        Text(tokens(attempt.tokens.total), justify="right"),
         Text(row_cost(attempt), justify="right"),
         one_line(attempt.error or "", "red"),
     ]
 
 
-def call_cells(call: CallRow) -> list[Text]:
+def call_cells(call: CallRecord) -> list[Text]:
     """The cells of one calls-table row."""
     agent = one_line(call.agent)
     if call.model:
@@ -146,7 +141,7 @@ def call_cells(call: CallRow) -> list[Text]:
     if call.simulated:
         agent.append(" (simulated)", style="dim")
     if call.kind == "retry":
-        status = call.detail.get("status")
+        status = call.detail.get("status") if isinstance(call.detail, dict) else None
         agent.append(f" retry{f' HTTP {status}' if status else ''}", style="yellow")
     elif call.kind == "reconciliation":
         agent.append(" (session totals)", style="dim")
@@ -156,17 +151,13 @@ def call_cells(call: CallRow) -> list[Text]:
         agent,
         Text(tokens(call.context_tokens), justify="right"),
         literal(call.bucket),
-        Text(tokens(call.input_tokens), justify="right"),
-        Text(tokens(call.cache_read_tokens), justify="right"),
-        Text(tokens(call.cache_write_tokens), justify="right"),
-        Text(tokens(call.output_tokens), justify="right"),
-        Text(tokens(call.reasoning_tokens), justify="right"),
+        *(Text(tokens(lane), justify="right") for lane in call.tokens),
         Text(call_cost(call), justify="right"),
         Text(duration(call.finished_at_ms - call.started_at_ms), justify="right"),
     ]
 
 
-def memory_block_text(block: MemoryBlockRow | None) -> Text:
+def memory_block_text(block: MemoryBlockRecord | None) -> Text:
     """Everything the dashboard knows about a node's memory block, as literal text."""
     if block is None:
         return Text("No memory block: recall was off for this node or has not run yet.",
@@ -195,7 +186,7 @@ def memory_block_text(block: MemoryBlockRow | None) -> Text:
         out.append("query: ", style="dim")
         out.append_text(one_line(block.query, width=400))
         out.append("\n")
-    items = block.items
+    items = block.item_dicts
     out.append(f"\n{plural(len(items), 'recalled item')}\n", style="bold")
     for index, item in enumerate(items, start=1):
         out.append_text(recalled_item_text(index, item))

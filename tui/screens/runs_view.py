@@ -14,7 +14,8 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
-from store.read.dashboard_reader import RunRow, WorkerRow
+from store.model.run_records import RunRecord
+from store.read.dashboard_rows import WorkerRow
 from tui.actions.run_actions import RunControlScreen
 from tui.event_text import event_line
 from tui.format import (
@@ -61,7 +62,7 @@ NARROW_DROPS = ("beat", "cached", "gen", "elapsed")
 would)."""
 
 
-def run_cells(run: RunRow, now_ms: int) -> list[Text]:
+def run_cells(run: RunRecord, now_ms: int) -> list[Text]:
     """The cells of one runs-list row."""
     stale = run.is_stale(now_ms)
     status = status_text(run.status)
@@ -78,9 +79,10 @@ def run_cells(run: RunRow, now_ms: int) -> list[Text]:
         Text(str(run.generation), justify="right"),
         Text(duration(run.elapsed_ms(now_ms)), justify="right"),
         Text(f"{run.nodes_done}/{run.nodes_total}", justify="right"),
-        Text(tokens(run.total_tokens), justify="right"),
+        Text(tokens(run.tokens.total), justify="right"),
         Text(row_cost(run), justify="right"),
-        Text(percent(run.cached_share) if run.context_tokens else "–", justify="right"),
+        Text(percent(run.tokens.cached_share) if run.tokens.context_tokens else "–",
+             justify="right"),
         Text(beat, style="bold yellow" if stale else "dim"),
     ]
 
@@ -120,7 +122,7 @@ class RunsScreen(RunControlScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.runs: dict[str, RunRow] = {}
+        self.runs: dict[str, RunRecord] = {}
         self._charted_at = 0.0
         self._chart_stale = True
         self._chart_timer: Timer | None = None
@@ -219,7 +221,7 @@ class RunsScreen(RunControlScreen):
         if workers:
             line.update(workers_text(workers, now_ms))
 
-    def _patch(self, runs: Iterable[RunRow], table: KeyedTable, now: int) -> None:
+    def _patch(self, runs: Iterable[RunRecord], table: KeyedTable, now: int) -> None:
         """Rewrite the rows of ``runs`` in place. The run keys read the same records
         (``known_runs``), so a run that just ended offers R/d instead of c at once."""
         for run in runs:

@@ -21,8 +21,9 @@ from textual.widgets import Static
 from textual.widgets.data_table import ColumnKey
 
 from store.model.buckets import BUCKET_LABELS
-from store.model.run_records import TokenUsage
-from store.read.dashboard_reader import BucketUsage, CallRow, sum_usage
+from store.model.run_records import CallRecord
+from store.model.token_lanes import TokenUsage
+from store.read.dashboard_rows import BucketUsage
 from tui.format import call_cost, cost, one_line, percent, plural, row_cost, tokens
 from tui.screens.live_screen import LiveScreen
 from tui.tailing import Batch
@@ -70,15 +71,11 @@ def usage_cells(
         Text(spent, justify="right"),
         Text(percent(usage.cached_share) if usage.context_tokens else "–", justify="right"),
         Text("–" if calls is None else str(calls), justify="right"),
-        Text(tokens(usage.input), justify="right"),
-        Text(tokens(usage.cache_read), justify="right"),
-        Text(tokens(usage.cache_write), justify="right"),
-        Text(tokens(usage.output), justify="right"),
-        Text(tokens(usage.reasoning), justify="right"),
+        *(Text(tokens(lane), justify="right") for lane in usage),
     ]
 
 
-def top_call_cells(call: CallRow) -> list[Text]:
+def top_call_cells(call: CallRecord) -> list[Text]:
     """The cells of one largest-calls row."""
     where = one_line(call.run_id)
     where.append(" › ")
@@ -92,7 +89,7 @@ def top_call_cells(call: CallRow) -> list[Text]:
         where,
         agent,
         Text(call_cost(call), justify="right"),
-        Text(percent(call.cached_share) if call.context_tokens else "–", justify="right"),
+        Text(percent(call.tokens.cached_share) if call.context_tokens else "–", justify="right"),
     ]
 
 
@@ -116,7 +113,7 @@ EMPTY_TOKENS = Text.assemble(
 
 def totals_text(buckets: list[BucketUsage]) -> Text:
     """The lanes split: fresh vs cached input, output, reasoning, with shares."""
-    usage = sum_usage(buckets)
+    usage = TokenUsage.sum(bucket.tokens for bucket in buckets)
     calls = sum(b.calls for b in buckets)
     if not calls:
         return EMPTY_TOKENS
@@ -140,8 +137,8 @@ def totals_text(buckets: list[BucketUsage]) -> Text:
         f"{percent(usage.cached_share)} read from cache\n",
         style="dim",
     )
-    priced = [b.cost_usd for b in buckets if b.cost_usd is not None]
-    unpriced = sum(b.unpriced_calls for b in buckets)
+    priced = [b.cost.usd for b in buckets if b.cost.usd is not None]
+    unpriced = sum(b.cost.unpriced_calls for b in buckets)
     out.append(f"cost {cost(sum(priced) if priced else None, unpriced)}\n", style="bold")
     return out
 
@@ -238,7 +235,7 @@ class TokensScreen(LiveScreen):
                     name = one_line(run.workflow, width=16)
                     name.append(" ")
                     name.append_text(one_line(run.run_id, "dim"))
-                    rows.append((run.run_id, usage_cells(name, None, run.usage, row_cost(run))))
+                    rows.append((run.run_id, usage_cells(name, None, run.tokens, row_cost(run))))
         else:
             usage_table.columns[ColumnKey("name")].label = Text("Node")
             for key, usage in sorted((await reader.node_usage(run_id)).items()):
@@ -246,7 +243,7 @@ class TokensScreen(LiveScreen):
                     style = "bold" if node_id == usage.node_id else ""
                     name = one_line(key, style)
                     spent = row_cost(usage)
-                    rows.append((key, usage_cells(name, usage.calls, usage.usage, spent)))
+                    rows.append((key, usage_cells(name, usage.calls, usage.tokens, spent)))
         usage_table.sync(rows)
         top = await reader.top_calls(run_id, node_id, limit=10)
         self.query_one("#top-calls", KeyedTable).sync(

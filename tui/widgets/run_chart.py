@@ -20,7 +20,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from store.model.buckets import BUCKET_EDGES
-from store.read.dashboard_reader import CallRow
+from store.model.run_records import CallRecord
 from tui.format import one_line, plural, tokens
 from tui.widgets.cached_plot import CachedPlot
 
@@ -42,7 +42,7 @@ BIN_SIZES_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600)
 MAX_BINS = 40
 
 
-def tokens_per_minute(calls: Sequence[CallRow]) -> RateSeries:
+def tokens_per_minute(calls: Sequence[CallRecord]) -> RateSeries:
     """Tokens per minute along the run: at the end of each bin, the tokens of the calls that
     started in the minute before it (a trailing minute, so the first seconds of a run are not
     extrapolated into a rate). The bin is the smallest of :data:`BIN_SIZES_S` giving at most
@@ -59,7 +59,7 @@ def tokens_per_minute(calls: Sequence[CallRow]) -> RateSeries:
     for start in starts:
         end_ms = first + int((start + bin_s) * 1000)
         per_minute.append(float(sum(
-            call.total_tokens for call in calls
+            call.tokens.total for call in calls
             if end_ms - 60_000 <= call.started_at_ms < end_ms
         )))
     return RateSeries(bin_s, starts, tuple(per_minute))
@@ -90,7 +90,7 @@ def call_ticks(count: int) -> list[int]:
     return sorted({1, *range(step, count, step), count})
 
 
-def context_per_call(calls: Sequence[CallRow]) -> tuple[int, ...]:
+def context_per_call(calls: Sequence[CallRecord]) -> tuple[int, ...]:
     """The context window (input + cache read + cache write) of each call, in call order."""
     return tuple(call.context_tokens for call in calls)
 
@@ -112,7 +112,7 @@ class RunChart(Vertical):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._run_id: str | None = None
-        self._calls: tuple[CallRow, ...] = ()
+        self._calls: tuple[CallRecord, ...] = ()
         self._drawn: tuple[object, ...] | None = None
         self._drawn_at = 0.0
         self._timer: Timer | None = None
@@ -125,7 +125,7 @@ class RunChart(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="chart-title")
 
-    async def show(self, run_id: str | None, calls: Sequence[CallRow]) -> None:
+    async def show(self, run_id: str | None, calls: Sequence[CallRecord]) -> None:
         """Chart ``calls`` of ``run_id`` (redrawn at most once a second)."""
         if not self.query(CachedPlot):
             # The plots are built on first use, after the Runs view's first paint: an empty
@@ -138,7 +138,7 @@ class RunChart(Vertical):
             title.append("— none", style="dim")
         else:
             title.append_text(one_line(run_id, "bold"))
-            total = sum(call.total_tokens for call in calls)
+            total = sum(call.tokens.total for call in calls)
             title.append(f"  {plural(len(calls), 'call')} · {tokens(total)} tokens", style="dim")
             if len(calls) >= CALLS_CHARTED:
                 title.append(f" (newest {CALLS_CHARTED})", style="dim")
