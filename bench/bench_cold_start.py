@@ -52,7 +52,7 @@ from bench_memory_writes import machine
 
 from store.db.backends import open_database
 from store.memory.memory_store import MemoryStore
-from store.memory.notes import NoteInput
+from store.memory.note_values import NoteInput
 from store.search.term_index import TermIndex
 from store.workspace.layout import Workspace
 

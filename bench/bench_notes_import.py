@@ -31,7 +31,7 @@ from store.db.backends import open_database
 from store.db.seam import Database
 from store.memory.memory_sql import INSERT_NOTE_AT
 from store.memory.memory_store import MemoryStore
-from store.memory.notes import NoteInput
+from store.memory.note_values import NoteInput
 from store.workspace.layout import Workspace
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_notes_import.json"

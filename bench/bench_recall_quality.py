@@ -55,7 +55,7 @@ from engine.memory.semantic import (
 from store.db.backends import open_database
 from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
 from store.memory.memory_store import MemoryStore
-from store.memory.notes import NoteInput
+from store.memory.note_values import NoteInput
 from store.search.search_policy import (
     _WORD,
     ECHO_PENALTY,

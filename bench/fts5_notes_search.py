@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from store.memory import notes as notes_module
 from store.memory.memory_sql import NOT_SUPERSEDED_BY_ACCEPTED, NOTE_COLUMNS_N
 from store.memory.namespaces import canonical_namespace
-from store.memory.notes import NoteSearch, SearchHit, note_from_row
+from store.memory.note_values import NoteSearch, SearchHit, note_from_row
 from store.search.search_policy import MODE_ALL_WORDS, match_all, query_terms
 
 BASELINE = "fts5_baseline.db"

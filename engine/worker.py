@@ -36,8 +36,8 @@ from store.db.seam import Database
 from store.errors import DatabaseUnavailable, InvalidInputError, LeaseLost, TetherError
 from store.model.run_records import RunRecord
 from store.runs.owners import new_owner_id
+from store.runs.run_log import DEFAULT_LEASE_MS
 from store.runs.run_queue import Claim, RunQueue
-from store.runs.run_store import DEFAULT_LEASE_MS
 
 DEFAULT_POLL_S = 5.0
 WORKER_REPORT_S = 5.0

@@ -36,7 +36,8 @@ from store.db.seam import Database
 from store.errors import InvalidInputError, StorageError, TetherError
 from store.memory.memory_store import MemoryStore
 from store.model.run_records import RunRecord
-from store.runs.run_store import RunStore, new_run_id
+from store.runs.run_params import new_run_id
+from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 from tui.demo_plan import DEMO_PLAN
 

@@ -31,7 +31,7 @@ from store.search.search_policy import (
     prompt_words,
     weak_terms,
 )
-from store.search.term_index import Stats
+from store.search.term_ranking import Stats
 
 
 class RecallBackend(Protocol):

@@ -41,7 +41,8 @@ from engine.memory.encoder import (
 from engine.memory.items import RecallItem, RecallRequest, RecallResult
 from engine.memory.recall import KeywordRecallBackend, RecallBackend, fact_text, satisfies
 from store.db.seam import Database
-from store.memory.notes import note_tags, notes_by_rowid
+from store.memory.note_values import note_tags
+from store.memory.notes import notes_by_rowid
 from store.search import vectors_sql as vector_sql
 from store.search.search_policy import (
     ECHO_PENALTY,

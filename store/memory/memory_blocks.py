@@ -12,7 +12,7 @@ from store.memory import memory_blocks_sql as sql
 from store.model.history_records import MemoryBlockRecord
 from store.model.json_columns import dump_json
 from store.model.run_records import NewEvent
-from store.runs.event_log import EventLog
+from store.runs.event_log import EventLog, insert_events
 
 
 class MemoryBlockLog(EventLog):
@@ -62,7 +62,7 @@ class MemoryBlockLog(EventLog):
                 },
             ).fetchone()
             block_id = int(row[0]) if row else 0
-            self._insert_events(
+            insert_events(
                 conn,
                 now,
                 [

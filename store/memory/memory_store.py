@@ -20,7 +20,8 @@ from store.clock import SYSTEM_CLOCK, Clock
 from store.db.backends import open_database
 from store.db.seam import Database
 from store.memory.facts import Fact, FactOps
-from store.memory.notes import Note, NoteOps, SearchHit
+from store.memory.note_values import Note, SearchHit
+from store.memory.notes import NoteOps
 from store.memory.threads import Message, Thread, ThreadOps
 from store.workspace.layout import Workspace
 

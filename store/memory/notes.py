@@ -17,228 +17,49 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from store.db.paging import MORE_COUNT_CAP
 from store.db.seam import Connection, RowLike
 from store.db.sqlite.sqlite_schema import NOTE_STATUSES
-from store.errors import ConflictError, InvalidInputError, NotFoundError
+from store.errors import InvalidInputError, NotFoundError
 from store.memory import memory_sql as sql
 from store.memory.namespaces import (
-    NAMESPACE_KINDS,
     Namespace,
     canonical_namespace,
     ensure_clean_text,
-    ensure_length,
+)
+from store.memory.note_rules import (
+    check_same_note,
+    check_targets,
+    filter_params,
+    namespace_kind_range,
+    note_params,
+    status_list,
+    validate_body,
+    validate_label,
+    validate_reason,
+    validate_status,
+    validate_supersedes,
+    validate_tags,
+)
+from store.memory.note_values import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_SEARCH_LIMIT,
+    Note,
+    NoteInput,
+    NoteSearch,
+    SearchHit,
+    StatusFilter,
+    SupersessionEdge,
+    note_from_row,
+    note_tags,
 )
 from store.model.ids import random_hex
 from store.search import term_sql
 
 if TYPE_CHECKING:
     from store.db.seam import Database
-
-NoteStatus = Literal["pending", "accepted", "rejected"]
-StatusFilter = str | Sequence[str]
-
-MAX_BODY_BYTES = 64 * 1024
-MAX_TAGS = 16
-MAX_LABEL_CHARS = 128
-MAX_REASON_CHARS = 2_000
-DEFAULT_SEARCH_LIMIT = 20
-MAX_SEARCH_LIMIT = 1_000
-
-
-class Note(NamedTuple):
-    """One note as stored. ``tags`` is a tuple; provenance is (run_id, node_id, iteration)."""
-
-    id: str
-    namespace: str
-    body: str
-    kind: str | None
-    tags: tuple[str, ...]
-    author: str | None
-    status: str
-    status_changed_at_ms: int | None
-    status_reason: str | None
-    created_at_ms: int
-    run_id: str | None
-    node_id: str | None
-    iteration: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict for ``--format json`` and the dashboard."""
-        document = self._asdict()
-        document["tags"] = list(self.tags)
-        return document
-
-
-class SearchHit(NamedTuple):
-    """A search result: the note, its BM25 relevance (higher is more relevant), the query
-    terms it holds and the search mode that found it (all words, or the any-word fallback)."""
-
-    note: Note
-    score: float
-    matched: tuple[str, ...] = ()
-    mode: str = "all words"
-
-
-class NoteSearch(NamedTuple):
-    """What a note search found and how: ``mode`` says which search answered (all words, the
-    any-word fallback, or both); ``terms`` are the stemmed query terms."""
-
-    hits: list[SearchHit]
-    mode: str
-    terms: tuple[str, ...]
-
-
-class SupersessionEdge(NamedTuple):
-    """``note_id`` supersedes ``supersedes_id``; the statuses of both notes right now."""
-
-    note_id: str
-    supersedes_id: str
-    note_status: str
-    target_status: str
-
-
-class NoteInput(NamedTuple):
-    """One note to save in a batch (:meth:`NoteOps.save_notes`); the fields of
-    :meth:`NoteOps.save_note`, plus an optional creation time (imports keep their dates)."""
-
-    namespace: str
-    body: str
-    id: str | None = None
-    kind: str | None = None
-    tags: tuple[str, ...] = ()
-    author: str | None = None
-    status: str = "accepted"
-    supersedes: tuple[str, ...] = ()
-    created_at_ms: int | None = None
-
-
-def note_params(note: NoteInput) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """Validate one batch entry: the INSERT parameters (with a fresh id when none is given)
-    and its supersession targets. Raises InvalidInputError with one sentence."""
-    note_id = validate_label(note.id, "the note id") if note.id else random_hex(16)
-    tags = validate_tags(note.tags)
-    created = note.created_at_ms
-    if created is not None and (isinstance(created, bool) or not isinstance(created, int)
-                                or created < 0):
-        raise InvalidInputError("created_at_ms must be a whole number of milliseconds.")
-    params: dict[str, Any] = {
-        "id": note_id,
-        "namespace": canonical_namespace(note.namespace),
-        "body": validate_body(note.body),
-        "kind": None if note.kind is None else validate_label(note.kind, "the note kind"),
-        "tags_json": json.dumps(list(tags), ensure_ascii=False) if tags else None,
-        "author": None if note.author is None else validate_label(note.author, "the note author"),
-        "status": validate_status(note.status),
-        "run_id": None,
-        "node_id": None,
-        "iteration": None,
-        "created_at_ms": created,
-    }
-    return params, validate_supersedes(note_id, note.supersedes)
-
-
-def note_tags(tags_json: str | None) -> tuple[str, ...]:
-    """A note's tags from its ``tags_json`` column (NULL when it has none)."""
-    return tuple(json.loads(tags_json)) if tags_json else ()
-
-
-def note_from_row(row: RowLike) -> Note:
-    """Build a :class:`Note` from a row selected with ``NOTE_COLUMNS`` (in that order)."""
-    values = list(tuple(row))[:13]
-    values[4] = note_tags(values[4])
-    return Note(*values)
-
-
-# -- pure validation -------------------------------------------------------------------------
-
-
-def validate_status(status: str) -> NoteStatus:
-    """Return ``status`` if it is pending, accepted or rejected; else raise InvalidInputError."""
-    if status not in NOTE_STATUSES:
-        raise InvalidInputError(
-            f"Unknown note status {status!r}; use pending, accepted or rejected."
-        )
-    return status  # type: ignore[return-value]
-
-
-def status_list(status: StatusFilter) -> list[str] | None:
-    """The statuses a filter admits, or None for ``"any"``."""
-    if status == "any":
-        return None
-    statuses = [status] if isinstance(status, str) else list(status)
-    return [validate_status(value) for value in statuses]
-
-
-def validate_body(body: str) -> str:
-    """Return ``body`` if it is non-empty, clean text within the size limit."""
-    ensure_clean_text(body, "the note body", allow="\t\n\r")
-    if not body.strip():
-        raise InvalidInputError("The note body is empty.")
-    size = len(body.encode("utf-8"))
-    if size > MAX_BODY_BYTES:
-        raise InvalidInputError(
-            f"The note body is {size} bytes; a note holds at most {MAX_BODY_BYTES} bytes."
-        )
-    return body
-
-
-def validate_label(value: str, what: str) -> str:
-    """A short one-line label (note id, kind, author, tag)."""
-    ensure_clean_text(value, what)
-    if not value.strip():
-        raise InvalidInputError(f"{what[:1].upper()}{what[1:]} is empty.")
-    ensure_length(value, what, MAX_LABEL_CHARS)
-    return value
-
-
-def validate_tags(tags: Iterable[str]) -> tuple[str, ...]:
-    """Distinct tags in the order given, at most :data:`MAX_TAGS`."""
-    distinct: list[str] = []
-    for tag in tags:
-        if validate_label(tag, "a tag") not in distinct:
-            distinct.append(tag)
-    if len(distinct) > MAX_TAGS:
-        raise InvalidInputError(f"A note has {len(distinct)} tags; the limit is {MAX_TAGS}.")
-    return tuple(distinct)
-
-
-def validate_supersedes(note_id: str, supersedes: Iterable[str]) -> tuple[str, ...]:
-    """Distinct target ids, refusing a note that supersedes itself."""
-    targets: list[str] = []
-    for target in supersedes:
-        validate_label(target, "a superseded note id")
-        if target == note_id:
-            raise InvalidInputError(f"Note {note_id!r} cannot supersede itself.")
-        if target not in targets:
-            targets.append(target)
-    return tuple(sorted(targets))
-
-
-def check_targets(
-    namespace: str, targets: Sequence[str], found: dict[str, str]
-) -> None:
-    """Refuse targets that do not exist or live in another namespace (``found``: id -> ns)."""
-    for target in targets:
-        if target not in found:
-            raise NotFoundError(f"There is no note with id {target!r} to supersede.")
-        if found[target] != namespace:
-            raise InvalidInputError(
-                f"Note {target!r} is in namespace {found[target]!r}; a note can only "
-                f"supersede notes of its own namespace ({namespace!r})."
-            )
-
-
-def namespace_kind_range(kind: str) -> tuple[str, str]:
-    """The ``[low, high)`` text range of namespaces of one kind (``kind:`` .. ``kind;``)."""
-    if kind not in NAMESPACE_KINDS:
-        raise InvalidInputError(
-            f"Unknown namespace kind {kind!r}; use workflow, agent, user or global."
-        )
-    return f"{kind}:", f"{kind};"
-
 
 # -- operations ------------------------------------------------------------------------------
 
@@ -304,7 +125,7 @@ class NoteOps:
                 stored_targets = tuple(
                     row[0] for row in conn.execute(sql.SUPERSEDED_IDS, {"id": note_id})
                 )
-                _check_same_note(stored, stored_targets, params, tags_tuple, targets)
+                check_same_note(stored, stored_targets, params, tags_tuple, targets)
             return stored
 
         return await self.db.run_in_transaction(write)
@@ -359,7 +180,7 @@ class NoteOps:
                     stored_targets = tuple(
                         row[0] for row in conn.execute(sql.SUPERSEDED_IDS, {"id": params["id"]})
                     )
-                    _check_same_note(stored, stored_targets, params, note_tags(
+                    check_same_note(stored, stored_targets, params, note_tags(
                         params["tags_json"]), targets)
             return ids
 
@@ -391,7 +212,7 @@ class NoteOps:
         superseded by an accepted note. ``status`` widens it (a status, a list of statuses, or
         ``"any"``), ``include_superseded`` keeps superseded notes, ``kind`` keeps one label.
         """
-        where, params = _filter(namespace, None, status, include_superseded, kind)
+        where, params = filter_params(namespace, None, status, include_superseded, kind)
         params["limit"] = sql.limit_param(limit)
         rows = await self.db.fetch_all(
             sql.list_notes_sql(where, newest_first=newest_first), params
@@ -409,7 +230,7 @@ class NoteOps:
     ) -> int:
         """How many notes :meth:`list_notes` would list with the same filter and
         ``limit=upto`` (a capped count: a listing says how many it left out)."""
-        where, params = _filter(namespace, None, status, include_superseded, kind)
+        where, params = filter_params(namespace, None, status, include_superseded, kind)
         params["limit"] = sql.limit_param(upto)
         return int(await self.db.fetch_value(sql.count_notes_sql(where), params) or 0)
 
@@ -427,7 +248,7 @@ class NoteOps:
         params = {
             "id": note_id,
             "status": validate_status(status),
-            "reason": None if reason is None else _validate_reason(reason),
+            "reason": None if reason is None else validate_reason(reason),
         }
         clock = self.db.clock
 
@@ -515,6 +336,7 @@ class NoteOps:
         """
         # numpy and the search policy are imported on the first search only: `tether notes
         # add` and `memory get` are called in loops from hooks and scripts, and must start fast.
+        from store.search.bank_arrays import STATUS_CODES, Scope
         from store.search.search_policy import (
             MODE_ALL_WORDS,
             MODE_ANY_WORD,
@@ -522,7 +344,8 @@ class NoteOps:
             prompt_terms,
             query_terms,
         )
-        from store.search.term_index import STATUS_CODES, Scope, demote_echoes, index_for
+        from store.search.term_index import index_for
+        from store.search.term_ranking import demote_echoes
 
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidInputError(f"The search limit must be from 1 to {MAX_SEARCH_LIMIT}.")
@@ -583,60 +406,3 @@ def notes_by_rowid(conn: Connection, rowids: Sequence[int]) -> dict[int, RowLike
         return {}
     rows = conn.execute(term_sql.NOTES_BY_ROWID, {"rowids": json.dumps(list(rowids))})
     return {int(row["rowid"]): row for row in rows}
-
-
-def _filter(
-    namespace: str | Namespace | None,
-    namespace_kind: str | None,
-    status: StatusFilter,
-    include_superseded: bool,
-    kind: str | None,
-) -> tuple[str, dict[str, Any]]:
-    statuses = status_list(status)
-    params: dict[str, Any] = {}
-    if namespace is not None:
-        params["namespace"] = canonical_namespace(namespace)
-    if namespace_kind is not None:
-        params["namespace_low"], params["namespace_high"] = namespace_kind_range(namespace_kind)
-    one_status = statuses is not None and len(statuses) == 1
-    if statuses is not None:
-        if one_status:
-            params["status"] = statuses[0]
-        else:
-            params["statuses"] = json.dumps(statuses)
-    if kind is not None:
-        params["kind"] = kind
-    where = sql.note_filter(
-        namespace=namespace is not None,
-        namespace_kind=namespace_kind is not None,
-        statuses=statuses is not None and not one_status,
-        status=one_status,
-        include_superseded=include_superseded,
-        kind=kind is not None,
-    )
-    return where, params
-
-
-def _validate_reason(reason: str) -> str:
-    ensure_clean_text(reason, "the reason", allow="\t\n\r")
-    ensure_length(reason, "the reason", MAX_REASON_CHARS)
-    return reason
-
-
-def _check_same_note(
-    stored: Note,
-    stored_targets: tuple[str, ...],
-    params: dict[str, Any],
-    tags: tuple[str, ...],
-    targets: tuple[str, ...],
-) -> None:
-    """Refuse re-saving an existing id with different content (notes never change)."""
-    wanted = (params["namespace"], params["body"], params["kind"], tags, params["author"],
-              params["run_id"], params["node_id"], params["iteration"], targets)
-    have = (stored.namespace, stored.body, stored.kind, stored.tags, stored.author,
-            stored.run_id, stored.node_id, stored.iteration, stored_targets)
-    if wanted != have:
-        raise ConflictError(
-            f"Note {stored.id!r} already exists with different content; notes never change, "
-            "so save the new version under a new id that supersedes it."
-        )

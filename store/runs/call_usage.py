@@ -13,7 +13,7 @@ from store.model.json_columns import dump_json
 from store.model.run_records import CallRecord, CallUsage, NewEvent
 from store.model.token_lanes import TokenUsage
 from store.runs import calls_sql as sql
-from store.runs.event_log import EventLog
+from store.runs.event_log import EventLog, insert_events
 
 WORKSPACE_ROLLUP = ""
 """The ``usage_rollups.run_id`` that holds workspace-wide totals."""
@@ -114,7 +114,7 @@ class CallLog(EventLog):
                         },
                     )
                 )
-            self._insert_events(conn, now, events)
+            insert_events(conn, now, events)
 
         return self._submit((call.run_id for call in calls), work, flush=False)
 

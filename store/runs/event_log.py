@@ -24,6 +24,24 @@ MAX_READ_LIMIT = 100_000
 """The most rows one read returns, whatever limit the caller asks for."""
 
 
+def insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> None:
+    """Append ``events`` inside the caller's transaction, all at ``now``."""
+    rows = [
+        (
+            now,
+            e.type,
+            e.run_id,
+            e.node_id,
+            e.iteration,
+            e.attempt,
+            None if e.payload is None else dump_json(dict(e.payload)),
+        )
+        for e in events
+    ]
+    if rows:
+        conn.executemany(sql.INSERT_EVENT, rows)
+
+
 class EventLog:
     """Appends and reads events on an open :class:`~store.db.sqlite.sqlite_database.Database`."""
 
@@ -64,30 +82,13 @@ class EventLog:
 
     # -- events -----------------------------------------------------------------------------
 
-    @staticmethod
-    def _insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> None:
-        rows = [
-            (
-                now,
-                e.type,
-                e.run_id,
-                e.node_id,
-                e.iteration,
-                e.attempt,
-                None if e.payload is None else dump_json(dict(e.payload)),
-            )
-            for e in events
-        ]
-        if rows:
-            conn.executemany(sql.INSERT_EVENT, rows)
-
     async def append_events(self, events: Sequence[NewEvent]) -> None:
         """Append many events in one transaction (each gets the next ``seq``)."""
         if not events:
             return
 
         def work(conn: Connection) -> Any:
-            self._insert_events(conn, self.now_ms, events)
+            insert_events(conn, self.now_ms, events)
 
         await self._write((e.run_id for e in events), work)
 

@@ -30,7 +30,10 @@ from store.db.seam import Database
 from store.errors import NotFoundError
 from store.model.run_records import NewEvent, RunRecord
 from store.runs import queue_sql as sql
-from store.runs.run_store import DEFAULT_LEASE_MS, RunStore, new_run_id
+from store.runs.event_log import insert_events
+from store.runs.run_log import DEFAULT_LEASE_MS
+from store.runs.run_params import abandon_attempts, new_run_id
+from store.runs.run_store import RunStore
 
 WORKER_STALE_MS = 30_000
 """A worker whose heartbeat is older than this is shown as gone."""
@@ -95,7 +98,7 @@ class RunQueue(RunStore):
                 nodes_total=0,
             )
             conn.execute(sql.ENQUEUE, {"run_id": run_id, "now": now})
-            self._insert_events(conn, now, [NewEvent("run.queued", run_id)])
+            insert_events(conn, now, [NewEvent("run.queued", run_id)])
 
         await self.db.run_in_transaction(work)
         return await self.get_run(run_id)
@@ -111,7 +114,7 @@ class RunQueue(RunStore):
             now = self.now_ms
             if conn.execute(sql.ENQUEUE, {"run_id": run_id, "now": now}).rowcount == 0:
                 raise NotFoundError(f"There is no pending run {run_id!r} to queue.")
-            self._insert_events(conn, now, [NewEvent("run.queued", run_id)])
+            insert_events(conn, now, [NewEvent("run.queued", run_id)])
 
         await self.db.run_in_transaction(work)
 
@@ -126,9 +129,9 @@ class RunQueue(RunStore):
             if row is None:
                 return None
             run_id, token = row["run_id"], int(row["lease_token"])
-            abandoned = self._abandon(conn, run_id, now)
+            abandoned = abandon_attempts(conn, run_id, now)
             payload = {"owner_id": owner_id, "lease_token": token, "abandoned": abandoned}
-            self._insert_events(conn, now, [NewEvent("run.claimed", run_id, payload=payload)])
+            insert_events(conn, now, [NewEvent("run.claimed", run_id, payload=payload)])
             return row, token
 
         claimed = await self.db.run_in_transaction(work)

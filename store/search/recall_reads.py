@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from store.db.seam import Connection, Database, RowLike
-from store.memory.notes import note_tags, notes_by_rowid
+from store.memory.note_values import note_tags
+from store.memory.notes import notes_by_rowid
 from store.search import recall_sql as sql
+from store.search.bank_arrays import LIVE
 from store.search.search_policy import match_any
-from store.search.term_index import LIVE, Ranked, Stats, demote_echoes, index_for
+from store.search.term_index import index_for
+from store.search.term_ranking import Ranked, Stats, demote_echoes
 
 # Facts are few per bank; recall reads at most this many of the newest matching ones.
 FACT_POOL = 200

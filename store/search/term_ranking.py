@@ -36,7 +36,7 @@ from store.search.search_policy import (
 
 
 class BankIndex(Protocol):
-    """What ranking reads of one bank's postings (:class:`store.search.term_index.BankIndex`)."""
+    """What ranking reads of one bank's postings (:class:`store.search.bank_index.BankIndex`)."""
 
     base_docs: int
 

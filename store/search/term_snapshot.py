@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from store.search.bank_arrays import GONE, LOW16, STATUS_CODES
 from store.search.search_policy import INDEX_TERMS_VERSION
 
 FOLDER = "index"
@@ -272,3 +273,69 @@ def _array(mapped: mmap.mmap, start: int, size: int, entry: Any) -> np.ndarray:
     if zlib.crc32(view) != crc:
         raise SnapshotRejected(f"its {entry.get('name')} array is damaged")
     return np.frombuffer(mapped, dtype=dtype, count=count, offset=start + offset).reshape(shape)
+
+
+def check_snapshot_arrays(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+    """Refuse (SnapshotRejected) arrays read from a snapshot that do not fit together."""
+    """Shapes and ranges a snapshot's arrays must have (the checksums caught damage; this
+    catches a file that is whole but wrong)."""
+
+    def fail() -> None:
+        raise SnapshotRejected("its arrays do not fit together")
+
+    def csr(offsets: np.ndarray, count: int, total: int) -> None:
+        if offsets.shape != (count + 1,) or int(offsets[0]) != 0 or int(offsets[-1]) != total:
+            fail()
+        if count and bool(np.any(np.diff(offsets) < 0)):
+            fail()
+
+    def within(values: np.ndarray, low: int, high: int) -> None:
+        if values.shape[0] and (int(values.min()) < low or int(values.max()) >= high):
+            fail()
+
+    size = arrays["rowids"].shape[0]
+    for name, dtype in (("rowids", "<i8"), ("lengths", "<f4"), ("status", "|i1"),
+                        ("superseded", "|b1"), ("spaces", "<i4"), ("kinds", "<i2")):
+        if arrays[name].shape != (size,) or arrays[name].dtype.str != dtype:
+            fail()
+    rowids = arrays["rowids"]
+    if size and (bool(np.any(np.diff(rowids) <= 0)) or int(rowids[-1]) > meta["rowid_mark"]):
+        fail()
+    within(arrays["status"], GONE, len(STATUS_CODES))
+    within(arrays["spaces"], 0, len(meta["space_names"]))
+    within(arrays["kinds"], 0, len(meta["kind_names"]))
+    vocabulary = int(meta["vocabulary_size"])
+    total = arrays["post_doc"].shape[0]
+    # The base covers the terms known at its last merge; the delta, every term.
+    base_vocabulary = arrays["offsets"].shape[0] - 1
+    if not 0 <= base_vocabulary <= vocabulary:
+        fail()
+    csr(arrays["offsets"], base_vocabulary, total)
+    for name, dtype in (("post_doc", "<i4"), ("post_tf", "<f4"), ("impact_doc", "<i4")):
+        if arrays[name].shape != (total,) or arrays[name].dtype.str != dtype:
+            fail()
+    base = int(meta["base_docs"])
+    if not 0 <= base <= size:
+        fail()
+    within(arrays["post_doc"], 0, base)
+    within(arrays["impact_doc"], 0, base)
+    delta = arrays["delta_doc"].shape[0]
+    csr(arrays["delta_offsets"], vocabulary, delta)
+    for name, dtype in (("delta_doc", "<i4"), ("delta_tf", "<f4")):
+        if arrays[name].shape != (delta,) or arrays[name].dtype.str != dtype:
+            fail()
+    within(arrays["delta_doc"], base, size)
+    runs = arrays["run_tf"].shape[0]
+    csr(arrays["run_offsets"], base_vocabulary, runs)
+    csr(arrays["run_start"], runs, total)
+    if not np.array_equal(arrays["run_start"][arrays["run_offsets"]], arrays["offsets"]):
+        fail()
+    within(arrays["run_tf"], 1, LOW16 + 1)
+    csr(arrays["tag_offsets"], len(meta["tag_names"]), arrays["tag_docs"].shape[0])
+    within(arrays["tag_docs"], 0, size)
+    sorted_terms, sorted_ids = arrays["vocab_sorted"], arrays["vocab_ids"]
+    if sorted_terms.dtype.kind != "S" or sorted_ids.shape != sorted_terms.shape:
+        fail()
+    if sorted_terms.shape[0] + len(meta["long_terms"]) != vocabulary:
+        fail()
+    within(sorted_ids, 0, vocabulary)

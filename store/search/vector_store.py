@@ -25,7 +25,8 @@ import numpy as np
 
 from store.db.seam import Connection
 from store.search import vectors_sql as sql
-from store.search.term_index import LIVE, TermIndex
+from store.search.bank_arrays import LIVE
+from store.search.term_index import TermIndex
 
 if TYPE_CHECKING:
     from store.db.seam import Database

@@ -12,7 +12,7 @@ from memory_cli_support import fingerprint, one_sentence, tether
 from store.db.seam import Database
 from store.errors import ConflictError, InvalidInputError, NotFoundError
 from store.memory.memory_store import MemoryStore
-from store.memory.notes import NoteInput
+from store.memory.note_values import NoteInput
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:

@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from store.search import term_index, term_ranking
+from store.search import bank_index, term_ranking
+from store.search.bank_arrays import LIVE, STATUS_CODES, Scope
+from store.search.bank_index import BankIndex
 from store.search.search_policy import idf, index_terms, weak_terms
-from store.search.term_index import LIVE, STATUS_CODES, BankIndex, Scope
 from store.search.term_ranking import Query, Stats, contribution, score_bank
 from store.search.term_snapshot import (
     SnapshotRejected,
@@ -112,8 +113,8 @@ def walk_always(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(term_ranking, "EXHAUSTIVE_POSTINGS", 0)
     monkeypatch.setattr(term_ranking, "FIRST_BLOCK", 2)
     monkeypatch.setattr(term_ranking, "LAST_BLOCK", 8)
-    monkeypatch.setattr(term_index, "DENSE_MIN_NOTES", 0)
-    monkeypatch.setattr(term_index, "DENSE_SHARE", 4)
+    monkeypatch.setattr(bank_index, "DENSE_MIN_NOTES", 0)
+    monkeypatch.setattr(bank_index, "DENSE_SHARE", 4)
 
 
 def built(rows: list[dict[str, Any]], namespace: str = "*") -> BankIndex:

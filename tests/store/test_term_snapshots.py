@@ -14,9 +14,10 @@ import pytest
 
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
-from store.memory.notes import NoteInput
+from store.memory.note_values import NoteInput
+from store.search.bank_arrays import LIVE, STATUS_CODES, WORKSPACE, Scope
 from store.search.search_policy import INDEX_TERMS_VERSION
-from store.search.term_index import LIVE, STATUS_CODES, WORKSPACE, Scope, TermIndex, index_for
+from store.search.term_index import TermIndex, index_for
 from store.search.term_snapshot import (
     SNAPSHOT_MIN_NOTES,
     SNAPSHOT_TAIL_NOTES,

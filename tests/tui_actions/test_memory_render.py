@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 
 from store.memory.facts import Fact
-from store.memory.notes import Note
+from store.memory.note_values import Note
 from tui.screens.memory_render import (
     NoteBook,
     NoteLinks,

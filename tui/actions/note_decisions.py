@@ -8,7 +8,7 @@ from typing import Any
 from textual.screen import Screen
 
 from store.memory.memory_store import MemoryStore
-from store.memory.notes import Note
+from store.memory.note_values import Note
 from tui.actions.feedback import write_safely
 from tui.format import plural
 from tui.modals import reject_note_dialog

@@ -64,7 +64,7 @@ async def notes_add(
     """Append a note (``body`` '-' reads stdin, '@FILE' a file) and print its id; then start
     the background embedder when semantic recall is installed."""
     from store.memory.namespaces import validate_namespace
-    from store.memory.notes import validate_body, validate_label, validate_tags
+    from store.memory.note_rules import validate_body, validate_label, validate_tags
     from tui.cli.arguments import read_text_argument
     from tui.cli.database_access import open_store
 

@@ -17,14 +17,13 @@ from store.db.paging import MORE_COUNT_CAP
 from store.db.sqlite.sqlite_schema import NOTE_STATUSES
 from store.errors import InvalidInputError, NotFoundError
 from store.memory.namespaces import canonical_namespace, validate_namespace
-from store.memory.notes import (
+from store.memory.note_rules import note_params, validate_label
+from store.memory.note_values import (
     DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
     Note,
     NoteInput,
     SearchHit,
-    note_params,
-    validate_label,
 )
 from store.search.search_policy import MODE_ALL_WORDS, MODE_ANY_WORD, query_terms
 from tui.cli.arguments import read_text_argument

@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Input, Static
 from store.errors import NotFoundError
 from store.memory.facts import Fact
 from store.memory.memory_store import MemoryStore
-from store.memory.notes import Note
+from store.memory.note_values import Note
 from tui.format import literal, plural
 from tui.run_control import host_for
 from tui.screens.live_screen import LiveScreen

@@ -5,7 +5,7 @@ this remembered", each in a few short, bounded reads."""
 from __future__ import annotations
 
 from store.memory.memory_store import MemoryStore
-from store.memory.notes import Note
+from store.memory.note_values import Note
 from tui.screens.memory_render import NoteBook, NoteLinks
 
 PENDING_LIMIT = 300

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from store.memory.facts import Fact
-from store.memory.notes import Note
+from store.memory.note_values import Note
 from tui.format import ago, duration, literal, one_line, pretty_json
 from tui.widgets.filter_bar import matches
 

@@ -15,7 +15,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from store.memory.notes import Note
+from store.memory.note_values import Note
 from tui.actions.note_decisions import accept_note, reject_note
 from tui.actions.read_only import write_refused
 from tui.format import literal

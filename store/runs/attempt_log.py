@@ -1,0 +1,212 @@
+"""Attempts: each try of a node iteration, started and finished with its token totals."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any
+
+from store.db.seam import Connection
+from store.db.sqlite.sqlite_schema import ATTEMPT_STATES
+from store.model.json_columns import dump_json
+from store.model.run_records import (
+    AttemptRecord,
+    NewEvent,
+    RunRequests,
+)
+from store.model.token_lanes import TokenUsage
+from store.runs import runs_sql as sql
+from store.runs.event_log import insert_events
+from store.runs.node_log import NodeLog
+from store.runs.run_params import (
+    abandon_attempts,
+    check_choice,
+    progress_params,
+    write_node,
+)
+
+
+class AttemptLog(NodeLog):
+    """Attempts: each try of a node iteration, started and finished with its token totals."""
+
+    # -- attempts ---------------------------------------------------------------------------
+
+    async def start_attempt(
+        self,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        attempt: int,
+        *,
+        agent: str | None = None,
+        model: str | None = None,
+        prompt: str | None = None,
+        owner_id: str | None = None,
+        cached: bool = False,
+        node_state: str = "running",
+    ) -> None:
+        """Insert a running attempt and set its node to ``node_state`` with the attempt count.
+
+        Emits ``node.state`` and ``attempt.started`` in the same transaction. Committed without
+        a flush to disk of its own (see :meth:`Database.submit`): a power cut abandons running
+        attempts anyway, and the attempt's end flushes it.
+        """
+        now = self.now_ms
+        node = self._node_params(now, run_id, node_id, iteration, node_state, attempts=attempt)
+
+        def work(conn: Connection) -> Any:
+            write_node(conn, node)
+            conn.execute(
+                sql.INSERT_ATTEMPT,
+                {
+                    "run_id": run_id,
+                    "node_id": node_id,
+                    "iteration": iteration,
+                    "attempt": attempt,
+                    "agent": agent,
+                    "model": model,
+                    "prompt": prompt,
+                    "cached": int(cached),
+                    "owner_id": owner_id,
+                    "lease_token": self.db.leases.get(run_id),
+                    "now": now,
+                },
+            )
+            insert_events(
+                conn,
+                now,
+                [
+                    self._node_event(node),
+                    NewEvent(
+                        "attempt.started",
+                        run_id,
+                        node_id,
+                        iteration,
+                        attempt,
+                        {"agent": agent, "model": model},
+                    ),
+                ],
+            )
+
+        await self._submit((run_id,), work, flush=False)
+
+    def finish_attempt(
+        self,
+        run_id: str,
+        node_id: str,
+        iteration: int,
+        attempt: int,
+        state: str,
+        *,
+        usage: TokenUsage = TokenUsage(),
+        response_text: str | None = None,
+        error: str | None = None,
+        model: str | None = None,
+        cached: bool = False,
+        node_state: str | None = None,
+        node_output: Any = None,
+        set_node_output: bool = False,
+        nodes_done: int | None = None,
+        extra_events: Sequence[NewEvent] = (),
+        details: Mapping[str, Any] | None = None,
+    ) -> Awaitable[RunRequests | None]:
+        """End an attempt, writing its authoritative token totals once.
+
+        When ``node_state`` is given the node moves to it in the same transaction (with its
+        output when ``set_node_output``), and ``nodes_done`` updates the run's progress.
+        Await the result for the run's pending cancel/clear requests as read in that
+        transaction, so the scheduler learns of them before it dispatches anything else. The
+        write is queued for the next group commit at once (before any await): the engine
+        queues a node's end and then its dependents' starts behind it. ``details`` (what the
+        agent passed and reported: command line, session, per-model cost) is stored as JSON;
+        the attempt's cost is summed from its calls.
+        """
+        check_choice(state, ATTEMPT_STATES, "attempt state")
+        now = self.now_ms
+
+        def work(conn: Connection) -> Any:
+            conn.execute(
+                sql.FINISH_ATTEMPT,
+                {
+                    "run_id": run_id,
+                    "node_id": node_id,
+                    "iteration": iteration,
+                    "attempt": attempt,
+                    "state": state,
+                    "response_text": response_text,
+                    "error": error,
+                    "model": model,
+                    "cached": int(cached),
+                    "now": now,
+                    **usage.as_dict(),
+                    "details_json": None if details is None else dump_json(dict(details)),
+                },
+            )
+            payload: dict[str, Any] = {"state": state, "tokens": usage.as_dict()}
+            if error is not None:
+                payload["error"] = error
+            if cached:
+                payload["cached"] = True
+            events = [NewEvent("attempt.finished", run_id, node_id, iteration, attempt, payload)]
+            if node_state is not None:
+                node = self._node_params(
+                    now,
+                    run_id,
+                    node_id,
+                    iteration,
+                    node_state,
+                    attempts=attempt,
+                    cached=cached,
+                    output=node_output,
+                    set_output=set_node_output,
+                    error=error if node_state == "failed" else None,
+                    set_error=True,
+                )
+                write_node(conn, node)
+                events.append(self._node_event(node))
+            if nodes_done is not None:
+                conn.execute(
+                    sql.UPDATE_PROGRESS, progress_params(run_id, now, nodes_done=nodes_done)
+                )
+            events.extend(extra_events)
+            insert_events(conn, now, events)
+            row = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,)).fetchone()
+            return None if row is None else RunRequests(row[0], row[1], row[2])
+
+        return self._submit((run_id,), work)
+
+    async def mark_abandoned_attempts(self, run_id: str) -> int:
+        """Mark every attempt of ``run_id`` still ``running`` as abandoned (its process died) and
+        set their nodes back to pending. Returns how many attempts were abandoned."""
+
+        def work(conn: Connection) -> Any:
+            return abandon_attempts(conn, run_id, self.now_ms)
+
+        return await self.db.run_in_transaction(work)
+
+    async def list_attempts(
+        self, run_id: str, node_id: str, iteration: int | None = None
+    ) -> list[AttemptRecord]:
+        """Attempts of a node (all iterations, or one), in order."""
+        if iteration is None:
+            rows = await self.db.fetch_all(sql.SELECT_ATTEMPTS, (run_id, node_id))
+        else:
+            rows = await self.db.fetch_all(
+                sql.SELECT_ATTEMPTS_ITERATION, (run_id, node_id, iteration)
+            )
+        return [AttemptRecord.from_row(r) for r in rows]
+
+    async def attempts_page(
+        self, run_id: str, node_id: str, iteration: int, *, limit: int, offset: int = 0
+    ) -> list[AttemptRecord]:
+        """A page of a node iteration's attempts: the ``limit`` newest after skipping the
+        ``offset`` newest, returned oldest first."""
+        rows = await self.db.fetch_all(
+            sql.SELECT_ATTEMPTS_PAGE, (run_id, node_id, iteration, limit, offset)
+        )
+        return [AttemptRecord.from_row(r) for r in reversed(rows)]
+
+    async def attempt_states(self, run_id: str, node_id: str, iteration: int) -> dict[str, int]:
+        """How many attempts of a node iteration ended in each state (``{"failed": 24, ...}``),
+        counted on the primary key's range without reading the attempts."""
+        rows = await self.db.fetch_all(sql.COUNT_ATTEMPTS_BY_STATE, (run_id, node_id, iteration))
+        return {str(row[0]): int(row[1]) for row in rows}
