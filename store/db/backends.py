@@ -52,17 +52,6 @@ async def open_database(
     return await SqliteDatabase.open(workspace, create=create, clock=clock, read_only=read_only)
 
 
-async def open_readonly(workspace: Workspace, *, clock: Clock = SYSTEM_CLOCK) -> Database | None:
-    """The database opened for reading only, or None when there is none yet (no file, or an
-    empty one): what reading commands use, so a read never changes anything."""
-    from store.errors import NotFoundError
-
-    try:
-        return await open_database(workspace, create=False, clock=clock, read_only=True)
-    except NotFoundError:
-        return None
-
-
 async def open_in_thread(
     workspace: Workspace, *, create: bool, read_only: bool = False
 ) -> Database:

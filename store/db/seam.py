@@ -43,19 +43,6 @@ class RowLike(Protocol):
     def __len__(self) -> int: ...
 
 
-class Cursor(Protocol):
-    """The part of a DB-API cursor the store uses."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-    def __iter__(self) -> Iterator[Any]: ...
-
-
 class Connection(Protocol):
     """The part of ``sqlite3.Connection`` the store's transaction callbacks use.
 
@@ -176,11 +163,3 @@ class Database(abc.ABC):
 
         return await self.run_in_transaction(work)
 
-    async def execute_many(self, sql: str, rows: Iterable[Params]) -> None:
-        """Run one write statement for many parameter rows in a single transaction."""
-        batch = list(rows)
-
-        def work(conn: Connection) -> None:
-            conn.executemany(sql, batch)
-
-        await self.run_in_transaction(work)

@@ -31,11 +31,6 @@ def primary_code(error: BaseException) -> int | None:
     return code & 0xFF if isinstance(code, int) else None
 
 
-def is_damage(error: BaseException) -> bool:
-    """True when SQLite says the database file is corrupt or not a database."""
-    return primary_code(error) in DAMAGED_CODES
-
-
 def recovery_hint() -> str:
     """How to get a damaged database back (the same words everywhere)."""
     return "run 'tether doctor' for how to recover it"

@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from store.db.sqlite.sqlite_schema import NOTE_STATUSES
 from store.errors import ConflictError, InvalidInputError, NotFoundError
 from store.memory import memory_sql as sql
 from store.memory.namespaces import (
@@ -28,6 +27,7 @@ from store.memory.note_values import (
     StatusFilter,
 )
 from store.model.ids import random_hex
+from store.model.states import NOTE_STATUSES
 
 
 def validate_status(status: str) -> NoteStatus:

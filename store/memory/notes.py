@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from store.db.paging import MORE_COUNT_CAP
 from store.db.seam import Connection, RowLike
-from store.db.sqlite.sqlite_schema import NOTE_STATUSES
 from store.errors import InvalidInputError, NotFoundError
 from store.memory import memory_sql as sql
 from store.memory.namespaces import (
@@ -56,6 +55,7 @@ from store.memory.note_values import (
     note_tags,
 )
 from store.model.ids import random_hex
+from store.model.states import NOTE_STATUSES
 from store.search import term_sql
 
 if TYPE_CHECKING:
@@ -191,12 +191,6 @@ class NoteOps:
         row = await self.db.fetch_one(sql.GET_NOTE, {"id": note_id})
         return None if row is None else note_from_row(row)
 
-    async def require_note(self, note_id: str) -> Note:
-        """The note with this id; raises NotFoundError when there is none."""
-        note = await self.get_note(note_id)
-        if note is None:
-            raise NotFoundError(f"There is no note with id {note_id!r}.")
-        return note
 
     async def list_notes(
         self,

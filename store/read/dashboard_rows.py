@@ -22,7 +22,6 @@ class NodeUsage(NamedTuple):
     calls: int = 0
     tokens: TokenUsage = TokenUsage()
     cost: CostTotal = CostTotal()
-    max_context_tokens: int = 0
 
     @property
     def key(self) -> str:
@@ -34,7 +33,7 @@ class NodeUsage(NamedTuple):
         """One row of the per-node usage query."""
         v = row_values(row)
         return cls(v["node_id"], int(v["iteration"]), int(v["calls"]), TokenUsage.from_row(v),
-                   CostTotal.from_row(v), int(v["max_context_tokens"]))
+                   CostTotal.from_row(v))
 
 
 class BucketUsage(NamedTuple):

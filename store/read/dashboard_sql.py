@@ -13,7 +13,6 @@ _LANE_SUMS = each_lane("CAST(coalesce(sum({c}), 0) AS BIGINT) AS {c}", ",\n     
 
 DATA_VERSION = "PRAGMA data_version"
 JOURNAL_MODE = "PRAGMA journal_mode"
-USER_VERSION = "PRAGMA user_version"
 
 MAX_EVENT_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
 
@@ -71,8 +70,7 @@ NODE_USAGE_OF_RUN = f"""
 SELECT node_id, iteration, count(*) FILTER (WHERE kind = 'model') AS calls,
        sum(cost_usd) AS cost_usd,
        count(*) FILTER (WHERE cost_usd IS NULL AND kind != 'retry') AS unpriced_calls,
-       {_LANE_SUMS},
-       CAST(coalesce(max(context_tokens), 0) AS BIGINT) AS max_context_tokens
+       {_LANE_SUMS}
 FROM calls WHERE run_id = ?
 GROUP BY node_id, iteration
 """

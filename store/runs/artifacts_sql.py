@@ -35,4 +35,3 @@ WHERE path >= :low AND path < :high GROUP BY path ORDER BY path
 
 FILE_EXISTS = "SELECT 1 FROM artifact_chunks WHERE path = :path LIMIT 1"
 
-COUNT_FILES = "SELECT count(DISTINCT path) FROM artifact_chunks"

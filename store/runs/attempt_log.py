@@ -6,19 +6,18 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from store.db.seam import Connection
-from store.db.sqlite.sqlite_schema import ATTEMPT_STATES
 from store.model.json_columns import dump_json
 from store.model.run_records import (
     AttemptRecord,
     NewEvent,
     RunRequests,
 )
+from store.model.states import ATTEMPT_STATES
 from store.model.token_lanes import TokenUsage
 from store.runs import runs_sql as sql
 from store.runs.event_log import insert_events
 from store.runs.node_log import NodeLog
 from store.runs.run_params import (
-    abandon_attempts,
     check_choice,
     progress_params,
     write_node,
@@ -174,14 +173,6 @@ class AttemptLog(NodeLog):
 
         return self._submit((run_id,), work)
 
-    async def mark_abandoned_attempts(self, run_id: str) -> int:
-        """Mark every attempt of ``run_id`` still ``running`` as abandoned (its process died) and
-        set their nodes back to pending. Returns how many attempts were abandoned."""
-
-        def work(conn: Connection) -> Any:
-            return abandon_attempts(conn, run_id, self.now_ms)
-
-        return await self.db.run_in_transaction(work)
 
     async def list_attempts(
         self, run_id: str, node_id: str, iteration: int | None = None

@@ -73,6 +73,3 @@ FROM workers WHERE stopped_at_ms IS NULL OR stopped_at_ms >= :since
 ORDER BY started_at_ms DESC LIMIT :limit
 """
 
-RUNS_HELD_BY = """
-SELECT run_id FROM runs WHERE owner_id = :owner_id AND status = 'running' ORDER BY run_id
-"""

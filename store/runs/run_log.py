@@ -7,7 +7,6 @@ from typing import Any
 
 from store.db.paging import MORE_COUNT_CAP
 from store.db.seam import Connection
-from store.db.sqlite.sqlite_schema import RUN_STATUSES
 from store.errors import InvalidInputError, NotFoundError
 from store.model.ids import validate_run_id
 from store.model.json_columns import dump_json
@@ -16,6 +15,7 @@ from store.model.run_records import (
     NewEvent,
     RunRecord,
 )
+from store.model.states import RUN_STATUSES
 from store.runs import queue_sql
 from store.runs import runs_sql as sql
 from store.runs.artifact_paths import delete_run_dir
@@ -25,7 +25,6 @@ from store.runs.run_params import (
     abandon_attempts,
     check_choice,
     new_run_id,
-    progress_params,
     status_params,
 )
 
@@ -170,10 +169,6 @@ class RunLog(EventLog):
         check_choice(status, (*RUN_STATUSES, "stale"), "run status")
         return (sql.COUNT_RUNS_BY_STATUS if count else sql.LIST_RUNS_BY_STATUS), (status, limit)
 
-    async def child_runs(self, run_id: str) -> list[RunRecord]:
-        """Runs that continue ``run_id`` (handoff successors), oldest first."""
-        rows = await self.db.fetch_all(sql.LIST_CHILD_RUNS, (run_id,))
-        return [RunRecord.from_row(r) for r in rows]
 
     async def set_run_status(
         self,
@@ -335,14 +330,6 @@ class RunLog(EventLog):
         await self.db.run_in_transaction(work)
         return await self.get_run(run_id)
 
-    async def set_progress(
-        self, run_id: str, *, nodes_done: int | None = None, nodes_total: int | None = None
-    ) -> None:
-        """Update the run's done/total node counters shown in run lists."""
-        params = progress_params(
-            run_id, self.now_ms, nodes_done=nodes_done, nodes_total=nodes_total
-        )
-        await self._write((run_id,), lambda conn: conn.execute(sql.UPDATE_PROGRESS, params))
 
     async def delete_run(self, run_id: str) -> None:
         """Delete a run that is not running, with every row that belongs to it.

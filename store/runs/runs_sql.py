@@ -21,7 +21,6 @@ VALUES (:run_id, :workflow, :workflow_path, :status, :input_json, :parent_run_id
 
 SELECT_RUN = "SELECT * FROM runs WHERE run_id = ?"
 
-SELECT_RUN_STATUS = "SELECT status FROM runs WHERE run_id = ?"
 
 SELECT_RUN_REQUESTS = """
 SELECT cancel_requested_at_ms, clear_requested_at_ms, clear_reason FROM runs WHERE run_id = ?
@@ -93,7 +92,6 @@ COUNT_RUNS = counted(LIST_RUNS)
 COUNT_RUNS_BY_STATUS = counted(LIST_RUNS_BY_STATUS)
 COUNT_STALE_RUNS = counted(LIST_STALE_RUNS)
 
-LIST_CHILD_RUNS = "SELECT * FROM runs WHERE parent_run_id = ? ORDER BY created_at_ms"
 
 DELETE_RUN_ROWS = (
     "DELETE FROM events WHERE run_id = ?",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from store.db.backends import open_database
-from store.db.sqlite.sqlite_database import _split_statements
+from store.db.sqlite.sqlite_connection import split_statements
 from store.db.sqlite.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from store.errors import NotFoundError, WorkspaceError
 from store.workspace.layout import Workspace
@@ -21,7 +21,7 @@ def _digest(path: Path) -> str:
 
 def test_every_migration_splits_into_complete_statements() -> None:
     for script in MIGRATIONS:
-        statements = _split_statements(script)
+        statements = split_statements(script)
         assert statements
         assert all(sqlite3.complete_statement(s) for s in statements)
 

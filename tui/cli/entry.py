@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from store.db.sqlite.sqlite_schema import RUN_STATUSES
+from store.model.states import RUN_STATUSES
 
 HOT_COMMANDS = ("memory get", "notes add", "runs")
 # For each hot command: its positional arguments and, per option, the values it accepts

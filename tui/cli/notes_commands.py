@@ -14,7 +14,6 @@ from collections.abc import Sequence
 import click
 
 from store.db.paging import MORE_COUNT_CAP
-from store.db.sqlite.sqlite_schema import NOTE_STATUSES
 from store.errors import InvalidInputError, NotFoundError
 from store.memory.namespaces import canonical_namespace, validate_namespace
 from store.memory.note_rules import note_params, validate_label
@@ -25,6 +24,7 @@ from store.memory.note_values import (
     NoteInput,
     SearchHit,
 )
+from store.model.states import NOTE_STATUSES
 from store.search.search_policy import MODE_ALL_WORDS, MODE_ANY_WORD, query_terms
 from tui.cli.arguments import read_text_argument
 from tui.cli.common import (

@@ -18,11 +18,11 @@ from typing import Any
 
 import click
 
-from store.db.sqlite.sqlite_schema import RUN_STATUSES
 from store.errors import InvalidInputError, NotFoundError
 from store.model.history_records import MemoryBlockRecord
 from store.model.ids import validate_node_id, validate_run_id
 from store.model.run_records import AttemptRecord, CallRecord, NodeRecord
+from store.model.states import RUN_STATUSES
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 from tui.cli.common import (

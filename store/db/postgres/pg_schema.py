@@ -19,13 +19,15 @@ application and the number of migrations applied (``schema_version``).
 
 from __future__ import annotations
 
-from store.db.sqlite.sqlite_schema import ATTEMPT_STATES, NODE_STATES, NOTE_STATUSES, RUN_STATUSES
+from store.model.states import (
+    ATTEMPT_STATES,
+    NODE_STATES,
+    NOTE_STATUSES,
+    RUN_STATUSES,
+    sql_list,
+)
 
 APPLICATION = "tether"
-
-
-def _in(values: tuple[str, ...]) -> str:
-    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
 
 
 TEXT = 'TEXT COLLATE "C"'
@@ -86,7 +88,7 @@ CREATE TABLE notes (
     tags_json            {TEXT} CHECK (tags_json IS NULL OR (tags_json::json) IS NOT NULL),
     author               {TEXT},
     status               {TEXT} NOT NULL DEFAULT 'accepted'
-                         CHECK (status IN {_in(NOTE_STATUSES)}),
+                         CHECK (status IN {sql_list(NOTE_STATUSES)}),
     status_changed_at_ms BIGINT,
     status_reason        {TEXT},
     created_at_ms        BIGINT NOT NULL,
@@ -134,7 +136,7 @@ CREATE TABLE runs (
     run_id                  {TEXT} PRIMARY KEY,
     workflow                {TEXT} NOT NULL,
     workflow_path           {TEXT},
-    status                  {TEXT} NOT NULL CHECK (status IN {_in(RUN_STATUSES)}),
+    status                  {TEXT} NOT NULL CHECK (status IN {sql_list(RUN_STATUSES)}),
     input_json              {TEXT} CHECK (input_json IS NULL OR (input_json::json) IS NOT NULL),
     output_json             {TEXT} CHECK (output_json IS NULL OR (output_json::json) IS NOT NULL),
     error                   {TEXT},
@@ -167,7 +169,7 @@ CREATE TABLE nodes (
     run_id          {TEXT} NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
     node_id         {TEXT} NOT NULL,
     iteration       BIGINT NOT NULL DEFAULT 0,
-    state           {TEXT} NOT NULL CHECK (state IN {_in(NODE_STATES)}),
+    state           {TEXT} NOT NULL CHECK (state IN {sql_list(NODE_STATES)}),
     attempts        BIGINT NOT NULL DEFAULT 0,
     cached          INTEGER NOT NULL DEFAULT 0,
     depends_on_json {TEXT},
@@ -185,7 +187,7 @@ CREATE TABLE attempts (
     node_id             {TEXT} NOT NULL,
     iteration           BIGINT NOT NULL DEFAULT 0,
     attempt             BIGINT NOT NULL,
-    state               {TEXT} NOT NULL CHECK (state IN {_in(ATTEMPT_STATES)}),
+    state               {TEXT} NOT NULL CHECK (state IN {sql_list(ATTEMPT_STATES)}),
     agent               {TEXT},
     model               {TEXT},
     prompt              {TEXT},

@@ -60,7 +60,6 @@ from store.db.sqlite.sqlite_connection import (
     migrate,
     run_group,
     run_group_unflushed,
-    split_statements,
 )
 from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
 from store.db.sqlite.storage_guard import StorageGuard
@@ -93,7 +92,6 @@ class _Queued:
 
 
 T = TypeVar("T")
-_split_statements = split_statements  # the name older tests import
 
 _OPEN: weakref.WeakSet[SqliteDatabase] = weakref.WeakSet()
 

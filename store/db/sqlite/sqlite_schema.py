@@ -11,18 +11,19 @@ handoff, event. Times are integer milliseconds since the epoch (``*_ms``).
 
 from __future__ import annotations
 
+from store.model.states import (
+    ATTEMPT_STATES,
+    NODE_STATES,
+    NOTE_STATUSES,
+    RUN_STATUSES,
+    sql_list,
+)
+
 # "TeTH" as a big-endian 32-bit integer; lets us tell a Tether database from any other SQLite file.
 APPLICATION_ID = 0x54655448
 
-RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled", "handed-off")
-NODE_STATES = ("pending", "running", "retrying", "finished", "failed", "cancelled", "skipped")
-ATTEMPT_STATES = ("running", "finished", "failed", "cancelled", "abandoned")
-NOTE_STATUSES = ("pending", "accepted", "rejected")
 
-
-def _in(values: tuple[str, ...]) -> str:
-    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
-
+_NOTE_STATUSES = sql_list(NOTE_STATUSES)
 
 _MIGRATION_1 = f"""
 -- Memory: facts (mutable key/value, last write wins, optional TTL from the last write).
@@ -91,7 +92,7 @@ CREATE TABLE notes (
     kind                 TEXT,
     tags_json            TEXT CHECK (tags_json IS NULL OR json_valid(tags_json)),
     author               TEXT,
-    status               TEXT    NOT NULL DEFAULT 'accepted' CHECK (status IN {_in(NOTE_STATUSES)}),
+    status               TEXT    NOT NULL DEFAULT 'accepted' CHECK (status IN {_NOTE_STATUSES}),
     status_changed_at_ms INTEGER,
     status_reason        TEXT,
     created_at_ms        INTEGER NOT NULL,
@@ -136,7 +137,7 @@ CREATE TABLE runs (
     run_id                  TEXT PRIMARY KEY,
     workflow                TEXT    NOT NULL,
     workflow_path           TEXT,
-    status                  TEXT    NOT NULL CHECK (status IN {_in(RUN_STATUSES)}),
+    status                  TEXT    NOT NULL CHECK (status IN {sql_list(RUN_STATUSES)}),
     input_json              TEXT CHECK (input_json IS NULL OR json_valid(input_json)),
     output_json             TEXT CHECK (output_json IS NULL OR json_valid(output_json)),
     error                   TEXT,
@@ -171,7 +172,7 @@ CREATE TABLE nodes (
     run_id          TEXT    NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
     node_id         TEXT    NOT NULL,
     iteration       INTEGER NOT NULL DEFAULT 0,
-    state           TEXT    NOT NULL CHECK (state IN {_in(NODE_STATES)}),
+    state           TEXT    NOT NULL CHECK (state IN {sql_list(NODE_STATES)}),
     attempts        INTEGER NOT NULL DEFAULT 0,
     cached          INTEGER NOT NULL DEFAULT 0,
     depends_on_json TEXT,
@@ -191,7 +192,7 @@ CREATE TABLE attempts (
     node_id             TEXT    NOT NULL,
     iteration           INTEGER NOT NULL DEFAULT 0,
     attempt             INTEGER NOT NULL,
-    state               TEXT    NOT NULL CHECK (state IN {_in(ATTEMPT_STATES)}),
+    state               TEXT    NOT NULL CHECK (state IN {sql_list(ATTEMPT_STATES)}),
     agent               TEXT,
     model               TEXT,
     prompt              TEXT,
