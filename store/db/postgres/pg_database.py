@@ -209,14 +209,11 @@ class PostgresDatabase(Database):
 
     @classmethod
     async def open(
-        cls,
-        workspace: Workspace,
-        *,
-        create: bool = True,
-        clock: Clock = SYSTEM_CLOCK,
-        read_only: bool = False,
+        cls, workspace: Workspace, *, create: bool = True, clock: Clock = SYSTEM_CLOCK,
+        read_only: bool = False
     ) -> PostgresDatabase:
-        """Connect, check the schema and migrate it (``create``); see :meth:`Database.open`.
+        """Connect, check the schema and migrate it (``create``); see
+        :func:`store.db.backends.open_database`.
 
         With ``read_only`` every session refuses writes (``default_transaction_read_only``):
         the dashboard's reading connection.

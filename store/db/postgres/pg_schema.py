@@ -19,6 +19,7 @@ application and the number of migrations applied (``schema_version``).
 
 from __future__ import annotations
 
+from store.db.schema_parts import ATTEMPTS_KEYS, COST_BACKFILL, RUNS_INDEXES, queue_columns
 from store.model.states import (
     ATTEMPT_STATES,
     NODE_STATES,
@@ -159,11 +160,7 @@ CREATE TABLE runs (
     output_tokens           BIGINT NOT NULL DEFAULT 0,
     reasoning_tokens        BIGINT NOT NULL DEFAULT 0
 );
-CREATE INDEX runs_created_idx ON runs (created_at_ms DESC);
-CREATE INDEX runs_status_heartbeat_idx ON runs (status, heartbeat_at_ms);
-CREATE INDEX runs_status_created_idx ON runs (status, created_at_ms DESC);
-CREATE INDEX runs_parent_idx ON runs (parent_run_id);
-CREATE INDEX runs_updated_idx ON runs (updated_at_ms);
+{RUNS_INDEXES}
 
 CREATE TABLE nodes (
     run_id          {TEXT} NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
@@ -202,9 +199,7 @@ CREATE TABLE attempts (
     cache_write_tokens  BIGINT NOT NULL DEFAULT 0,
     output_tokens       BIGINT NOT NULL DEFAULT 0,
     reasoning_tokens    BIGINT NOT NULL DEFAULT 0,
-    PRIMARY KEY (run_id, node_id, iteration, attempt),
-    FOREIGN KEY (run_id, node_id, iteration)
-        REFERENCES nodes (run_id, node_id, iteration) ON DELETE CASCADE
+{ATTEMPTS_KEYS}
 );
 
 CREATE TABLE calls (
@@ -301,11 +296,7 @@ CREATE INDEX events_run_idx ON events (run_id, seq);
 """
 
 _MIGRATION_QUEUE = f"""
-ALTER TABLE runs ADD COLUMN queued_at_ms BIGINT;
-ALTER TABLE runs ADD COLUMN lease_token BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE runs ADD COLUMN lease_expires_at_ms BIGINT;
-CREATE INDEX runs_queue_idx ON runs (status, queued_at_ms) WHERE queued_at_ms IS NOT NULL;
-ALTER TABLE attempts ADD COLUMN lease_token BIGINT;
+{queue_columns("BIGINT")}
 CREATE TABLE workers (
     worker_id        {TEXT} PRIMARY KEY,
     host             {TEXT} NOT NULL,
@@ -353,13 +344,7 @@ ALTER TABLE runs ADD COLUMN cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN unpriced_calls BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE usage_rollups ADD COLUMN cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;
 ALTER TABLE usage_rollups ADD COLUMN unpriced_calls BIGINT NOT NULL DEFAULT 0;
-UPDATE usage_rollups SET unpriced_calls = calls;
-UPDATE runs SET unpriced_calls = (SELECT count(*) FROM calls WHERE calls.run_id = runs.run_id);
-UPDATE attempts SET unpriced_calls = (
-    SELECT count(*) FROM calls
-    WHERE calls.run_id = attempts.run_id AND calls.node_id = attempts.node_id
-      AND calls.iteration = attempts.iteration AND calls.attempt = attempts.attempt
-);
+{COST_BACKFILL}
 """
 
 # Recall's in-memory term indexes and semantic vectors (store/db/sqlite/sqlite_schema.py, its recall

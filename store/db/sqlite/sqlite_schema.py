@@ -11,6 +11,7 @@ handoff, event. Times are integer milliseconds since the epoch (``*_ms``).
 
 from __future__ import annotations
 
+from store.db.schema_parts import ATTEMPTS_KEYS, COST_BACKFILL, RUNS_INDEXES, queue_columns
 from store.model.states import (
     ATTEMPT_STATES,
     NODE_STATES,
@@ -160,12 +161,7 @@ CREATE TABLE runs (
     output_tokens           INTEGER NOT NULL DEFAULT 0,
     reasoning_tokens        INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX runs_created_idx ON runs (created_at_ms DESC);
-CREATE INDEX runs_status_heartbeat_idx ON runs (status, heartbeat_at_ms);
--- `tether runs --status S` and the dashboard's filtered list: newest first, no sort.
-CREATE INDEX runs_status_created_idx ON runs (status, created_at_ms DESC);
-CREATE INDEX runs_parent_idx ON runs (parent_run_id);
-CREATE INDEX runs_updated_idx ON runs (updated_at_ms);
+{RUNS_INDEXES}
 
 -- Nodes: a task inside a run, one row per loop iteration.
 CREATE TABLE nodes (
@@ -207,9 +203,7 @@ CREATE TABLE attempts (
     cache_write_tokens  INTEGER NOT NULL DEFAULT 0,
     output_tokens       INTEGER NOT NULL DEFAULT 0,
     reasoning_tokens    INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (run_id, node_id, iteration, attempt),
-    FOREIGN KEY (run_id, node_id, iteration)
-        REFERENCES nodes (run_id, node_id, iteration) ON DELETE CASCADE
+{ATTEMPTS_KEYS}
 );
 
 -- Calls: one row per model call. context_tokens = input + cache read + cache write.
@@ -324,7 +318,7 @@ CREATE INDEX events_run_idx ON events (run_id, seq);
 # - attempts.details_json: what the agent passed and reported for the attempt (command line,
 #   session id, per-model cost); cost_usd/unpriced_calls are the attempt's cost totals.
 # - runs / usage_rollups: priced cost sums plus the count of calls without a known price.
-_MIGRATION_2 = """
+_MIGRATION_2 = f"""
 ALTER TABLE calls ADD COLUMN cost_usd REAL;
 ALTER TABLE calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'model'
     CHECK (kind IN ('model', 'retry', 'reconciliation'));
@@ -338,14 +332,7 @@ ALTER TABLE runs ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN unpriced_calls INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE usage_rollups ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
 ALTER TABLE usage_rollups ADD COLUMN unpriced_calls INTEGER NOT NULL DEFAULT 0;
--- Calls recorded before costs existed have no known price.
-UPDATE usage_rollups SET unpriced_calls = calls;
-UPDATE runs SET unpriced_calls = (SELECT count(*) FROM calls WHERE calls.run_id = runs.run_id);
-UPDATE attempts SET unpriced_calls = (
-    SELECT count(*) FROM calls
-    WHERE calls.run_id = attempts.run_id AND calls.node_id = attempts.node_id
-      AND calls.iteration = attempts.iteration AND calls.attempt = attempts.attempt
-);
+{COST_BACKFILL}
 """
 
 _MIGRATION_RECALL = """
@@ -442,12 +429,8 @@ CREATE TABLE vector_progress (
 # Queued runs, leases and workers (``tether run --queue``, ``tether worker``): a worker claims
 # a queued run, holds it by a lease its heartbeat renews, and writes under a fencing token that
 # goes up by one at every claim, so a worker that lost its lease can no longer write the run.
-_MIGRATION_QUEUE = """
-ALTER TABLE runs ADD COLUMN queued_at_ms INTEGER;
-ALTER TABLE runs ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE runs ADD COLUMN lease_expires_at_ms INTEGER;
-CREATE INDEX runs_queue_idx ON runs (status, queued_at_ms) WHERE queued_at_ms IS NOT NULL;
-ALTER TABLE attempts ADD COLUMN lease_token INTEGER;
+_MIGRATION_QUEUE = f"""
+{queue_columns("INTEGER")}
 CREATE TABLE workers (
     worker_id        TEXT PRIMARY KEY,
     host             TEXT    NOT NULL,

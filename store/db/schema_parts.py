@@ -1,0 +1,34 @@
+"""Schema text both backends' migrations share word for word (index lists, keys, backfills),
+written once and placed into each migration as it shipped."""
+
+from __future__ import annotations
+
+# `tether runs --status S` and the dashboard's filtered list read runs_status_created_idx:
+# newest first, no sort.
+RUNS_INDEXES = """CREATE INDEX runs_created_idx ON runs (created_at_ms DESC);
+CREATE INDEX runs_status_heartbeat_idx ON runs (status, heartbeat_at_ms);
+CREATE INDEX runs_status_created_idx ON runs (status, created_at_ms DESC);
+CREATE INDEX runs_parent_idx ON runs (parent_run_id);
+CREATE INDEX runs_updated_idx ON runs (updated_at_ms);"""
+
+ATTEMPTS_KEYS = """    PRIMARY KEY (run_id, node_id, iteration, attempt),
+    FOREIGN KEY (run_id, node_id, iteration)
+        REFERENCES nodes (run_id, node_id, iteration) ON DELETE CASCADE"""
+
+# Calls recorded before costs existed have no known price.
+COST_BACKFILL = """UPDATE usage_rollups SET unpriced_calls = calls;
+UPDATE runs SET unpriced_calls = (SELECT count(*) FROM calls WHERE calls.run_id = runs.run_id);
+UPDATE attempts SET unpriced_calls = (
+    SELECT count(*) FROM calls
+    WHERE calls.run_id = attempts.run_id AND calls.node_id = attempts.node_id
+      AND calls.iteration = attempts.iteration AND calls.attempt = attempts.attempt
+);"""
+
+
+def queue_columns(integer: str) -> str:
+    """The run queue's columns and index (``integer``: the backend's integer type)."""
+    return f"""ALTER TABLE runs ADD COLUMN queued_at_ms {integer};
+ALTER TABLE runs ADD COLUMN lease_token {integer} NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN lease_expires_at_ms {integer};
+CREATE INDEX runs_queue_idx ON runs (status, queued_at_ms) WHERE queued_at_ms IS NOT NULL;
+ALTER TABLE attempts ADD COLUMN lease_token {integer};"""
