@@ -77,8 +77,8 @@ FIRST_RECALL = """
 import asyncio, json, sys, time
 from pathlib import Path
 from engine.memory.block import build_block
-from engine.memory.items import RecallRequest
-from engine.memory.recall import KeywordRecallBackend
+from engine.memory.recall_items import RecallRequest
+from engine.memory.keyword_recall import KeywordRecallBackend
 from store.database import Database
 from store.workspace import Workspace
 
@@ -244,8 +244,8 @@ async def first_recall(count: int, rounds: int) -> dict[str, Any]:
     cold, out = run(command)  # builds the bank and saves its snapshot
     cold_ms = json.loads(out)["ms"]
     db = await Database.open(Workspace(folder), create=False)
-    from engine.memory.items import RecallRequest
-    from engine.memory.recall import KeywordRecallBackend
+    from engine.memory.keyword_recall import KeywordRecallBackend
+    from engine.memory.recall_items import RecallRequest
 
     warm = await KeywordRecallBackend(db).recall(RecallRequest((bench_recall.BANK,), query))
     await db.close()

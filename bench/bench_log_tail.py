@@ -16,7 +16,7 @@ from pathlib import Path
 
 from textual.widgets import TabbedContent
 
-from engine.artifacts import stream_log_path
+from engine.artifact_files import stream_log_path
 from store.database import Database
 from store.runs import RunStore
 from store.workspace import Workspace

@@ -21,24 +21,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from store.artifact_paths import delete_run_dir, inside, run_dir
+from store.artifact_paths import inside, run_dir
 from store.errors import InvalidInputError
 from store.ids import node_folder_name
 from store.workspace import make_private_dirs
-
-__all__ = [
-    "RAW_OUTPUT",
-    "STREAM_LOG",
-    "RunArtifacts",
-    "append_private_text",
-    "attempt_dir",
-    "delete_run_dir",
-    "ensure_private_folder",
-    "inside",
-    "run_dir",
-    "stream_log_path",
-    "write_private_bytes",
-]
 
 STREAM_LOG = "stream.log"
 RAW_OUTPUT = "raw-output.txt"

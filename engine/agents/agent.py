@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.agents.tools import AgentTool
-from engine.artifacts import append_private_text, ensure_private_folder
+from engine.agents.agent_tool import AgentTool
+from engine.artifact_files import append_private_text, ensure_private_folder
 from engine.pricing import PriceTable
 from store.clock import SYSTEM_CLOCK, Clock
 from store.run_records import TokenUsage

@@ -21,7 +21,6 @@ class AgentTool:
     description: str
     parameters: dict[str, Any]
     handler: ToolHandler
-    side_effect: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
 
     async def call(self, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.agents.base import AgentError
+from engine.agents.agent import AgentError
 from store.run_records import TokenUsage
 
 MAX_TOKENS = 10_000_000_000

@@ -8,8 +8,8 @@ both, and explaining why each item was picked (the words it matched).
 
 A backend is anything with ``async recall(request) -> RecallResult``
 (:class:`RecallBackend`): the runtime takes one as a parameter, so tests plug in one that hangs
-or raises, semantic and hybrid recall (``engine/memory/semantic.py``) wrap this one, and another
-database (PostgreSQL) can bring its own.
+or raises, semantic and hybrid recall (``engine/memory/semantic_recall.py``) wrap this one, and
+another database (PostgreSQL) can bring its own.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from engine.memory.items import RecallItem, RecallRequest, RecallResult
+from engine.memory.recall_items import RecallItem, RecallRequest, RecallResult
 from store.clock import Clock
 from store.database import Database
 from store.recall import RecallIndex, RecallRow
@@ -55,11 +55,6 @@ def fact_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def has_all_tags(have: Iterable[str], required: Iterable[str]) -> bool:
-    """True when every required tag is present (records must carry the task's tag scope)."""
-    return set(required) <= set(have)
 
 
 def satisfies(tags: Iterable[str], groups: Sequence[Sequence[str]]) -> bool:
@@ -139,7 +134,3 @@ class KeywordRecallBackend:
             request.limit,
         )
         return RecallResult(items=items, terms=terms, details={"mode": self.name})
-
-
-# The name the runtime and older tests use for the default backend.
-LocalRecallBackend = KeywordRecallBackend

@@ -26,6 +26,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from engine.memory.tag_rules import write_tags_for
+from engine.memory.tag_vocabulary import (
+    MAX_TAG_CHARS,
+    config_error,
+    has_bad_chars,
+    validate_tags,
+)
 from store.errors import InvalidInputError
 from store.namespaces import (
     bank_to_namespace,
@@ -33,8 +40,6 @@ from store.namespaces import (
     validate_namespace,
 )
 
-MAX_TAGS = 16
-MAX_TAG_CHARS = 128
 DEFAULT_BUDGET_BYTES = 2048
 # The block's advisory line and a truncation marker must fit with room for some recalled text;
 # a smaller budget could never inject anything, which would be a silent no-op.
@@ -44,60 +49,9 @@ MAX_BANK_CHARS = 200
 MAX_QUERY_CHARS = 4000
 MAX_PRIMERS = 16
 
-SOURCE_VALUES = ("chat", "run", "reflection", "import")
-SCOPE_VALUES = ("main", "branch")
-
 Recall = str  # "auto", "off", or a fixed query
 Retain = Literal["on-complete", "off"]
 NoteStatus = Literal["accepted", "pending"]
-
-
-def _error(message: str) -> InvalidInputError:
-    return InvalidInputError(f"Memory config: {message}")
-
-
-def _has_bad_chars(text: str) -> bool:
-    return any(unicodedata.category(ch) == "Cc" or ch.isspace() for ch in text)
-
-
-def validate_tag(tag: object) -> str:
-    """Return ``tag`` if it belongs to the stable vocabulary, else raise one clear sentence.
-
-    Stable tags: ``branch:<v>`` / ``stream:<v>`` (non-empty ``v`` without whitespace or control
-    characters), ``source:chat|run|reflection|import``, ``scope:main|branch``; at most 128
-    characters. Run, node or session ids never become tags: they would fragment the store and
-    belong in provenance instead.
-    """
-    if not isinstance(tag, str):
-        raise _error(f"tag {tag!r} is not text.")
-    if len(tag) > MAX_TAG_CHARS:
-        raise _error(f"tag {tag[:40]!r}... is longer than {MAX_TAG_CHARS} characters.")
-    kind, colon, value = tag.partition(":")
-    ok = False
-    if colon and kind in ("branch", "stream"):
-        ok = bool(value) and not _has_bad_chars(value)
-    elif colon and kind == "source":
-        ok = value in SOURCE_VALUES
-    elif colon and kind == "scope":
-        ok = value in SCOPE_VALUES
-    if not ok:
-        raise _error(
-            f"tag {tag!r} is not a stable tag (use branch:<name>, stream:<name>, "
-            f"source:{'|'.join(SOURCE_VALUES)} or scope:{'|'.join(SCOPE_VALUES)})."
-        )
-    return tag
-
-
-def validate_tags(tags: Iterable[object] | None) -> tuple[str, ...]:
-    """Validate and de-duplicate tags (order kept); more than 16 distinct tags is an error."""
-    if tags is None:
-        return ()
-    if isinstance(tags, str):
-        raise _error("tags must be a list of tags, not a single string.")
-    unique = list(dict.fromkeys(validate_tag(tag) for tag in tags))
-    if len(unique) > MAX_TAGS:
-        raise _error(f"{len(unique)} distinct tags given; at most {MAX_TAGS} are allowed.")
-    return tuple(unique)
 
 
 def bank_namespace(bank: str) -> str:
@@ -113,33 +67,33 @@ def bank_namespace(bank: str) -> str:
 
 def _validate_bank(bank: object) -> str:
     if not isinstance(bank, str):
-        raise _error(f"bank {bank!r} is not text.")
+        raise config_error(f"bank {bank!r} is not text.")
     name = bank.strip()
     if not name:
-        raise _error("a bank name is empty.")
+        raise config_error("a bank name is empty.")
     if len(name) > MAX_BANK_CHARS:
-        raise _error(f"bank {name[:40]!r}... is longer than {MAX_BANK_CHARS} characters.")
+        raise config_error(f"bank {name[:40]!r}... is longer than {MAX_BANK_CHARS} characters.")
     if any(unicodedata.category(ch) == "Cc" for ch in name) or any(ch.isspace() for ch in name):
-        raise _error(f"bank {name!r} contains whitespace or control characters.")
+        raise config_error(f"bank {name!r} contains whitespace or control characters.")
     try:
         bank_namespace(name)
     except InvalidInputError as error:
-        raise _error(f"bank {name!r} is not a valid namespace ({error}).") from None
+        raise config_error(f"bank {name!r} is not a valid namespace ({error}).") from None
     return name
 
 
 def _normalise_banks(bank: object, banks: object) -> tuple[str, ...]:
     if bank is not None and banks is not None:
-        raise _error("give either bank or banks, not both.")
+        raise config_error("give either bank or banks, not both.")
     if bank is not None:
         return (_validate_bank(bank),)
     if banks is None:
         return ()
     if isinstance(banks, str) or not isinstance(banks, Iterable):
-        raise _error("banks must be a list of bank names.")
+        raise config_error("banks must be a list of bank names.")
     unique = tuple(dict.fromkeys(_validate_bank(item) for item in banks))
     if not unique:
-        raise _error("banks is an empty list; name at least one bank.")
+        raise config_error("banks is an empty list; name at least one bank.")
     return unique
 
 
@@ -147,12 +101,12 @@ def _normalise_recall(recall: object) -> str:
     if recall is None or recall is False:
         return "off"
     if not isinstance(recall, str):
-        raise _error(f"recall must be 'auto', 'off' or a query string, not {recall!r}.")
+        raise config_error(f"recall must be 'auto', 'off' or a query string, not {recall!r}.")
     text = recall.strip()
     if not text:
-        raise _error("recall is an empty query; use 'auto', 'off' or a query.")
+        raise config_error("recall is an empty query; use 'auto', 'off' or a query.")
     if len(text) > MAX_QUERY_CHARS:
-        raise _error(f"the fixed recall query is longer than {MAX_QUERY_CHARS} characters.")
+        raise config_error(f"the fixed recall query is longer than {MAX_QUERY_CHARS} characters.")
     return text
 
 
@@ -160,17 +114,17 @@ def _normalise_primers(primers: object) -> tuple[str, ...]:
     if primers is None:
         return ()
     if isinstance(primers, str) or not isinstance(primers, Iterable):
-        raise _error("primers must be a list of note ids.")
+        raise config_error("primers must be a list of note ids.")
     ids: list[str] = []
     for primer in primers:
         if not isinstance(primer, str) or not primer.strip():
-            raise _error(f"primer {primer!r} is not a note id.")
-        if len(primer) > MAX_TAG_CHARS or _has_bad_chars(primer):
-            raise _error(f"primer {primer[:40]!r} is not a valid note id.")
+            raise config_error(f"primer {primer!r} is not a note id.")
+        if len(primer) > MAX_TAG_CHARS or has_bad_chars(primer):
+            raise config_error(f"primer {primer[:40]!r} is not a valid note id.")
         if primer not in ids:
             ids.append(primer)
     if len(ids) > MAX_PRIMERS:
-        raise _error(f"{len(ids)} primers given; at most {MAX_PRIMERS} are allowed.")
+        raise config_error(f"{len(ids)} primers given; at most {MAX_PRIMERS} are allowed.")
     return tuple(ids)
 
 
@@ -202,20 +156,20 @@ class MemoryConfig:
         object.__setattr__(self, "recall", _normalise_recall(self.recall))
         object.__setattr__(self, "primers", _normalise_primers(self.primers))
         if self.retain not in ("on-complete", "off"):
-            raise _error(f"retain must be 'on-complete' or 'off', not {self.retain!r}.")
+            raise config_error(f"retain must be 'on-complete' or 'off', not {self.retain!r}.")
         if self.retain_status not in (None, "accepted", "pending"):
-            raise _error(
+            raise config_error(
                 f"retain_status must be 'accepted' or 'pending', not {self.retain_status!r}."
             )
         if not isinstance(self.tools, bool):
-            raise _error(f"tools must be true or false, not {self.tools!r}.")
+            raise config_error(f"tools must be true or false, not {self.tools!r}.")
         budget = self.budget_bytes
         if budget is not None and (
             isinstance(budget, bool)
             or not isinstance(budget, int)
             or not MIN_BUDGET_BYTES <= budget <= MAX_BUDGET_BYTES
         ):
-            raise _error(
+            raise config_error(
                 f"budget_bytes must be a whole number from {MIN_BUDGET_BYTES} to "
                 f"{MAX_BUDGET_BYTES}, not {budget!r}."
             )
@@ -224,28 +178,30 @@ class MemoryConfig:
 
     def _check_bank_tag_rules(self) -> None:
         """Tags that a project or user bank would refuse fail now, not at the first write."""
-        from engine.memory.tag_rules import write_tags_for
-
         for namespace in self.namespaces:
             try:
                 write_tags_for(namespace, self.tags, (), "run")
             except InvalidInputError as error:
-                raise _error(f"bank {namespace}: {error}") from None
+                raise config_error(f"bank {namespace}: {error}") from None
 
     def _refuse_no_ops(self) -> None:
         """Refuse settings that could never take effect (the reference's silent no-op)."""
         if not self.banks:
-            raise _error("no bank is named, so recall, retain and tools could not work; give bank.")
+            raise config_error(
+                "no bank is named, so recall, retain and tools could not work; give bank."
+            )
         if self.recall == "off" and self.retain == "off" and not self.tools and not self.primers:
-            raise _error(
+            raise config_error(
                 "recall, retain and tools are all off and there are no primers, so it would do "
                 "nothing; remove it or turn one on."
             )
         if self.retain_status is not None and self.retain == "off":
-            raise _error("retain_status is set but retain is off; set retain='on-complete'.")
+            raise config_error("retain_status is set but retain is off; set retain='on-complete'.")
         if (self.budget_bytes is not None and self.recall == "off" and not self.tools
                 and not self.primers):
-            raise _error("budget_bytes is set but neither recall, primers nor tools would use it.")
+            raise config_error(
+                "budget_bytes is set but neither recall, primers nor tools would use it."
+            )
 
     # -- derived values -------------------------------------------------------------------
 
@@ -282,7 +238,9 @@ class MemoryConfig:
         for name, namespace in zip(self.banks, self.namespaces, strict=True):
             if bank in (name, namespace):
                 return (namespace,)
-        raise _error(f"bank {bank!r} is not one of this task's banks ({', '.join(self.banks)}).")
+        raise config_error(
+            f"bank {bank!r} is not one of this task's banks ({', '.join(self.banks)})."
+        )
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary (stored with blocks and shown by the dashboard)."""
@@ -314,7 +272,7 @@ class MemoryConfig:
         }
         unknown = sorted(set(data) - allowed)
         if unknown:
-            raise _error(f"unknown setting(s) {', '.join(unknown)}.")
+            raise config_error(f"unknown setting(s) {', '.join(unknown)}.")
         values = dict(data)
         for key in ("tags", "primers"):
             if key in values and values[key] is not None and not isinstance(values[key], str):
@@ -330,12 +288,14 @@ def coerce_memory(value: MemorySetting) -> MemoryConfig | Literal[False] | None:
     if value is None or value is False:
         return value
     if value is True:
-        raise _error("memory=True names no bank; pass MemoryConfig(bank=...).")
+        raise config_error("memory=True names no bank; pass MemoryConfig(bank=...).")
     if isinstance(value, MemoryConfig):
         return value
     if isinstance(value, Mapping):
         return MemoryConfig.from_mapping(value)
-    raise _error(f"memory must be a MemoryConfig, a dict or False, not {type(value).__name__}.")
+    raise config_error(
+        f"memory must be a MemoryConfig, a dict or False, not {type(value).__name__}."
+    )
 
 
 def resolve_memory(task: MemorySetting, workflow: MemorySetting) -> MemoryConfig | None:

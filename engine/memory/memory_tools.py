@@ -25,22 +25,15 @@ its own ``recall`` call returned.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from engine.agents.tools import AgentTool
+from engine.agents.agent_tool import AgentTool
 from engine.memory.block import build_block
-from engine.memory.config import (
-    MIN_BUDGET_BYTES,
-    SCOPE_VALUES,
-    SOURCE_VALUES,
-    MemoryConfig,
-    validate_tags,
-)
+from engine.memory.memory_access import MemoryAccess
+from engine.memory.memory_config import MIN_BUDGET_BYTES, MemoryConfig
 from engine.memory.tag_rules import write_tags_for
+from engine.memory.tag_vocabulary import SCOPE_VALUES, SOURCE_VALUES, validate_tags
 from store.errors import TetherError
-
-if TYPE_CHECKING:
-    from engine.memory.runtime import MemoryRuntime
 
 REMEMBER_DESCRIPTION = (
     "Save a durable lesson or fact to this task's memory bank so future tasks can recall it. "
@@ -151,7 +144,7 @@ def first_words(text: str, count: int = HINT_WORDS) -> str:
 
 
 def build_memory_tools(
-    runtime: MemoryRuntime,
+    runtime: MemoryAccess,
     run_id: str | None,
     node_id: str | None,
     iteration: int,
@@ -280,7 +273,6 @@ def build_memory_tools(
             REMEMBER_DESCRIPTION,
             remember_schema(config),
             remember,
-            side_effect=True,
             metadata={"simulated_hints": hints, "mcp": mcp},
         ),
         AgentTool(

@@ -8,7 +8,7 @@ keeps notes and facts embedded.
 * :class:`SemanticRecallBackend` ranks the live notes and facts of each bank by cosine
   similarity to the query (numpy over the bank's vectors; :mod:`store.vectors`).
 * :class:`HybridRecallBackend` (the default when the extra is installed) fuses the keyword
-  ranking (exact BM25, :mod:`engine.memory.recall`) and the semantic one by weighted sums of
+  ranking (exact BM25, :mod:`engine.memory.keyword_recall`) and the semantic one by weighted sums of
   min-max normalised scores (:func:`store.search_policy.normalised_fusion`, keyword 0.5,
   semantic 1.0): on the dev set it beat reciprocal-rank fusion at every weight tried
   (``bench/bench_recall_quality.py --sweep``). A semantic-only candidate must
@@ -32,14 +32,13 @@ from engine.memory.encoder import (
     DIM,
     MODEL_ID,
     Encoder,
-    describe,
     load_encoder,
     loaded_encoder,
     semantic_available,
     unavailable_reason,
 )
-from engine.memory.items import RecallItem, RecallRequest, RecallResult
-from engine.memory.recall import KeywordRecallBackend, RecallBackend, fact_text, satisfies
+from engine.memory.keyword_recall import KeywordRecallBackend, RecallBackend, fact_text, satisfies
+from engine.memory.recall_items import RecallItem, RecallRequest, RecallResult
 from store.database import Database
 from store.notes import note_tags, notes_by_rowid
 from store.search_policy import (
@@ -71,7 +70,6 @@ class Embedder:
         self.db = db
         self.encoder = encoder
         self.store = VectorStore(db, encoder.model_id, encoder.dim)
-        self._running: asyncio.Task[int] | None = None
 
     async def catch_up(
         self, progress: Callable[[int, int], None] | None = None, limit: int | None = None
@@ -95,13 +93,6 @@ class Embedder:
         if limit is None or done < limit:
             await self.store.finish_facts(started_ms)
         return done
-
-    def catch_up_in_background(self) -> asyncio.Task[int]:
-        """Start (or join) a background catch-up; failures are swallowed by the caller's
-        warning path (recall still works by keyword)."""
-        if self._running is None or self._running.done():
-            self._running = asyncio.create_task(self.catch_up())
-        return self._running
 
 
 class SemanticRecallBackend:
@@ -310,14 +301,3 @@ def default_backend(db: Database) -> RecallBackend:
     if semantic_available():
         return HybridRecallBackend(db)
     return KeywordRecallBackend(db)
-
-
-def active_recall_line(backend: RecallBackend) -> str:
-    """One line saying which recall a backend gives (status command, dashboard)."""
-    name = getattr(backend, "name", type(backend).__name__)
-    if name == "hybrid":
-        return "recall: hybrid (keyword BM25 + local semantic all-MiniLM-L6-v2, fused)"
-    if name == "keyword" and not semantic_available():
-        return describe()["line"]
-    reason = unavailable_reason()
-    return f"recall: {name}" + (f" (semantic off: {reason})" if reason else "")

@@ -10,19 +10,19 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.agents.base import Agent, AgentError, AgentRequest, ModelCall
-from engine.agents.usage import check_usage
-from engine.artifacts import RAW_OUTPUT, write_private_bytes
+from engine.agents.agent import Agent, AgentError, AgentRequest, ModelCall
+from engine.agents.reported_usage import check_usage
+from engine.artifact_files import RAW_OUTPUT, write_private_bytes
 from engine.pricing import PriceTable
 from engine.prompting import repair_prompt
+from engine.run.units import StopDispatch, Unit
 from engine.structured import OutputInvalid, to_jsonable, validate_output
-from engine.units import StopDispatch, Unit
 from store.errors import StorageError
 from store.run_records import CallUsage, TokenUsage
 from store.storage_errors import os_storage_error
 
 if TYPE_CHECKING:
-    from engine.execution import RunExecution
+    from engine.run.execution import RunExecution
 
 
 async def run_attempt(
@@ -164,7 +164,7 @@ async def run_attempt(
     except AgentError as error:
         raise _AttemptError(error, total(), text, request.details, writes) from error
     except StorageError:
-        raise  # the workspace stopped taking writes: the run stops (engine.interruption)
+        raise  # the workspace stopped taking writes: the run stops (engine.run.interruption)
     except OSError as error:
         storage = os_storage_error(error, Path(error.filename or execution.artifacts_root))
         if storage is not None:

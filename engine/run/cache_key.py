@@ -4,7 +4,8 @@ Unlike the reference (whose key left out the prompt text and the iteration, so a
 could return a stale answer), the key here includes by default the rendered task prompt, the
 run input and the iteration, plus the scope identity, the output schema, the agent name and the
 policy's version and key function value. Turn ``include_prompt``/``include_input`` off on the
-:class:`~engine.workflow.CachePolicy` to share entries across prompts or inputs on purpose.
+:class:`~engine.workflow.policies.CachePolicy` to share entries across prompts or inputs on
+purpose.
 """
 
 from __future__ import annotations

@@ -1,19 +1,19 @@
 """Task cache steps of a node: looking up a cached output before an attempt and recording a hit
-as a cached attempt (keys and freshness are the pure :mod:`engine.cache`)."""
+as a cached attempt (keys and freshness are the pure :mod:`engine.run.cache_key`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.cache import cache_key, is_fresh
-from engine.context import TaskContext
+from engine.run.cache_key import cache_key, is_fresh
+from engine.run.units import Unit
 from engine.structured import to_jsonable
-from engine.units import Unit
-from engine.workflow import CachePolicy
+from engine.workflow.context import TaskContext
+from engine.workflow.policies import CachePolicy
 from store.run_records import NewEvent
 
 if TYPE_CHECKING:
-    from engine.execution import RunExecution
+    from engine.run.execution import RunExecution
 
 
 async def lookup_cached_output(

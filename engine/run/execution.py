@@ -2,9 +2,10 @@
 execution shares: progress reports, cancel/clear requests, the dispatch check, prompt
 preparation and which upstream outputs a node may read.
 
-:class:`RunExecution` is what :mod:`engine.attempt`, :mod:`engine.cached_output`,
-:mod:`engine.monitor`, :mod:`engine.run_end` and :mod:`engine.upstream` work on; the scheduling
-loop that drives it is :class:`engine.scheduler.ScheduledRun`. This module imports none of them.
+:class:`RunExecution` is what :mod:`engine.run.node_attempts`, :mod:`engine.run.attempt`,
+:mod:`engine.run.cached_output`, :mod:`engine.run.monitor`, :mod:`engine.run.run_end` and
+:mod:`engine.run.upstream` work on; the scheduling loop that drives it is
+:class:`engine.run.scheduled_run.ScheduledRun`. This module imports none of them.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ import dataclasses
 from collections.abc import Awaitable
 from typing import Any
 
-from engine.agents.base import Agent
+from engine.agents.agent import Agent
 from engine.agents.registry import AgentRegistry
-from engine.artifacts import AttemptFolders, RunArtifacts
-from engine.config import EngineConfig
+from engine.artifact_files import AttemptFolders, RunArtifacts
 from engine.hooks import (
     DispatchContext,
     DispatchDecision,
@@ -26,8 +26,10 @@ from engine.hooks import (
     Progress,
 )
 from engine.prompting import assemble_prompt
-from engine.units import Key, StopDispatch, Unit
-from engine.workflow import TaskSpec, Workflow
+from engine.run.engine_config import EngineConfig
+from engine.run.units import Key, StopDispatch, Unit
+from engine.workflow.definition import Workflow
+from engine.workflow.task_spec import TaskSpec
 from store.backend import Database
 from store.clock import Clock
 from store.errors import StorageError
@@ -51,7 +53,7 @@ class EngineServices:
     registry: AgentRegistry
     db: Database
     interruption_wait_s: float
-    """How long a run waits for the workspace to take writes again (engine.interruption)."""
+    """How long a run waits for the workspace to take writes again (engine.run.interruption)."""
 
 
 class RunExecution:
@@ -206,7 +208,7 @@ class RunExecution:
             # A stored output from an older schema: keep the data rather than re-run the node.
             return value
 
-    # -- requests: cancel and clear (polled by engine.monitor, read at each attempt end) -----
+    # -- requests: cancel and clear (polled by engine.run.monitor, read at each attempt end) -----
 
     def absorb_requests(self, requests: RunRequests | None) -> None:
         """Take in the cancel/clear requests read when an attempt ended."""

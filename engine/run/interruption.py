@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from engine.run_end import RunOutcome
+from engine.run.run_end import RunOutcome
 from store.errors import DamagedDatabaseError, StorageError
 
 if TYPE_CHECKING:
-    from engine.execution import RunExecution
+    from engine.run.execution import RunExecution
 
 INTERRUPTION_WAIT_S = 120.0
 """How long a run waits for the workspace to take writes again before giving up."""

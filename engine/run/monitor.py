@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from store.errors import StorageError
 
 if TYPE_CHECKING:
-    from engine.execution import RunExecution
+    from engine.run.execution import RunExecution
 
 
 async def monitor_run(execution: RunExecution) -> None:

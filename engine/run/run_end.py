@@ -12,7 +12,7 @@ from engine.structured import to_jsonable
 from store.run_records import RunRecord
 
 if TYPE_CHECKING:
-    from engine.execution import RunExecution
+    from engine.run.execution import RunExecution
 
 
 @dataclass

@@ -1,14 +1,15 @@
-"""The scheduler: runs a workflow's tasks on asyncio and records everything in the run records.
+"""The scheduling loop of one run: runs a workflow's tasks on asyncio and records everything in
+the run records.
 
-One :class:`Engine` per process (it owns an ``owner_id``); :meth:`Engine.start` creates a run
-and executes it, :meth:`Engine.resume` continues one. Inside a run (:class:`ScheduledRun`, the
-loop driving a :class:`~engine.execution.RunExecution`):
+A :class:`ScheduledRun` drives a :class:`~engine.run.execution.RunExecution` (started by
+:class:`~engine.run.engine.Engine`):
 
 * ready nodes are launched up to the concurrency limit (a node waiting to retry gives its place
   back); fan-outs expand when their dependencies are done; loops run their body once per
   iteration until ``until`` holds. Each completion costs O(1): finished tasks are handed to
   the loop by their done callbacks, and a fan-out counts its outstanding items;
-* every attempt goes through :meth:`RunExecution.dispatch_check` (cancel/clear requests and the
+* every node runs its attempts in :mod:`engine.run.node_attempts`: each goes through
+  :meth:`RunExecution.dispatch_check` (cancel/clear requests and the
   :class:`~engine.hooks.DispatchGuard` hooks — the ceiling feature plugs in there), then
   :meth:`RunExecution.prepare_prompt` (the memory hook and pure prompt assembly), then the agent;
 * a monitor task refreshes the heartbeat every few seconds and polls the run row for cancel
@@ -17,11 +18,12 @@ loop driving a :class:`~engine.execution.RunExecution`):
   reuses finished nodes' stored outputs: a finished node never runs again. Attempts left
   running by a dead process are marked abandoned (by :meth:`RunStore.claim_run`) and retried.
 
-Parts of a run execution live beside this module: :mod:`engine.units` (a node to execute),
-:mod:`engine.attempt` (one attempt), :mod:`engine.cached_output` (task cache steps),
-:mod:`engine.monitor` (heartbeat and request polling), :mod:`engine.run_end` (how a run ends),
-:mod:`engine.upstream` (``ctx.outputs``) and :mod:`engine.root_prompts` (the dry render before a
-run starts); the state they share is :mod:`engine.execution`.
+Parts of a run execution live beside this module: :mod:`engine.run.units` (a node to execute),
+:mod:`engine.run.node_attempts` (a node's attempts and retries), :mod:`engine.run.attempt`
+(one attempt), :mod:`engine.run.cached_output` (task cache steps), :mod:`engine.run.monitor`
+(heartbeat and request polling), :mod:`engine.run.run_end` (how a run ends) and
+:mod:`engine.run.upstream` (``ctx`` and ``ctx.outputs``); the state they share is
+:mod:`engine.run.execution`.
 """
 
 from __future__ import annotations
@@ -31,179 +33,18 @@ import contextlib
 from collections import deque
 from typing import Any
 
-from engine.agents.base import AgentError, supports_tools
-from engine.agents.registry import AgentRegistry
-from engine.attempt import record_failed_attempt, run_attempt
-from engine.cached_output import lookup_cached_output, record_cache_hit
-from engine.config import EngineConfig
-from engine.context import TaskContext
-from engine.execution import EngineServices, RunExecution
-from engine.hooks import EngineHooks
-from engine.interruption import INTERRUPTION_WAIT_S, record_interruption
-from engine.monitor import monitor_run
-from engine.root_prompts import check_root_prompts
-from engine.run_end import RunOutcome, finish_run
-from engine.structured import to_jsonable
-from engine.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
-from engine.upstream import UpstreamOutputs
-from engine.workflow import TaskSpec, Workflow
+from engine.run.execution import EngineServices, RunExecution
+from engine.run.interruption import record_interruption
+from engine.run.monitor import monitor_run
+from engine.run.node_attempts import run_node
+from engine.run.run_end import RunOutcome, finish_run
+from engine.run.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
+from engine.run.upstream import task_context
+from engine.workflow.definition import Workflow
+from engine.workflow.task_spec import TaskSpec
 from store.artifact_paths import run_dir
-from store.database import Database
-from store.errors import InvalidInputError, LeaseLost, StorageError
-from store.owners import new_owner_id, running_elsewhere
+from store.errors import LeaseLost, StorageError
 from store.run_records import RunRecord
-from store.runs import RunStore
-from store.task_cache import TaskCache
-
-
-def task_memory(spec: TaskSpec, workflow: Workflow) -> Any:
-    """The memory config a task runs with (its own replaces the workflow's), or None."""
-    if spec.memory is None and workflow.memory is None:
-        return None
-    from engine.memory.config import resolve_memory
-
-    return resolve_memory(spec.memory, workflow.memory)
-
-
-def memory_is_active(config: Any) -> bool:
-    """True when a task reads or writes memory, so its output must bypass the cache."""
-    return config is not None and config is not False and bool(getattr(config, "is_active", True))
-
-
-class Engine:
-    """Executes workflows against one workspace database."""
-
-    def __init__(
-        self,
-        db: Database,
-        *,
-        config: EngineConfig | None = None,
-        hooks: EngineHooks | None = None,
-        owner_id: str | None = None,
-    ) -> None:
-        self.db = db
-        self.store = RunStore(db)
-        self.cache = TaskCache(db)
-        self.config = config or EngineConfig()
-        self.hooks = hooks or EngineHooks()
-        self.owner_id = owner_id or new_owner_id()
-        self.interruption_wait_s = INTERRUPTION_WAIT_S
-        """How long a run waits for the workspace to take writes again (engine.interruption)."""
-
-    def prepare(self, workflow: Workflow) -> None:
-        """Validate the definition, every task's memory config and its agent, before running."""
-        workflow.validate()
-        from engine.ceiling import CeilingGuard, ceiling_of
-
-        # A bad ceiling is a definition error, not a dispatch crash; an unenforced one is refused.
-        if ceiling_of(workflow.ceiling) is not None and not any(
-            isinstance(guard, CeilingGuard) for guard in self.hooks.guards
-        ):
-            raise InvalidInputError(
-                f"Workflow {workflow.name!r} has a token ceiling but this engine enforces none; "
-                "open it with engine.setup.open_engine (or add engine.ceiling.CeilingGuard)."
-            )
-        registry = self.registry_for(workflow)
-        for spec in workflow.tasks.values():
-            memory = task_memory(spec, workflow)
-            if memory_is_active(memory) and self.hooks.memory is None:
-                # Memory that nothing reads or writes would be a silent no-op: refuse it.
-                raise InvalidInputError(
-                    f"Task {spec.id!r} has a memory config but this engine has no memory "
-                    "runtime; open it with engine.setup.open_engine (or pass "
-                    "EngineHooks(memory=MemoryRuntime(db)))."
-                )
-            agent_name = spec.agent or workflow.default_agent
-            agent = registry.get(agent_name)
-            if getattr(memory, "tools", False) and not supports_tools(agent):
-                # The prompt would say "use the remember tool" and nothing would be saved.
-                raise InvalidInputError(
-                    f"Task {spec.id!r} offers memory tools but agent {agent_name!r} cannot take "
-                    "tools (a command agent takes them only with the claude-code or codex "
-                    "preset); set tools=False or use another agent."
-                )
-
-    def registry_for(self, workflow: Workflow) -> AgentRegistry:
-        return AgentRegistry(workflow.agents, self.config.agents)
-
-    def _execution(self, workflow: Workflow, run: RunRecord, parsed: Any) -> ScheduledRun:
-        services = EngineServices(
-            store=self.store,
-            cache=self.cache,
-            config=self.config,
-            hooks=self.hooks,
-            owner_id=self.owner_id,
-            clock=self.db.clock,
-            workspace=self.db.workspace,
-            registry=self.registry_for(workflow),
-            db=self.db,
-            interruption_wait_s=self.interruption_wait_s,
-        )
-        return ScheduledRun(services, workflow, run, parsed)
-
-    async def start(
-        self,
-        workflow: Workflow,
-        raw_input: Any = None,
-        *,
-        workflow_path: str | None = None,
-        run_id: str | None = None,
-    ) -> RunOutcome:
-        """Create a run of ``workflow`` with ``raw_input`` and execute it to the end.
-
-        Definition and input errors raise InvalidInputError before anything is written.
-        Root prompts are rendered once up front so an empty one fails before the run starts.
-        ``run_id`` names the new run (a caller that shows it before it ends, the dashboard).
-        """
-        self.prepare(workflow)
-        parsed = workflow.parse_input(raw_input)
-        check_root_prompts(workflow, parsed)
-        run = await self.store.create_run(
-            workflow.name,
-            input=to_jsonable(parsed),
-            workflow_path=workflow_path,
-            owner_id=self.owner_id,
-            run_id=run_id,
-        )
-        return await self._execution(workflow, run, parsed).execute(fresh=True)
-
-    async def resume(self, workflow: Workflow, run_id: str) -> RunOutcome:
-        """Continue ``run_id``: finished nodes keep their outputs, the rest run.
-
-        Refuses a finished or handed-off run, a run of another workflow, and a run another
-        process is executing (its owner is alive; for an owner on another host, its heartbeat
-        is younger than 30 s).
-        """
-        run = await self.store.get_run(run_id)
-        if run.workflow != workflow.name:
-            raise InvalidInputError(
-                f"Run {run_id} belongs to workflow {run.workflow!r}, not {workflow.name!r}."
-            )
-        if run.status == "finished":
-            raise InvalidInputError(f"Run {run_id} already finished; there is nothing to resume.")
-        if run.status == "handed-off":
-            raise InvalidInputError(f"Run {run_id} was handed off to a newer run; resume that.")
-        # Ownership, not heartbeat age: a live owner keeps its run (store/owners.py).
-        refusal = running_elsewhere(run, self.db.clock.now_ms(), self.owner_id)
-        if refusal is not None:
-            raise InvalidInputError(refusal)
-        self.prepare(workflow)
-        parsed = workflow.parse_input(run.input)
-        claimed = await self.store.claim_run(run_id, self.owner_id, expected_owner=run.owner_id)
-        return await self._execution(workflow, claimed, parsed).execute()
-
-    async def run_claimed(self, workflow: Workflow, run: RunRecord) -> RunOutcome:
-        """Execute a run this process has just claimed from the queue (``store.queue``): its
-        lease token is registered, so every write is fenced; finished nodes are reused."""
-        self.prepare(workflow)
-        parsed = workflow.parse_input(run.input)
-        return await self._execution(workflow, run, parsed).execute()
-
-    async def run_chain(self, workflow: Workflow, outcome: RunOutcome) -> RunOutcome:
-        """Follow handoffs: keep executing successor runs until one ends without handing off."""
-        while outcome.status == "handed-off" and outcome.next_run_id:
-            outcome = await self.resume(workflow, outcome.next_run_id)
-        return outcome
 
 
 class ScheduledRun(RunExecution):
@@ -241,33 +82,6 @@ class ScheduledRun(RunExecution):
             self.missing[node] -= 1
             if self.missing[node] == 0:
                 self.ready.append(node)
-
-    def _ctx(self, unit: Unit, attempt: int = 1) -> TaskContext:
-        spec = unit.spec
-        top = self.workflow.owner_of(spec.id)
-        current: dict[str, Any] = {}
-        previous: dict[str, Any] = {}
-        if spec.loop is not None:
-            for body_id in self.workflow.loops[spec.loop].body:
-                if (body_id, unit.iteration) in self.outputs:
-                    current[body_id] = self.outputs[(body_id, unit.iteration)]
-                if unit.iteration > 0 and (body_id, unit.iteration - 1) in self.outputs:
-                    previous[body_id] = self.outputs[(body_id, unit.iteration - 1)]
-        return TaskContext(
-            workflow=self.workflow.name,
-            run_id=self.run_id,
-            input=self.input,
-            task_id=spec.id,
-            node_id=unit.node_id,
-            iteration=unit.iteration,
-            attempt=attempt,
-            item=unit.item,
-            index=unit.index,
-            outputs=UpstreamOutputs(self, top, current),
-            previous_outputs=previous,
-            artifacts=self.artifacts,
-            continuation=self.continuation,
-        )
 
     # -- the main loop ----------------------------------------------------------------------
 
@@ -345,10 +159,10 @@ class ScheduledRun(RunExecution):
 
     def _artifact_mirror(self) -> Any:
         """On a PostgreSQL workspace, what copies this run's artifact files into the
-        database (``engine/artifact_mirror.py``); None on SQLite, where the files are it."""
+        database (``engine/run/artifact_mirror.py``); None on SQLite, where the files are it."""
         if self.services.db.backend != "postgresql":
             return None
-        from engine.artifact_mirror import ArtifactMirror
+        from engine.run.artifact_mirror import ArtifactMirror
         from store.artifact_chunks import ArtifactChunks
 
         db: Any = self.services.db
@@ -384,7 +198,7 @@ class ScheduledRun(RunExecution):
         """Start waiting units while there is room under the concurrency limit."""
         while self.waiting and self.active < self.limit and not self.halting():
             unit = self.waiting.popleft()
-            task = asyncio.create_task(self._run_unit(unit), name=f"tether:{unit.node_id}")
+            task = asyncio.create_task(run_node(self, unit, self), name=f"tether:{unit.node_id}")
             self.running[task] = unit
             self.active += 1
             task.add_done_callback(self._task_done)
@@ -397,7 +211,7 @@ class ScheduledRun(RunExecution):
         self.finished_tasks.append(task)
         self.wake.set()
 
-    def _park(self) -> None:
+    def park(self) -> None:
         """The current task waits out a retry's backoff: its place goes to a waiting unit."""
         task = asyncio.current_task()
         if task is not None and task in self.running and task not in self.parked:
@@ -405,7 +219,8 @@ class ScheduledRun(RunExecution):
             self.active -= 1
             self._fill()
 
-    def _unpark(self) -> None:
+    def unpark(self) -> None:
+        """The backoff is over: the current task holds a place again."""
         task = asyncio.current_task()
         if task is not None and task in self.parked:
             # Counted again (possibly above the limit for a moment: the agent call itself
@@ -454,7 +269,7 @@ class ScheduledRun(RunExecution):
                 return
 
     def _expand(self, spec: TaskSpec) -> list[Unit] | None:
-        ctx = self._ctx(Unit(spec, spec.id))
+        ctx = task_context(self, Unit(spec, spec.id))
         try:
             assert spec.items is not None
             items = list(spec.items(ctx))
@@ -528,7 +343,7 @@ class ScheduledRun(RunExecution):
             return
         last = {b: self.outputs[(b, iteration)] for b in loop.body}
         probe_spec = self.workflow.tasks[loop.body[-1]]
-        ctx = self._ctx(Unit(probe_spec, probe_spec.id, iteration))
+        ctx = task_context(self, Unit(probe_spec, probe_spec.id, iteration))
         try:
             stop = bool(loop.until(ctx))
         except Exception as error:
@@ -547,111 +362,3 @@ class ScheduledRun(RunExecution):
             return
         self.loop_iteration[loop_id] = iteration + 1
         self.loop_started[loop_id] = set()
-
-    # -- one node ---------------------------------------------------------------------------
-
-    async def _run_unit(self, unit: Unit) -> Any:
-        spec = unit.spec
-        prior = self.prior.get(unit.key)
-        attempt = (prior.attempts if prior else 0) + 1
-        failures = 0
-        wait_at_least = 0.0
-        agent_name = spec.agent or self.workflow.default_agent
-        agent = self.registry.get(agent_name)
-        memory = task_memory(spec, self.workflow)
-        policy = spec.cache or self.workflow.cache
-        while True:
-            decision = await self.dispatch_check(unit, attempt)
-            if decision.action == "handoff":
-                self.stop = self.stop or decision
-                raise StopDispatch(decision.reason)
-            if decision.action == "skip":
-                self.done_count += 1
-                await self.store.upsert_node(
-                    self.run_id,
-                    unit.node_id,
-                    unit.iteration,
-                    "skipped",
-                    error=decision.reason,
-                    nodes_done=self.done_count,
-                )
-                self.progress("node", unit, "skipped", decision.reason)
-                raise NodeSkipped(decision.reason)
-            if decision.action == "fail":
-                await self.store.upsert_node(
-                    self.run_id, unit.node_id, unit.iteration, "failed", error=decision.reason
-                )
-                self.progress("node", unit, "failed", decision.reason)
-                raise UnitFailed(decision.reason)
-            ctx = self._ctx(unit, attempt)
-            task_prompt = await self._render(unit, ctx)
-            cache_id: str | None = None
-            if policy is not None and not memory_is_active(memory):
-                cache_id, hit = await lookup_cached_output(
-                    self, unit, ctx, policy, task_prompt, agent_name
-                )
-                if hit is not None:
-                    await record_cache_hit(self, unit, attempt, agent_name, task_prompt, hit)
-                    return hit
-            async with self.semaphore:
-                if self.halting():
-                    raise StopDispatch("the run is stopping")
-                try:
-                    output = await run_attempt(
-                        self, unit, attempt, agent, agent_name, task_prompt, memory
-                    )
-                    break
-                except AgentError as error:
-                    failures += 1
-                    retry = error.retryable and failures <= spec.retries and not self.halting()
-                    await record_failed_attempt(self, unit, attempt, error, retry)
-                    if not retry:
-                        raise UnitFailed(
-                            f"Node {unit.node_id} failed after {attempt} attempt(s): {error}"
-                        ) from error
-                    # The provider's own "retry after" wins over a shorter backoff.
-                    wait_at_least = error.retry_after_s or 0.0
-            delay = max(spec.backoff.delay_for(failures), wait_at_least)
-            self.progress("node", unit, "retrying", f"in {delay:.1f}s")
-            self._park()
-            try:
-                await asyncio.sleep(delay)
-            finally:
-                self._unpark()
-            attempt += 1
-        if cache_id is not None and policy is not None:
-            await self.cache.put(
-                cache_id,
-                scope=policy.scope,
-                workflow=self.workflow.name,
-                node_id=unit.node_id,
-                run_id=self.run_id,
-                payload=to_jsonable(output),
-                ttl_ms=policy.ttl_ms,
-            )
-        if self.hooks.memory is not None and memory is not None:
-            # MEMORY HOOK: retention runs in the background; it never delays the next task.
-            self.hooks.memory.retain_in_background(
-                self.run_id, unit.node_id, unit.iteration, memory, task_prompt, output
-            )
-        return output
-
-    async def _render(self, unit: Unit, ctx: TaskContext) -> str:
-        try:
-            text = unit.spec.prompt(ctx)
-        except Exception as error:
-            message = f"The prompt of {unit.node_id} raised {type(error).__name__}: {error}"
-            await self.store.upsert_node(
-                self.run_id, unit.node_id, unit.iteration, "failed", error=message
-            )
-            raise UnitFailed(message) from error
-        if not isinstance(text, str) or not text.strip():
-            message = (
-                f"Task {unit.node_id} rendered an empty prompt; usually an upstream value it "
-                "interpolates was empty."
-            )
-            await self.store.upsert_node(
-                self.run_id, unit.node_id, unit.iteration, "failed", error=message
-            )
-            raise UnitFailed(message)
-        return text

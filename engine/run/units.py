@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.workflow import TaskSpec
+from engine.workflow.task_spec import TaskSpec
 
 Key = tuple[str, int]
 

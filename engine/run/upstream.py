@@ -1,12 +1,47 @@
-"""``ctx.outputs``: the lazy, read-only view of a node's upstream outputs."""
+"""What a prompt function of a node sees: ``ctx`` (:func:`task_context`) and ``ctx.outputs``,
+the lazy, read-only view of its upstream outputs."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from engine.run.units import Unit
+from engine.workflow.context import TaskContext
+
 if TYPE_CHECKING:
-    from engine.execution import RunExecution
+    from engine.run.execution import RunExecution
+
+
+def task_context(execution: RunExecution, unit: Unit, attempt: int = 1) -> TaskContext:
+    """The context of ``unit``'s prompt (and of its fan-out ``items``, a loop's ``until``):
+    the run input, upstream outputs, and, in a loop, this and the previous iteration's."""
+    spec = unit.spec
+    workflow = execution.workflow
+    top = workflow.owner_of(spec.id)
+    current: dict[str, Any] = {}
+    previous: dict[str, Any] = {}
+    if spec.loop is not None:
+        for body_id in workflow.loops[spec.loop].body:
+            if (body_id, unit.iteration) in execution.outputs:
+                current[body_id] = execution.outputs[(body_id, unit.iteration)]
+            if unit.iteration > 0 and (body_id, unit.iteration - 1) in execution.outputs:
+                previous[body_id] = execution.outputs[(body_id, unit.iteration - 1)]
+    return TaskContext(
+        workflow=workflow.name,
+        run_id=execution.run_id,
+        input=execution.input,
+        task_id=spec.id,
+        node_id=unit.node_id,
+        iteration=unit.iteration,
+        attempt=attempt,
+        item=unit.item,
+        index=unit.index,
+        outputs=UpstreamOutputs(execution, top, current),
+        previous_outputs=previous,
+        artifacts=execution.artifacts,
+        continuation=execution.continuation,
+    )
 
 
 class UpstreamOutputs(Mapping[str, Any]):

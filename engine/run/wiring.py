@@ -1,4 +1,4 @@
-"""Wiring an :class:`~engine.scheduler.Engine` for a workspace: its config file and the hooks
+"""Wiring an :class:`~engine.run.engine.Engine` for a workspace: its config file and the hooks
 (memory runtime, dispatch guards) every front end (CLI, dashboard, demo) should share.
 """
 
@@ -7,11 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from engine.agents.registry import AgentRegistry
-from engine.config import EngineConfig, load_config
 from engine.hooks import EngineHooks, ProgressCallback
-from engine.root_prompts import check_root_prompts
-from engine.scheduler import Engine, task_memory
-from engine.workflow import Workflow
+from engine.run.engine import Engine
+from engine.run.engine_config import EngineConfig, load_config
+from engine.run.task_settings import task_agent_name, task_memory
+from engine.workflow.definition import Workflow
+from engine.workflow.root_prompts import check_root_prompts
 from store.database import Database
 
 
@@ -60,6 +61,6 @@ def preflight(workflow: Workflow, config: EngineConfig, raw_input: Any = None, *
     registry = AgentRegistry(workflow.agents, config.agents)
     for spec in workflow.tasks.values():
         task_memory(spec, workflow)
-        registry.get(spec.agent or workflow.default_agent)
+        registry.get(task_agent_name(spec, workflow))
     if check_input:
         check_root_prompts(workflow, workflow.parse_input(raw_input))

@@ -25,13 +25,13 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-from engine.config import EngineConfig
 from engine.examples import EXAMPLES_DIR
-from engine.loader import load_workflow
-from engine.run_end import RunOutcome
-from engine.scheduler import Engine
-from engine.setup import open_engine
-from engine.workflow import Workflow
+from engine.run.engine import Engine
+from engine.run.engine_config import EngineConfig
+from engine.run.run_end import RunOutcome
+from engine.run.wiring import open_engine
+from engine.workflow.definition import Workflow
+from engine.workflow.loader import load_workflow
 from store.backend import Database
 from store.errors import DatabaseUnavailable, InvalidInputError, LeaseLost, TetherError
 from store.owners import new_owner_id

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.artifacts import RunArtifacts
-from engine.workflow import WorkflowDefinitionError
+from engine.artifact_files import RunArtifacts
+from engine.workflow.definition_error import WorkflowDefinitionError
 
 _MISSING: Any = object()
 

@@ -4,7 +4,7 @@ timeouts, cache and memory settings, declared in plain Python.
 A workflow module exposes one :class:`Workflow`::
 
     from pydantic import BaseModel
-    from engine.workflow import Workflow, CachePolicy
+    from engine import CachePolicy, Workflow
 
     class Input(BaseModel):
         files: list[str]
@@ -36,8 +36,8 @@ A workflow module exposes one :class:`Workflow`::
         previous = ctx.previous("draft")
         return f"Improve the draft (round {ctx.iteration}): {previous.summary if previous else ''}"
 
-A prompt function receives a :class:`~engine.context.TaskContext` and returns the prompt text.
-Definition errors (cycle, unknown dependency, duplicate id, an empty prompt) raise
+A prompt function receives a :class:`~engine.workflow.context.TaskContext` and returns the
+prompt text. Definition errors (cycle, unknown dependency, duplicate id, an empty prompt) raise
 :class:`WorkflowDefinitionError` with one sentence, before anything runs (see
 :meth:`Workflow.validate`).
 """
@@ -51,91 +51,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from engine.workflow.definition_error import WorkflowDefinitionError
+from engine.workflow.policies import Backoff, CachePolicy
+from engine.workflow.task_spec import ItemsFn, PromptFn, TaskSpec, UntilFn
 from store.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from engine.context import TaskContext
-
-PromptFn = Callable[["TaskContext"], str]
-ItemsFn = Callable[["TaskContext"], Iterable[Any]]
-UntilFn = Callable[["TaskContext"], bool]
-KeyFn = Callable[["TaskContext"], Any]
+    from engine.workflow.context import TaskContext
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}$")
-
-
-class WorkflowDefinitionError(InvalidInputError):
-    """The workflow definition is invalid; nothing has run."""
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Delay before retry ``n`` (1-based): ``initial_s * factor**(n-1)``, capped at ``max_s``."""
-
-    initial_s: float = 1.0
-    factor: float = 2.0
-    max_s: float = 60.0
-
-    def delay_for(self, retry: int) -> float:
-        """Seconds to wait before the ``retry``-th retry."""
-        return float(min(self.max_s, self.initial_s * self.factor ** max(0, retry - 1)))
-
-
-@dataclass(frozen=True)
-class CachePolicy:
-    """Task-output cache policy.
-
-    ``scope``: ``run`` (only this run), ``workflow`` (any run of this workflow, the default) or
-    ``global``. ``ttl_ms``: entries older than this are ignored (None: no expiry). ``version``:
-    bump to invalidate (encode model/provider changes here). ``key``: an optional function of
-    the task context whose JSON-serialisable result joins the key. The rendered prompt and the
-    run input are part of the key unless ``include_prompt``/``include_input`` are turned off.
-    """
-
-    scope: str = "workflow"
-    ttl_ms: int | None = None
-    version: str | int | None = None
-    key: KeyFn | None = None
-    include_prompt: bool = True
-    include_input: bool = True
-
-    def __post_init__(self) -> None:
-        if self.scope not in ("run", "workflow", "global"):
-            raise WorkflowDefinitionError(
-                f"Cache scope must be run, workflow or global, not {self.scope!r}."
-            )
-        if self.ttl_ms is not None and (not isinstance(self.ttl_ms, int) or self.ttl_ms < 0):
-            raise WorkflowDefinitionError(
-                f"Cache ttl_ms must be a non-negative integer, not {self.ttl_ms!r}."
-            )
-
-
-@dataclass
-class TaskSpec:
-    """One declared task (or fan-out template, or loop body task)."""
-
-    id: str
-    prompt: PromptFn
-    depends_on: tuple[str, ...] = ()
-    output: type[BaseModel] | None = None
-    agent: str | None = None
-    retries: int = 0
-    backoff: Backoff = field(default_factory=Backoff)
-    timeout_s: float | None = None
-    cache: CachePolicy | None = None
-    memory: Any = None
-    isolation: str | None = None
-    items: ItemsFn | None = None
-    item_key: Callable[[Any], str] | None = None
-    loop: str | None = None
-    description: str = ""
-
-    @property
-    def is_fan_out(self) -> bool:
-        return self.items is not None
-
-    def __call__(self, ctx: TaskContext) -> str:
-        return self.prompt(ctx)
 
 
 @dataclass

@@ -8,7 +8,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from engine.workflow import Workflow
+from engine.workflow.definition import Workflow
 from store.errors import InvalidInputError
 
 

@@ -7,9 +7,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from engine.artifacts import RunArtifacts
-from engine.context import TaskContext
-from engine.workflow import TaskSpec, Workflow, WorkflowDefinitionError
+from engine.artifact_files import RunArtifacts
+from engine.workflow.context import TaskContext
+from engine.workflow.definition import Workflow
+from engine.workflow.definition_error import WorkflowDefinitionError
+from engine.workflow.task_spec import TaskSpec
 
 
 def check_root_prompts(workflow: Workflow, parsed: Any) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from engine_test_support import ScriptedAgent, run_workflow
 from pydantic import BaseModel
 
-from engine.agents.base import AgentRequest
-from engine.artifacts import RAW_OUTPUT, attempt_dir
+from engine.agents.agent import AgentRequest
+from engine.artifact_files import RAW_OUTPUT, attempt_dir
 from engine.prompting import ISOLATION_MARKER, assemble_prompt
-from engine.workflow import Workflow
+from engine.workflow.definition import Workflow
 from store.database import Database
 from store.run_records import TokenUsage
 from store.runs import RunStore

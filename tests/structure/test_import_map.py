@@ -1,7 +1,10 @@
-"""The dashboard package has no import circles, lazy (function-level) imports included.
+"""The dashboard and the engine have no import circles, lazy (function-level) and typing-only
+imports included.
 
 An import circle means two modules cannot be understood, tested or changed one without the
-other; the views reach the app through :mod:`tui.app_api` for that reason.
+other; the views reach the app through :mod:`tui.app_api` for that reason, and the engine's
+modules import each other's deep paths, never the public :mod:`engine` (whose names load lazily
+from them).
 """
 
 from __future__ import annotations
@@ -74,3 +77,16 @@ def test_circles_finds_a_circle() -> None:
 
 def test_tui_has_no_import_circles() -> None:
     assert circles(import_map("tui")) == []
+
+
+def test_engine_has_no_import_circles() -> None:
+    assert circles(import_map("engine")) == []
+
+
+def test_no_engine_module_is_longer_than_500_lines() -> None:
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in (ROOT / "engine").rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 500
+    }
+    assert long == {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.artifacts import stream_log_path
+from engine.artifact_files import stream_log_path
 from store.clock import ManualClock
 from store.database import Database
 from store.run_records import CallUsage, TokenUsage

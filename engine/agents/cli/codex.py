@@ -1,5 +1,9 @@
 """The ``codex`` preset: what Tether passes to Codex and how it reads ``codex exec --json``.
 
+The program is ``codex`` unless the agent names another (``command``); the preset alone takes
+``sandbox`` and ``skip_git_repo_check``, and Codex takes the output schema and the memory tools
+(over MCP).
+
 Command line: ``codex exec --json`` plus, from the agent's settings, ``-m MODEL``,
 ``--sandbox MODE``, ``--skip-git-repo-check`` (when ``skip_git_repo_check = true``) and any
 ``extra_args``; ``--output-schema FILE`` when the task has an output model (the schema is
@@ -27,18 +31,22 @@ Reading the JSON lines (:class:`CodexSession`):
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.agents.base import AgentError, AgentResult, ModelCall
+from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall
+from engine.agents.cli.outcome import Outcome, json_values
+from engine.agents.cli.preset import CommandSettings, Invocation, OutputReader, Preset
 from engine.agents.failures import classify
-from engine.agents.outcome import Outcome, json_values
-from engine.agents.usage import token_count
+from engine.agents.reported_usage import token_count
+from engine.structured import strict_schema
 from store.run_records import TokenUsage
 
 PROTOCOL_ARGS = ["exec", "--json"]
+SCHEMA_FILE = "output-schema.json"
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
 SOURCE = "Codex"
 
@@ -135,7 +143,7 @@ def error_text(message: Any) -> tuple[str, int | None]:
     return text, status
 
 
-class CodexSession:
+class CodexSession(OutputReader):
     """Reads one ``codex exec --json`` invocation line by line (see the module docstring)."""
 
     def __init__(self, model: str | None = None) -> None:
@@ -203,7 +211,7 @@ class CodexSession:
             info["warnings"] = self.warnings[:5]
         return info
 
-    def finish(self, returncode: int, stderr_tail: str) -> Outcome:
+    def finish(self, returncode: int, stderr_tail: str, now_ms: int) -> Outcome:
         """The outcome once the process has exited (calls were already returned by feed)."""
         failure = self.failed or self.pending_error
         if failure is None and returncode != 0:
@@ -230,3 +238,31 @@ class CodexSession:
             result=AgentResult(self.text, None, self.model, self.thread_id),
             details=self.details(),
         )
+
+
+class CodexPreset(Preset):
+    """The ``codex`` preset (see the module docstring)."""
+
+    name = "codex"
+    default_program = ("codex",)
+    own_settings = ("sandbox", "skip_git_repo_check")
+    unset = (None, False)
+    takes_schema_and_tools = True
+
+    def argv(self, agent: CommandSettings, invocation: Invocation) -> list[str]:
+        request, folder = invocation.request, invocation.folder
+        schema_file = None
+        if request.output_schema is not None and folder is not None:
+            # Codex reads the schema from a file: written (owner-only) into the attempt folder.
+            schema_file = folder / SCHEMA_FILE
+            schema = strict_schema(request.output_schema) or request.output_schema
+            schema_file.write_text(json.dumps(schema, indent=2), encoding="utf-8")
+            os.chmod(schema_file, 0o600)
+        settings = CodexSettings(
+            agent.model, agent.sandbox, agent.skip_git_repo_check, agent.extra_args
+        )
+        server = invocation.mcp_server or ()
+        return codex_argv(agent.command, settings, schema_file=schema_file, mcp_command=server)
+
+    def reader(self, agent: CommandSettings, request: AgentRequest) -> OutputReader:
+        return CodexSession(agent.model)

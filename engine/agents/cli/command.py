@@ -2,17 +2,16 @@
 
 The prompt goes to stdin. Stdout is read in chunks and written as it arrives to the attempt's
 ``stream.log`` (stderr to ``stderr.log`` beside it), so the dashboard's Log tab shows tool use
-live; it is split into lines with bounded memory (:mod:`engine.agents.lines`: a line of any
+live; it is split into lines with bounded memory (:mod:`engine.agents.cli.lines`: a line of any
 length is fine, the full output exists once, in the log) and each line goes to the preset's
-parser as it comes:
+reader as it comes. What differs between agent CLIs is the preset's alone
+(:mod:`engine.agents.cli.preset`):
 
-* ``claude-code`` — see :mod:`engine.agents.claude_code` (stream-json, one call per API
+* ``claude-code`` — see :mod:`engine.agents.cli.claude_code` (stream-json, one call per API
   message, reconciled with ``modelUsage``, cost from Claude Code).
-* ``codex`` — see :mod:`engine.agents.codex` (``codex exec --json``, one call per turn).
-* ``json`` — the last JSON line ``{"output" | "result" | "text": ..., "usage": {...},
-  "model": ...}`` with usage keys ``input_tokens``, ``cache_read_tokens``,
-  ``cache_write_tokens``, ``output_tokens``, ``reasoning_tokens``.
-* ``text`` — stdout is the answer (at most ``max_answer_bytes``); no usage is reported.
+* ``codex`` — see :mod:`engine.agents.cli.codex` (``codex exec --json``, one call per turn).
+* ``json`` and ``text`` — see :mod:`engine.agents.cli.plain_presets` (the last JSON line with
+  its usage; stdout as the answer).
 
 ``command`` is the program to start (default ``claude`` / ``codex`` for those presets; give a
 path or a wrapper such as ``["npx", "@anthropic-ai/claude-code"]``); the preset adds its own
@@ -39,26 +38,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from engine.agents.base import AgentError, AgentRequest, AgentResult, ModelCall
-from engine.agents.claude_code import ClaudeSession, ClaudeSettings, claude_argv
-from engine.agents.codex import SANDBOX_MODES, CodexSession, CodexSettings, codex_argv
-from engine.agents.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, TailBuffer
-from engine.agents.mcp_wiring import (
-    CLAUDE_TOOL_NAMES,
-    claude_mcp_config,
-    mcp_argv,
-    mcp_options,
-)
-from engine.agents.outcome import Outcome, json_values
-from engine.agents.usage import token_count
-from engine.structured import strict_schema
-from store.run_records import TokenUsage
+from engine.agents.agent import AgentError, AgentRequest, AgentResult
+from engine.agents.cli.claude_code import ClaudeCodePreset
+from engine.agents.cli.codex import SANDBOX_MODES, CodexPreset
+from engine.agents.cli.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, TailBuffer
+from engine.agents.cli.mcp_wiring import mcp_argv, mcp_options
+from engine.agents.cli.plain_presets import JsonPreset, TextPreset
+from engine.agents.cli.preset import Invocation, OutputReader, Preset
 
-PRESETS = ("claude-code", "codex", "json", "text")
-DEFAULT_PROGRAMS: dict[str, list[str]] = {"claude-code": ["claude"], "codex": ["codex"]}
-CLAUDE_ONLY = ("max_turns", "permission_mode", "allowed_tools", "disallowed_tools")
-CODEX_ONLY = ("sandbox", "skip_git_repo_check")
-SCHEMA_FILE = "output-schema.json"
+PRESETS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (ClaudeCodePreset(), CodexPreset(), JsonPreset(), TextPreset())
+}
 READ_CHUNK = 64 * 1024
 _WORD = re.compile(r"^[A-Za-z][A-Za-z-]*$")
 
@@ -76,46 +67,13 @@ def _shown(argv: Sequence[str], limit: int = 300) -> list[str]:
     return [a if len(a) <= limit else a[:limit] + f"…({len(a)} chars)" for a in argv]
 
 
-def parse_json_preset(obj: dict[str, Any], model: str | None) -> Outcome:
-    """The generic ``json`` preset's last JSON object (see the module docstring)."""
-    answer = next((obj[k] for k in ("output", "result", "text") if k in obj), None)
-    if answer is None:
-        return Outcome(error=AgentError("The command's JSON has no output, result or text field."))
-    usage = obj.get("usage")
-    reported_model = obj.get("model") if isinstance(obj.get("model"), str) else model
-    calls = []
-    if isinstance(usage, dict):
-        source = "The command"
-        calls.append(
-            ModelCall(
-                TokenUsage(
-                    input=token_count(usage, "input_tokens", source),
-                    cache_read=token_count(usage, "cache_read_tokens", source),
-                    cache_write=token_count(usage, "cache_write_tokens", source),
-                    output=token_count(usage, "output_tokens", source),
-                    reasoning=token_count(usage, "reasoning_tokens", source),
-                ),
-                reported_model,
-            )
-        )
-    if isinstance(answer, dict | list):
-        text = json.dumps(answer, ensure_ascii=False)
-        return Outcome(result=AgentResult(text, answer, reported_model), calls=calls)
-    return Outcome(result=AgentResult(str(answer), None, reported_model), calls=calls)
+class _Lines:
+    """Routes one invocation's stdout to its preset's reader: raw chunks, and lines of bounded
+    length (a longer one is counted, never parsed)."""
 
-
-class _OutputReader:
-    """Routes one invocation's stdout lines to its preset's parser."""
-
-    def __init__(self, agent: CommandAgent, request: AgentRequest) -> None:
-        self.agent = agent
+    def __init__(self, reader: OutputReader, request: AgentRequest) -> None:
+        self.reader = reader
         self.request = request
-        self.claude = ClaudeSession(request.prices) if agent.preset == "claude-code" else None
-        self.codex = CodexSession(agent.model) if agent.preset == "codex" else None
-        self.last_json: dict[str, Any] | None = None
-        self.text_parts: list[str] = []
-        self.text_bytes = 0
-        self.text_overflow = False
         self.long_lines = 0
 
     async def line(self, text: str, truncated: bool) -> None:
@@ -123,61 +81,8 @@ class _OutputReader:
             # Never parsed (memory stays bounded); the whole line is in stream.log.
             self.long_lines += 1
             return
-        now = self.request.clock.now_ms()
-        if self.claude is not None:
-            for call in self.claude.feed(text, now):
-                await self.request.on_call(call)
-        elif self.codex is not None:
-            for call in self.codex.feed(text, now):
-                await self.request.on_call(call)
-        elif self.agent.preset == "json":
-            objects = json_values(text)
-            if objects:
-                self.last_json = objects[-1]
-
-    def raw_text(self, chunk: bytes) -> None:
-        """The ``text`` preset keeps stdout itself, up to ``max_answer_bytes``."""
-        if self.agent.preset != "text" or self.text_overflow:
-            return
-        self.text_bytes += len(chunk)
-        if self.text_bytes > self.agent.max_answer_bytes:
-            self.text_overflow = True
-            self.text_parts = []
-            return
-        self.text_parts.append(chunk.decode("utf-8", errors="replace"))
-
-    def pending_calls(self) -> list[ModelCall]:
-        """Calls shown before the process was stopped and not recorded yet (a Claude Code
-        message still being written)."""
-        return self.claude.message_calls() if self.claude is not None else []
-
-    def finish(self, returncode: int, stderr_tail: str) -> Outcome:
-        now = self.request.clock.now_ms()
-        if self.claude is not None:
-            return self.claude.finish(returncode, stderr_tail, now)
-        if self.codex is not None:
-            return self.codex.finish(returncode, stderr_tail)
-        name = self.agent.command[0]
-        if returncode != 0:
-            return Outcome(
-                error=AgentError(
-                    f"{name} exited with status {returncode}"
-                    + (f": {stderr_tail}" if stderr_tail else "")
-                )
-            )
-        if self.agent.preset == "text":
-            if self.text_overflow:
-                return Outcome(
-                    error=AgentError(
-                        f"{name} printed more than {self.agent.max_answer_bytes:,} bytes; the "
-                        "full output is in the attempt's stream.log.",
-                        retryable=False,
-                    )
-                )
-            return Outcome(result=AgentResult("".join(self.text_parts).strip(), None, None))
-        if self.last_json is None:
-            return Outcome(error=AgentError("The command printed no JSON object on stdout."))
-        return parse_json_preset(self.last_json, self.agent.model)
+        for call in self.reader.feed(text, self.request.clock.now_ms()):
+            await self.request.on_call(call)
 
 
 @dataclass
@@ -203,24 +108,23 @@ class CommandAgent:
     simulated: bool = False
 
     def __post_init__(self) -> None:
-        if self.preset not in PRESETS:
+        preset = PRESETS.get(self.preset)
+        if preset is None:
             raise ValueError(f"preset must be one of {', '.join(PRESETS)}, not {self.preset!r}")
         if isinstance(self.command, str):
             self.command = [self.command]
         if not self.command:
-            if self.preset not in DEFAULT_PROGRAMS:
+            if not preset.default_program:
                 raise ValueError(f"the {self.preset} preset needs a command")
-            self.command = list(DEFAULT_PROGRAMS[self.preset])
+            self.command = list(preset.default_program)
         self.command = _string_list(self.command, "command")
         self.extra_args = _string_list(self.extra_args, "extra_args")
         self.allowed_tools = _string_list(self.allowed_tools, "allowed_tools")
         self.disallowed_tools = _string_list(self.disallowed_tools, "disallowed_tools")
-        for key in CLAUDE_ONLY:
-            if getattr(self, key) not in (None, []) and self.preset != "claude-code":
-                raise ValueError(f"{key} is a claude-code setting, not one for {self.preset}")
-        for key in CODEX_ONLY:
-            if getattr(self, key) not in (None, False) and self.preset != "codex":
-                raise ValueError(f"{key} is a codex setting, not one for {self.preset}")
+        for other in PRESETS.values():
+            for key in other.own_settings:
+                if other is not preset and getattr(self, key) not in other.unset:
+                    raise ValueError(f"{key} is a {other.name} setting, not one for {self.preset}")
         if self.max_turns is not None and (
             isinstance(self.max_turns, bool)
             or not isinstance(self.max_turns, int)
@@ -235,14 +139,18 @@ class CommandAgent:
             raise ValueError("skip_git_repo_check must be true or false")
 
     @property
+    def _preset(self) -> Preset:
+        return PRESETS[self.preset]
+
+    @property
     def native_structured_output(self) -> bool:
         """Claude Code (``--json-schema``) and Codex (``--output-schema``) take the schema."""
-        return self.preset in ("claude-code", "codex")
+        return self._preset.takes_schema_and_tools
 
     @property
     def supports_tools(self) -> bool:
         """Claude Code and Codex take the memory tools over MCP; other programs cannot."""
-        return self.preset in ("claude-code", "codex")
+        return self._preset.takes_schema_and_tools
 
     # -- the command line ------------------------------------------------------------------
 
@@ -250,37 +158,7 @@ class CommandAgent:
         """The command line of one invocation for this request."""
         options = mcp_options(request.tools) if self.supports_tools else None
         server = mcp_argv(options, request.attempt) if options is not None else None
-        if self.preset == "claude-code":
-            settings = ClaudeSettings(
-                self.model,
-                self.max_turns,
-                self.permission_mode,
-                self.allowed_tools,
-                self.disallowed_tools,
-                self.extra_args,
-            )
-            return claude_argv(
-                self.command,
-                settings,
-                schema=request.output_schema,
-                resume_session=request.resume_session if request.repair else None,
-                mcp_config=claude_mcp_config(server) if server else None,
-                mcp_tools=CLAUDE_TOOL_NAMES if server else (),
-            )
-        if self.preset == "codex":
-            schema_file = None
-            if request.output_schema is not None and folder is not None:
-                schema_file = folder / SCHEMA_FILE
-                schema = strict_schema(request.output_schema) or request.output_schema
-                schema_file.write_text(json.dumps(schema, indent=2), encoding="utf-8")
-                os.chmod(schema_file, 0o600)
-            settings_codex = CodexSettings(
-                self.model, self.sandbox, self.skip_git_repo_check, self.extra_args
-            )
-            return codex_argv(
-                self.command, settings_codex, schema_file=schema_file, mcp_command=server or ()
-            )
-        return [*self.command, *self.extra_args]
+        return self._preset.argv(self, Invocation(request, folder, server))
 
     # -- running ---------------------------------------------------------------------------
 
@@ -316,10 +194,11 @@ class CommandAgent:
             raise AgentError(
                 f"could not start {argv[0]!r}: {error.strerror or error}", retryable=False
             ) from error
-        reader = _OutputReader(self, request)
+        reader = self._preset.reader(self, request)
+        lines = _Lines(reader, request)
         stderr = TailBuffer()
         try:
-            await self._communicate(process, request, reader, stderr)
+            await self._communicate(process, request, lines, stderr)
         except BaseException:
             await self._kill_group(process)
             with contextlib.suppress(Exception):
@@ -327,9 +206,9 @@ class CommandAgent:
                     await asyncio.shield(request.on_call(call))
             raise
         assert process.returncode is not None
-        outcome = reader.finish(process.returncode, stderr.last_lines())
-        if reader.long_lines:
-            outcome.details["unparsed_long_lines"] = reader.long_lines
+        outcome = reader.finish(process.returncode, stderr.last_lines(), request.clock.now_ms())
+        if lines.long_lines:
+            outcome.details["unparsed_long_lines"] = lines.long_lines
         invocation.update(outcome.details)
         invocation["exit_status"] = process.returncode
         for call in outcome.calls:
@@ -344,7 +223,7 @@ class CommandAgent:
         self,
         process: asyncio.subprocess.Process,
         request: AgentRequest,
-        reader: _OutputReader,
+        lines: _Lines,
         stderr: TailBuffer,
     ) -> None:
         assert process.stdin and process.stdout and process.stderr
@@ -364,11 +243,11 @@ class CommandAgent:
             with _append(stream_path) as log:
                 while chunk := await process.stdout.read(READ_CHUNK):
                     log.write(chunk)
-                    reader.raw_text(chunk)
+                    lines.reader.take_chunk(chunk)
                     for line in splitter.feed(chunk):
-                        await reader.line(line.text, line.truncated)
+                        await lines.line(line.text, line.truncated)
                 for line in splitter.finish():
-                    await reader.line(line.text, line.truncated)
+                    await lines.line(line.text, line.truncated)
 
         async def pump_err() -> None:
             assert process.stderr

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.agents.tools import AgentTool
+from engine.agents.agent_tool import AgentTool
 
 SERVER_NAME = "tether"
 TOOL_NAMES = ("remember", "recall")

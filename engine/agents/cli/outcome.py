@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.agents.base import AgentError, AgentResult, ModelCall
+from engine.agents.agent import AgentError, AgentResult, ModelCall
 
 
 @dataclass
