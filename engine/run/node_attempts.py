@@ -121,6 +121,7 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
         )
     return output
 
+
 async def _render(execution: RunExecution, unit: Unit, ctx: TaskContext) -> str:
     """The task prompt of ``unit``; a prompt that raises or renders empty fails the node."""
     try:

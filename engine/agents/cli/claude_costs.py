@@ -113,7 +113,6 @@ def unrecorded_calls(messages: dict[str, Message]) -> list[ModelCall]:
     return calls
 
 
-
 @dataclass
 class _Group:
     """Calls that one authoritative total (one model, or the whole session) covers: those
@@ -158,7 +157,6 @@ def _groups(
     return [_Group(main, total, cost, calls, recorded)]
 
 
-
 def _group_of(groups: dict[str, _Group], model: str | None, notes: list[str]) -> _Group:
     group = groups.get(model or "")
     if group is None:
@@ -167,7 +165,6 @@ def _group_of(groups: dict[str, _Group], model: str | None, notes: list[str]) ->
             notes.append(f"model {model} is not in modelUsage; priced by table")
         group = groups.setdefault(key, _Group(model, None, None))
     return group
-
 
 
 def _reconciled(
@@ -235,7 +232,6 @@ def _reconciled(
     return priced
 
 
-
 def reconcile(
     messages: dict[str, Message],
     init_model: str | None,
@@ -271,7 +267,6 @@ def reconcile(
             )
         )
     return calls
-
 
 
 def _with_cost(
