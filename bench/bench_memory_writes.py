@@ -197,7 +197,7 @@ def _row(what: str, rows: int, tether_s: float, raw_s: float) -> dict[str, Any]:
 
 
 def machine() -> dict[str, Any]:
-    """The machine facts the README quotes next to the figures."""
+    """The machine facts docs/benchmarks/ quotes next to the figures."""
     import os
 
     return {

@@ -195,7 +195,9 @@ async def workspace_for(notes: list[dict[str, Any]], encoder: Any) -> tuple[Path
 async def main(rounds: int, sweep: bool) -> None:
     encoder = load_encoder()
     if encoder is None:
-        raise SystemExit("the semantic extra and model weights are needed (see the README)")
+        raise SystemExit(
+            "the semantic extra and model weights are needed (see docs/memory-in-workflows.md)"
+        )
     notes, questions = load_dev()
     load_before = os.getloadavg()
     folder, imported, embed_s = await workspace_for(notes, encoder)
@@ -213,7 +215,7 @@ async def main(rounds: int, sweep: bool) -> None:
         "hybrid (default: score fusion)": HybridRecallBackend(db, encoder),
         "hybrid (RRF)": HybridRecallBackend(db, encoder, fusion="rrf", weights=(1.0, 1.0)),
     }
-    if sweep:  # fusion and weights compared on the dev set (README design notes)
+    if sweep:  # fusion and weights compared on the dev set (docs/design-notes.md)
         backends = {
             f"rrf k={k} keyword {kw}": HybridRecallBackend(
                 db, encoder, fusion="rrf", weights=(kw, 1.0), rrf_k=k)

@@ -1,6 +1,6 @@
 """A workspace in PostgreSQL: the team backend behind the same :class:`store.backend.Database`.
 
-Driver: psycopg 3 with ``psycopg_pool`` (chosen by measurement; see the README's design notes).
+Driver: psycopg 3 with ``psycopg_pool`` (chosen by measurement; see docs/design-notes.md).
 The store's transaction callbacks are synchronous functions over a connection, shared with
 SQLite; here each one runs on a pooled connection in a worker thread, one thread hop per
 transaction, like aiosqlite's. Live tailing uses psycopg's async connection for

@@ -5,7 +5,7 @@ reading and tokenising every note of the bank again.
 Where: ``<workspace>/index/terms-<hash>.snap``, the hash a fixed-length digest of the bank's name
 (the folder 0700, files 0600). SQLite workspaces only: on PostgreSQL a note's number is handed
 out when it is inserted, not when it commits, so "every note up to number N" is not a fact a
-snapshot could record (see the README's design notes).
+snapshot could record (see docs/design-notes.md).
 
 A snapshot records what it reflects: every note of the bank up to the database's largest note
 rowid at the time (``rowid_mark``) and every liveness change up to a ``note_changes`` sequence

@@ -32,12 +32,12 @@ from store.workspace import Workspace
 from tui.actions.read_only import read_only
 from tui.commands import RunsProvider
 from tui.format import ago, literal
-from tui.screens.base import LiveScreen
-from tui.screens.handoffs import HandoffsScreen
-from tui.screens.memory import MemoryScreen
+from tui.screens.handoffs_view import HandoffsScreen
+from tui.screens.live_screen import LiveScreen
+from tui.screens.memory_view import MemoryScreen
 from tui.screens.run_detail import RunDetailScreen
-from tui.screens.runs import RunsScreen
-from tui.screens.tokens import TokensScreen
+from tui.screens.runs_view import RunsScreen
+from tui.screens.tokens_view import TokensScreen
 from tui.tailing import Batch, WorkspaceTailer
 
 TICK_S = 1.0
@@ -114,7 +114,6 @@ class TetherApp(App[None]):
         self.known_runs: dict[str, RunRow] = {}
         self.selected_run_id: str | None = None
         self.selected_node_id: str | None = None
-        self.selected_iteration: int | None = None
         self.token_scope = "workspace"
         self.history: list[str] = []
         """Views shown before the current one (escape goes back through them)."""
@@ -352,13 +351,10 @@ class TetherApp(App[None]):
         """Keep the runs last listed (for the command palette)."""
         self.known_runs = {run.run_id: run for run in runs}
 
-    def select(
-        self, *, run_id: str, node_id: str | None = None, iteration: int | None = None
-    ) -> None:
+    def select(self, *, run_id: str, node_id: str | None = None) -> None:
         """Record the run (and node) the user is looking at; the Tokens view follows it."""
         if run_id != self.selected_run_id or node_id is not None:
             self.selected_node_id = node_id
-            self.selected_iteration = iteration
         self.selected_run_id = run_id
 
     def open_run(self, run_id: str) -> None:

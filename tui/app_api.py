@@ -31,7 +31,6 @@ class DashboardApp(Protocol):
     known_runs: dict[str, RunRow]
     selected_run_id: str | None
     selected_node_id: str | None
-    selected_iteration: int | None
     token_scope: str
 
     @property
@@ -44,9 +43,7 @@ class DashboardApp(Protocol):
     def status_text(self) -> Text:
         """The status line's text."""
 
-    def select(
-        self, *, run_id: str, node_id: str | None = None, iteration: int | None = None
-    ) -> None:
+    def select(self, *, run_id: str, node_id: str | None = None) -> None:
         """Record the run (and node) the user is looking at."""
 
     def remember_runs(self, runs: Iterable[RunRow]) -> None:

@@ -127,9 +127,6 @@ class RunGraph:
 
     columns: list[list[GraphBox]] = field(default_factory=list)
 
-    def boxes(self) -> list[GraphBox]:
-        return [box for column in self.columns for box in column]
-
     def position_of(self, row_key: str) -> tuple[int, int] | None:
         """(column, row) of the box holding the node iteration ``row_key``."""
         for x, column in enumerate(self.columns):

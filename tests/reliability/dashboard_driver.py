@@ -32,8 +32,8 @@ from tui.app import TetherApp
 from tui.modals import ConfirmDialog, NewFactForm
 from tui.modals.launch import LaunchRunDialog
 from tui.run_control import host_for
-from tui.screens.memory import MemoryScreen
-from tui.screens.runs import RunsScreen
+from tui.screens.memory_view import MemoryScreen
+from tui.screens.runs_view import RunsScreen
 from tui.widgets.status import StatusLine
 
 EVENT_NUMBER = re.compile(r"event #(\d+)")

@@ -81,12 +81,3 @@ def test_tui_has_no_import_circles() -> None:
 
 def test_engine_has_no_import_circles() -> None:
     assert circles(import_map("engine")) == []
-
-
-def test_no_engine_module_is_longer_than_500_lines() -> None:
-    long = {
-        str(path.relative_to(ROOT)): lines
-        for path in (ROOT / "engine").rglob("*.py")
-        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 500
-    }
-    assert long == {}

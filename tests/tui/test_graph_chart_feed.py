@@ -153,6 +153,7 @@ def test_plural():
 def test_a_box_without_calls_says_why():
     cached = NodeRow("r", "plan", 0, "finished", attempts=0, cached=1)
     graph = build_graph([cached, node("draft", "running"), node("check", "skipped")])
-    said = {box.key: box_lines(box)[1].plain for box in graph.boxes()}
+    said = {box.key: box_lines(box)[1].plain
+            for column in graph.columns for box in column}
     assert said == {"plan": "output from cache", "draft": "no calls yet",
                     "check": "no model calls"}

@@ -31,8 +31,9 @@ from tui.app import TetherApp
 from tui.modals import ConfirmDialog, FactEditor, LaunchRunDialog, ReasonDialog
 from tui.modals.confirm import DialogBox
 from tui.screens.help import HelpScreen
-from tui.screens.memory import MemoryScreen, NoteReviewScreen
 from tui.screens.memory_render import fact_row_key, note_row_key
+from tui.screens.memory_view import MemoryScreen
+from tui.screens.note_review import NoteReviewScreen
 from tui.screens.run_detail import RunDetailScreen
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.run_chart import RunChart

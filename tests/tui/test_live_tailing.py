@@ -12,7 +12,7 @@ from store.database import Database
 from store.runs import RunStore
 from store.workspace import Workspace
 from tui.app import TetherApp
-from tui.screens.runs import RunsScreen
+from tui.screens.runs_view import RunsScreen
 from tui.tailing import FileTail, WorkspaceTailer
 from tui.widgets.keyed_table import KeyedTable
 

@@ -9,11 +9,11 @@ from test_views import settle
 from store.clock import ManualClock
 from store.database import Database
 from store.runs import RunStore
-from tui.screens.handoffs import HandoffsScreen
+from tui.screens.handoffs_view import HandoffsScreen
 from tui.screens.help import HelpScreen
 from tui.screens.run_detail import RunDetailScreen
-from tui.screens.runs import RunsScreen
-from tui.screens.tokens import TokensScreen
+from tui.screens.runs_view import RunsScreen
+from tui.screens.tokens_view import TokensScreen
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.workflow_graph import WorkflowGraph
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from store.workspace import Workspace
-from tui.browser import Step, chromium_path, drive, served
+from tools.browser import Step, chromium_path, drive, served
 from tui.serve import announcement, is_loopback, url_for
 
 pytestmark = pytest.mark.browser

@@ -149,7 +149,7 @@ def test_demo_prints_its_workspace_on_start_and_on_quit(tmp_path: Path) -> None:
 
 def test_warning_sign_only_for_degraded_recall() -> None:
     from store.dashboard import MemoryBlockRow, MemorySummary
-    from tui.screens.run_detail import memory_block_text, memory_cell
+    from tui.screens.run_detail_render import memory_block_text, memory_cell
 
     empty_bank = "no block: nothing in workflow:review matched the query"
     assert memory_cell(MemorySummary("n", 0, warning=empty_bank)).plain == "no matches"

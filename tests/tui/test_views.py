@@ -14,11 +14,11 @@ from store.runs import RunStore
 from store.workspace import Workspace
 from tests.tui_actions.pilot_support import choose_in_palette, until
 from tui.app import TetherApp
-from tui.screens.handoffs import HandoffsScreen
+from tui.screens.handoffs_view import HandoffsScreen
 from tui.screens.help import HelpScreen
 from tui.screens.run_detail import RunDetailScreen
-from tui.screens.runs import RunsScreen
-from tui.screens.tokens import TokensScreen
+from tui.screens.runs_view import RunsScreen
+from tui.screens.tokens_view import TokensScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.log_view import FollowLog
@@ -164,7 +164,7 @@ async def test_tokens_view_histogram_scopes_usage_and_largest_calls(make_app):
         text = screen_text(app)
         assert "fresh input" in text and "cache read" in text and "reasoning" in text
 
-        app.select(run_id="run-review-1", node_id="review-b", iteration=0)
+        app.select(run_id="run-review-1", node_id="review-b")
         await pilot.press("s")
         await pilot.pause(0.2)
         assert screen.scope() == ("run", "run-review-1", None)

@@ -9,6 +9,7 @@ from textual.app import App
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static, TextArea
 
+from store.ttl import format_ttl, parse_ttl
 from tui.modals import (
     ConfirmDialog,
     FactEdit,
@@ -20,7 +21,7 @@ from tui.modals import (
     WorkflowChoice,
     reject_note_dialog,
 )
-from tui.modals.validation import format_ttl, json_problem, parse_ttl
+from tui.modals.validation import json_problem
 
 
 class Host(App[None]):

@@ -28,8 +28,9 @@ from tests.tui_actions.pilot_support import (
 )
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, FactEditor, LaunchRunDialog, NewFactForm, ReasonDialog
-from tui.screens.memory import MemoryScreen, NoteReviewScreen
 from tui.screens.memory_render import fact_row_key, namespace_row_key, note_row_key
+from tui.screens.memory_view import MemoryScreen
+from tui.screens.note_review import NoteReviewScreen
 
 SIZE = (150, 42)
 MakeApp = Callable[[], TetherApp]

@@ -23,7 +23,7 @@ from tests.tui_actions.pilot_support import press_for, until
 from tui.app import TetherApp
 from tui.modals import LaunchRunDialog
 from tui.run_control import EXAMPLES_DIR
-from tui.screens.runs import RunsScreen
+from tui.screens.runs_view import RunsScreen
 
 pytestmark = pytest.mark.postgresql
 

@@ -27,7 +27,7 @@ from tui.actions.run_actions import allowed_run_actions
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, LaunchRunDialog, ReasonDialog
 from tui.run_control import EXAMPLES_DIR, host_for, placeholder_input, workflow_files
-from tui.screens.runs import RunsScreen
+from tui.screens.runs_view import RunsScreen
 from tui.widgets.keyed_table import KeyedTable
 
 SIZE = (150, 40)

@@ -27,7 +27,7 @@ from tui.format import one_line
 from tui.modals import ConfirmDialog, LaunchRunDialog, WorkflowChoice, clear_run_dialog
 from tui.modals.confirm import named_targets
 from tui.run_control import EngineHost, KnownWorkflow, host_for
-from tui.screens.base import LiveScreen
+from tui.screens.live_screen import LiveScreen
 
 TERMINAL = ("finished", "failed", "cancelled", "handed-off")
 
@@ -313,7 +313,7 @@ async def _launch_from_anywhere(app: Any) -> None:
 
 
 async def _review_from_anywhere(app: Any) -> None:
-    from tui.screens.memory import MemoryScreen
+    from tui.screens.memory_view import MemoryScreen
 
     await app.action_show_view("memory")
     screen = app.live_screen()

@@ -9,7 +9,7 @@ imported only by the commands that need them (:func:`run_async`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from functools import wraps
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -169,10 +169,3 @@ def run_direct(coro_fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
             direct_command_finished = True
 
     return wrapper
-
-
-async def maybe_await(value: T | Awaitable[T]) -> T:
-    """Await ``value`` when it is awaitable."""
-    if isinstance(value, Awaitable):
-        return await value
-    return value

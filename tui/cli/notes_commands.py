@@ -27,6 +27,7 @@ from store.notes import (
 from store.schema import NOTE_STATUSES
 from store.search_policy import MODE_ALL_WORDS, MODE_ANY_WORD, query_terms
 from store.sql.paging import MORE_COUNT_CAP
+from tui.cli.arguments import read_text_argument
 from tui.cli.common import (
     limit_option,
     listing_format_option,
@@ -35,14 +36,9 @@ from tui.cli.common import (
     workspace_from,
     workspace_option,
 )
+from tui.cli.database_access import open_store, reading_store
 from tui.cli.hot_commands import notes_add
-from tui.cli.memory_commands import (
-    one_line,
-    open_store,
-    read_text_argument,
-    reading_store,
-    styled,
-)
+from tui.cli.memory_commands import one_line, styled
 from tui.cli.output import Page, more_line, page_of, print_listing
 from tui.plain import ago
 

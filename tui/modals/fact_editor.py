@@ -21,9 +21,10 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 from store.errors import InvalidInputError
 from store.facts import parse_value_json, validate_key, validate_ttl
 from store.namespaces import validate_namespace
+from store.ttl import format_ttl, parse_ttl
 from tui.format import pretty_json
 from tui.modals.confirm import Dialog, DialogBox
-from tui.modals.validation import format_ttl, parse_json, parse_ttl
+from tui.modals.validation import parse_json
 
 AddressCheck = Callable[[str, str], str | None]
 """Returns why a (namespace, key) pair is invalid, or None when it is fine."""
@@ -164,11 +165,6 @@ class FactEditor(Dialog[FactEdit | None]):
         self.query_one("#fact-save", Button).disabled = bool(self._problems)
         self.query_one("#dialog-box").set_class(bool(self._problems), "-invalid")
         self.refresh_bindings()
-
-    @property
-    def is_valid(self) -> bool:
-        """True when everything parses and Save would store it."""
-        return not self._problems
 
     @on(TextArea.Changed, "#fact-value")
     def _value_changed(self) -> None:

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from store.json_text import JsonTextError, parse_json_text
-from store.ttl import format_ttl, parse_ttl
 
-__all__ = ["JsonProblem", "format_ttl", "json_problem", "parse_json", "parse_ttl"]
+__all__ = ["JsonProblem", "json_problem", "parse_json"]
 
 
 @dataclass(frozen=True)

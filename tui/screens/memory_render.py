@@ -25,7 +25,6 @@ Cells = Sequence[Text]
 ROW_SEP = "\x1f"
 """Separates the parts of a row key (a unit separator never appears in validated text)."""
 
-NOTE_STATUS_ORDER = {"pending": 0, "accepted": 1, "rejected": 2}
 NOTE_STYLES = {
     "pending": "bold yellow",
     "accepted": "green",

@@ -1,6 +1,6 @@
 """Driving ``tether serve`` in a real headless Chromium (Debian's ``chromium``, never a
 downloaded browser) with Playwright: used by the browser test and by ``python -m
-tui.screenshots`` for the browser screenshot.
+tools.screenshots`` for the browser screenshot.
 
 The page draws the terminal on a canvas, so the text is read where the browser gets it: the
 websocket frames carrying the dashboard's terminal output, with escape sequences removed.

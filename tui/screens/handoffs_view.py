@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Static
 
 from store.dashboard import HandoffChain, HandoffRow
 from tui.format import literal, one_line, plural, tokens
-from tui.screens.base import LiveScreen
+from tui.screens.live_screen import LiveScreen
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable

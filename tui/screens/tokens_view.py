@@ -24,7 +24,7 @@ from store.buckets import BUCKET_LABELS
 from store.dashboard import BucketUsage, CallRow, sum_usage
 from store.run_records import TokenUsage
 from tui.format import call_cost, cost, one_line, percent, plural, row_cost, tokens
-from tui.screens.base import LiveScreen
+from tui.screens.live_screen import LiveScreen
 from tui.tailing import Batch
 from tui.widgets.cached_plot import CachedPlot
 from tui.widgets.filter_bar import matches

@@ -1,6 +1,6 @@
-"""Regenerate the README's screenshots from a live demo workspace.
+"""Regenerate the screenshots the README and docs/ show, from a live demo workspace.
 
-    python -m tui.screenshots            # writes screenshots/*.svg (and *.png with rsvg-convert)
+    python -m tools.screenshots            # writes screenshots/*.svg (and *.png with rsvg-convert)
 
 It creates a fresh demo workspace in a temporary folder, runs the demo workflows in the
 embedded engine (faster than the interactive demo), and saves an SVG of each view while the
@@ -29,7 +29,7 @@ from store.workspace import Workspace
 from tui import demo
 from tui.app import TetherApp
 from tui.screens.run_detail import RunDetailScreen
-from tui.screens.runs import RunsScreen
+from tui.screens.runs_view import RunsScreen
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.run_chart import RunChart
 
@@ -160,7 +160,7 @@ def _detail_ready(app: TetherApp) -> Callable[[], Awaitable[bool]]:
 
 async def browser_screenshot(workspace: Workspace, out: Path) -> Path | None:
     """``browser.png``: the dashboard served by ``tether serve`` in headless Chromium."""
-    from tui.browser import Step, chromium_path, drive, served
+    from tools.browser import Step, chromium_path, drive, served
 
     try:
         import playwright  # noqa: F401
@@ -179,8 +179,8 @@ async def browser_screenshot(workspace: Workspace, out: Path) -> Path | None:
 
 async def _show_proposal(app: TetherApp, pilot: Pilot[None]) -> None:
     """Put the Memory view's cursor on the demo's pending proposal that supersedes two notes."""
-    from tui.screens.memory import MemoryScreen
     from tui.screens.memory_render import note_row_key
+    from tui.screens.memory_view import MemoryScreen
 
     screen = app.screen
     if isinstance(screen, MemoryScreen):
@@ -203,7 +203,7 @@ def to_png(paths: list[Path]) -> list[Path]:
 
 
 def main() -> None:
-    """Command-line entry: ``python -m tui.screenshots [--out DIR] [--png]``."""
+    """Command-line entry: ``python -m tools.screenshots [--out DIR] [--png]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="screenshots", help="folder for the SVGs")
     parser.add_argument("--png", action="store_true", help="also write PNGs (rsvg-convert)")
