@@ -77,8 +77,8 @@ FIRST_RECALL = """
 import asyncio, json, sys, time
 from pathlib import Path
 from engine.memory.block import build_block
-from engine.memory.items import RecallRequest
-from engine.memory.recall import KeywordRecallBackend
+from engine.memory.recall_items import RecallRequest
+from engine.memory.keyword_recall import KeywordRecallBackend
 from store.db.seam import Database
 from store.db.backends import open_database, open_readonly
 from store.workspace.layout import Workspace
@@ -246,8 +246,8 @@ async def first_recall(count: int, rounds: int) -> dict[str, Any]:
     cold, out = run(command)  # builds the bank and saves its snapshot
     cold_ms = json.loads(out)["ms"]
     db = await open_database(Workspace(folder), create=False)
-    from engine.memory.items import RecallRequest
-    from engine.memory.recall import KeywordRecallBackend
+    from engine.memory.keyword_recall import KeywordRecallBackend
+    from engine.memory.recall_items import RecallRequest
 
     warm = await KeywordRecallBackend(db).recall(RecallRequest((bench_recall.BANK,), query))
     await db.close()

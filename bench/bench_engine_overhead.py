@@ -79,11 +79,11 @@ def rss_bytes() -> int:
 async def run_tether(
     shape: str, n: int, durability: str, *, trace_heap: bool = False
 ) -> dict[str, Any]:
-    from engine.agents.base import AgentRequest, AgentResult, ModelCall
-    from engine.config import EngineConfig
-    from engine.context import TaskContext
-    from engine.setup import open_engine
-    from engine.workflow import Workflow
+    from engine.agents.agent import AgentRequest, AgentResult, ModelCall
+    from engine.run.engine_config import EngineConfig
+    from engine.run.wiring import open_engine
+    from engine.workflow.context import TaskContext
+    from engine.workflow.definition import Workflow
     from store.db.sqlite.sqlite_database import SqliteDatabase
     from store.model.token_lanes import TokenUsage
     from store.workspace.layout import Workspace

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from textual.widgets import TabbedContent
 
-from engine.artifacts import stream_log_path
+from engine.artifact_files import stream_log_path
 from store.db.backends import open_database
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace

@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pg_support import machine, scratch_schema, write_results  # noqa: E402
 
-from engine.agents.base import AgentRequest, AgentResult, ModelCall  # noqa: E402
-from engine.config import EngineConfig  # noqa: E402
-from engine.scheduler import Engine  # noqa: E402
-from engine.workflow import Workflow  # noqa: E402
+from engine.agents.agent import AgentRequest, AgentResult, ModelCall  # noqa: E402
+from engine.run.engine import Engine  # noqa: E402
+from engine.run.engine_config import EngineConfig  # noqa: E402
+from engine.workflow.definition import Workflow  # noqa: E402
 from store.db.backends import open_database  # noqa: E402
 from store.model.token_lanes import TokenUsage  # noqa: E402
 from store.workspace.layout import Workspace  # noqa: E402

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pg_support import machine, percentile, server_url, write_results  # noqa: E402
 
-from engine.memory.items import RecallRequest  # noqa: E402
-from engine.memory.recall import LocalRecallBackend  # noqa: E402
+from engine.memory.keyword_recall import KeywordRecallBackend  # noqa: E402
+from engine.memory.recall_items import RecallRequest  # noqa: E402
 from store.db.backends import open_database  # noqa: E402
 from store.db.seam import Database  # noqa: E402
 from store.memory.memory_store import MemoryStore  # noqa: E402
@@ -159,7 +159,7 @@ async def measure(count: int, repeat: int, fresh: bool) -> list[dict[str, Any]]:
 
 
 def _recall(db: Database, query: str) -> Any:
-    backend = LocalRecallBackend(db)
+    backend = KeywordRecallBackend(db)
 
     async def call() -> list[str]:
         found = await backend.recall(RecallRequest((BANKS[3],), query, limit=10))

@@ -37,8 +37,7 @@ from store.workspace.layout import DATABASE_URL_ENV_VAR, Workspace  # noqa: E402
 
 WORKFLOW = '''
 from pydantic import BaseModel
-from engine.agents.simulated import SimulatedAgent
-from engine.workflow import Workflow
+from engine import SimulatedAgent, Workflow
 
 class Out(BaseModel):
     text: str

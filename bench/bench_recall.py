@@ -43,9 +43,9 @@ from bench_memory_writes import machine
 
 from engine.memory.block import build_block
 from engine.memory.encoder import DIM, MODEL_ID, load_encoder
-from engine.memory.items import RecallItem, RecallRequest
-from engine.memory.recall import KeywordRecallBackend
-from engine.memory.semantic import HybridRecallBackend
+from engine.memory.keyword_recall import KeywordRecallBackend
+from engine.memory.recall_items import RecallItem, RecallRequest
+from engine.memory.semantic_recall import HybridRecallBackend
 from store.clock import SYSTEM_CLOCK
 from store.db.backends import open_database
 from store.db.sqlite.sqlite_schema import SCHEMA_VERSION

@@ -45,13 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_memory_writes import machine
 
 from engine.memory.encoder import load_encoder
-from engine.memory.items import RecallRequest
-from engine.memory.recall import KeywordRecallBackend, RecallBackend
-from engine.memory.semantic import (
-    Embedder,
-    HybridRecallBackend,
-    SemanticRecallBackend,
-)
+from engine.memory.keyword_recall import KeywordRecallBackend, RecallBackend
+from engine.memory.recall_items import RecallRequest
+from engine.memory.semantic_recall import Embedder, HybridRecallBackend, SemanticRecallBackend
 from store.db.backends import open_database
 from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
 from store.memory.memory_store import MemoryStore

@@ -124,7 +124,7 @@ def ceiling_of(value: Any) -> Ceiling | None:
 
 
 class CeilingGuard:
-    """The dispatch guard installed by ``engine.setup``: reads the run's clear request and
+    """The dispatch guard installed by ``engine.run.wiring``: reads the run's clear request and
     token totals at every dispatch (one narrow query), so a person's clear and the usage of the
     attempt that just ended both take effect at the very next dispatch, not at the scheduler's
     next poll; then applies the ceiling."""

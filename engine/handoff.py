@@ -283,7 +283,7 @@ def workflow_distiller(path: str | None) -> Distiller | None:
     """The run's workflow's own distiller when its file still loads, else None (the default)."""
     if not path:
         return None
-    from engine.loader import load_workflow
+    from engine.workflow.loader import load_workflow
 
     try:
         return distiller_of(load_workflow(path))

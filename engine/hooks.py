@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from engine.agents.tools import AgentTool
+from engine.agents.agent_tool import AgentTool
 from store.model.run_records import RunRecord
 
 DispatchAction = Literal["run", "warn", "skip", "fail", "handoff"]

@@ -48,11 +48,6 @@ def validate_output(model: type[BaseModel], value: Any) -> BaseModel:
         ) from error
 
 
-def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema of an output model."""
-    return model.model_json_schema()
-
-
 def to_jsonable(value: Any) -> Any:
     """A typed output as plain JSON data (models dumped, lists and dicts walked)."""
     if isinstance(value, BaseModel):

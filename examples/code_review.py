@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from engine.context import TaskContext
-from engine.memory.config import MemoryConfig
-from engine.workflow import Workflow
+from engine import MemoryConfig, TaskContext, Workflow
 
 
 class Change(BaseModel):

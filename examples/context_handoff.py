@@ -19,9 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine.ceiling import Ceiling
-from engine.handoff import DistillInput, default_distill
-from engine.workflow import Workflow
+from engine import Ceiling, DistillInput, Workflow, default_distill
 
 MAX_CONTEXT_TOKENS = 60_000
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from engine.context import TaskContext
-from engine.workflow import Backoff, CachePolicy, Workflow
+from engine import Backoff, CachePolicy, TaskContext, Workflow
 
 
 class ReviewInput(BaseModel):

@@ -19,8 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine.memory.config import MemoryConfig
-from engine.workflow import Workflow
+from engine import MemoryConfig, Workflow
 
 BANK = "incident-runbook"
 

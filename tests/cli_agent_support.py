@@ -8,11 +8,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from engine.agents.command import CommandAgent
-from engine.config import EngineConfig
-from engine.scheduler import Engine, RunOutcome
-from engine.setup import build_hooks
-from engine.workflow import Workflow
+from engine.agents.cli.command import CommandAgent
+from engine.run.engine import Engine
+from engine.run.engine_config import EngineConfig
+from engine.run.run_end import RunOutcome
+from engine.run.wiring import build_hooks
+from engine.workflow.definition import Workflow
 from store.db.seam import Database
 
 FAKE_CLI = Path(__file__).with_name("fake_agent_cli.py")

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.examples import EXAMPLES_DIR
-from engine.loader import load_workflow
-from engine.run_end import RunOutcome
-from engine.scheduler import Engine
-from engine.setup import open_engine
+from engine.run.engine import Engine
+from engine.run.run_end import RunOutcome
+from engine.run.wiring import open_engine
+from engine.workflow.loader import load_workflow
 from store.db.backends import open_database
 from store.db.seam import Database
 from store.errors import TetherError

@@ -25,11 +25,11 @@ from typing import Any
 
 from engine.examples import EXAMPLES_DIR
 from engine.handoff import ClearResult, clear_run
-from engine.loader import load_workflow
-from engine.run_end import RunOutcome
-from engine.scheduler import Engine
-from engine.setup import open_engine
-from engine.workflow import Workflow
+from engine.run.engine import Engine
+from engine.run.run_end import RunOutcome
+from engine.run.wiring import open_engine
+from engine.workflow.definition import Workflow
+from engine.workflow.loader import load_workflow
 from store.clock import SYSTEM_CLOCK, Clock
 from store.db.backends import open_database
 from store.db.seam import Database

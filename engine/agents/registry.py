@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.agents.base import Agent
+from engine.agents.agent import Agent
 from store.errors import InvalidInputError
 
 AGENT_TYPES = ("simulated", "command", "openai", "anthropic")
@@ -25,15 +25,15 @@ def build_agent(name: str, spec: Mapping[str, Any]) -> Agent:
 
             return SimulatedAgent(name=name, **options)
         if kind == "command":
-            from engine.agents.command import CommandAgent
+            from engine.agents.cli.command import CommandAgent
 
             return CommandAgent(name=name, **options)
         if kind == "openai":
-            from engine.agents.http import OpenAIAgent
+            from engine.agents.http.openai import OpenAIAgent
 
             return OpenAIAgent(name=name, **options)
         if kind == "anthropic":
-            from engine.agents.http import AnthropicAgent
+            from engine.agents.http.anthropic import AnthropicAgent
 
             return AnthropicAgent(name=name, **options)
     except TypeError as error:

@@ -22,7 +22,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from engine.agents.base import AgentError, AgentRequest, AgentResult, ModelCall, tool_by_name
+from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall, tool_by_name
 from engine.agents.fake_data import example_for, topics_from
 from store.model.token_lanes import TokenUsage
 

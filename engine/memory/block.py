@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.memory.items import RecallItem
+from engine.memory.recall_items import RecallItem
 
 ADVISORY_LINE = (
     "Background recalled from memory follows; treat it as advisory context to weigh, "
@@ -96,11 +96,6 @@ class MemoryBlock:
     def item_ids(self) -> tuple[str, ...]:
         """Ids of the items that made it into the block, in rank order."""
         return tuple(entry.item.id for entry in self.included)
-
-    @property
-    def omitted_ids(self) -> tuple[str, ...]:
-        """Ids of recalled items left out for lack of budget, in rank order."""
-        return tuple(item.id for item in self.omitted)
 
 
 PRIMERS_HEADING = "## Mental-model primers"

@@ -1,8 +1,8 @@
 """``tether mcp``: the memory tools as a Model Context Protocol server over stdio.
 
 Built on the official ``mcp`` Python SDK (the ``mcp`` extra). It serves exactly the engine's
-``remember`` and ``recall`` tools (:mod:`engine.memory.tools`): the same banks, tag scope, byte
-budget, pending proposals and supersession, and, when it was started for a node, the same
+``remember`` and ``recall`` tools (:mod:`engine.memory.memory_tools`): the same banks, tag scope,
+byte budget, pending proposals and supersession, and, when it was started for a node, the same
 provenance (run, node, iteration, attempt) on saved notes and ``memory.tool`` events. The
 command agent starts it for a Claude Code or Codex task with ``tools=True``; a person can add it
 to an interactive session (``claude mcp add tether -- tether mcp --bank BANK``), where notes it
@@ -19,10 +19,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.agents.tools import AgentTool
-from engine.memory.config import MemoryConfig
+from engine.agents.agent_tool import AgentTool
+from engine.memory.memory_config import MemoryConfig
+from engine.memory.memory_tools import build_memory_tools
 from engine.memory.runtime import MemoryRuntime
-from engine.memory.tools import build_memory_tools
 from store.db.backends import open_database
 from store.errors import InvalidInputError
 from store.workspace.layout import Workspace

@@ -18,15 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-from engine.agents.tools import AgentTool
+from engine.agents.agent_tool import AgentTool
 from engine.memory.block import (
     TRUNCATION_MARKER,
     MemoryBlock,
@@ -34,41 +32,29 @@ from engine.memory.block import (
     longest_prefix_within,
     utf8_len,
 )
-from engine.memory.config import MemoryConfig
-from engine.memory.items import RecallItem, RecallRequest, RecallResult
-from engine.memory.recall import RecallBackend
-from engine.memory.semantic import default_backend
-from engine.memory.tag_rules import recall_tag_groups, write_tags_for
+from engine.memory.keyword_recall import RecallBackend
+from engine.memory.memory_access import (
+    RECALL_LIMIT,
+    MemoryAccess,
+    recall_request,
+    recall_with_timeout,
+    timeout_from_env,
+)
+from engine.memory.memory_config import MemoryConfig
+from engine.memory.memory_tools import build_memory_tools
+from engine.memory.recall_items import RecallItem
+from engine.memory.semantic_recall import default_backend
+from engine.memory.tag_rules import write_tags_for
 from store.clock import Clock
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.model.history_records import MemoryBlockRecord
 from store.runs.run_store import RunStore
 
-TIMEOUT_ENV = "TETHER_MEMORY_TIMEOUT_MS"
-DEFAULT_TIMEOUT_MS = 2000
 RETAIN_MAX_BYTES = 4000
-RECALL_LIMIT = 16
 MAX_CACHED_BLOCKS = 4096
 
 Key = tuple[str, str, int]
-
-
-def timeout_from_env(environ: Mapping[str, str] | None = None) -> int:
-    """The recall timeout in ms: ``TETHER_MEMORY_TIMEOUT_MS`` if a positive integer, else 2000."""
-    raw = (os.environ if environ is None else environ).get(TIMEOUT_ENV, "")
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        return DEFAULT_TIMEOUT_MS
-    return value if value > 0 else DEFAULT_TIMEOUT_MS
-
-
-def recall_request(config: MemoryConfig, query: str, limit: int) -> RecallRequest:
-    """The recall request of a task: its banks, the query, and each bank's tag scope under the
-    bank-type rules (project banks: main plus the configured branch; user banks: none)."""
-    groups = {ns: recall_tag_groups(ns, config.tags) for ns in config.namespaces}
-    return RecallRequest(config.namespaces, query, config.tags, limit, groups)
 
 
 def output_as_data(output: Any) -> Any:
@@ -128,37 +114,6 @@ class PreparedBlock:
         )
 
 
-class RecallTimeout(Exception):
-    """Recall did not answer in time."""
-
-
-async def recall_with_timeout(
-    backend: RecallBackend, request: RecallRequest, timeout_ms: int
-) -> RecallResult:
-    """Ask ``backend`` under a timeout; a timeout or error becomes a degraded result.
-
-    The recall runs as its own task: on timeout it is cancelled and *not* awaited, so even a
-    backend that ignores cancellation cannot hold the task up.
-    """
-    task = asyncio.ensure_future(backend.recall(request))
-    done, _ = await asyncio.wait({task}, timeout=timeout_ms / 1000)
-    if not done:
-        task.cancel()
-        task.add_done_callback(_consume)
-        return RecallResult.failed(f"memory recall timed out after {timeout_ms} ms")
-    error = task.exception()
-    if error is not None:
-        return RecallResult.failed(
-            f"memory recall failed: {type(error).__name__}: {error}".rstrip(": ")
-        )
-    return task.result()
-
-
-def _consume(task: asyncio.Future[Any]) -> None:
-    with contextlib.suppress(BaseException):
-        task.exception()
-
-
 ITEM_TEXT_PREVIEW_CHARS = 500
 
 
@@ -176,7 +131,7 @@ def block_items_record(block: MemoryBlock) -> list[dict[str, Any]]:
     return included + omitted
 
 
-class MemoryRuntime:
+class MemoryRuntime(MemoryAccess):
     """Recall blocks, retention and memory tools for one workspace (see the module docstring)."""
 
     def __init__(
@@ -193,7 +148,7 @@ class MemoryRuntime:
         self.memory = memory_store or MemoryStore(db)
         self.clock = clock or db.clock
         self.timeout_ms = timeout_ms if timeout_ms is not None else timeout_from_env()
-        self.backend: RecallBackend = recall_backend or default_backend(db)
+        self.backend = recall_backend or default_backend(db)
         self.runs = RunStore(db)
         self.retain_max_bytes = retain_max_bytes
         self._blocks: dict[Key, PreparedBlock] = {}
@@ -448,14 +403,6 @@ class MemoryRuntime:
             with contextlib.suppress(Exception):
                 await drain()
 
-    def written(self) -> None:
-        """A note or fact was written: a semantic backend embeds it in the background (a
-        failure only leaves it to keyword recall until the next pass)."""
-        notify = getattr(self.backend, "written", None)
-        if notify is not None:
-            task = notify()
-            task.add_done_callback(_consume)
-
     # -- tools -------------------------------------------------------------------------------
 
     def tools_for(
@@ -464,27 +411,5 @@ class MemoryRuntime:
         """``remember`` and ``recall`` bound to this node iteration (empty when tools are off)."""
         if not config.tools:
             return []
-        from engine.memory.tools import build_memory_tools
-
         prompt = self._prompts.get((run_id, node_id, iteration), "")
         return build_memory_tools(self, run_id, node_id, iteration, config, prompt)
-
-    async def recall_for_tool(
-        self, config: MemoryConfig, namespaces: tuple[str, ...], query: str, tags: tuple[str, ...]
-    ) -> RecallResult:
-        """Recall for the ``recall`` tool: the configured tag scope (under the bank-type rules)
-        plus the tool's own tags, which only ever narrow it."""
-        combined = tuple(dict.fromkeys((*config.tags, *tags)))
-        groups = {ns: recall_tag_groups(ns, config.tags, tags) for ns in namespaces}
-        request = RecallRequest(namespaces, query, combined, RECALL_LIMIT, groups)
-        return await recall_with_timeout(self.backend, request, self.timeout_ms)
-
-
-__all__ = [
-    "DEFAULT_TIMEOUT_MS",
-    "MemoryRuntime",
-    "PreparedBlock",
-    "recall_with_timeout",
-    "retain_digest",
-    "timeout_from_env",
-]

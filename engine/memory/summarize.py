@@ -12,7 +12,7 @@ import tomllib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from engine.agents.base import Agent, AgentError, AgentRequest
+from engine.agents.agent import Agent, AgentError, AgentRequest
 from store.errors import InvalidInputError
 
 DEFAULT_SUMMARIZER_AGENT = "simulated"

@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from engine.memory.config import validate_tags
-from engine.memory.items import TagGroups
+from engine.memory.recall_items import TagGroups
+from engine.memory.tag_vocabulary import validate_tags
 from store.errors import InvalidInputError
 from store.memory.namespaces import parse_namespace
 

@@ -7,11 +7,7 @@ from typing import Any
 
 from store.db.seam import Connection
 from store.model.json_columns import dump_json
-from store.model.run_records import (
-    AttemptRecord,
-    NewEvent,
-    RunRequests,
-)
+from store.model.run_records import AttemptRecord, NewEvent, RunRequests
 from store.model.states import ATTEMPT_STATES
 from store.model.token_lanes import TokenUsage
 from store.runs import runs_sql as sql

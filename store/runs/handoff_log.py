@@ -7,10 +7,7 @@ from typing import Any
 from store.db.seam import Connection
 from store.model.history_records import HandoffRecord
 from store.model.json_columns import dump_json
-from store.model.run_records import (
-    NewEvent,
-    RunRecord,
-)
+from store.model.run_records import NewEvent, RunRecord
 from store.runs import runs_sql as sql
 from store.runs.event_log import insert_events
 from store.runs.run_log import RunLog

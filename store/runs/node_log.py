@@ -9,10 +9,7 @@ from store.db.seam import Connection
 from store.errors import NotFoundError
 from store.model.ids import validate_node_id, validate_run_id
 from store.model.json_columns import dump_json
-from store.model.run_records import (
-    NewEvent,
-    NodeRecord,
-)
+from store.model.run_records import NewEvent, NodeRecord
 from store.model.states import NODE_STATES
 from store.runs import runs_sql as sql
 from store.runs.event_log import EventLog, insert_events

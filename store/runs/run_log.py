@@ -10,11 +10,7 @@ from store.db.seam import Connection
 from store.errors import InvalidInputError, NotFoundError
 from store.model.ids import validate_run_id
 from store.model.json_columns import dump_json
-from store.model.run_records import (
-    STALE_AFTER_MS,
-    NewEvent,
-    RunRecord,
-)
+from store.model.run_records import STALE_AFTER_MS, NewEvent, RunRecord
 from store.model.states import RUN_STATUSES
 from store.runs import queue_sql
 from store.runs import runs_sql as sql

@@ -264,7 +264,7 @@ def test_a_cancelled_run_exits_3(tmp_path: Path) -> None:
     workflow = tmp_path / "slow.py"
     workflow.write_text(
         textwrap.dedent("""
-        from engine.workflow import Workflow
+        from engine import Workflow
         workflow = Workflow("slow", default_agent="sim", agents={
             "sim": {"type": "simulated", "latency_ms": 200}})
         previous = None

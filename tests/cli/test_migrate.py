@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from pg_support import fresh_schema
 
-from engine.loader import load_workflow
-from engine.setup import open_engine
+from engine.run.wiring import open_engine
+from engine.workflow.loader import load_workflow
 from store.clock import ManualClock
 from store.db.backends import open_database
 from store.db.postgres.pg_database import PostgresDatabase

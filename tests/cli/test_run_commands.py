@@ -94,7 +94,7 @@ def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     missing = tether(workspace, "run", str(tmp_path / "none.py"))
     assert missing.returncode == 2
     broken = tmp_path / "broken.py"
-    broken.write_text("from engine.workflow import Workflow\nworkflow = Workflow('x'\n")
+    broken.write_text("from engine import Workflow\nworkflow = Workflow('x'\n")
     syntax = tether(workspace, "run", str(broken))
     assert syntax.returncode == 2 and "syntax error at line" in syntax.stderr
     assert json.loads(tether(workspace, "runs", "--format", "json").stdout) == {
@@ -110,8 +110,7 @@ def test_failed_run_exits_3_resumes_and_shows_data_literally(tmp_path: Path) -> 
     workflow.write_text(
         textwrap.dedent(f"""
         from pathlib import Path
-        from engine.agents.base import AgentError, AgentResult
-        from engine.workflow import Workflow
+        from engine import AgentError, AgentResult, Workflow
 
         class Agent:
             name = "flaky"

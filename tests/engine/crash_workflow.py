@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from engine.agents.base import AgentRequest, AgentResult
+from engine.agents.agent import AgentRequest, AgentResult
 from engine.agents.simulated import SimulatedAgent
-from engine.workflow import Workflow
+from engine.workflow.definition import Workflow
 
 
 class Part(BaseModel):

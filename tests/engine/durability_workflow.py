@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 
-from engine.agents.base import AgentRequest, AgentResult, ModelCall
-from engine.workflow import Workflow
+from engine.agents.agent import AgentRequest, AgentResult, ModelCall
+from engine.workflow.definition import Workflow
 from store.model.token_lanes import TokenUsage
 
 

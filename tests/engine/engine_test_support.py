@@ -8,12 +8,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.agents.base import AgentError, AgentRequest, AgentResult, ModelCall
+from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall
 from engine.agents.fake_data import example_for
-from engine.config import EngineConfig
 from engine.hooks import EngineHooks
-from engine.scheduler import Engine, RunOutcome
-from engine.workflow import Workflow
+from engine.run.engine import Engine
+from engine.run.engine_config import EngineConfig
+from engine.run.run_end import RunOutcome
+from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.model.token_lanes import TokenUsage
 

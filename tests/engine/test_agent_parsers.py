@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.agents.base import AgentError
-from engine.agents.claude_code import ClaudeSession, ClaudeSettings, claude_argv
-from engine.agents.codex import CodexSession, CodexSettings, codex_argv
+from engine.agents.agent import AgentError
+from engine.agents.cli.claude_code import ClaudeSettings, claude_argv
+from engine.agents.cli.claude_session import ClaudeSession
+from engine.agents.cli.codex import CodexSession, CodexSettings, codex_argv
+from engine.agents.cli.lines import LineSplitter
 from engine.agents.failures import classify
-from engine.agents.http_retry import RetryPolicy, header_wait, retry_wait, should_retry
-from engine.agents.lines import LineSplitter
-from engine.agents.usage import MAX_TOKENS, bad_count
+from engine.agents.http.http_retry import RetryPolicy, header_wait, retry_wait, should_retry
+from engine.agents.reported_usage import MAX_TOKENS, bad_count
 from engine.pricing import PriceTable, parse_prices, split_cost
 from engine.structured import strict_schema
 from store.errors import InvalidInputError
@@ -39,7 +40,7 @@ def codex(name: str, returncode: int = 0) -> tuple[CodexSession, list, object]:
     calls = []
     for line in (FIXTURES / "codex" / name).read_text().splitlines():
         calls.extend(session.feed(line, 1000))
-    return session, calls, session.finish(returncode, "")
+    return session, calls, session.finish(returncode, "", 2000)
 
 
 # -- Claude Code -----------------------------------------------------------------------------

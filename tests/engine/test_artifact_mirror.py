@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from pg_support import fresh_schema
 
-from engine.artifact_mirror import ArtifactMirror
-from engine.artifacts import RunArtifacts, stream_log_path
-from engine.loader import load_workflow
-from engine.setup import open_engine
+from engine.artifact_files import RunArtifacts, stream_log_path
+from engine.run.artifact_mirror import ArtifactMirror
+from engine.run.wiring import open_engine
+from engine.workflow.loader import load_workflow
 from store.db.backends import open_database
 from store.db.postgres.pg_database import PostgresDatabase
 from store.errors import InvalidInputError

@@ -10,9 +10,9 @@ import sys
 import pytest
 from engine_test_support import ScriptedAgent, fail_first, run_workflow
 
-from engine.config import EngineConfig
-from engine.scheduler import Engine
-from engine.workflow import Workflow
+from engine.run.engine import Engine
+from engine.run.engine_config import EngineConfig
+from engine.workflow.definition import Workflow
 from store.clock import ManualClock
 from store.db.backends import open_database
 from store.db.seam import Database

@@ -22,7 +22,7 @@ from cli_agent_support import (
 )
 from pydantic import BaseModel
 
-from engine.artifacts import attempt_dir, stream_log_path
+from engine.artifact_files import attempt_dir, stream_log_path
 from store.db.seam import Database
 from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore
@@ -414,8 +414,8 @@ async def test_a_custom_agent_reporting_bogus_usage_fails_only_its_attempt(
 ) -> None:
     from engine_test_support import run_workflow
 
-    from engine.agents.base import AgentRequest, AgentResult, ModelCall
-    from engine.workflow import Workflow
+    from engine.agents.agent import AgentRequest, AgentResult, ModelCall
+    from engine.workflow.definition import Workflow
 
     class Bogus:
         name = "bogus"

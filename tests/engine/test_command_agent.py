@@ -12,9 +12,9 @@ from pathlib import Path
 from engine_test_support import run_workflow
 from pydantic import BaseModel
 
-from engine.agents.command import CommandAgent
-from engine.artifacts import stream_log_path
-from engine.workflow import Workflow
+from engine.agents.cli.command import CommandAgent
+from engine.artifact_files import stream_log_path
+from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore

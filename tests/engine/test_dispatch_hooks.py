@@ -7,10 +7,10 @@ import asyncio
 
 from engine_test_support import ScriptedAgent, run_workflow
 
-from engine.config import EngineConfig
 from engine.hooks import DispatchContext, DispatchDecision, EngineHooks
-from engine.scheduler import Engine
-from engine.workflow import Workflow
+from engine.run.engine import Engine
+from engine.run.engine_config import EngineConfig
+from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.runs.run_store import RunStore
 

@@ -13,14 +13,15 @@ import pytest
 from engine_test_support import run_workflow
 from pydantic import BaseModel
 
-from engine.agents.http import AnthropicAgent, OpenAIAgent
-from engine.agents.tools import AgentTool
-from engine.artifacts import attempt_dir, stream_log_path
-from engine.config import EngineConfig
+from engine.agents.agent_tool import AgentTool
+from engine.agents.http.anthropic import AnthropicAgent
+from engine.agents.http.openai import OpenAIAgent
+from engine.artifact_files import attempt_dir, stream_log_path
 from engine.hooks import EngineHooks
 from engine.pricing import Price
-from engine.scheduler import Engine
-from engine.workflow import Workflow
+from engine.run.engine import Engine
+from engine.run.engine_config import EngineConfig
+from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore
@@ -182,7 +183,7 @@ class RememberHook:
 
 
 def _wf(agent: Any) -> Workflow:
-    from engine.memory.config import MemoryConfig
+    from engine.memory.memory_config import MemoryConfig
 
     wf = Workflow("http", agents={"model": agent}, default_agent="model")
     wf.add_task(

@@ -8,9 +8,10 @@ import asyncio
 from engine_test_support import ScriptedAgent, fail_first, run_workflow
 from pydantic import BaseModel
 
-from engine.agents.base import AgentRequest
-from engine.artifacts import stream_log_path
-from engine.workflow import Backoff, Workflow
+from engine.agents.agent import AgentRequest
+from engine.artifact_files import stream_log_path
+from engine.workflow.definition import Workflow
+from engine.workflow.policies import Backoff
 from store.db.seam import Database
 from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore

@@ -14,14 +14,14 @@ import pytest
 from engine_test_support import run_workflow
 from pydantic import BaseModel, Field
 
-from engine.agents.base import AgentError, AgentRequest, ModelCall
+from engine.agents.agent import AgentError, AgentRequest, ModelCall
+from engine.agents.agent_tool import AgentTool
 from engine.agents.fake_data import example_for
 from engine.agents.registry import AgentRegistry
 from engine.agents.simulated import SimulatedAgent
-from engine.agents.tools import AgentTool
-from engine.config import load_config, parse_config
-from engine.scheduler import Engine
-from engine.workflow import Workflow
+from engine.run.engine import Engine
+from engine.run.engine_config import load_config, parse_config
+from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.runs.run_store import RunStore

@@ -6,10 +6,10 @@ from __future__ import annotations
 from engine_test_support import ScriptedAgent, run_workflow
 from pydantic import BaseModel
 
-from engine.agents.base import AgentRequest
-from engine.artifacts import RAW_OUTPUT, attempt_dir
+from engine.agents.agent import AgentRequest
+from engine.artifact_files import RAW_OUTPUT, attempt_dir
 from engine.prompting import ISOLATION_MARKER, assemble_prompt
-from engine.workflow import Workflow
+from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore

@@ -6,11 +6,12 @@ from __future__ import annotations
 from engine_test_support import ScriptedAgent, run_workflow
 from pydantic import BaseModel
 
-from engine.cache import cache_key, is_fresh
 from engine.hooks import EngineHooks
-from engine.memory.config import MemoryConfig
+from engine.memory.memory_config import MemoryConfig
 from engine.memory.runtime import MemoryRuntime
-from engine.workflow import CachePolicy, Workflow
+from engine.run.cache_key import cache_key, is_fresh
+from engine.workflow.definition import Workflow
+from engine.workflow.policies import CachePolicy
 from store.clock import ManualClock
 from store.db.seam import Database
 from store.runs.run_store import RunStore

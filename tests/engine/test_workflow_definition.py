@@ -6,7 +6,9 @@ import pytest
 from engine_test_support import ScriptedAgent, run_workflow
 from pydantic import BaseModel
 
-from engine.workflow import CachePolicy, Workflow, WorkflowDefinitionError
+from engine.workflow.definition import Workflow
+from engine.workflow.definition_error import WorkflowDefinitionError
+from engine.workflow.policies import CachePolicy
 from store.db.seam import Database
 from store.runs.run_store import RunStore
 

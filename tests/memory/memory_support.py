@@ -9,12 +9,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.agents.base import AgentError, AgentRequest, AgentResult, ModelCall
+from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall
 from engine.agents.fake_data import example_for
-from engine.config import EngineConfig
-from engine.memory.items import RecallRequest, RecallResult
-from engine.scheduler import Engine
-from engine.setup import build_hooks
+from engine.memory.recall_items import RecallRequest, RecallResult
+from engine.run.engine import Engine
+from engine.run.engine_config import EngineConfig
+from engine.run.wiring import build_hooks
 from store.db.seam import Database
 from store.model.token_lanes import TokenUsage
 

@@ -17,8 +17,8 @@ from pydantic import BaseModel
 
 from engine.ceiling import Ceiling, check_ceiling, counted_tokens
 from engine.handoff import MAX_CARRIED_BYTES, DistillInput, default_distill
-from engine.loader import load_workflow
-from engine.workflow import Workflow
+from engine.workflow.definition import Workflow
+from engine.workflow.loader import load_workflow
 from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.model.token_lanes import TokenUsage
@@ -172,7 +172,7 @@ async def test_tether_clear_hands_off_a_run_no_engine_is_running(
 
 
 async def test_a_ceiling_without_a_guard_is_refused_not_ignored(db: Database) -> None:
-    from engine.scheduler import Engine
+    from engine.run.engine import Engine
 
     with pytest.raises(InvalidInputError, match="enforces none"):
         await Engine(db).start(chain(RecordingAgent(), Ceiling(1000)))

@@ -14,8 +14,8 @@ from engine.memory.block import (
     longest_prefix_within,
     utf8_len,
 )
-from engine.memory.config import MemoryConfig, resolve_memory
-from engine.memory.items import RecallItem
+from engine.memory.memory_config import MemoryConfig, resolve_memory
+from engine.memory.recall_items import RecallItem
 from engine.memory.tag_rules import write_tags_for
 from store.errors import InvalidInputError
 
@@ -99,14 +99,14 @@ def test_last_item_is_cut_at_a_code_point_with_a_marker() -> None:
     assert block.bytes_used <= 400 and block.bytes_used == utf8_len(block.text)
     assert block.text.endswith(TRUNCATION_MARKER)
     assert block.item_ids == ("note:0", "note:1")
-    assert block.included[1].truncated and block.omitted_ids == ("note:2",)
+    assert block.included[1].truncated and [i.id for i in block.omitted] == ["note:2"]
     block.text.encode("utf-8").decode("utf-8")  # never a split character
 
 
 def test_nothing_fits_gives_no_block() -> None:
     assert build_block([], 2048).text is None
     tiny = build_block([_item(0, "x" * 500)], utf8_len(ADVISORY_LINE) + 10)
-    assert tiny.text is None and tiny.omitted_ids == ("note:0",)
+    assert tiny.text is None and [i.id for i in tiny.omitted] == ["note:0"]
 
 
 @given(st.text(max_size=300), st.integers(min_value=0, max_value=700))
@@ -127,7 +127,7 @@ def test_block_never_exceeds_budget(texts: list[str], budget: int) -> None:
 
 
 def test_a_shortened_lesson_says_so_and_keeps_whole_words() -> None:
-    from engine.memory.tools import first_words
+    from engine.memory.memory_tools import first_words
 
     assert first_words("one two three", 5) == "one two three"
     cut = first_words("alpha beta gamma delta", 2)

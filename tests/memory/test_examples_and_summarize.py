@@ -9,7 +9,7 @@ from pathlib import Path
 from memory_support import engine_with_hooks
 from pg_support import cli_env
 
-from engine.loader import load_workflow
+from engine.workflow.loader import load_workflow
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore

@@ -15,8 +15,8 @@ from cli_agent_support import capture, fake_agent, recorded, run_one
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from engine.agents.mcp_wiring import tether_program
-from engine.memory.config import MemoryConfig
+from engine.agents.cli.mcp_wiring import tether_program
+from engine.memory.memory_config import MemoryConfig
 from store.db.database_url import for_child_process
 from store.db.seam import Database
 from store.errors import InvalidInputError

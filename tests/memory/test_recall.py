@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from memory_support import HangingBackend, RaisingBackend
 
-from engine.memory.items import RecallRequest
-from engine.memory.recall import LocalRecallBackend
-from engine.memory.runtime import recall_with_timeout
+from engine.memory.keyword_recall import KeywordRecallBackend
+from engine.memory.memory_access import recall_with_timeout
+from engine.memory.recall_items import RecallRequest
 from store.clock import ManualClock
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
@@ -25,7 +25,7 @@ async def test_recall_reads_accepted_live_notes_and_facts(db: Database, clock: M
     await memory.set_fact(NS, "pytest.command", {"content": "pytest -x --lf"})
     await memory.set_fact(NS, "pytest.expired", "pytest old", ttl_ms=1000)
     clock.advance(5000)
-    backend = LocalRecallBackend(db)
+    backend = KeywordRecallBackend(db)
     result = await backend.recall(RecallRequest((NS,), "How should I run pytest on flaky tests?"))
     ids = [item.id for item in result.items]
     assert f"note:{old.id}" in ids  # the pending superseder hides nothing
@@ -45,16 +45,16 @@ async def test_recall_is_tag_scoped_and_ranked(db: Database) -> None:
     memory = MemoryStore(db)
     tagged = await memory.save_note(NS, "deploy deploy staging checklist", tags=["branch:main"])
     await memory.save_note(NS, "deploy notes without tags")
-    result = await LocalRecallBackend(db).recall(
+    result = await KeywordRecallBackend(db).recall(
         RecallRequest((NS,), "deploy staging", tags=("branch:main",)))
     assert [i.id for i in result.items] == [f"note:{tagged.id}"]
-    both = await LocalRecallBackend(db).recall(RecallRequest((NS,), "deploy staging"))
+    both = await KeywordRecallBackend(db).recall(RecallRequest((NS,), "deploy staging"))
     assert both.items[0].id == f"note:{tagged.id}"  # more matched terms rank first
     assert both.items[0].score >= both.items[1].score
 
 
 async def test_nothing_found_differs_from_degraded(db: Database) -> None:
-    found = await LocalRecallBackend(db).recall(RecallRequest((NS,), "zebra"))
+    found = await KeywordRecallBackend(db).recall(RecallRequest((NS,), "zebra"))
     assert found.items == () and not found.degraded
     timed_out = await recall_with_timeout(HangingBackend(), RecallRequest((NS,), "q"), 20)
     assert timed_out.degraded and "timed out after 20 ms" in (timed_out.reason or "")
@@ -65,6 +65,6 @@ async def test_nothing_found_differs_from_degraded(db: Database) -> None:
 async def test_accents_and_case_match_like_the_index(db: Database) -> None:
     memory = MemoryStore(db)
     note = await memory.save_note(NS, "Crème brûlée needs a torch")
-    result = await LocalRecallBackend(db).recall(RecallRequest((NS,), "CREME brulee"))
+    result = await KeywordRecallBackend(db).recall(RecallRequest((NS,), "CREME brulee"))
     assert [i.id for i in result.items] == [f"note:{note.id}"]
     assert result.items[0].matched_terms == ("creme", "brule") and result.items[0].score > 0

@@ -10,11 +10,13 @@ import pytest
 from memory_support import HangingBackend, RaisingBackend, RecordingAgent, engine_with_hooks
 from pydantic import BaseModel
 
-from engine.agents.base import AgentRequest, AgentResult
-from engine.memory.config import MemoryConfig
-from engine.memory.runtime import MemoryRuntime, retain_digest, timeout_from_env
+from engine.agents.agent import AgentRequest, AgentResult
+from engine.memory.memory_access import timeout_from_env
+from engine.memory.memory_config import MemoryConfig
+from engine.memory.runtime import MemoryRuntime, retain_digest
 from engine.prompting import ISOLATION_MARKER
-from engine.workflow import CachePolicy, Workflow
+from engine.workflow.definition import Workflow
+from engine.workflow.policies import CachePolicy
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
@@ -222,7 +224,7 @@ def test_the_runtime_reads_its_timeout_from_the_environment(
 
 
 async def test_memory_without_a_runtime_is_refused_not_ignored(db: Database) -> None:
-    from engine.scheduler import Engine
+    from engine.run.engine import Engine
     from store.errors import InvalidInputError
 
     wf = workflow_with(RecordingAgent(), MemoryConfig(bank=BANK))

@@ -9,9 +9,9 @@ import pytest
 from semantic_support import require_semantic
 
 from engine.memory.encoder import load_encoder
-from engine.memory.items import RecallRequest
-from engine.memory.recall import KeywordRecallBackend
-from engine.memory.semantic import Embedder, HybridRecallBackend, SemanticRecallBackend
+from engine.memory.keyword_recall import KeywordRecallBackend
+from engine.memory.recall_items import RecallRequest
+from engine.memory.semantic_recall import Embedder, HybridRecallBackend, SemanticRecallBackend
 from store.clock import ManualClock
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore

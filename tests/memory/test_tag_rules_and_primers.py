@@ -8,12 +8,12 @@ from memory_support import RecordingAgent, engine_with_hooks
 from pydantic import BaseModel
 
 from engine.memory.block import PRIMERS_HEADING, RECALLED_HEADING, build_block
-from engine.memory.config import MemoryConfig
-from engine.memory.items import RecallItem
-from engine.memory.recall import KeywordRecallBackend
-from engine.memory.runtime import recall_request
+from engine.memory.keyword_recall import KeywordRecallBackend
+from engine.memory.memory_access import recall_request
+from engine.memory.memory_config import MemoryConfig
+from engine.memory.recall_items import RecallItem
 from engine.memory.tag_rules import bank_type, recall_tag_groups, write_tags_for
-from engine.workflow import Workflow
+from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.memory.memory_store import MemoryStore

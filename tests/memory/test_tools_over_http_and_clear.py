@@ -13,10 +13,10 @@ import pytest
 from memory_support import RecordingAgent, engine_with_hooks
 from pydantic import BaseModel
 
-from engine.agents.base import AgentRequest, AgentResult
-from engine.agents.http import OpenAIAgent
-from engine.memory.config import MemoryConfig
-from engine.workflow import Workflow
+from engine.agents.agent import AgentRequest, AgentResult
+from engine.agents.http.openai import OpenAIAgent
+from engine.memory.memory_config import MemoryConfig
+from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore

@@ -6,8 +6,8 @@ from __future__ import annotations
 from memory_support import RecordingAgent, engine_with_hooks
 from pydantic import BaseModel
 
-from engine.memory.config import MemoryConfig
-from engine.workflow import Workflow
+from engine.memory.memory_config import MemoryConfig
+from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore

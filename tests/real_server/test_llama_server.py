@@ -30,12 +30,12 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from engine.agents.http import OpenAIAgent
-from engine.config import EngineConfig
-from engine.memory.config import MemoryConfig
-from engine.scheduler import Engine
-from engine.setup import build_hooks
-from engine.workflow import Workflow
+from engine.agents.http.openai import OpenAIAgent
+from engine.memory.memory_config import MemoryConfig
+from engine.run.engine import Engine
+from engine.run.engine_config import EngineConfig
+from engine.run.wiring import build_hooks
+from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.runs.run_store import RunStore
 

@@ -3,8 +3,8 @@ with a few kilobytes: enough writes, spread over seconds, to fill a small disk m
 
 import asyncio
 
-from engine.agents.base import AgentResult
-from engine.workflow import Workflow
+from engine.agents.agent import AgentResult
+from engine.workflow.definition import Workflow
 
 
 class Chatty:

@@ -32,7 +32,7 @@ DEEP = "[" * 50_000 + "]" * 50_000
 HUGE_INT = "9" * 5000
 BIG_BODY_FILE = "big.json"
 TINY = """
-from engine.workflow import Workflow
+from engine import Workflow
 from pydantic import BaseModel
 
 class In(BaseModel):
@@ -224,24 +224,24 @@ CORPUS: list[Hostile] = [
     Hostile("workflow-none", ("run", "{dir}/wf.py"), 2, "defines no Workflow",
             workspace="none", files=workflow("x = 1\n")),
     Hostile("workflow-cycle", ("run", "{dir}/wf.py"), 2, "cycle", workspace="none",
-            files=workflow("from engine.workflow import Workflow\nworkflow = Workflow('c')\n"
+            files=workflow("from engine import Workflow\nworkflow = Workflow('c')\n"
                            "workflow.add_task('a', 'x', depends_on=['b'])\n"
                            "workflow.add_task('b', 'y', depends_on=['a'])\n")),
     Hostile("workflow-unknown-dependency", ("run", "{dir}/wf.py"), 2, "ghost",
             workspace="none",
-            files=workflow("from engine.workflow import Workflow\nworkflow = Workflow('c')\n"
+            files=workflow("from engine import Workflow\nworkflow = Workflow('c')\n"
                            "workflow.add_task('a', 'x', depends_on=['ghost'])\n")),
     Hostile("workflow-empty-prompt", ("run", "{dir}/wf.py"), 2, "empty prompt",
             workspace="none",
-            files=workflow("from engine.workflow import Workflow\nworkflow = Workflow('c')\n"
+            files=workflow("from engine import Workflow\nworkflow = Workflow('c')\n"
                            "workflow.add_task('a', lambda ctx: '  ')\n")),
     Hostile("workflow-unknown-agent", ("run", "{dir}/wf.py"), 2, "No agent named",
             workspace="none",
-            files=workflow("from engine.workflow import Workflow\n"
+            files=workflow("from engine import Workflow\n"
                            "workflow = Workflow('c', default_agent='ghost')\n"
                            "workflow.add_task('a', 'x')\n")),
     Hostile("workflow-bad-ceiling", ("run", "{dir}/wf.py"), 2, "ceiling", workspace="none",
-            files=workflow("from engine.workflow import Workflow\n"
+            files=workflow("from engine import Workflow\n"
                            "workflow = Workflow('c', ceiling='lots')\n"
                            "workflow.add_task('a', 'x')\n")),
     # -- config: refused before anything is written ----------------------------------------

@@ -102,8 +102,7 @@ async def test_deleting_a_run_never_follows_a_link_out_of_artifacts(
 
 
 FAN_OUT = """
-from engine.agents.base import AgentResult
-from engine.workflow import Workflow
+from engine import AgentResult, Workflow
 
 KEYS = {keys!r}
 

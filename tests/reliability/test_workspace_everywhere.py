@@ -27,7 +27,7 @@ from tui.cli.main import cli
 
 WAYS = ("after", "before", "environment")
 WORKFLOW = """
-from engine.workflow import Workflow
+from engine import Workflow
 
 workflow = Workflow("tiny", default_agent="simulated")
 workflow.add_task("plan", "Plan the change")

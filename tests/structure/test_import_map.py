@@ -1,7 +1,10 @@
-"""The dashboard package has no import circles, lazy (function-level) imports included.
+"""The dashboard and the engine have no import circles, lazy (function-level) and typing-only
+imports included.
 
 An import circle means two modules cannot be understood, tested or changed one without the
-other; the views reach the app through :mod:`tui.app_api` for that reason.
+other; the views reach the app through :mod:`tui.app_api` for that reason, and the engine's
+modules import each other's deep paths, never the public :mod:`engine` (whose names load lazily
+from them).
 """
 
 from __future__ import annotations
@@ -78,3 +81,7 @@ def test_tui_has_no_import_circles() -> None:
 
 def test_store_has_no_import_circles() -> None:
     assert circles(import_map("store")) == []
+
+
+def test_engine_has_no_import_circles() -> None:
+    assert circles(import_map("engine")) == []

@@ -3,7 +3,7 @@ store.runs.run_store)."""
 
 from __future__ import annotations
 
-from engine.artifacts import stream_log_path
+from engine.artifact_files import stream_log_path
 from store.clock import ManualClock
 from store.db.backends import open_database
 from store.db.seam import Database

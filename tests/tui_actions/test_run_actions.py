@@ -13,8 +13,8 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Button, Static, TextArea
 
-from engine.loader import load_workflow
-from engine.setup import open_engine
+from engine.run.wiring import open_engine
+from engine.workflow.loader import load_workflow
 from store.clock import ManualClock
 from store.db.backends import open_database
 from store.model.run_records import RunRecord

@@ -15,7 +15,7 @@ import sys
 import click
 
 from engine.memory.encoder import describe, load_encoder, semantic_available, unavailable_reason
-from engine.memory.semantic import Embedder
+from engine.memory.semantic_recall import Embedder
 from store.errors import TetherError
 from store.search import vectors_sql as vector_sql
 from tui.cli.background import embedder_lock

@@ -10,8 +10,8 @@ from __future__ import annotations
 import click
 
 from engine.agents.registry import AgentRegistry
-from engine.config import load_config
 from engine.memory.summarize import agent_summarize_fn, summarizer_agent_name
+from engine.run.engine_config import load_config
 from store.memory.processors import KEEP_RECENT, Summarizer
 from tui.cli.common import run_async, workspace_from, workspace_option
 from tui.cli.memory_commands import memory, open_store

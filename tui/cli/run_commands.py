@@ -18,12 +18,12 @@ from typing import Any
 
 import click
 
-from engine.config import load_config
 from engine.hooks import Progress
-from engine.loader import load_workflow
-from engine.run_end import RunOutcome
-from engine.setup import open_engine, preflight
-from engine.workflow import Workflow
+from engine.run.engine_config import load_config
+from engine.run.run_end import RunOutcome
+from engine.run.wiring import open_engine, preflight
+from engine.workflow.definition import Workflow
+from engine.workflow.loader import load_workflow
 from store.db.backends import open_database
 from store.errors import InvalidInputError
 from store.model.ids import validate_run_id
@@ -166,8 +166,8 @@ async def enqueue_run(
     output_format: str,
 ) -> None:
     """Validate the input here, then queue the run for any worker; prints its id."""
-    from engine.root_prompts import check_root_prompts
     from engine.structured import to_jsonable
+    from engine.workflow.root_prompts import check_root_prompts
     from store.runs.run_queue import RunQueue
 
     workflow.validate()

@@ -8,8 +8,8 @@ import signal
 
 import click
 
-from engine.run_end import RunOutcome
-from engine.worker import DEFAULT_POLL_S, Worker
+from engine.run.run_end import RunOutcome
+from engine.run.worker import DEFAULT_POLL_S, Worker
 from store.db.backends import open_database
 from store.errors import InvalidInputError
 from tui.cli.common import database_url_option, run_async, workspace_from, workspace_option

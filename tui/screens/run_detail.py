@@ -17,7 +17,7 @@ from textual.containers import ScrollableContainer, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
-from engine.artifacts import stream_log_path
+from engine.artifact_files import stream_log_path
 from store.model.run_records import NodeRecord, RunRecord
 from store.workspace.layout import Workspace
 from tui.format import (

@@ -1,0 +1,141 @@
+"""What every agent implements, and what it is handed for one attempt.
+
+An agent takes a prompt (plus an optional output JSON Schema and tools) and returns text. It
+reports every model call it makes through ``request.on_call`` as soon as the call ends, so the
+engine records one ``calls`` row per call while the attempt is still running; the attempt's
+authoritative total is the sum of those calls, written once when the attempt ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from engine.agents.agent_tool import AgentTool
+from engine.artifact_files import append_private_text, ensure_private_folder
+from engine.pricing import PriceTable
+from store.clock import SYSTEM_CLOCK, Clock
+from store.model.token_lanes import TokenUsage
+
+
+class AgentError(Exception):
+    """An attempt failed inside the agent.
+
+    ``retryable`` False marks a permanent failure (bad model, quota, auth, max turns): the node
+    fails at once. A transient one is retried by the engine with the task's backoff, waiting
+    at least ``retry_after_s`` when the provider said how long to wait.
+    """
+
+    def __init__(
+        self, message: str, *, retryable: bool = True, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One model call's token usage as the provider reported it (already split into lanes).
+
+    ``cost_usd`` is what the provider reported the call cost, or None to let the engine price
+    it from its price table. ``kind`` is ``model``, ``retry`` (a request the agent retried:
+    no tokens) or ``reconciliation`` (session totals beyond the per-message calls); ``detail``
+    explains a retry or a reconciliation.
+    """
+
+    usage: TokenUsage
+    model: str | None = None
+    started_at_ms: int | None = None
+    finished_at_ms: int | None = None
+    cost_usd: float | None = None
+    kind: str = "model"
+    detail: dict[str, Any] | None = None
+
+
+OnCall = Callable[[ModelCall], Awaitable[None]]
+
+
+async def _ignore_call(call: ModelCall) -> None:
+    return None
+
+
+@dataclass
+class AgentRequest:
+    """One attempt's input to an agent."""
+
+    prompt: str
+    run_id: str = ""
+    node_id: str = ""
+    iteration: int = 0
+    attempt: int = 1
+    output_schema: dict[str, Any] | None = None
+    tools: Sequence[AgentTool] = ()
+    stream_path: Path | None = None
+    on_call: OnCall = _ignore_call
+    clock: Clock = SYSTEM_CLOCK
+    prices: PriceTable = field(default_factory=PriceTable)
+    """The price table the engine records calls with (agents that price a call themselves,
+    before its reported cost is known, use the same one)."""
+    repair: bool = False
+    resume_session: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    """What the agent passed and learned during the attempt (command line, session id, cost
+    per model); stored with the attempt and shown by ``tether node``. Shared by a repair."""
+
+    def stream(self, text: str) -> None:
+        """Append text to the attempt's stream log (if any), flushed so tails see it at once.
+
+        The attempt folder and log are created by the first write (an agent that prints nothing
+        costs no file-system work); failing to create them raises, loudly.
+        """
+        if self.stream_path is None or not text:
+            return
+        self.ensure_folder()
+        append_private_text(self.stream_path, text)
+
+    def ensure_folder(self) -> Path | None:
+        """Create the attempt's artifact folder (owner-only) and return it."""
+        if self.stream_path is None:
+            return None
+        return ensure_private_folder(self.stream_path.parent)
+
+
+@dataclass
+class AgentResult:
+    """What an agent returns: its final text, and the parsed object when the provider returned
+    structured output natively."""
+
+    text: str
+    output: Any = None
+    model: str | None = None
+    session_id: str | None = None
+
+
+class Agent(Protocol):
+    """The agent interface (simulated, command, openai-compatible, anthropic, or your own)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def native_structured_output(self) -> bool: ...
+
+    @property
+    def simulated(self) -> bool: ...
+
+    async def run(self, request: AgentRequest) -> AgentResult: ...
+
+
+def supports_tools(agent: Any) -> bool:
+    """Whether ``agent`` can offer the memory tools to its model (agents say so with a
+    ``supports_tools`` attribute; those without one are assumed to)."""
+    return bool(getattr(agent, "supports_tools", True))
+
+
+def tool_by_name(tools: Sequence[AgentTool], name: str) -> AgentTool | None:
+    """The offered tool called ``name``, or None."""
+    return next((t for t in tools if t.name == name), None)

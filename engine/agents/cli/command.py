@@ -1,0 +1,305 @@
+"""The command agent: runs an agent CLI (Claude Code, Codex, or any program) as a subprocess.
+
+The prompt goes to stdin. Stdout is read in chunks and written as it arrives to the attempt's
+``stream.log`` (stderr to ``stderr.log`` beside it), so the dashboard's Log tab shows tool use
+live; it is split into lines with bounded memory (:mod:`engine.agents.cli.lines`: a line of any
+length is fine, the full output exists once, in the log) and each line goes to the preset's
+reader as it comes. What differs between agent CLIs is the preset's alone
+(:mod:`engine.agents.cli.preset`):
+
+* ``claude-code`` — see :mod:`engine.agents.cli.claude_code` (stream-json, one call per API
+  message, reconciled with ``modelUsage``, cost from Claude Code).
+* ``codex`` — see :mod:`engine.agents.cli.codex` (``codex exec --json``, one call per turn).
+* ``json`` and ``text`` — see :mod:`engine.agents.cli.plain_presets` (the last JSON line with
+  its usage; stdout as the answer).
+
+``command`` is the program to start (default ``claude`` / ``codex`` for those presets; give a
+path or a wrapper such as ``["npx", "@anthropic-ai/claude-code"]``); the preset adds its own
+arguments and the flags built from the agent's settings (``model``, ``max_turns``,
+``permission_mode``, ``allowed_tools``, ``disallowed_tools``, ``sandbox``,
+``skip_git_repo_check``, ``extra_args``). The command line of every invocation is stored with
+the attempt (``tether node`` shows it).
+
+The process runs in its own session (process group); on timeout or cancel the whole group gets
+SIGTERM, then SIGKILL after ``kill_grace_s``, so no grandchild outlives the attempt. Calls the
+session had shown before it was stopped are still recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from engine.agents.agent import AgentError, AgentRequest, AgentResult
+from engine.agents.cli.claude_code import ClaudeCodePreset
+from engine.agents.cli.codex import SANDBOX_MODES, CodexPreset
+from engine.agents.cli.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, TailBuffer
+from engine.agents.cli.mcp_wiring import mcp_argv, mcp_options
+from engine.agents.cli.plain_presets import JsonPreset, TextPreset
+from engine.agents.cli.preset import Invocation, OutputReader, Preset
+
+PRESETS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (ClaudeCodePreset(), CodexPreset(), JsonPreset(), TextPreset())
+}
+READ_CHUNK = 64 * 1024
+_WORD = re.compile(r"^[A-Za-z][A-Za-z-]*$")
+
+
+def _string_list(value: Any, what: str) -> list[str]:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{what} must be a list of strings")
+    return list(value)
+
+
+def _shown(argv: Sequence[str], limit: int = 300) -> list[str]:
+    """The command line as stored with the attempt (very long arguments shortened)."""
+    return [a if len(a) <= limit else a[:limit] + f"…({len(a)} chars)" for a in argv]
+
+
+class _Lines:
+    """Routes one invocation's stdout to its preset's reader: raw chunks, and lines of bounded
+    length (a longer one is counted, never parsed)."""
+
+    def __init__(self, reader: OutputReader, request: AgentRequest) -> None:
+        self.reader = reader
+        self.request = request
+        self.long_lines = 0
+
+    async def line(self, text: str, truncated: bool) -> None:
+        if truncated:
+            # Never parsed (memory stays bounded); the whole line is in stream.log.
+            self.long_lines += 1
+            return
+        for call in self.reader.feed(text, self.request.clock.now_ms()):
+            await self.request.on_call(call)
+
+
+@dataclass
+class CommandAgent:
+    """Runs an agent CLI with the prompt on stdin (see the module docstring)."""
+
+    name: str = "command"
+    command: list[str] = field(default_factory=list)
+    preset: str = "json"
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    model: str | None = None
+    kill_grace_s: float = 2.0
+    extra_args: list[str] = field(default_factory=list)
+    max_turns: int | None = None
+    permission_mode: str | None = None
+    allowed_tools: list[str] = field(default_factory=list)
+    disallowed_tools: list[str] = field(default_factory=list)
+    sandbox: str | None = None
+    skip_git_repo_check: bool = False
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    max_answer_bytes: int = 4 * 1024 * 1024
+    simulated: bool = False
+
+    def __post_init__(self) -> None:
+        preset = PRESETS.get(self.preset)
+        if preset is None:
+            raise ValueError(f"preset must be one of {', '.join(PRESETS)}, not {self.preset!r}")
+        if isinstance(self.command, str):
+            self.command = [self.command]
+        if not self.command:
+            if not preset.default_program:
+                raise ValueError(f"the {self.preset} preset needs a command")
+            self.command = list(preset.default_program)
+        self.command = _string_list(self.command, "command")
+        self.extra_args = _string_list(self.extra_args, "extra_args")
+        self.allowed_tools = _string_list(self.allowed_tools, "allowed_tools")
+        self.disallowed_tools = _string_list(self.disallowed_tools, "disallowed_tools")
+        for other in PRESETS.values():
+            for key in other.own_settings:
+                if other is not preset and getattr(self, key) not in other.unset:
+                    raise ValueError(f"{key} is a {other.name} setting, not one for {self.preset}")
+        if self.max_turns is not None and (
+            isinstance(self.max_turns, bool)
+            or not isinstance(self.max_turns, int)
+            or self.max_turns < 1
+        ):
+            raise ValueError("max_turns must be a whole number >= 1")
+        if self.permission_mode is not None and not _WORD.match(str(self.permission_mode)):
+            raise ValueError("permission_mode must be a mode name such as acceptEdits")
+        if self.sandbox is not None and self.sandbox not in SANDBOX_MODES:
+            raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}")
+        if not isinstance(self.skip_git_repo_check, bool):
+            raise ValueError("skip_git_repo_check must be true or false")
+
+    @property
+    def _preset(self) -> Preset:
+        return PRESETS[self.preset]
+
+    @property
+    def native_structured_output(self) -> bool:
+        """Claude Code (``--json-schema``) and Codex (``--output-schema``) take the schema."""
+        return self._preset.takes_schema_and_tools
+
+    @property
+    def supports_tools(self) -> bool:
+        """Claude Code and Codex take the memory tools over MCP; other programs cannot."""
+        return self._preset.takes_schema_and_tools
+
+    # -- the command line ------------------------------------------------------------------
+
+    def argv_for(self, request: AgentRequest, folder: Path | None) -> list[str]:
+        """The command line of one invocation for this request."""
+        options = mcp_options(request.tools) if self.supports_tools else None
+        server = mcp_argv(options, request.attempt) if options is not None else None
+        return self._preset.argv(self, Invocation(request, folder, server))
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def run(self, request: AgentRequest) -> AgentResult:
+        """Run the command once; parse its answer and usage per the preset."""
+        folder = request.ensure_folder()
+        argv = self.argv_for(request, folder)
+        invocation: dict[str, Any] = {"preset": self.preset, "command": _shown(argv)}
+        request.details.setdefault("invocations", []).append(invocation)
+        env = {
+            **os.environ,
+            **self.env,
+            "TETHER_RUN_ID": request.run_id,
+            "TETHER_NODE_ID": request.node_id,
+            "TETHER_ATTEMPT": str(request.attempt),
+            "TETHER_ITERATION": str(request.iteration),
+        }
+        if self.model:
+            env["TETHER_MODEL"] = self.model
+        if request.output_schema is not None:
+            env["TETHER_OUTPUT_SCHEMA"] = json.dumps(request.output_schema)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=self.cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as error:
+            raise AgentError(
+                f"could not start {argv[0]!r}: {error.strerror or error}", retryable=False
+            ) from error
+        reader = self._preset.reader(self, request)
+        lines = _Lines(reader, request)
+        stderr = TailBuffer()
+        try:
+            await self._communicate(process, request, lines, stderr)
+        except BaseException:
+            await self._kill_group(process)
+            with contextlib.suppress(Exception):
+                for call in reader.pending_calls():
+                    await asyncio.shield(request.on_call(call))
+            raise
+        assert process.returncode is not None
+        outcome = reader.finish(process.returncode, stderr.last_lines(), request.clock.now_ms())
+        if lines.long_lines:
+            outcome.details["unparsed_long_lines"] = lines.long_lines
+        invocation.update(outcome.details)
+        invocation["exit_status"] = process.returncode
+        for call in outcome.calls:
+            await request.on_call(call)
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.result is not None
+        outcome.result.model = outcome.result.model or self.model
+        return outcome.result
+
+    async def _communicate(
+        self,
+        process: asyncio.subprocess.Process,
+        request: AgentRequest,
+        lines: _Lines,
+        stderr: TailBuffer,
+    ) -> None:
+        assert process.stdin and process.stdout and process.stderr
+        stream_path = request.stream_path
+        stderr_path = stream_path.with_name("stderr.log") if stream_path else None
+        splitter = LineSplitter(self.max_line_bytes)
+
+        async def feed() -> None:
+            assert process.stdin
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                process.stdin.write(request.prompt.encode("utf-8"))
+                await process.stdin.drain()
+            process.stdin.close()
+
+        async def pump_out() -> None:
+            assert process.stdout
+            with _append(stream_path) as log:
+                while chunk := await process.stdout.read(READ_CHUNK):
+                    log.write(chunk)
+                    lines.reader.take_chunk(chunk)
+                    for line in splitter.feed(chunk):
+                        await lines.line(line.text, line.truncated)
+                for line in splitter.finish():
+                    await lines.line(line.text, line.truncated)
+
+        async def pump_err() -> None:
+            assert process.stderr
+            with _append(stderr_path) as log:
+                while chunk := await process.stderr.read(READ_CHUNK):
+                    log.write(chunk)
+                    stderr.add(chunk.decode("utf-8", errors="replace"))
+
+        await asyncio.gather(feed(), pump_out(), pump_err())
+        await process.wait()
+
+    async def _kill_group(self, process: asyncio.subprocess.Process) -> None:
+        """SIGTERM the process group, then SIGKILL it if it does not exit in time."""
+        if process.returncode is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, self.kill_grace_s), (signal.SIGKILL, 5.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sig)
+            try:
+                await asyncio.wait_for(asyncio.shield(process.wait()), wait)
+                break
+            except (TimeoutError, asyncio.CancelledError):
+                continue
+        # Grandchildren may hold the group after the leader exits: make sure they die too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+class _Log:
+    """An append-only log file opened on the first write (no file for silent output)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.handle: IO[bytes] | None = None
+
+    def write(self, chunk: bytes) -> None:
+        if self.path is None or not chunk:
+            return
+        if self.handle is None:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self.handle = os.fdopen(fd, "ab", buffering=0)
+        self.handle.write(chunk)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+@contextlib.contextmanager
+def _append(path: Path | None) -> Any:
+    log = _Log(path)
+    try:
+        yield log
+    finally:
+        log.close()

@@ -1,0 +1,332 @@
+"""One attempt of a node: the prompt sent, the agent call(s) under a timeout, validation with one
+repair, and the attempt's end written together with the node's state."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.agents.agent import Agent, AgentError, AgentRequest, ModelCall
+from engine.agents.reported_usage import check_usage
+from engine.artifact_files import RAW_OUTPUT, write_private_bytes
+from engine.pricing import PriceTable
+from engine.prompting import repair_prompt
+from engine.run.units import StopDispatch, Unit
+from engine.structured import OutputInvalid, to_jsonable, validate_output
+from store.db.storage_errors import os_storage_error
+from store.errors import StorageError
+from store.model.run_records import CallUsage
+from store.model.token_lanes import TokenUsage
+
+if TYPE_CHECKING:
+    from engine.run.execution import RunExecution
+
+
+async def run_attempt(
+    execution: RunExecution,
+    unit: Unit,
+    attempt: int,
+    agent: Agent,
+    agent_name: str,
+    task_prompt: str,
+    memory: Any,
+) -> Any:
+    """One attempt: prompt, agent call(s) with a timeout, validation with one repair, and
+    the attempt's end written together with the node's state."""
+    spec = unit.spec
+    prompt, tools = await execution.prepare_prompt(unit, agent, task_prompt, attempt, memory)
+    # The attempt's start is committed before the agent runs (an agent never runs without a
+    # recorded attempt, so a resumed run never reuses an attempt number) but not flushed to
+    # disk on its own. Its calls join the next group commit without being waited for one by
+    # one; the attempt's end (flushed) is committed after them, so by the time the node counts
+    # as finished all of them are durable (writes commit in submission order).
+    writes: list[Awaitable[None]] = []
+    try:
+        await execution.store.start_attempt(
+            execution.run_id,
+            unit.node_id,
+            unit.iteration,
+            attempt,
+            agent=agent_name,
+            model=getattr(agent, "model", None),
+            prompt=prompt,
+            owner_id=execution.owner_id,
+        )
+    except asyncio.CancelledError:
+        # The queued start still commits: end it as cancelled behind it.
+        await _end_cancelled(execution, unit, attempt, _NOT_RUN, node_state="cancelled")
+        raise
+    if execution.halting():
+        # Something this attempt was dispatched after went wrong while its start was being
+        # committed (an upstream node's end failed to commit, a cancel or clear arrived):
+        # the agent does not run.
+        await _end_cancelled(execution, unit, attempt, _NOT_RUN, node_state="pending")
+        raise StopDispatch("the run stopped dispatching")
+    execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
+    calls: list[ModelCall] = []
+    simulated = bool(getattr(agent, "simulated", False))
+    prices = execution.prices
+
+    async def on_call(call: ModelCall) -> None:
+        # Agent output is outside input: a bogus count fails the attempt, never the engine.
+        check_usage(call.usage, f"Agent {agent_name}")
+        calls.append(call)
+        usage = CallUsage(
+            execution.run_id,
+            unit.node_id,
+            unit.iteration,
+            attempt,
+            agent_name,
+            call.usage,
+            model=call.model,
+            simulated=simulated,
+            started_at_ms=call.started_at_ms,
+            finished_at_ms=call.finished_at_ms,
+            cost_usd=call_cost(call, simulated, prices),
+            kind=call.kind,
+            detail=call.detail,
+        )
+        writes.append(execution.store.queue_calls([usage]))
+        execution.progress("call", unit, "call", tokens=call.usage.context_tokens, attempt=attempt)
+
+    def total() -> TokenUsage:
+        usage = TokenUsage()
+        for call in calls:
+            usage = usage + call.usage
+        return usage
+
+    stream_path = execution.attempt_folders.stream_log(unit.node_id, unit.iteration, attempt)
+    request = AgentRequest(
+        prompt=prompt,
+        run_id=execution.run_id,
+        node_id=unit.node_id,
+        iteration=unit.iteration,
+        attempt=attempt,
+        output_schema=spec.output.model_json_schema() if spec.output else None,
+        tools=tools,
+        stream_path=stream_path,
+        on_call=on_call,
+        clock=execution.clock,
+        prices=prices,
+    )
+    text = ""
+    try:
+        async with asyncio.timeout(spec.timeout_s):
+            result = await agent.run(request)
+            text = result.text
+            output: Any = result.text
+            if spec.output is not None:
+                try:
+                    output = validate_output(
+                        spec.output, result.output if result.output is not None else text
+                    )
+                except OutputInvalid as problem:
+                    schema = request.output_schema or {}
+                    # A repair continues the same session when the agent has one (Claude
+                    # Code: --resume), so the model keeps the work it already did.
+                    repaired = await agent.run(
+                        dataclasses.replace(
+                            request,
+                            prompt=repair_prompt(text, str(problem), schema),
+                            repair=True,
+                            resume_session=result.session_id,
+                        )
+                    )
+                    try:
+                        output = validate_output(
+                            spec.output,
+                            repaired.output if repaired.output is not None else repaired.text,
+                        )
+                        text = repaired.text
+                    except OutputInvalid as second:
+                        request.ensure_folder()
+                        raw = write_private_bytes(
+                            stream_path.with_name(RAW_OUTPUT),
+                            f"--- first answer ---\n{text}\n--- repair answer ---\n"
+                            f"{repaired.text}\n".encode(),
+                        )
+                        text = repaired.text
+                        raise AgentError(
+                            f"the answer did not match {spec.output.__name__} after one "
+                            f"repair: {second} (raw answer kept in {raw})"
+                        ) from second
+    except TimeoutError as error:
+        raise _AttemptError(
+            AgentError(f"timed out after {spec.timeout_s:g} s"),
+            total(),
+            text,
+            request.details,
+            writes,
+        ) from error
+    except AgentError as error:
+        raise _AttemptError(error, total(), text, request.details, writes) from error
+    except StorageError:
+        raise  # the workspace stopped taking writes: the run stops (engine.run.interruption)
+    except OSError as error:
+        storage = os_storage_error(error, Path(error.filename or execution.artifacts_root))
+        if storage is not None:
+            raise storage from None  # an artifact could not be written: disk full, read-only
+        raise _AttemptError(
+            AgentError(f"the agent raised {type(error).__name__}: {error}"), total(), text,
+            request.details, writes,
+        ) from error
+    except Exception as error:
+        # A bug or unexpected error inside an agent fails the attempt (retries apply); it
+        # never leaves the attempt marked running.
+        raise _AttemptError(
+            AgentError(f"the agent raised {type(error).__name__}: {error}"),
+            total(),
+            text,
+            request.details,
+            writes,
+        ) from error
+    except asyncio.CancelledError:
+        await _end_cancelled(
+            execution,
+            unit,
+            attempt,
+            "Cancelled by request."
+            if execution.cancelled
+            else "Interrupted; the run stays resumable.",
+            node_state="cancelled",
+            usage=total(),
+            text=text or None,
+            details=request.details or None,
+        )
+        _settled(writes)
+        execution.progress("node", unit, "cancelled")
+        raise
+    execution.done_count += 1
+    # The node's end is queued, not waited for: the scheduler may dispatch its dependents at
+    # once; their starts queue behind this end, so none of their agents runs before it is
+    # committed (and, at durability "full", flushed). The node counts as finished (progress,
+    # requests) when the commit returns (RunExecution.acknowledge).
+    end = execution.store.finish_attempt(
+        execution.run_id,
+        unit.node_id,
+        unit.iteration,
+        attempt,
+        "finished",
+        usage=total(),
+        response_text=text,
+        node_state="finished",
+        node_output=to_jsonable(output),
+        set_node_output=True,
+        nodes_done=execution.done_count,
+        details=request.details or None,
+    )
+    execution.acknowledge(unit, end, writes, tokens=total().total, attempt=attempt)
+    return output
+
+
+_NOT_RUN = "Not run: the run stopped dispatching before the agent started."
+
+
+async def _end_cancelled(
+    execution: RunExecution,
+    unit: Unit,
+    attempt: int,
+    error: str,
+    *,
+    node_state: str,
+    usage: TokenUsage = TokenUsage(),
+    text: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> None:
+    """Record an attempt as cancelled (shielded: the task itself may be being cancelled)."""
+    with contextlib.suppress(Exception):
+        await asyncio.shield(
+            execution.store.finish_attempt(
+                execution.run_id,
+                unit.node_id,
+                unit.iteration,
+                attempt,
+                "cancelled",
+                usage=usage,
+                response_text=text,
+                error=error,
+                node_state=node_state,
+                details=details,
+            )
+        )
+
+
+async def _committed(writes: list[Awaitable[None]]) -> None:
+    """Wait for an attempt's queued writes (already committed when a later write returned):
+    an error writing one of them is raised here."""
+    for write in writes:
+        await write
+
+
+def _settled(writes: list[Awaitable[None]]) -> None:
+    """Mark queued writes' errors as seen when the attempt ends without waiting for them."""
+    for write in writes:
+        if not isinstance(write, asyncio.Future):
+            continue
+        if write.done() and not write.cancelled():
+            write.exception()
+        else:
+            write.add_done_callback(_consume)
+
+
+def _consume(write: asyncio.Future[None]) -> None:
+    if not write.cancelled():
+        write.exception()
+
+
+async def record_failed_attempt(
+    execution: RunExecution, unit: Unit, attempt: int, error: AgentError, retry: bool
+) -> None:
+    """Write a failed attempt's end: the node goes to ``retrying`` or ``failed``."""
+    usage = error.usage if isinstance(error, _AttemptError) else TokenUsage()
+    text = error.text if isinstance(error, _AttemptError) else None
+    details = error.details if isinstance(error, _AttemptError) else None
+    writes = error.writes if isinstance(error, _AttemptError) else []
+    requests = await execution.store.finish_attempt(
+        execution.run_id,
+        unit.node_id,
+        unit.iteration,
+        attempt,
+        "failed",
+        usage=usage,
+        response_text=text or None,
+        error=str(error),
+        node_state="retrying" if retry else "failed",
+        details=details or None,
+    )
+    await _committed(writes)
+    execution.absorb_requests(requests)
+    execution.progress("node", unit, "retrying" if retry else "failed", str(error), attempt=attempt)
+
+
+def call_cost(call: ModelCall, simulated: bool, prices: PriceTable) -> float | None:
+    """A call's cost: a retried request costs nothing, a simulated call is free, a cost the
+    provider reported stands, anything else comes from the price table (None: unknown)."""
+    if call.kind == "retry" or simulated:
+        return 0.0
+    if call.cost_usd is not None:
+        return call.cost_usd
+    return prices.cost(call.model, call.usage)
+
+
+class _AttemptError(AgentError):
+    """An AgentError carrying the usage, text, agent details and queued writes of the failed
+    attempt."""
+
+    def __init__(
+        self,
+        cause: AgentError,
+        usage: TokenUsage,
+        text: str,
+        details: dict[str, Any],
+        writes: list[Awaitable[None]],
+    ) -> None:
+        super().__init__(str(cause), retryable=cause.retryable, retry_after_s=cause.retry_after_s)
+        self.usage = usage
+        self.text = text
+        self.details = details
+        self.writes = writes

@@ -1,0 +1,144 @@
+"""The attempts of one node: the dispatch check before each, the task cache, the agent call,
+retries with the task's backoff, then caching and retaining the output."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+
+from engine.agents.agent import AgentError
+from engine.run.attempt import record_failed_attempt, run_attempt
+from engine.run.cached_output import lookup_cached_output, record_cache_hit
+from engine.run.execution import RunExecution
+from engine.run.task_settings import memory_is_active, task_agent_name, task_memory
+from engine.run.units import NodeSkipped, StopDispatch, Unit, UnitFailed
+from engine.run.upstream import task_context
+from engine.structured import to_jsonable
+from engine.workflow.context import TaskContext
+
+
+class Slots(Protocol):
+    """The concurrency limit as a node's attempts use it (the scheduling loop holds it): the
+    semaphore every agent call waits for, and the place a waiting retry gives back."""
+
+    @property
+    def semaphore(self) -> asyncio.Semaphore: ...
+
+    def park(self) -> None:
+        """The current task waits out a backoff: its place goes to a waiting unit."""
+
+    def unpark(self) -> None:
+        """The backoff is over: the current task holds a place again."""
+
+
+async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
+    """Run ``unit`` to its end: each attempt after the dispatch check (a guard may skip it,
+    fail it or stop dispatching), from the task cache when it may, on the agent otherwise;
+    retries wait out the task's backoff with their place under the concurrency limit given
+    back. Returns the output (then cached and retained); raises to end the unit otherwise."""
+    spec = unit.spec
+    prior = execution.prior.get(unit.key)
+    attempt = (prior.attempts if prior else 0) + 1
+    failures = 0
+    wait_at_least = 0.0
+    agent_name = task_agent_name(spec, execution.workflow)
+    agent = execution.registry.get(agent_name)
+    memory = task_memory(spec, execution.workflow)
+    policy = spec.cache or execution.workflow.cache
+    while True:
+        decision = await execution.dispatch_check(unit, attempt)
+        if decision.action == "handoff":
+            execution.stop = execution.stop or decision
+            raise StopDispatch(decision.reason)
+        if decision.action == "skip":
+            execution.done_count += 1
+            await execution.store.upsert_node(
+                execution.run_id,
+                unit.node_id,
+                unit.iteration,
+                "skipped",
+                error=decision.reason,
+                nodes_done=execution.done_count,
+            )
+            execution.progress("node", unit, "skipped", decision.reason)
+            raise NodeSkipped(decision.reason)
+        if decision.action == "fail":
+            await execution.store.upsert_node(
+                execution.run_id, unit.node_id, unit.iteration, "failed", error=decision.reason
+            )
+            execution.progress("node", unit, "failed", decision.reason)
+            raise UnitFailed(decision.reason)
+        ctx = task_context(execution, unit, attempt)
+        task_prompt = await _render(execution, unit, ctx)
+        cache_id: str | None = None
+        if policy is not None and not memory_is_active(memory):
+            cache_id, hit = await lookup_cached_output(
+                execution, unit, ctx, policy, task_prompt, agent_name
+            )
+            if hit is not None:
+                await record_cache_hit(execution, unit, attempt, agent_name, task_prompt, hit)
+                return hit
+        async with slots.semaphore:
+            if execution.halting():
+                raise StopDispatch("the run is stopping")
+            try:
+                output = await run_attempt(
+                    execution, unit, attempt, agent, agent_name, task_prompt, memory
+                )
+                break
+            except AgentError as error:
+                failures += 1
+                retry = error.retryable and failures <= spec.retries and not execution.halting()
+                await record_failed_attempt(execution, unit, attempt, error, retry)
+                if not retry:
+                    raise UnitFailed(
+                        f"Node {unit.node_id} failed after {attempt} attempt(s): {error}"
+                    ) from error
+                # The provider's own "retry after" wins over a shorter backoff.
+                wait_at_least = error.retry_after_s or 0.0
+        delay = max(spec.backoff.delay_for(failures), wait_at_least)
+        execution.progress("node", unit, "retrying", f"in {delay:.1f}s")
+        slots.park()
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            slots.unpark()
+        attempt += 1
+    if cache_id is not None and policy is not None:
+        await execution.cache.put(
+            cache_id,
+            scope=policy.scope,
+            workflow=execution.workflow.name,
+            node_id=unit.node_id,
+            run_id=execution.run_id,
+            payload=to_jsonable(output),
+            ttl_ms=policy.ttl_ms,
+        )
+    if execution.hooks.memory is not None and memory is not None:
+        # MEMORY HOOK: retention runs in the background; it never delays the next task.
+        execution.hooks.memory.retain_in_background(
+            execution.run_id, unit.node_id, unit.iteration, memory, task_prompt, output
+        )
+    return output
+
+
+async def _render(execution: RunExecution, unit: Unit, ctx: TaskContext) -> str:
+    """The task prompt of ``unit``; a prompt that raises or renders empty fails the node."""
+    try:
+        text = unit.spec.prompt(ctx)
+    except Exception as error:
+        message = f"The prompt of {unit.node_id} raised {type(error).__name__}: {error}"
+        await execution.store.upsert_node(
+            execution.run_id, unit.node_id, unit.iteration, "failed", error=message
+        )
+        raise UnitFailed(message) from error
+    if not isinstance(text, str) or not text.strip():
+        message = (
+            f"Task {unit.node_id} rendered an empty prompt; usually an upstream value it "
+            "interpolates was empty."
+        )
+        await execution.store.upsert_node(
+            execution.run_id, unit.node_id, unit.iteration, "failed", error=message
+        )
+        raise UnitFailed(message)
+    return text

@@ -1,0 +1,112 @@
+"""How a run execution ends: finished, failed, cancelled, lost or handed off, recorded on the
+run with its :class:`RunOutcome`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from engine.hooks import DispatchDecision, HandoffRequest
+from engine.structured import to_jsonable
+from store.model.run_records import RunRecord
+
+if TYPE_CHECKING:
+    from engine.run.execution import RunExecution
+
+
+@dataclass
+class RunOutcome:
+    """How a run ended in this process."""
+
+    run_id: str
+    status: str
+    error: str | None = None
+    next_run_id: str | None = None
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+async def finish_run(execution: RunExecution) -> RunOutcome:
+    """Record how the run ended (status, error or outputs) and return its outcome."""
+    outputs = _sink_outputs(execution)
+    if execution.lost:
+        # Another process holds the run now (its lease, or it resumed it): write nothing.
+        return RunOutcome(execution.run_id, "lost", "Another process took over this run.")
+    if execution.cancelled:
+        await execution.store.set_run_status(
+            execution.run_id, "cancelled", error="Cancelled by request."
+        )
+        execution.progress("run", None, "cancelled")
+        return RunOutcome(execution.run_id, "cancelled", "Cancelled by request.")
+    if execution.failure is not None:
+        await execution.store.set_run_status(execution.run_id, "failed", error=execution.failure)
+        execution.progress("run", None, "failed", execution.failure)
+        return RunOutcome(execution.run_id, "failed", execution.failure)
+    if execution.stop is not None:
+        return await _hand_off(execution, execution.stop, outputs)
+    unfinished = [n for n in execution.top_ids if n not in execution.top_outputs]
+    if unfinished:
+        # Never report a run finished while part of its graph did not run.
+        error = f"Nodes never became ready: {', '.join(unfinished[:10])}."
+        await execution.store.set_run_status(execution.run_id, "failed", error=error)
+        return RunOutcome(execution.run_id, "failed", error)
+    await execution.store.set_run_status(
+        execution.run_id, "finished", output=outputs, set_output=True
+    )
+    execution.progress("run", None, "finished")
+    return RunOutcome(execution.run_id, "finished", outputs=outputs)
+
+
+def _sink_outputs(execution: RunExecution) -> dict[str, Any]:
+    ids = execution.top_ids
+    depended = {d for n in ids for d in execution.top_deps[n]}
+    return {
+        n: to_jsonable(execution.top_outputs[n])
+        for n in ids
+        if n not in depended and n in execution.top_outputs
+    }
+
+
+async def _hand_off(
+    execution: RunExecution, decision: DispatchDecision, outputs: dict[str, Any]
+) -> RunOutcome:
+    run = await execution.store.get_run(execution.run_id)
+    reason = decision.reason or "handoff requested"
+    visible = {n: to_jsonable(v) for n, v in execution.top_outputs.items()}
+    if execution.hooks.handoff is not None:
+        # HANDOFF HOOK: the ceiling/handoff feature distils state and creates the successor.
+        next_id = await execution.hooks.handoff.hand_off(
+            HandoffRequest(
+                run=run,
+                trigger=decision.trigger,
+                reason=reason,
+                outputs=visible,
+                workflow=execution.workflow,
+            )
+        )
+    else:
+        carried = default_distillation(run, reason, visible)
+        new_run, _ = await execution.store.continue_as_new(
+            execution.run_id,
+            trigger=decision.trigger,
+            reason=reason,
+            carried_state=carried,
+            input=run.input,
+            tokens_at_handoff=run.tokens.total,
+        )
+        next_id = new_run.run_id
+    execution.progress("run", None, "handed-off", next_id or "")
+    return RunOutcome(execution.run_id, "handed-off", reason, next_run_id=next_id, outputs=outputs)
+
+
+def default_distillation(run: RunRecord, reason: str, outputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The carried state used when no handoff handler is installed: goal (the input), the next
+    generation, the reason, and a bounded summary of what finished."""
+    summary = ", ".join(sorted(outputs))[:2000]
+    return {
+        "goal": run.input,
+        "generation": run.generation + 1,
+        "reason": reason,
+        "last_summary": f"Finished before the handoff: {summary}" if summary else "",
+        "learnings": [],
+    }

@@ -1,0 +1,46 @@
+"""One declared task (or fan-out template, or loop body task), as the scheduler reads it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from engine.workflow.policies import Backoff, CachePolicy
+
+if TYPE_CHECKING:
+    from engine.workflow.context import TaskContext
+
+PromptFn = Callable[["TaskContext"], str]
+ItemsFn = Callable[["TaskContext"], Iterable[Any]]
+UntilFn = Callable[["TaskContext"], bool]
+
+
+@dataclass
+class TaskSpec:
+    """One declared task (or fan-out template, or loop body task)."""
+
+    id: str
+    prompt: PromptFn
+    depends_on: tuple[str, ...] = ()
+    output: type[BaseModel] | None = None
+    agent: str | None = None
+    retries: int = 0
+    backoff: Backoff = field(default_factory=Backoff)
+    timeout_s: float | None = None
+    cache: CachePolicy | None = None
+    memory: Any = None
+    isolation: str | None = None
+    items: ItemsFn | None = None
+    item_key: Callable[[Any], str] | None = None
+    loop: str | None = None
+    description: str = ""
+
+    @property
+    def is_fan_out(self) -> bool:
+        return self.items is not None
+
+    def __call__(self, ctx: TaskContext) -> str:
+        return self.prompt(ctx)
