@@ -11,10 +11,12 @@ fragments, never from user text.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from store.db.dialect import Statement
 from store.db.paging import counted
 from store.errors import InvalidInputError
-from store.search.tsvector import derive_fact
 
 
 def limit_param(limit: int | None) -> int:
@@ -90,6 +92,13 @@ ON CONFLICT (namespace, key) DO UPDATE SET
 _FACT_VALUES = ":namespace, :key, :value_json, :now, :now, :ttl_ms, :run_id, :node_id, :iteration"
 
 
+def _derive_fact(params: Mapping[str, Any]) -> dict[str, Any]:
+    # Imported when PostgreSQL first writes a fact: the command line starts without it.
+    from store.search.tsvector import derive_fact
+
+    return derive_fact(params)
+
+
 def _upsert_fact(returning: str) -> Statement:
     """The fact upsert; on PostgreSQL it also writes the fact's lexemes (``search_vector``,
     derived from key and value: what FTS5's ``facts_fts`` derives inside SQLite)."""
@@ -100,7 +109,7 @@ def _upsert_fact(returning: str) -> Statement:
             f"VALUES ({_FACT_VALUES}, CAST(:search_vector AS tsvector)){_UPSERT_FACT},\n"
             f"    search_vector = excluded.search_vector\n{returning}"
         ),
-        derive=derive_fact,
+        derive=_derive_fact,
     )
 
 

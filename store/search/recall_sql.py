@@ -10,12 +10,21 @@ up by rowid.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from store.db.dialect import Statement
 from store.memory.memory_sql import fact_live
-from store.search.tsvector import derive_query
+
 
 # Live facts of :namespaces whose key or value matches :query: the newest :pool of them (facts
 # are few; tag scoping happens on the decoded value, a ``tags`` list inside a JSON object).
+def _derive_query(params: Mapping[str, Any]) -> dict[str, Any]:
+    from store.search.tsvector import derive_query
+
+    return derive_query(params)
+
+
 # On PostgreSQL the match is the fact's ``search_vector`` against a ``tsquery`` derived from the
 # same FTS5 expression (store/search/tsvector.py): the same words match on both.
 _RECALL_FACTS = "SELECT f.namespace, f.key, f.value_json, f.updated_at_ms"
@@ -30,5 +39,5 @@ ORDER BY facts_fts.rowid DESC LIMIT :pool""",
 FROM facts f
 WHERE f.search_vector @@ CAST(:tsquery AS tsquery) AND {_IN_NAMESPACES}
 ORDER BY f.rowid DESC LIMIT :pool""",
-    derive=derive_query,
+    derive=_derive_query,
 )
