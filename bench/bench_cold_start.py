@@ -79,8 +79,7 @@ from pathlib import Path
 from engine.memory.block import build_block
 from engine.memory.recall_items import RecallRequest
 from engine.memory.keyword_recall import KeywordRecallBackend
-from store.db.seam import Database
-from store.db.backends import open_database, open_readonly
+from store.db.backends import open_database
 from store.workspace.layout import Workspace
 
 async def main():

@@ -24,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from store.memory import notes as notes_module
-from store.memory.memory_sql import NOT_SUPERSEDED_BY_ACCEPTED, NOTE_COLUMNS_N
+from store.memory.memory_sql import NOT_SUPERSEDED_BY_ACCEPTED, NOTE_COLUMNS, NOTE_COLUMNS_N
 from store.memory.namespaces import canonical_namespace
 from store.memory.note_values import NoteSearch, SearchHit, note_from_row
 from store.search.search_policy import MODE_ALL_WORDS, match_all, query_terms
@@ -41,13 +41,14 @@ def build_baseline(folder: Path) -> Path:
     building.unlink(missing_ok=True)
     conn = sqlite3.connect(building)
     conn.execute("ATTACH DATABASE ? AS src", (f"file:{folder / 'tether.db'}?mode=ro",))
-    conn.executescript("""
-CREATE TABLE notes AS SELECT rowid AS note_rowid, * FROM src.notes;
+    conn.executescript(f"""
+CREATE TABLE notes AS SELECT * FROM src.notes WHERE 0;
+INSERT INTO notes (rowid, {NOTE_COLUMNS}) SELECT rowid, {NOTE_COLUMNS} FROM src.notes;
 CREATE UNIQUE INDEX notes_id_idx ON notes (id);
 CREATE TABLE note_supersessions AS SELECT * FROM src.note_supersessions;
 CREATE INDEX note_supersessions_target_idx ON note_supersessions (supersedes_id);
 CREATE VIRTUAL TABLE notes_fts USING fts5 (
-    body, content = 'notes', content_rowid = 'note_rowid',
+    body, content = 'notes', content_rowid = 'rowid',
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
@@ -65,7 +66,7 @@ def fts5_sql(namespace: bool) -> str:
     scope = "AND n.namespace = :namespace" if namespace else ""
     return f"""
 SELECT {NOTE_COLUMNS_N}, bm25(notes_fts) AS rank
-FROM notes_fts CROSS JOIN notes n ON n.note_rowid = notes_fts.rowid
+FROM notes_fts CROSS JOIN notes n ON n.rowid = notes_fts.rowid
 WHERE notes_fts MATCH :query AND n.status = 'accepted' AND {NOT_SUPERSEDED_BY_ACCEPTED} {scope}
 ORDER BY bm25(notes_fts) LIMIT :limit
 """

@@ -2,7 +2,7 @@
 its SQLite file.
 
 Everything that opens a workspace database comes through here: the engine and the dashboard's
-writes (:func:`open_database`), reading commands (:func:`open_readonly`), the short commands
+writes and reading commands (:func:`open_database`), the short commands
 of the command line (:func:`open_in_thread`: SQLite in the calling thread) and the dashboard's
 reader (:func:`open_reader`). The backends are imported only when chosen, so a SQLite process
 never imports psycopg.
