@@ -1,5 +1,6 @@
-"""The dashboard and the engine have no import circles, lazy (function-level) and typing-only
-imports included.
+"""The three packages have no import circles and no upward imports, lazy (function-level) and
+typing-only imports included: ``tui`` may import ``engine`` and ``store``, ``engine`` may import
+``store``, and ``store`` imports neither.
 
 An import circle means two modules cannot be understood, tested or changed one without the
 other; the views reach the app through :mod:`tui.app_api` for that reason, and the engine's
@@ -22,9 +23,16 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def import_map(package: str) -> dict[str, set[str]]:
-    """Every module of ``package`` -> the modules of ``package`` it imports (anywhere in it)."""
-    modules = {module_name(p): p for p in (ROOT / package).rglob("*.py")}
+PACKAGES = ("store", "engine", "tui")
+LAYER = {package: rank for rank, package in enumerate(PACKAGES)}
+"""A package may import only packages of a lower rank than its own (and itself)."""
+
+
+def import_map(*packages: str) -> dict[str, set[str]]:
+    """Every module of ``packages`` -> the modules of ``packages`` it imports (anywhere in it)."""
+    modules = {
+        module_name(p): p for package in packages for p in (ROOT / package).rglob("*.py")
+    }
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -85,3 +93,27 @@ def test_store_has_no_import_circles() -> None:
 
 def test_engine_has_no_import_circles() -> None:
     assert circles(import_map("engine")) == []
+
+
+def test_the_three_packages_together_have_no_import_circles() -> None:
+    assert circles(import_map(*PACKAGES)) == []
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Edges that go from a lower layer to a higher one, as ``importer -> imported``."""
+    return sorted(
+        f"{importer} -> {imported}"
+        for importer, targets in graph.items()
+        for imported in targets
+        if LAYER[imported.split(".")[0]] > LAYER[importer.split(".")[0]]
+    )
+
+
+def test_upward_imports_finds_one() -> None:
+    assert upward_imports({"store.a": {"engine.b"}, "engine.b": {"store.a"}}) == [
+        "store.a -> engine.b"
+    ]
+
+
+def test_no_package_imports_a_layer_above_it() -> None:
+    assert upward_imports(import_map(*PACKAGES)) == []

@@ -1,7 +1,6 @@
-"""The dashboard and the engine stay made of small modules whose names say what they are: none
-over 500 lines, no file name twice in a package, and no dashboard file name that also names a
-module of ``store`` or ``engine``, nor an engine one that names a dashboard module (a reader who
-meets ``memory.py`` should not have to ask which one)."""
+"""The three packages stay made of small modules whose names say what they are: none over 500
+lines, and no file name twice anywhere in ``store``, ``engine`` and ``tui`` (a reader who meets
+``memory.py`` should not have to ask which one)."""
 
 from __future__ import annotations
 
@@ -13,12 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 500
 
 
-def module_names(package: str) -> set[str]:
-    """File names of ``package``'s modules (``__init__.py`` left out)."""
-    return {p.name for p in (ROOT / package).rglob("*.py") if p.name != "__init__.py"}
-
-
-@pytest.mark.parametrize("package", ["tui", "engine"])
+@pytest.mark.parametrize("package", ["store", "engine", "tui"])
 def test_no_module_is_over_500_lines(package: str) -> None:
     long = {
         str(path.relative_to(ROOT)): lines
@@ -28,14 +22,11 @@ def test_no_module_is_over_500_lines(package: str) -> None:
     assert long == {}
 
 
-def test_tui_file_names_are_unique_and_not_those_of_store_or_engine() -> None:
-    paths = [p for p in (ROOT / "tui").rglob("*.py") if p.name != "__init__.py"]
-    names = [p.name for p in paths]
+def test_file_names_are_unique_across_the_three_packages() -> None:
+    names = [
+        p.name
+        for package in ("store", "engine", "tui")
+        for p in (ROOT / package).rglob("*.py")
+        if p.name != "__init__.py"
+    ]
     assert sorted({n for n in names if names.count(n) > 1}) == []
-    assert sorted(set(names) & (module_names("store") | module_names("engine"))) == []
-
-
-def test_engine_file_names_are_unique_and_not_those_of_tui() -> None:
-    names = [p.name for p in (ROOT / "engine").rglob("*.py") if p.name != "__init__.py"]
-    assert sorted({n for n in names if names.count(n) > 1}) == []
-    assert sorted(set(names) & module_names("tui")) == []
