@@ -37,7 +37,7 @@ from engine.memory.encoder import (
     semantic_available,
     unavailable_reason,
 )
-from engine.memory.keyword_recall import KeywordRecallBackend, RecallBackend, fact_text, satisfies
+from engine.memory.keyword_recall import KeywordRecallBackend, RecallBackend, fact_text
 from engine.memory.recall_items import RecallItem, RecallRequest, RecallResult
 from store.db.seam import Database
 from store.memory.note_values import note_tags
@@ -275,8 +275,7 @@ def _materialise(
         item: RecallItem | None = None
         if sim.ref.startswith("note:"):
             row = note_rows.get(sim.source_rowid)
-            if row is not None and satisfies(note_tags(row["tags_json"]),
-                                             request.groups_for(sim.namespace)):
+            if row is not None and request.admits(sim.namespace, note_tags(row["tags_json"])):
                 item = RecallItem(sim.ref, "note", row["namespace"], None, str(row["body"]),
                                   sim.similarity, (), note_tags(row["tags_json"]),
                                   int(row["created_at_ms"]), sim.similarity, ("semantic",))
@@ -287,7 +286,7 @@ def _materialise(
                 fact_tags = value.get("tags") if isinstance(value, dict) else None
                 have = tuple(t for t in fact_tags if isinstance(t, str)) if isinstance(
                     fact_tags, list) else ()
-                if satisfies(have, request.groups_for(sim.namespace)):
+                if request.admits(sim.namespace, have):
                     item = RecallItem(sim.ref, "fact", row["namespace"], row["key"],
                                       fact_text(value), sim.similarity, (), have,
                                       int(row["updated_at_ms"]), sim.similarity, ("semantic",))

@@ -94,9 +94,11 @@ def fold(word: str) -> str:
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
-# Bump when index_terms changes what it returns for some text: persisted term-index snapshots
-# (store/search/term_snapshot.py) made by another version are then rebuilt instead of trusted.
-INDEX_TERMS_VERSION = 1
+# Bump when index_terms changes what it returns for some text, or the index's tags change
+# (2: project-bank notes carry their derived scope, store/memory/bank_tags.py): persisted
+# term-index snapshots (store/search/term_snapshot.py) made by another version are then rebuilt
+# instead of trusted.
+INDEX_TERMS_VERSION = 2
 
 
 def index_terms(text: str) -> list[str]:
