@@ -10,6 +10,7 @@ every task's memory config and agent, and the ceiling. The loop of one run is
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from engine.agents.agent import supports_tools
@@ -65,6 +66,7 @@ class Engine:
                 "open it with engine.open_engine (or add engine.CeilingGuard)."
             )
         registry = self.registry_for(workflow)
+        configs: list[Any] = []
         for spec in workflow.tasks.values():
             memory = task_memory(spec, workflow)
             if memory_is_active(memory) and self.hooks.memory is None:
@@ -74,6 +76,8 @@ class Engine:
                     "runtime; open it with engine.open_engine (or pass "
                     "EngineHooks(memory=MemoryRuntime(db)))."
                 )
+            if memory is not None:
+                configs.append(memory)
             agent_name = task_agent_name(spec, workflow)
             agent = registry.get(agent_name)
             if getattr(memory, "tools", False) and not supports_tools(agent):
@@ -83,6 +87,11 @@ class Engine:
                     "tools (a command agent takes them only with the claude-code or codex "
                     "preset); set tools=False or use another agent."
                 )
+        warm_up = getattr(self.hooks.memory, "warm_up", None)
+        if warm_up is not None and configs:
+            # The encoder loads while the run starts, so the first recall is hybrid.
+            with contextlib.suppress(RuntimeError):  # no running loop: the first recall loads
+                warm_up(configs)
 
     def registry_for(self, workflow: Workflow) -> AgentRegistry:
         return AgentRegistry(workflow.agents, self.config.agents)

@@ -23,6 +23,10 @@ api_key_env = "OPENAI_API_KEY"
 [prices."qwen2.5-coder"]    # USD per million tokens (see engine.pricing)
 input = 0.20
 output = 0.60
+
+[memory]                    # see engine.memory.recall_mode
+mode = "auto"               # auto | hybrid | semantic | keyword
+encoder = "auto"            # auto | minilm-onnx-int8 | minilm-numpy | e5-small-q4
 ```
 """
 
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.memory.recall_mode import MemorySettings, memory_settings_from
 from engine.pricing import Price, PriceTable, parse_prices
 from store.errors import InvalidInputError
 
@@ -49,6 +54,7 @@ class EngineConfig:
     poll_interval_s: float = 0.25
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)
+    memory: MemorySettings = field(default_factory=MemorySettings)
 
     @property
     def price_table(self) -> PriceTable:
@@ -84,6 +90,7 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
             raise InvalidInputError(f"{source}: agents.{name} must be a table with a type.")
         config.agents[name] = dict(spec)
     config.prices = parse_prices(data.get("prices"), source)
+    config.memory = memory_settings_from(data, source)
     return config
 
 

@@ -16,7 +16,11 @@ from engine.workflow.root_prompts import check_root_prompts
 from store.db.seam import Database
 
 
-def build_hooks(db: Database, on_progress: ProgressCallback | None = None) -> EngineHooks:
+def build_hooks(
+    db: Database,
+    on_progress: ProgressCallback | None = None,
+    config: EngineConfig | None = None,
+) -> EngineHooks:
     """The hooks installed for every engine on ``db``.
 
     INTEGRATION POINT: the memory runtime (``hooks.memory``) and the ceiling/handoff feature
@@ -27,7 +31,7 @@ def build_hooks(db: Database, on_progress: ProgressCallback | None = None) -> En
     from engine.memory.runtime import MemoryRuntime
 
     return EngineHooks(
-        memory=MemoryRuntime(db),
+        memory=MemoryRuntime(db, settings=(config or EngineConfig()).memory),
         guards=[CeilingGuard(db)],
         handoff=HandoffManager(db),
         on_progress=on_progress,
@@ -43,7 +47,8 @@ def open_engine(
 ) -> Engine:
     """An engine on ``db`` with the workspace's ``config.toml`` and the standard hooks."""
     config = config or load_config(db.workspace.config_path)
-    return Engine(db, config=config, hooks=build_hooks(db, on_progress), owner_id=owner_id)
+    return Engine(db, config=config, hooks=build_hooks(db, on_progress, config),
+                  owner_id=owner_id)
 
 
 def preflight(workflow: Workflow, config: EngineConfig, raw_input: Any = None, *,

@@ -13,7 +13,8 @@ from pydantic import BaseModel
 from engine.agents.agent import AgentRequest, AgentResult
 from engine.memory.memory_access import timeout_from_env
 from engine.memory.memory_config import MemoryConfig
-from engine.memory.runtime import MemoryRuntime, retain_digest
+from engine.memory.prepared_block import retain_digest
+from engine.memory.runtime import MemoryRuntime
 from engine.prompting import ISOLATION_MARKER
 from engine.workflow.definition import Workflow
 from engine.workflow.policies import CachePolicy

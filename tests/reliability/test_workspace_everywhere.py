@@ -18,7 +18,7 @@ import pytest
 from cli_harness import Outcome, run_cli
 from storage_support import REPO_ROOT, sqlite_dump, tether
 
-from engine.memory.encoder import semantic_available
+from engine.memory.encoders import semantic_available
 from store.clock import SYSTEM_CLOCK
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
