@@ -43,6 +43,7 @@ from engine.memory.recall_items import RecallItem
 from engine.memory.recall_mode import MemorySettings, ModeChoice, resolve_mode
 from engine.memory.semantic_recall import (
     LOADING,
+    UNAVAILABLE,
     EncoderSource,
     HybridRecallBackend,
     SemanticRecallBackend,
@@ -228,6 +229,8 @@ class MemoryRuntime(MemoryAccess):
                 notes.append(choice.why)
             elif loading:
                 notes.append("semantic model loading: recalled by keyword only")
+            elif result.details.get("mode") == UNAVAILABLE:
+                notes.append("the semantic model could not be loaded: recalled by keyword only")
             if result.degraded:
                 degraded = True
                 warning = f"{result.reason}; the task ran without recalled memory"

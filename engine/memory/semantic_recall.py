@@ -58,6 +58,7 @@ from store.search.term_index import index_for
 from store.search.vector_store import Similar, VectorStore, vector_index_for
 
 LOADING = "keyword (semantic model loading)"
+UNAVAILABLE = "keyword (semantic model unavailable)"
 EncoderSource = Callable[[], Awaitable[TextEncoder | None]]
 
 # Cosine similarity a semantic-only candidate needs (all-MiniLM-L6-v2; chosen on the dev set).
@@ -224,7 +225,7 @@ class SemanticRecallBackend:
         if not request.query.strip() or not request.namespaces:
             return RecallResult(details={"mode": self.name})
         if not await self.wait_ready(self.load_wait_s):
-            return await loading_answer(KeywordRecallBackend(self.db), request)
+            return await loading_answer(KeywordRecallBackend(self.db), request, self)
         vector = await self.query_vector(request.query)
         pairs = await self.similar(request, vector, request.limit)
         terms = prompt_terms(request.query)
@@ -269,7 +270,7 @@ class HybridRecallBackend:
         if not request.namespaces:
             return RecallResult(details={"mode": self.name})
         if not await self.semantic.wait_ready(self.semantic.load_wait_s):
-            return await loading_answer(self.keyword, request)
+            return await loading_answer(self.keyword, request, self.semantic)
         deep = RecallRequest(request.namespaces, request.query, request.tags, FUSION_DEPTH,
                              request.tag_groups)
         vector_task = asyncio.ensure_future(self.semantic.query_vector(request.query))
@@ -309,11 +310,14 @@ class HybridRecallBackend:
         )
 
 
-async def loading_answer(keyword: KeywordRecallBackend, request: RecallRequest) -> RecallResult:
-    """Keyword recall's answer, marked as given while the semantic model was loading."""
+async def loading_answer(keyword: KeywordRecallBackend, request: RecallRequest,
+                         semantic: SemanticRecallBackend) -> RecallResult:
+    """Keyword recall's answer, marked as given while the semantic model was loading (or
+    after it failed to load)."""
     result = await keyword.recall(request)
+    failed = semantic._loading is not None and semantic._loading.done()
     return RecallResult(result.items, result.terms, result.degraded, result.reason,
-                        {**result.details, "mode": LOADING})
+                        {**result.details, "mode": UNAVAILABLE if failed else LOADING})
 
 
 def _replace(item: RecallItem, **changes: Any) -> RecallItem:

@@ -111,4 +111,20 @@ def workspace_memory_settings(workspace: Workspace) -> MemorySettings:
     return load_config(workspace.config_path).memory
 
 
-COMMANDS = [reindex_command, status_command]
+@memory.command("encoder", hidden=True)
+@click.option("--encoder", "encoder_name", default="auto", help="The encoder to serve.")
+@click.option("--catch-up", is_flag=True, help="Embed what lacks a vector first.")
+@workspace_option
+@run_async
+async def encoder_command(encoder_name: str, catch_up: bool, workspace_dir: str | None) -> None:
+    """Serve the workspace's encoder on a local socket until idle (started on demand by the
+    dashboard; see engine/memory/encoder_service.py)."""
+    from engine.memory.encoder_service import serve
+
+    status = await serve(workspace_from(workspace_dir), encoder_name, catch_up=catch_up)
+    if status:
+        raise SemanticUnavailableError(
+            f"Semantic recall is unavailable: {unavailable_reason(encoder_name)}.")
+
+
+COMMANDS = [reindex_command, status_command, encoder_command]
