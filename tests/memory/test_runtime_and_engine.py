@@ -50,7 +50,7 @@ async def test_prompt_assembly_order_is_pinned(db: Database) -> None:
     schema = prompt.index("REQUIRED OUTPUT")
     assert block < notice < task < schema
     assert prompt.startswith("Background recalled from memory")
-    assert "- [workflow:code-review] Flaky pytest fixtures need a retry marker." in prompt
+    assert "[workflow:code-review]\n- Flaky pytest fixtures need a retry marker." in prompt
     stored = (await RunStore(db).list_memory_blocks(outcome.run_id))[0]
     assert stored.text is not None and stored.text in prompt
     assert stored.items[0]["matched_terms"] and stored.bytes_used <= stored.budget_bytes
