@@ -147,12 +147,12 @@ def build_block(
         if items:
             pieces.append(("\n" + RECALLED_HEADING, None, 0, False))
     bank = None
-    for item in items:
-        line, shortened = render_item(item)
-        heading = "" if item.namespace == bank else "\n" + bank_heading(item.namespace)
-        bank = item.namespace
-        piece = heading + "\n" + line
-        pieces.append((piece, item, len(heading) + 1 + len(item_label(item)), shortened))
+    for recalled in items:
+        line, shortened = render_item(recalled)
+        heading = "" if recalled.namespace == bank else "\n" + bank_heading(recalled.namespace)
+        bank = recalled.namespace
+        pieces.append((heading + "\n" + line, recalled,
+                       len(heading) + 1 + len(item_label(recalled)), shortened))
     everything = (*primers, *items)
     used = utf8_len(header)
     if not everything or used > budget_bytes:

@@ -278,6 +278,10 @@ class RemoteEncoder:
 
         return self.queries.get(focus_query(query), remote)
 
+    def cached_query(self, query: str) -> np.ndarray | None:
+        """The query's vector when it is cached here (None otherwise); asks nothing."""
+        return self.queries.peek(focus_query(query))
+
     def close(self) -> None:
         """Drop the connection (the service keeps running until idle)."""
         for handle in (self._file, self._socket):

@@ -138,6 +138,10 @@ class PreparedEncoder:
         """The unit vector of a query's focused text (:func:`focus_query`), cached."""
         return self.queries.get(focus_query(query), self.inner.embed_query)
 
+    def cached_query(self, query: str) -> np.ndarray | None:
+        """The query's vector when it is cached (None otherwise); computes nothing."""
+        return self.queries.peek(focus_query(query))
+
 
 _lock = threading.Lock()
 _loaded: dict[str, PreparedEncoder] = {}

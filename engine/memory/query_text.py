@@ -72,6 +72,15 @@ class QueryVectors:
         self.hits = 0
         self.misses = 0
 
+    def peek(self, text: str) -> np.ndarray | None:
+        """The cached vector of ``text`` (None when it is not cached); computes nothing."""
+        with self._lock:
+            found = self._vectors.get(text)
+            if found is not None:
+                self._vectors.move_to_end(text)
+                self.hits += 1
+            return found
+
     def get(self, text: str, compute: Callable[[str], np.ndarray]) -> np.ndarray:
         """The cached vector of ``text``, else ``compute(text)`` (remembered)."""
         with self._lock:

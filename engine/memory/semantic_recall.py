@@ -183,6 +183,10 @@ class SemanticRecallBackend:
         last pass are embedded in the background after each write; until then keyword recall
         finds them."""
         encoder = await self.encoder()
+        cached = getattr(encoder, "cached_query", None)
+        found = cached(query) if cached is not None else None
+        if found is not None:  # a repeated query: no thread hop, no model
+            return found
         return await asyncio.to_thread(encoder.embed_query, query)
 
     def written(self) -> asyncio.Task[int]:
