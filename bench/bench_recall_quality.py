@@ -269,9 +269,12 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
         "echo: answer terms (new)": echo_rule(old_echo),
         "fusion: normalised 0.5/1": fusion("normalised", (0.5, 1.0)),
         "fusion: normalised 1/1": fusion("normalised", (1.0, 1.0)),
+        "fusion: normalised 1.5/1": fusion("normalised", (1.5, 1.0)),
+        "fusion: normalised 2/1": fusion("normalised", (2.0, 1.0)),
         "fusion: RRF k=60": fusion("rrf", (1.0, 1.0)),
         "similarity floor 0.3": floor(0.3),
         "similarity floor 0.2": floor(0.2),
+        "similarity floor 0.1": floor(0.1),
         "similarity floor 0.0": floor(0.0),
     }
 

@@ -196,6 +196,17 @@ class MemoryRuntime(MemoryAccess):
             if lock is not None and not lock.locked():
                 del self._locks[oldest]
 
+    def forget_run(self, run_id: str) -> None:
+        """Drop what this process keeps of a run's blocks once it stops executing here (the
+        persisted records stay; a resume reads them back). A dashboard's engine runs for hours:
+        without this every finished run's blocks and prompts stayed in memory."""
+        for key in [k for k in self._prompts if k[0] == run_id]:
+            self._prompts.pop(key, None)
+            self._blocks.pop(key, None)
+            lock = self._locks.get(key)
+            if lock is not None and not lock.locked():
+                del self._locks[key]
+
     async def _recall_and_store(
         self,
         run_id: str,

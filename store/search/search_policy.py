@@ -64,10 +64,11 @@ ECHO_PENALTY = 0.25
 MODE_ALL_WORDS = "all words"
 MODE_ANY_WORD = "any word"
 
-# Hybrid recall: the weight of each ranking in the fused score (normalised score fusion, chosen
-# over reciprocal-rank fusion on the dev set: bench/bench_recall_quality.py --sweep), and the
+# Hybrid recall: the weight of each ranking in the fused score (normalised score fusion with
+# equal weights, chosen over keyword 0.5 and over reciprocal-rank fusion on the tuning splits:
+# bench/bench_recall_quality.py --sweep, docs/benchmarks/recall-quality.md), and the
 # reciprocal-rank constant for RRF.
-KEYWORD_WEIGHT = 0.5
+KEYWORD_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 1.0
 RRF_K = 60
 

@@ -104,6 +104,22 @@ async def test_retries_and_resumes_reuse_the_persisted_block(db: Database) -> No
     assert len(await RunStore(db).list_memory_blocks(outcome.run_id)) == 1
 
 
+async def test_a_finished_run_leaves_nothing_in_the_runtime(db: Database) -> None:
+    """A long-lived engine (the dashboard's) keeps no block, prompt or lock of a finished run:
+    they are persisted, and they made the dashboard grow with every run."""
+    await MemoryStore(db).save_note(NS, "Pytest fixtures: prefer tmp_path over tmpdir.")
+    engine = engine_with_hooks(db)
+    runtime = engine.hooks.memory
+    assert isinstance(runtime, MemoryRuntime)
+    agent = RecordingAgent(fail_attempts=1)
+    for _ in range(3):
+        outcome = await engine.start(
+            workflow_with(agent, MemoryConfig(bank=BANK), retries=2, backoff=0.0))
+        assert outcome.status == "finished"
+    assert agent.prompts[0] == agent.prompts[1]  # the retry still reused its block
+    assert runtime._blocks == {} and runtime._prompts == {} and runtime._locks == {}
+
+
 async def test_retain_writes_a_bounded_note_with_provenance(db: Database) -> None:
     agent = RecordingAgent()
     config = MemoryConfig(bank=BANK, recall="off", retain="on-complete", retain_status="pending")
