@@ -264,6 +264,10 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
 
     return {
         "default": lambda runtime: None,
+        "fusion: coverage 1/1": fusion("coverage", (1.0, 1.0)),
+        "fusion: coverage 1.5/1": fusion("coverage", (1.5, 1.0)),
+        "fusion: coverage 2/1": fusion("coverage", (2.0, 1.0)),
+        "fusion: coverage 3/1": fusion("coverage", (3.0, 1.0)),
         "echo: any '?' (old)": echo_rule(any_question),
         "echo: off": echo_rule(lambda *a: False),
         "echo: answer terms (new)": echo_rule(old_echo),
@@ -280,11 +284,13 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
 
 
 async def sweep(sets: list[RecallSet], encoder: PreparedEncoder,
-                settings: MemorySettings) -> dict[str, Any]:
+                settings: MemorySettings, only: list[str] | None = None) -> dict[str, Any]:
     saved = (term_ranking.is_question_echo, semantic_recall.is_question_echo,
              semantic_recall.MIN_SIMILARITY)
     out: dict[str, Any] = {}
     for label, apply in sweep_variants().items():
+        if only and label not in only:
+            continue
         row = {}
         for found in sets:
             folder = await workspace_for(found, encoder)
@@ -311,6 +317,7 @@ async def main() -> None:
     parser.add_argument("--encoder", default=AUTO, help="the encoder to measure")
     parser.add_argument("--sets", nargs="+", default=["chat", "docs", "locomo"])
     parser.add_argument("--sweep", action="store_true", help="tuning-split ablations only")
+    parser.add_argument("--only", nargs="+", help="the sweep's variants to run (labels)")
     args = parser.parse_args()
     load_before = os.getloadavg()
     encoder = load_encoder(args.encoder)
@@ -325,7 +332,7 @@ async def main() -> None:
         else:
             sets.append(locomo_set(Path(args.locomo)))
     if args.sweep:
-        result = await sweep(sets, encoder, settings)
+        result = await sweep(sets, encoder, settings, args.only)
         target = RESULTS.with_name("bench_recall_quality_sweep.json")
         target.write_text(json.dumps({"encoder": encoder.model_id, "machine": machine(),
                                       "hit@10 on the tuning splits": result}, indent=2) + "\n")

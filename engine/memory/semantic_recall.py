@@ -292,6 +292,8 @@ class HybridRecallBackend:
         if self.fusion == "rrf":
             fused = reciprocal_rank_fusion(
                 [keyword_ids, semantic_ids], list(self.weights), self.rrf_k)
+        elif self.fusion == "coverage":
+            fused = coverage_fusion(keyword.items, terms, similarity, self.weights)
         else:
             fused = normalised_fusion(
                 [{i.id: i.score for i in keyword.items}, similarity], list(self.weights)
@@ -313,6 +315,21 @@ class HybridRecallBackend:
             terms=terms,
             details={"mode": self.name, "fusion": self.fusion},
         )
+
+
+def coverage_fusion(keyword: Sequence[RecallItem], terms: Sequence[str],
+                    similarity: dict[str, float], weights: tuple[float, float]) -> dict[str, float]:
+    """Normalised fusion in which a keyword candidate's share is scaled by the part of the
+    query's terms it matched: a keyword ranking led by notes that share one word of the
+    question weighs little beside the semantic one, one that matches most of it weighs fully."""
+    wanted = max(len(set(terms)), 1)
+    scores = normalised_fusion([{i.id: i.score for i in keyword}, {}], [1.0, 0.0])
+    scaled = {i.id: scores.get(i.id, 0.0) * len(set(i.matched_terms) & set(terms)) / wanted
+              for i in keyword}
+    fused = {key: weights[0] * value for key, value in scaled.items()}
+    for key, value in normalised_fusion([similarity], [weights[1]]).items():
+        fused[key] = fused.get(key, 0.0) + value
+    return fused
 
 
 async def loading_answer(keyword: KeywordRecallBackend, request: RecallRequest,
