@@ -334,6 +334,8 @@ async def main() -> None:
     if args.sweep:
         result = await sweep(sets, encoder, settings, args.only)
         target = RESULTS.with_name("bench_recall_quality_sweep.json")
+        if args.only and target.exists():  # a partial sweep updates its rows, keeps the rest
+            result = {**json.loads(target.read_text())["hit@10 on the tuning splits"], **result}
         target.write_text(json.dumps({"encoder": encoder.model_id, "machine": machine(),
                                       "hit@10 on the tuning splits": result}, indent=2) + "\n")
         print(f"wrote {target}")

@@ -77,6 +77,7 @@ class EncoderService:
         self.lock = asyncio.Lock()
         self.catching_up: asyncio.Task[None] | None = None
         self.again = False
+        self.catch_up_requests = 0
 
     async def encode(self, texts: list[str], query: bool) -> np.ndarray:
         async with self.lock:  # one forward pass at a time: the model runs on one thread
@@ -110,9 +111,14 @@ class EncoderService:
         op = request.get("op")
         if op == "hello":
             return {"ok": True, "model_id": self.encoder.model_id, "dim": self.encoder.dim,
-                    "pid": os.getpid()}
+                    "pid": os.getpid(), "catch_up_requests": self.catch_up_requests}
         if op == "catch_up":
+            self.catch_up_requests += 1
             self.catch_up()
+            return {"ok": True}
+        if op == "settle":  # wait for a running catch-up without starting one
+            while self.catching_up is not None and not self.catching_up.done():
+                await asyncio.shield(self.catching_up)
             return {"ok": True}
         texts = request.get("texts")
         if op == "embed" and isinstance(texts, list) and len(texts) <= MAX_TEXTS and all(
@@ -204,6 +210,26 @@ def start_service(workspace: Workspace, encoder_name: str, *, catch_up: bool = F
     with contextlib.suppress(OSError):
         subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def ask_catch_up(workspace: Workspace, encoder_name: str) -> bool:
+    """Ask the workspace's running encoder service to embed what lacks a vector (a write's
+    background embedding: its model is already loaded, so no second one loads). False when no
+    service answers; nothing is started."""
+    path, _ = service_paths(workspace, encoder_name)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10.0)
+        try:
+            sock.connect(str(path))
+            sock.sendall(b'{"op": "catch_up"}\n')
+            with sock.makefile("rb") as answer:
+                line = answer.readline()
+        except OSError:
+            return False
+    try:
+        return bool(json.loads(line).get("ok"))
+    except ValueError:
+        return False
 
 
 class RemoteEncoder:

@@ -111,3 +111,32 @@ def test_the_dashboards_engine_recalls_through_the_shared_encoder(
     status, *block = done.stdout.splitlines()
     assert status == "finished False False"  # no model library in this process
     assert "Sam picks up the kids" in "\n".join(block)
+
+
+def test_a_writes_background_embedding_uses_the_running_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the workspace's encoder service up (the dashboard open), the detached embedding a
+    write starts hands the work to it: no second model loads for a `notes add`."""
+    require_semantic()
+    monkeypatch.setenv(IDLE_ENV, "30")
+    workspace = Workspace(tmp_path / "ws")
+    env = {**os.environ, "TETHER_NO_BACKGROUND_EMBED": "1"}
+    tether = [sys.executable, "-m", "tui.cli.main"]
+    added = subprocess.run([*tether, "notes", "add", "--workspace", str(workspace.root),
+                            "workflow:household", "Sam picks up the kids on Tuesdays."],
+                           cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+    assert added.returncode == 0, added.stderr
+    service = RemoteEncoder(workspace, "auto")
+    assert service._ask({"op": "hello"})["catch_up_requests"] == 0
+    reindex = subprocess.run([*tether, "memory", "reindex", "--quiet", "--workspace",
+                              str(workspace.root)], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60, env=env)
+    assert reindex.returncode == 0 and reindex.stderr == ""
+    assert service._ask({"op": "hello"})["catch_up_requests"] == 1
+    service._ask({"op": "settle"})
+    status = subprocess.run([*tether, "memory", "status", "--format", "json", "--workspace",
+                             str(workspace.root)], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60, env=env)
+    assert '"vectors": 1' in status.stdout, status.stdout
+    service.close()

@@ -43,8 +43,13 @@ async def reindex_command(quiet: bool, workspace_dir: str | None) -> None:
     workspace = workspace_from(workspace_dir)
     settings = workspace_memory_settings(workspace)
     if quiet:
-        # Detached after a write: one embedder per workspace. The lock is taken before the
+        # Detached after a write: one embedder per workspace. A running encoder service (the
+        # dashboard's) embeds it with the model it holds; else the lock is taken before the
         # model loads, so a burst of writes never loads more than one model.
+        from engine.memory.encoder_service import ask_catch_up
+
+        if ask_catch_up(workspace, settings.encoder):
+            return
         with embedder_lock(workspace.root) as held:
             if held and workspace.exists():
                 await _embed_until_done(workspace, settings)
