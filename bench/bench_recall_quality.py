@@ -249,12 +249,13 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
         shared = len(set(matched) & set(terms))
         return bool(terms) and "?" in text and shared >= max(2, math.ceil(0.5 * len(terms)))
 
-    def fusion(kind: str, weights: tuple[float, float]) -> Callable[[MemoryRuntime], None]:
+    def fusion(kind: str, weights: tuple[float, float],
+               k: int = search_policy.HYBRID_RRF_K) -> Callable[[MemoryRuntime], None]:
         def apply(runtime: MemoryRuntime) -> None:
             assert runtime.semantic is not None
             runtime.hybrid = HybridRecallBackend(runtime.db, keyword=runtime.keyword,
                                                  semantic=runtime.semantic, fusion=kind,
-                                                 weights=weights)
+                                                 weights=weights, rrf_k=k)
         return apply
 
     def floor(value: float) -> Callable[[MemoryRuntime], None]:
@@ -264,10 +265,6 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
 
     return {
         "default": lambda runtime: None,
-        "fusion: coverage 1/1": fusion("coverage", (1.0, 1.0)),
-        "fusion: coverage 1.5/1": fusion("coverage", (1.5, 1.0)),
-        "fusion: coverage 2/1": fusion("coverage", (2.0, 1.0)),
-        "fusion: coverage 3/1": fusion("coverage", (3.0, 1.0)),
         "echo: any '?' (old)": echo_rule(any_question),
         "echo: off": echo_rule(lambda *a: False),
         "echo: answer terms (new)": echo_rule(old_echo),
@@ -275,7 +272,12 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
         "fusion: normalised 1/1": fusion("normalised", (1.0, 1.0)),
         "fusion: normalised 1.5/1": fusion("normalised", (1.5, 1.0)),
         "fusion: normalised 2/1": fusion("normalised", (2.0, 1.0)),
-        "fusion: RRF k=60": fusion("rrf", (1.0, 1.0)),
+        "fusion: RRF k=60": fusion("rrf", (1.0, 1.0), 60),
+        "fusion: RRF k=10": fusion("rrf", (1.0, 1.0), 10),
+        "fusion: RRF k=5": fusion("rrf", (1.0, 1.0), 5),
+        "fusion: RRF k=2": fusion("rrf", (1.0, 1.0), 2),
+        "fusion: RRF k=5, keyword 0.75": fusion("rrf", (0.75, 1.0), 5),
+        "fusion: RRF k=5, keyword 1.25": fusion("rrf", (1.25, 1.0), 5),
         "similarity floor 0.3": floor(0.3),
         "similarity floor 0.2": floor(0.2),
         "similarity floor 0.1": floor(0.1),

@@ -8,10 +8,10 @@ keeps notes and facts embedded.
 * :class:`SemanticRecallBackend` ranks the live notes and facts of each bank by cosine
   similarity to the query (numpy over the bank's vectors; :mod:`store.search.vector_store`).
 * :class:`HybridRecallBackend` (the default when the extra is installed) fuses the keyword
-  ranking (exact BM25, :mod:`engine.memory.keyword_recall`) and the semantic one by weighted sums of
-  min-max normalised scores (:func:`store.search.search_policy.normalised_fusion`, keyword 0.5,
-  semantic 1.0): on the dev set it beat reciprocal-rank fusion at every weight tried
-  (``bench/bench_recall_quality.py --sweep``). A semantic-only candidate must
+  ranking (exact BM25, :mod:`engine.memory.keyword_recall`) and the semantic one by
+  reciprocal rank with a small constant (:data:`store.search.search_policy.HYBRID_RRF_K`,
+  equal weights), chosen on the tuning splits over normalised score fusion and the textbook
+  k = 60 (``bench/bench_recall_quality.py --sweep``). A semantic-only candidate must
   reach :data:`MIN_SIMILARITY` (the weak-match guard's counterpart: an empty block beats noise),
   and a note that repeats the question is demoted like in keyword recall.
 
@@ -45,8 +45,9 @@ from store.memory.notes import notes_by_rowid
 from store.search import vectors_sql as vector_sql
 from store.search.search_policy import (
     ECHO_PENALTY,
+    HYBRID_FUSION,
+    HYBRID_RRF_K,
     KEYWORD_WEIGHT,
-    RRF_K,
     SEMANTIC_WEIGHT,
     index_terms,
     is_question_echo,
@@ -248,9 +249,9 @@ class HybridRecallBackend:
         db: Database,
         encoder: TextEncoder | None = None,
         keyword: KeywordRecallBackend | None = None,
-        fusion: str = "normalised",
+        fusion: str = HYBRID_FUSION,
         weights: tuple[float, float] = (KEYWORD_WEIGHT, SEMANTIC_WEIGHT),
-        rrf_k: int = RRF_K,
+        rrf_k: int = HYBRID_RRF_K,
         semantic: SemanticRecallBackend | None = None,
     ) -> None:
         self.keyword = keyword or KeywordRecallBackend(db)
@@ -292,8 +293,6 @@ class HybridRecallBackend:
         if self.fusion == "rrf":
             fused = reciprocal_rank_fusion(
                 [keyword_ids, semantic_ids], list(self.weights), self.rrf_k)
-        elif self.fusion == "coverage":
-            fused = coverage_fusion(keyword.items, terms, similarity, self.weights)
         else:
             fused = normalised_fusion(
                 [{i.id: i.score for i in keyword.items}, similarity], list(self.weights)
@@ -315,21 +314,6 @@ class HybridRecallBackend:
             terms=terms,
             details={"mode": self.name, "fusion": self.fusion},
         )
-
-
-def coverage_fusion(keyword: Sequence[RecallItem], terms: Sequence[str],
-                    similarity: dict[str, float], weights: tuple[float, float]) -> dict[str, float]:
-    """Normalised fusion in which a keyword candidate's share is scaled by the part of the
-    query's terms it matched: a keyword ranking led by notes that share one word of the
-    question weighs little beside the semantic one, one that matches most of it weighs fully."""
-    wanted = max(len(set(terms)), 1)
-    scores = normalised_fusion([{i.id: i.score for i in keyword}, {}], [1.0, 0.0])
-    scaled = {i.id: scores.get(i.id, 0.0) * len(set(i.matched_terms) & set(terms)) / wanted
-              for i in keyword}
-    fused = {key: weights[0] * value for key, value in scaled.items()}
-    for key, value in normalised_fusion([similarity], [weights[1]]).items():
-        fused[key] = fused.get(key, 0.0) + value
-    return fused
 
 
 async def loading_answer(keyword: KeywordRecallBackend, request: RecallRequest,

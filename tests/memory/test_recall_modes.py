@@ -129,7 +129,10 @@ def test_the_first_recall_of_a_fresh_run_is_hybrid(tmp_path: Path) -> None:
     assert tether("memory", "reindex", "--workspace", str(ws), timeout=120).returncode == 0
     flow = tmp_path / "ask_twice.py"
     flow.write_text(WORKFLOW)
-    done = tether("run", str(flow), "--workspace", str(ws), env=NO_EMBED, timeout=120)
+    # A generous recall timeout: the first recall waits for the model within it, however
+    # loaded the machine is (the default 2 s covers a quiet machine's load).
+    slow_machine = {**NO_EMBED, "TETHER_MEMORY_TIMEOUT_MS": "120000"}
+    done = tether("run", str(flow), "--workspace", str(ws), env=slow_machine, timeout=240)
     assert done.returncode == 0, done.stderr
     conn = sqlite3.connect(f"file:{ws / 'tether.db'}?mode=ro", uri=True)
     rows = conn.execute("SELECT node_id, text, warning FROM memory_blocks ORDER BY node_id")
