@@ -274,6 +274,7 @@ def test_codex_fatal_errors_are_read_from_the_events_and_permanent(
 
 
 def test_codex_thread_totals_across_two_turns_are_recorded_as_growth() -> None:
+    # Without a rollout file (no CODEX_HOME given) each turn is one aggregate row.
     session = CodexSession()
     first = {"type": "turn.completed", "usage": {"input_tokens": 100, "output_tokens": 10}}
     second = {"type": "turn.completed", "usage": {"input_tokens": 250, "output_tokens": 30}}
@@ -282,6 +283,10 @@ def test_codex_thread_totals_across_two_turns_are_recorded_as_growth() -> None:
     assert [c.usage for c in a + b] == [
         TokenUsage(input=100, output=10),
         TokenUsage(input=150, output=20),
+    ]
+    assert [(c.kind, c.detail["aggregate"], c.detail["turn"]) for c in a + b] == [
+        ("reconciliation", "turn", 1),
+        ("reconciliation", "turn", 2),
     ]
 
 
@@ -412,3 +417,31 @@ def test_strict_schema_only_when_the_schema_allows() -> None:
     assert strict_schema({"type": "object"}) is None
     assert strict_schema({**closed, "additionalProperties": True}) is None
     assert strict_schema({**closed, "oneOf": []}) is None
+
+
+def test_strict_schema_closes_every_object_and_says_why_one_cannot_be() -> None:
+    from pydantic import BaseModel
+
+    from engine.structured import strict_problem
+
+    class Finding(BaseModel):
+        path: str
+        line: int
+
+    class Review(BaseModel):
+        verdict: str
+        findings: list[Finding]
+
+    class Loose(BaseModel):
+        verdict: str
+        tags: dict[str, str]
+
+    schema = strict_schema(Review.model_json_schema())
+    assert schema is not None
+    for node in (schema, schema["$defs"]["Finding"]):  # nested objects too (Codex's rule)
+        assert node["additionalProperties"] is False
+        assert sorted(node["required"]) == sorted(node["properties"])
+    assert strict_problem(Review.model_json_schema()) is None
+    assert strict_problem(Loose.model_json_schema()) == (
+        "field 'tags' is a free-form object (no fixed fields)"
+    )

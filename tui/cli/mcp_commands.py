@@ -51,7 +51,8 @@ async def mcp_command(
     """
     if importlib.util.find_spec("mcp") is None:
         raise InvalidInputError(
-            "tether mcp needs the MCP SDK; install it with: pip install 'tether[mcp]'."
+            "tether mcp needs the MCP SDK, a dependency of Tether that is missing from this "
+            "installation; install it with: pip install 'mcp>=2.3,<3'."
         )
     options = McpOptions(
         banks=banks,
