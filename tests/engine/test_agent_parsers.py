@@ -134,9 +134,10 @@ def test_a_message_is_recorded_once_its_conversation_moves_on() -> None:
     assert sum(c.cost_usd for c in calls) == pytest.approx(0.01, abs=1e-12)
 
 
-def test_a_reported_cost_below_the_table_is_one_negative_row() -> None:
+def test_a_reported_cost_below_the_table_is_a_note_never_a_negative_row() -> None:
     # Both messages are recorded while the session runs, at list price (0.00666 together);
-    # Claude Code reported 0.006: nothing is left to share, so one row holds -0.00066.
+    # Claude Code reported 0.006. Dollars cannot go back below what was recorded: the calls
+    # keep their table prices, and the reported figure is a note.
     lines = [
         _said("m1", SONNET_45, 100), _tool_results(),
         _said("m2", SONNET_45, 300), _tool_results(),
@@ -146,10 +147,11 @@ def test_a_reported_cost_below_the_table_is_one_negative_row() -> None:
     live, outcome = _feed(lines)
     recorded = [c for batch in live for c in batch]
     assert [c.cost_usd for c in recorded] == pytest.approx([0.00183, 0.00483])
-    (row,) = outcome.calls
-    assert row.kind == "reconciliation" and row.usage == TokenUsage()
-    assert row.cost_usd == pytest.approx(-0.00066)
-    assert row.detail["reason"] == "reported cost beyond the table prices of the calls"
+    assert outcome.calls == []
+    assert outcome.details["notes"] == [
+        f"Claude Code reported $0.006000 for {SONNET_45}; its calls are priced by the price "
+        "table at $0.006660"
+    ]
 
 
 def test_a_model_without_a_price_is_recorded_at_the_end_with_its_reported_cost() -> None:
