@@ -42,8 +42,10 @@ class ModelCall:
 
     ``cost_usd`` is what the provider reported the call cost, or None to let the engine price
     it from its price table. ``kind`` is ``model``, ``retry`` (a request the agent retried:
-    no tokens) or ``reconciliation`` (session totals beyond the per-message calls); ``detail``
-    explains a retry or a reconciliation.
+    no tokens) or ``reconciliation`` (session totals beyond the per-message calls, or a whole
+    turn that cannot be split into calls); ``detail`` explains a retry or a reconciliation.
+    ``usage_known`` False marks a call whose server reported no usage: its lanes are zero and
+    its cost is unknown, never $0.
     """
 
     usage: TokenUsage
@@ -53,6 +55,7 @@ class ModelCall:
     cost_usd: float | None = None
     kind: str = "model"
     detail: dict[str, Any] | None = None
+    usage_known: bool = True
 
 
 OnCall = Callable[[ModelCall], Awaitable[None]]

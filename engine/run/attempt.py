@@ -321,10 +321,13 @@ async def record_failed_attempt(
 
 
 def call_cost(call: ModelCall, simulated: bool, prices: PriceTable) -> float | None:
-    """A call's cost: a retried request costs nothing, a simulated call is free, a cost the
-    provider reported stands, anything else comes from the price table (None: unknown)."""
+    """A call's cost: a retried request costs nothing, a simulated call is free, a call whose
+    usage the server did not report is unknown, a cost the provider reported stands, anything
+    else comes from the price table (None: unknown)."""
     if call.kind == "retry" or simulated:
         return 0.0
+    if not call.usage_known:
+        return None
     if call.cost_usd is not None:
         return call.cost_usd
     return prices.cost(call.model, call.usage)
