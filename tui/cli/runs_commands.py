@@ -106,6 +106,11 @@ def _call_line(call: CallRecord) -> str:
             f"{visible(str(detail.get('error', '')), keep_newlines=False)[:160]}"
         )
     sim = " simulated" if call.simulated else ""
+    if detail.get("usage") == "not reported":
+        return (
+            f"    call {call.call_id}: usage not reported by the server ({visible(call.agent)}"
+            f"{'/' + visible(call.model) if call.model else ''}) cost unknown"
+        )
     kind = "reconciliation " if call.kind == "reconciliation" else ""
     # A whole turn's usage is no context window: never shown with a bucket.
     where = (
