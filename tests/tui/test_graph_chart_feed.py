@@ -104,6 +104,9 @@ def test_tokens_per_minute_bins_by_start_time():
     assert steady.bin_s == 60 and set(steady.per_minute) == {110.0}
     assert tokens_per_minute([]).starts == ()
     assert context_per_call(calls) == (1000, 1000, 2000)
+    # Calls months apart (times an agent CLI reported): the newest bins only.
+    far = tokens_per_minute([call(1, 0, 10), call(2, 270 * 86400.0, 20)])
+    assert len(far.starts) == 40 and far.bin_s == 3600
 
 
 def test_axis_and_call_ticks():

@@ -141,7 +141,7 @@ def _invocation_lines(details: Any) -> list[str]:
         for key, label in (("session_id", "id"), ("thread_id", "thread")):
             if invocation.get(key):
                 facts.append(f"{label} {invocation[key]}")
-        for key in ("num_turns", "turns", "messages", "reconnects", "exit_status"):
+        for key in ("num_turns", "turns", "requests", "messages", "reconnects", "exit_status"):
             if invocation.get(key) is not None:
                 facts.append(f"{key.replace('_', ' ')} {invocation[key]}")
         if invocation.get("total_cost_usd") is not None:
