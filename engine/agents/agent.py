@@ -112,7 +112,7 @@ class AgentRequest:
             warnings.append(message)
         else:
             self.details["warnings_dropped"] = int(self.details.get("warnings_dropped", 0)) + 1
-        self.stream(f"[warning] {message}\n")
+        self.stream(f"\n[warning] {message}\n")
 
     def ensure_folder(self) -> Path | None:
         """Create the attempt's artifact folder (owner-only) and return it."""
