@@ -100,6 +100,20 @@ def test_a_growing_file_yields_complete_lines_only(tmp_path: Path) -> None:
     assert reader.new_lines() == [] and reader.rest() == []
 
 
+def test_a_rollout_compressed_while_it_is_read_counts_each_request_once(tmp_path: Path) -> None:
+    lines = ROLLOUT.read_bytes().splitlines(keepends=True)
+    path = tmp_path / NAME
+    path.write_bytes(b"".join(lines[:150]))
+    reader, counter = RolloutFile(path), RequestCounter()
+    first = requests_of(reader.new_lines(), counter)
+    # Codex replaces the plain file with its compressed sibling.
+    packed = zstandard.ZstdCompressor().compress(ROLLOUT.read_bytes())
+    (tmp_path / (NAME + ".zst")).write_bytes(packed)
+    os.remove(path)
+    rest = requests_of(reader.rest(), counter)
+    assert first and len(first) + len(rest) == 28
+
+
 def test_a_compressed_rollout_reads_the_same(tmp_path: Path) -> None:
     path = tmp_path / (NAME + ".zst")
     path.write_bytes(zstandard.ZstdCompressor().compress(ROLLOUT.read_bytes()))

@@ -174,12 +174,20 @@ class RolloutFile:
         self._done = False
 
     def new_lines(self) -> list[str]:
-        """The lines written since the last call (the last line only once it is complete)."""
+        """The lines written since the last call (the last line only once it is complete).
+
+        When Codex compresses the plain file while it is being read (it keeps one of the two),
+        the compressed one is read whole: lines already counted add nothing the second time
+        (:class:`RequestCounter` only counts growth)."""
         if self._done:
             return []
         if self.path.suffix == ".zst":
             self._done = True
             return _decompressed(self.path).decode("utf-8", errors="replace").splitlines()
+        if not self.path.exists() and self.path.with_name(self.path.name + ".zst").exists():
+            self.path = self.path.with_name(self.path.name + ".zst")
+            self._partial = b""
+            return self.new_lines()
         with open(self.path, "rb") as handle:
             handle.seek(self.offset)
             data = handle.read(max(0, MAX_ROLLOUT_BYTES - self.offset))
