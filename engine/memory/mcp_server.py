@@ -1,6 +1,6 @@
 """``tether mcp``: the memory tools as a Model Context Protocol server over stdio.
 
-Built on the official ``mcp`` Python SDK (the ``mcp`` extra). It serves exactly the engine's
+Built on the official ``mcp`` Python SDK (a dependency of Tether). It serves exactly the engine's
 ``remember`` and ``recall`` tools (:mod:`engine.memory.memory_tools`): the same banks, tag scope,
 byte budget, pending proposals and supersession, and, when it was started for a node, the same
 provenance (run, node, iteration, attempt) on saved notes and ``memory.tool`` events. The

@@ -19,6 +19,7 @@ from cli_agent_support import capture, fake_agent, run_one
 from pydantic import BaseModel
 
 from engine.memory.memory_config import MemoryConfig
+from store.db.database_url import for_child_process
 from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.memory.memory_store import MemoryStore
@@ -76,15 +77,19 @@ async def test_without_a_rollout_the_turn_is_one_row_kept_out_of_the_histogram(
     assert sum(n for n, _ in buckets.values()) == 0  # no call in any bucket, ≥1M included
     (attempt,) = await store.list_attempts(outcome.run_id, "work")
     assert attempt.tokens == TURN  # the tokens are all there, once
-    shown = _tether("node", "work", "--run", outcome.run_id, workspace=db.workspace.root)
+    shown = _tether("node", "work", "--run", outcome.run_id, db=db)
     assert "turn total (several model requests; no bucket)" in shown
     assert "no per-request usage: no rollout file for thread" in shown
 
 
-def _tether(*args: str, workspace: Path) -> str:
+def _tether(*args: str, db: Database) -> str:
+    """``tether ARGS`` on ``db``'s workspace (a PostgreSQL one by its URL)."""
+    env = dict(os.environ)
+    if db.workspace.database_url:
+        env["TETHER_DATABASE_URL"] = for_child_process(db.workspace.database_url)
     done = subprocess.run(
-        [sys.executable, "-m", "tui.cli.entry", *args, "--workspace", str(workspace)],
-        capture_output=True, text=True, env=dict(os.environ), timeout=120, cwd=ROOT,
+        [sys.executable, "-m", "tui.cli.entry", *args, "--workspace", str(db.workspace.root)],
+        capture_output=True, text=True, env=env, timeout=120, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -136,7 +141,7 @@ async def test_a_cancelled_memory_tool_call_is_a_warning_on_the_node(
     (attempt,) = await RunStore(db).list_attempts(outcome.run_id, "work")
     warning = "Codex's call to the memory tool remember did not run: user cancelled MCP tool call"
     assert attempt.details["warnings"] == [warning]
-    shown = _tether("node", "work", "--run", outcome.run_id, workspace=db.workspace.root)
+    shown = _tether("node", "work", "--run", outcome.run_id, db=db)
     assert f"warning: {warning}" in shown
     assert "tool: mcp_tool_call tether.remember failed: user cancelled MCP tool call" in shown
     log = (Path(db.workspace.artifacts_dir) / outcome.run_id / "work").rglob("stream.log")

@@ -1,7 +1,7 @@
 """``tether mcp``: serve the memory tools to an agent CLI over the Model Context Protocol.
 
 Exit codes: 0 when the client closed the connection; 2 invalid options (a bad bank, tag or
-budget, a missing ``mcp`` extra) or an unusable workspace.
+budget, a missing MCP SDK) or an unusable workspace.
 """
 
 from __future__ import annotations
