@@ -154,7 +154,6 @@ HANDOFF_FROM_RUN = (
     "ORDER BY handoff_id DESC LIMIT 1"
 )
 
-# Memory block summary per node of one run (the UNIQUE (run_id, node_id, iteration) index).
 # Node iterations of a run with an attempt whose details hold warnings (a memory tool call the
 # agent CLI cancelled, a server that sent no usage): the attempts primary key by run_id.
 WARNED_NODES_OF_RUN = """
@@ -162,6 +161,7 @@ SELECT DISTINCT node_id, iteration FROM attempts WHERE run_id = ? AND details_js
 """
 WARNINGS_PATTERN = '%"warnings"%'
 
+# Memory block summary per node of one run (the UNIQUE (run_id, node_id, iteration) index).
 MEMORY_BLOCKS_OF_RUN = """
 SELECT node_id, iteration, bytes_used, budget_bytes, truncated, warning, degraded
 FROM memory_blocks WHERE run_id = ?

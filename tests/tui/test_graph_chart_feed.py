@@ -104,6 +104,11 @@ def test_tokens_per_minute_bins_by_start_time():
     assert steady.bin_s == 60 and set(steady.per_minute) == {110.0}
     assert tokens_per_minute([]).starts == ()
     assert context_per_call(calls) == (1000, 1000, 2000)
+    # A turn total (Codex without its rollout file) counts per minute but has no context.
+    total = CallRecord(4, "r", "n", 0, 1, "agent", tokens=TokenUsage(input=1_751_428),
+                       started_at_ms=5200, context_tokens=1_751_428, kind="reconciliation")
+    assert context_per_call([*calls, total]) == (1000, 1000, 2000)
+    assert tokens_per_minute([*calls, total]).per_minute[5] == 1100 + 1100 + 2100 + 1_751_428
     # Calls months apart (times an agent CLI reported): the newest bins only.
     far = tokens_per_minute([call(1, 0, 10), call(2, 270 * 86400.0, 20)])
     assert len(far.starts) == 40 and far.bin_s == 3600
@@ -136,6 +141,11 @@ def test_feed_lines_are_sentences_not_json():
                                          "output_tokens": 273}}, node_id="step"))
     assert "52.4k context (50k–100k) · 353 in · 46.9k cache read · 273 out" in line
     assert "step#0 a1" in line and "{" not in line
+    turn = event_summary("call", json.dumps({
+        "agent": "review", "kind": "reconciliation", "context_tokens": 1751428, "bucket": "≥1M",
+        "tokens": {"input_tokens": 99460, "cache_read_tokens": 1651968, "output_tokens": 10307}}))
+    assert turn.startswith("reconciliation row, not one call (no bucket) · 99.5k in")
+    assert "≥1M" not in turn
     assert event_summary("handoff", json.dumps(
         {"to_run_id": "r-2", "trigger": "ceiling", "reason": "too big"})) == (
         "→ r-2 · ceiling · too big")

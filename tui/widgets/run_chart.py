@@ -96,8 +96,10 @@ def call_ticks(count: int) -> list[int]:
 
 
 def context_per_call(calls: Sequence[CallRecord]) -> tuple[int, ...]:
-    """The context window (input + cache read + cache write) of each call, in call order."""
-    return tuple(call.context_tokens for call in calls)
+    """The context window (input + cache read + cache write) of each model call, in call
+    order. A row that is no call (a turn's or a session's totals, a retry) has no context
+    window: its tokens count per minute, not here."""
+    return tuple(call.context_tokens for call in calls if call.kind == "model")
 
 
 def edges_in_view(highest: int) -> list[int]:
@@ -144,7 +146,8 @@ class RunChart(Vertical):
         else:
             title.append_text(one_line(run_id, "bold"))
             total = sum(call.tokens.total for call in calls)
-            title.append(f"  {plural(len(calls), 'call')} · {tokens(total)} tokens", style="dim")
+            model_calls = sum(1 for call in calls if call.kind == "model")
+            title.append(f"  {plural(model_calls, 'call')} · {tokens(total)} tokens", style="dim")
             if len(calls) >= CALLS_CHARTED:
                 title.append(f" (newest {CALLS_CHARTED})", style="dim")
         self.query_one("#chart-title", Static).update(title)
