@@ -21,6 +21,7 @@ from tests.tui.test_views import SIZE, open_run, settle
 from tests.tui_actions.pilot_support import until
 from tui.app import TetherApp
 from tui.widgets.keyed_table import KeyedTable
+from tui.widgets.workflow_graph import WorkflowGraph
 
 WARNING = "Codex's call to the memory tool remember did not run: user cancelled MCP tool call"
 
@@ -52,6 +53,8 @@ async def test_warnings_and_turn_totals_are_shown_on_the_node(tmp_path: Path) ->
         nodes = detail.query_one("#nodes-table", KeyedTable)
         assert nodes.get_row("learn#0")[0].plain.endswith("finished ⚠")
         assert "⚠" not in nodes.get_row("review#0")[0].plain
+        graph = detail.query_one(WorkflowGraph)
+        assert "⚠ finished" in graph.drawn
 
         nodes.select_key("learn#0")
         inspector = detail.query_one("#inspector", TabbedContent)

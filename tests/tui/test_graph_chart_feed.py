@@ -170,3 +170,9 @@ def test_a_box_without_calls_says_why():
             for column in graph.columns for box in column}
     assert said == {"plan": "output from cache", "draft": "no calls yet",
                     "check": "no model calls"}
+
+
+def test_a_box_whose_attempt_recorded_warnings_shows_it():
+    graph = build_graph([node("learn"), node("review")], warned={"learn#0"})
+    progress = {box.key: box_lines(box)[2].plain for column in graph.columns for box in column}
+    assert progress == {"learn": "⚠ finished", "review": "finished"}

@@ -172,7 +172,7 @@ class RunDetailScreen(LiveScreen):
         table = self.query_one("#nodes-table", KeyedTable)
         table.sync(rows)
         shown = [n for n in nodes if matches(needle, n.node_id, n.state)]
-        self.query_one(WorkflowGraph).show(build_graph(shown, usage), table.cursor_key)
+        self.query_one(WorkflowGraph).show(build_graph(shown, usage, warned), table.cursor_key)
         self._show_summary(now)
         node = self.selected_node
         if node is not None and (
