@@ -29,8 +29,6 @@ from store.runs.run_store import RunStore
 LIMIT = 1024 * 1024
 
 
-
-
 async def _no_wait(seconds: float) -> None:
     return None
 
