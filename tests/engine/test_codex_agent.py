@@ -80,6 +80,7 @@ async def test_without_a_rollout_the_turn_is_one_row_kept_out_of_the_histogram(
     shown = _tether("node", "work", "--run", outcome.run_id, db=db)
     assert "turn total (several model requests; no bucket)" in shown
     assert "no per-request usage: no rollout file for thread" in shown
+    assert "requests 0" not in shown  # unknown, not none
 
 
 def _tether(*args: str, db: Database) -> str:

@@ -318,7 +318,9 @@ class CodexSession(OutputReader):
     def details(self, notes: list[str] | None = None) -> dict[str, Any]:
         """What this invocation reported about itself (stored with the attempt)."""
         info: dict[str, Any] = {"thread_id": self.thread_id, "turns": self.turns}
-        info["requests"] = self.counter.requests
+        if self.rollout is not None or self.counter.requests:
+            # Without a rollout file the number of requests is unknown, not 0.
+            info["requests"] = self.counter.requests
         if self.rollout is not None:
             info["rollout"] = str(self.rollout.path)
         if self.aggregated_turns:
