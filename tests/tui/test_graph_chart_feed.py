@@ -7,10 +7,11 @@ import json
 
 from store.model.run_records import CallRecord, NodeRecord
 from store.model.token_lanes import CostTotal, TokenUsage
-from store.read.dashboard_rows import NodeUsage
+from store.read.dashboard_rows import BucketUsage, NodeUsage
 from tui.event_text import event_line, event_summary
 from tui.format import plural
 from tui.graph_layout import build_graph, combined_state, group_key, move
+from tui.screens.tokens_view import totals_text
 from tui.widgets.run_chart import (
     axis_ticks,
     call_ticks,
@@ -176,3 +177,11 @@ def test_a_box_whose_attempt_recorded_warnings_shows_it():
     graph = build_graph([node("learn"), node("review")], warned={"learn#0"})
     progress = {box.key: box_lines(box)[2].plain for column in graph.columns for box in column}
     assert progress == {"learn": "⚠ finished", "review": "finished"}
+
+
+def test_the_lanes_panel_of_turn_totals_alone_shows_their_tokens_and_says_they_are_no_call():
+    assert totals_text([]).plain.startswith("No model calls yet.")
+    turn = BucketUsage("≥1M", calls=0, tokens=TokenUsage(input=99_460, cache_read=1_651_968))
+    said = totals_text([turn]).plain
+    assert said.startswith("0 calls · 1.75M tokens\nno model call: these are turn or session")
+    assert "fresh input     99.5k" in said and "94% read from cache" in said
