@@ -279,6 +279,7 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
         "fusion: RRF k=5, keyword 0.75": fusion("rrf", (0.75, 1.0), 5),
         "fusion: RRF k=5, keyword 1.25": fusion("rrf", (1.25, 1.0), 5),
         "similarity floor 0.3": floor(0.3),
+        "similarity floor 0.25": floor(0.25),
         "similarity floor 0.2": floor(0.2),
         "similarity floor 0.1": floor(0.1),
         "similarity floor 0.0": floor(0.0),
