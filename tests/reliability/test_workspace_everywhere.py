@@ -135,6 +135,9 @@ CASES["worker"] = Case(
 )
 NEEDS_SEMANTIC = {"memory reindex"}
 SEPARATE = {"tui", "demo", "mcp", "serve", "migrate"}  # tested below
+# The encoder service serves until idle; tests/memory/test_encoder_service.py starts it with
+# --workspace (its socket is named after that workspace).
+SEPARATE.add("memory encoder")
 
 
 def every_command() -> set[str]:
