@@ -83,21 +83,20 @@ async def export_runs(
     """Send the spans (and with ``metrics`` the measurements) of ``runs`` to ``target``."""
     from engine.telemetry.otel_sdk import SdkBridge
 
-    status = ExportStatus(target.shown, target.protocol)
+    status = ExportStatus(target.shown, target.protocol, warn=False)
     sdk = SdkBridge(target, status, periodic=False)
     options = Options(content=target.capture_content, kinds=dict(kinds))
     batch: list[SpanData] = []
-    spans = measurements = going = done = 0
+    spans = measurements = going = done = waiting = 0
     complete = True
 
     async def flush() -> bool:
-        nonlocal spans
-        if not batch:
-            return True
-        ok = await asyncio.to_thread(sdk.export_spans, list(batch))
-        spans += len(batch) if ok else 0
+        nonlocal spans, done, waiting
+        if batch and not await asyncio.to_thread(sdk.export_spans, list(batch)):
+            return False
+        spans, done, waiting = spans + len(batch), done + waiting, 0
         batch.clear()
-        return ok
+        return True
 
     try:
         for run in runs:
@@ -105,23 +104,23 @@ async def export_runs(
             mapped = [map_attempt(bundle, options) for bundle in attempts]
             mapped.append(map_run(run_bundle, options))
             going += not run.is_terminal
+            waiting += 1
             for part in mapped:
                 batch.extend(part.spans)
                 if metrics:
                     sdk.record(part.measurements)
                     measurements += len(part.measurements)
-                if len(batch) >= target.batch_size and not await flush():
-                    complete = False
-                    break
-            if not complete:
+            if len(batch) >= target.batch_size and not await flush():
+                complete = False
                 break
-            done += 1
             if on_run is not None:
                 on_run(run)
-        if complete and not await flush():
-            complete = False
+        complete = complete and await flush()
     finally:
-        await asyncio.to_thread(sdk.shutdown, target.timeout_s)
+        await asyncio.to_thread(
+            sdk.shutdown, target.timeout_s, send_metrics=complete and metrics
+        )
     state = status.snapshot()
     complete = complete and not state.failing
-    return BackfillResult(done, spans, measurements if complete else 0, going, complete, state)
+    sent_measurements = measurements if complete else 0
+    return BackfillResult(done, spans, sent_measurements, going, complete, state)

@@ -24,7 +24,13 @@ from engine.telemetry.otel_mapping import Options, map_attempt, map_run
 from engine.telemetry.otel_pipeline import SpanQueue, SpanSender
 from engine.telemetry.otel_semconv import AgentKind
 from engine.telemetry.otel_settings import ExportTarget, TelemetrySettings, resolve_target
-from engine.telemetry.otel_status import ExportStatus, register, report, unregister
+from engine.telemetry.otel_status import (
+    ExportStatus,
+    register,
+    report,
+    unregister,
+    workspace_key,
+)
 from store.errors import TetherError
 from store.model.history_records import EventRecord
 from store.model.run_records import RunRecord
@@ -168,11 +174,6 @@ class LiveExport:
 _LIVE: dict[str, LiveExport] = {}
 _LOCK = threading.Lock()
 _at_exit: list[bool] = []
-
-
-def workspace_key(workspace: Workspace) -> str:
-    """What names a workspace here (its database URL or its database file)."""
-    return workspace.database_url or str(workspace.database_path)
 
 
 def attach(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -64,13 +65,38 @@ class _Reasons(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
-        self.last: str | None = None
+        self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.last = record.getMessage()
+            message = record.getMessage()
         except Exception:  # a record whose arguments do not format
-            self.last = str(record.msg)
+            message = str(record.msg)
+        self.messages = [*self.messages[-19:], message]
+
+    def take(self) -> str | None:
+        """Why the exports since the last call failed, in a few words."""
+        found, self.messages = reason_of(self.messages), []
+        return found
+
+
+def reason_of(messages: list[str]) -> str | None:
+    """Why an export failed, in a few words, from what the SDK's exporters logged about it
+    (they retry a refused connection until their timeout and then only say "timeout")."""
+    text = " ".join(messages)
+    if not text:
+        return None
+    if "refused" in text.lower():
+        return "connection refused"
+    code = re.search(r"code: (\d{3}), reason: ([^,.]*)", text)
+    if code:
+        return f"HTTP {code.group(1)} {code.group(2).strip()}".strip()
+    grpc_code = re.search(r"StatusCode\.([A-Z_]+)", text)
+    if grpc_code:
+        return f"gRPC {grpc_code.group(1)}"
+    if "timed out" in text.lower() or "timeout" in text.lower():
+        return "no answer in time"
+    return messages[-1]
 
 
 _REASONS = _Reasons()
@@ -109,6 +135,7 @@ class SdkBridge:
         metrics = _watched_metrics(metric_class, status)(
             **_exporter_options(target, target.metrics_url)
         )
+        self.periodic = periodic
         interval = target.metrics_interval_s * 1000 if periodic else math.inf
         self._reader = PeriodicExportingMetricReader(
             metrics,
@@ -137,7 +164,7 @@ class SdkBridge:
         """Send one batch; the outcome (and the SDK's reason for a failure) goes to the status."""
         from opentelemetry.sdk.trace.export import SpanExportResult
 
-        _REASONS.last = None
+        _REASONS.take()
         try:
             result = self._spans.export([self.readable(span) for span in spans])
         except Exception as error:  # an exporter bug must never reach a run
@@ -146,7 +173,7 @@ class SdkBridge:
         if result == SpanExportResult.SUCCESS:
             self.status.sent(len(spans), now_ms())
             return True
-        self.status.failed(len(spans), _REASONS.last)
+        self.status.failed(len(spans), _REASONS.take())
         return False
 
     def record(self, measurements: Sequence[Measurement]) -> None:
@@ -195,9 +222,12 @@ class SdkBridge:
             instrumentation_scope=self.scope,
         )
 
-    def shutdown(self, timeout_s: float) -> None:
-        """Send the metrics recorded so far (bounded by ``timeout_s``) and close the exporters."""
+    def shutdown(self, timeout_s: float, *, send_metrics: bool = True) -> None:
+        """Send the metrics recorded so far (bounded by ``timeout_s``; a back-fill whose spans
+        failed sends none) and close the exporters."""
         try:
+            if not self.periodic and send_metrics:  # a periodic reader collects as it stops
+                self._provider.force_flush(timeout_millis=max(1.0, timeout_s * 1000))
             self._provider.shutdown(timeout_millis=max(1.0, timeout_s * 1000))
         except Exception as error:  # never let the end of a process fail on telemetry
             self.status.failed(0, f"{type(error).__name__}: {error}", "metrics")
@@ -235,12 +265,12 @@ def _watched_metrics(base: Any, status: ExportStatus) -> Any:
 
     class WatchedMetricExporter(base):
         def export(self, *args: Any, **kwargs: Any) -> Any:
-            _REASONS.last = None
+            _REASONS.take()
             result = super().export(*args, **kwargs)
             if result == MetricExportResult.SUCCESS:
                 status.metrics_sent()
             else:
-                status.failed(0, _REASONS.last, "metrics")
+                status.failed(0, _REASONS.take(), "metrics")
             return result
 
     return WatchedMetricExporter

@@ -24,7 +24,7 @@ Content capture also follows ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTEN
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -93,12 +93,6 @@ class ExportTarget:
         """Where spans go, for people: scheme, host and port only (never a password, a query or
         a header)."""
         return shown_url(self.traces_url)
-
-    def with_endpoint(self, endpoint: str, protocol: str | None = None) -> ExportTarget:
-        """The same target sent to another OTLP base URL (``tether export otlp --endpoint``)."""
-        protocol = protocol or self.protocol
-        traces, metrics = signal_urls(check_endpoint(endpoint, "--endpoint"), protocol, {})
-        return replace(self, traces_url=traces, metrics_url=metrics, protocol=protocol)
 
 
 def shown_url(url: str) -> str:

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 MAX_REASON_CHARS = 160
 
@@ -45,8 +46,9 @@ class ExportSnapshot:
 class ExportStatus:
     """Thread-safe counters of one exporter (its tail, export and metric threads write them)."""
 
-    def __init__(self, endpoint: str, protocol: str) -> None:
+    def __init__(self, endpoint: str, protocol: str, *, warn: bool = True) -> None:
         self._lock = threading.Lock()
+        self._warn = warn
         self._state = ExportSnapshot(endpoint, protocol)
         self._warned_failing = False
         self._warned_dropping = False
@@ -71,7 +73,7 @@ class ExportStatus:
     def dropped(self, count: int, queue_size: int) -> None:
         """``count`` spans did not fit in the queue; the first drop of a streak is reported."""
         state = self._change({"spans_dropped": count})
-        if not self._warned_dropping:
+        if self._warn and not self._warned_dropping:
             self._warned_dropping = True
             report(
                 f"telemetry: the collector at {state.endpoint} is not keeping up; spans beyond "
@@ -94,8 +96,11 @@ class ExportStatus:
         if signal == "spans":
             state = self._change({"spans_failed": count}, spans_failing=True, reason=reason)
         else:
-            state = self._change({"metric_failures": 1}, metrics_failing=True, reason=reason)
-        if not self._warned_failing:
+            # A span failure's reason stays: it says more to a person watching traces.
+            keep = self.snapshot().reason if self.snapshot().spans_failing else None
+            state = self._change({"metric_failures": 1}, metrics_failing=True,
+                                 reason=keep or reason)
+        if self._warn and not self._warned_failing:
             self._warned_failing = True
             report(
                 f"telemetry: cannot send {signal} to {state.endpoint} ({reason}); runs go on, "
@@ -128,7 +133,13 @@ def now_ms() -> int:
 # -- the seam: what this process exports, and where its warnings go -----------------------------
 
 _STATUSES: dict[str, ExportStatus] = {}
+"""The export of each workspace this process exports, by :func:`workspace_key`."""
 _LOCK = threading.Lock()
+
+
+def workspace_key(workspace: Any) -> str:
+    """What names a workspace here (its database URL or its database file)."""
+    return str(workspace.database_url or workspace.database_path)
 
 
 def register(key: str, status: ExportStatus) -> None:

@@ -1,0 +1,83 @@
+"""The OpenTelemetry part of the dashboard's status line: whether this workspace's runs are
+exported, and whether that is failing (read through :mod:`engine.telemetry.otel_status`, the
+exporter's seam; the export threads never touch the screen). The export's warnings become
+notifications instead of lines printed over the screen."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from rich.text import Text
+
+from engine.telemetry import otel_status
+from engine.telemetry.otel_status import ExportSnapshot
+from store.errors import TetherError
+from store.workspace.layout import Workspace
+from tui.format import literal
+
+
+def export_piece(snapshot: ExportSnapshot | None, configured: bool,
+                 problem: str | None = None) -> Text | None:
+    """The status line's words for the export (None when export is off): on, sending, failing
+    with the reason, dropping, or unable to run at all."""
+    line = Text()
+    if problem is not None:
+        line.append("⚠ OTLP off: ", style="bold red")
+        line.append_text(literal(problem, "red", keep_newlines=False))
+        return line
+    if snapshot is None:
+        return Text("OTLP on", style="cyan") if configured else None
+    if snapshot.problem is not None:
+        line.append("⚠ OTLP off: ", style="bold red")
+        line.append_text(literal(snapshot.problem, "red", keep_newlines=False))
+        return line
+    if snapshot.failing:
+        line.append("⚠ OTLP failing: ", style="bold red")
+        line.append_text(literal(snapshot.reason or "the collector refuses", "red",
+                                 keep_newlines=False))
+    else:
+        line.append("OTLP on", style="cyan")
+        line.append(f" {snapshot.spans_sent} spans sent", style="cyan")
+    lost = snapshot.spans_dropped + snapshot.spans_failed
+    if lost:
+        line.append(f" · {lost} spans lost", style="bold yellow")
+    return line
+
+
+class ExportStatusPiece:
+    """What the status line shows about the export of ``workspace``'s runs."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.configured = False
+        self.problem: str | None = None
+        try:
+            from engine.run.engine_config import load_config
+            from engine.telemetry.otel_settings import resolve_target
+
+            target = resolve_target(load_config(workspace.config_path).telemetry, os.environ)
+        except TetherError as error:  # a bad [telemetry] or OTEL_* variable: said on the line
+            self.problem = str(error)
+            return
+        self.configured = target is not None
+
+    def text(self) -> Text | None:
+        """The words for the status line now (None: export is off)."""
+        snapshot = otel_status.current(otel_status.workspace_key(self.workspace))
+        return export_piece(snapshot, self.configured, self.problem)
+
+    def take_warnings(self, app: Any) -> None:
+        """Show the export's warnings as notifications of ``app`` (from any thread)."""
+
+        def notify(text: str) -> None:
+            try:
+                app.call_from_thread(app.notify, text, severity="warning", timeout=10)
+            except RuntimeError:  # the app is not running (any more)
+                pass
+
+        otel_status.set_sink(notify)
+
+    def release(self) -> None:
+        """Warnings go back to stderr (the app is closing)."""
+        otel_status.set_sink(None)
