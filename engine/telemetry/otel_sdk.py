@@ -60,29 +60,29 @@ def check_installed(target: ExportTarget) -> None:
 
 
 class _Reasons(logging.Handler):
-    """Keeps the last problem the SDK's exporters logged (they say why an export failed only
+    """Keeps what the SDK's exporters logged, per signal (they say why a gRPC export failed only
     in their log), and keeps their lines off the terminal: the status says it once."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
-        self.messages: list[str] = []
+        self.messages: dict[str, list[str]] = {"spans": [], "metrics": []}
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             message = record.getMessage()
         except Exception:  # a record whose arguments do not format
             message = str(record.msg)
-        self.messages = [*self.messages[-19:], message]
+        signal = "metrics" if "metric" in record.name else "spans"
+        self.messages[signal] = [*self.messages[signal][-19:], message]
 
-    def take(self) -> str | None:
-        """Why the exports since the last call failed, in a few words."""
-        found, self.messages = reason_of(self.messages), []
+    def take(self, signal: str) -> list[str]:
+        """What was logged about ``signal`` since the last call."""
+        found, self.messages[signal] = self.messages[signal], []
         return found
 
 
 def reason_of(messages: list[str]) -> str | None:
-    """Why an export failed, in a few words, from what the SDK's exporters logged about it
-    (they retry a refused connection until their timeout and then only say "timeout")."""
+    """Why an export failed, in a few words, from what the SDK's exporters logged about it."""
     text = " ".join(messages)
     if not text:
         return None
@@ -97,6 +97,34 @@ def reason_of(messages: list[str]) -> str | None:
     if "timed out" in text.lower() or "timeout" in text.lower():
         return "no answer in time"
     return messages[-1]
+
+
+def _watched_session() -> Any:
+    """A ``requests`` session (what the HTTP exporters send with) that remembers why its last
+    request failed: the exporter retries a refused connection until its timeout and then
+    logs only "timeout"."""
+    import requests
+
+    class WatchedSession(requests.Session):
+        last: str | None = None
+
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                response = super().request(*args, **kwargs)
+            except requests.ConnectionError as error:
+                refused = "refused" in str(error).lower()
+                self.last = "connection refused" if refused else "cannot connect"
+                raise
+            except requests.Timeout:
+                self.last = "no answer in time"
+                raise
+            if response.status_code >= 400:
+                self.last = f"HTTP {response.status_code} {response.reason or ''}".strip()
+            else:
+                self.last = None
+            return response
+
+    return WatchedSession()
 
 
 _REASONS = _Reasons()
@@ -131,9 +159,13 @@ class SdkBridge:
         )
         self.scope = InstrumentationScope(SCOPE, tether_version())
         span_class, metric_class = _exporter_classes(target.protocol)
-        self._spans = span_class(**_exporter_options(target, target.traces_url))
-        metrics = _watched_metrics(metric_class, status)(
-            **_exporter_options(target, target.metrics_url)
+        self._span_session = _watched_session() if target.protocol != "grpc" else None
+        metric_session = _watched_session() if target.protocol != "grpc" else None
+        self._spans = span_class(
+            **_exporter_options(target, target.traces_url, self._span_session)
+        )
+        metrics = _watched_metrics(metric_class, status, metric_session)(
+            **_exporter_options(target, target.metrics_url, metric_session)
         )
         self.periodic = periodic
         interval = target.metrics_interval_s * 1000 if periodic else math.inf
@@ -164,7 +196,7 @@ class SdkBridge:
         """Send one batch; the outcome (and the SDK's reason for a failure) goes to the status."""
         from opentelemetry.sdk.trace.export import SpanExportResult
 
-        _REASONS.take()
+        _REASONS.take("spans")
         try:
             result = self._spans.export([self.readable(span) for span in spans])
         except Exception as error:  # an exporter bug must never reach a run
@@ -173,7 +205,8 @@ class SdkBridge:
         if result == SpanExportResult.SUCCESS:
             self.status.sent(len(spans), now_ms())
             return True
-        self.status.failed(len(spans), _REASONS.take())
+        said = getattr(self._span_session, "last", None)
+        self.status.failed(len(spans), said or reason_of(_REASONS.take("spans")))
         return False
 
     def record(self, measurements: Sequence[Measurement]) -> None:
@@ -248,7 +281,7 @@ def _exporter_classes(protocol: str) -> tuple[Any, Any]:
     return trace_exporter.OTLPSpanExporter, metric_exporter.OTLPMetricExporter
 
 
-def _exporter_options(target: ExportTarget, url: str) -> dict[str, Any]:
+def _exporter_options(target: ExportTarget, url: str, session: Any) -> dict[str, Any]:
     options: dict[str, Any] = {
         "endpoint": url,
         "headers": dict(target.headers),
@@ -256,21 +289,24 @@ def _exporter_options(target: ExportTarget, url: str) -> dict[str, Any]:
     }
     if target.protocol == "grpc":
         options["insecure"] = url.startswith("http://")
+    else:
+        options["session"] = session
     return options
 
 
-def _watched_metrics(base: Any, status: ExportStatus) -> Any:
+def _watched_metrics(base: Any, status: ExportStatus, session: Any) -> Any:
     """``base`` (an OTLP metric exporter class) reporting each export's outcome to ``status``."""
     from opentelemetry.sdk.metrics.export import MetricExportResult
 
     class WatchedMetricExporter(base):
         def export(self, *args: Any, **kwargs: Any) -> Any:
-            _REASONS.take()
+            _REASONS.take("metrics")
             result = super().export(*args, **kwargs)
             if result == MetricExportResult.SUCCESS:
                 status.metrics_sent()
             else:
-                status.failed(0, _REASONS.take(), "metrics")
+                said = getattr(session, "last", None)
+                status.failed(0, said or reason_of(_REASONS.take("metrics")), "metrics")
             return result
 
     return WatchedMetricExporter
