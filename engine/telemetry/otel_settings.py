@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from store.errors import InvalidInputError
 
@@ -212,7 +212,8 @@ def signal_urls(
         elif protocol == "grpc":
             urls.append(base)
         else:
-            urls.append(f"{base.rstrip('/')}/v1/{signal}")
+            parts = urlsplit(base)
+            urls.append(urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/v1/{signal}")))
     return urls[0], urls[1]
 
 

@@ -17,7 +17,7 @@ import click
 from engine.run.engine_config import load_config
 from engine.telemetry.otel_backfill import export_runs, parse_since, runs_to_export
 from engine.telemetry.otel_semconv import agent_kinds
-from engine.telemetry.otel_settings import PROTOCOLS, resolve_target
+from engine.telemetry.otel_settings import PROTOCOLS, check_endpoint, resolve_target
 from store.db.backends import open_database
 from store.errors import InvalidInputError
 from store.model.ids import validate_run_id
@@ -79,7 +79,7 @@ async def export_otlp(
     environ = dict(os.environ)
     environ.pop("OTEL_SDK_DISABLED", None)  # asking for an export is asking for one
     if endpoint is not None:
-        environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+        environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = check_endpoint(endpoint, "--endpoint")
         environ.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
         environ.pop("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", None)
     if protocol is not None:
@@ -110,7 +110,7 @@ async def export_otlp(
     if output_format == "json":
         print_json(document)
     else:
-        line = (f"Sent {result.spans} spans of {result.runs} of {len(runs)} runs"
+        line = (f"Sent {result.spans} spans ({result.runs} of {len(runs)} runs)"
                 + ("" if no_metrics else f" and {result.measurements} measurements")
                 + f" to {target.shown} ({target.protocol}).")
         click.echo(line)
