@@ -5,6 +5,7 @@ notifications instead of lines printed over the screen."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -68,12 +69,16 @@ class ExportStatusPiece:
         return export_piece(snapshot, self.configured, self.problem)
 
     def take_warnings(self, app: Any) -> None:
-        """Show the export's warnings as notifications of ``app`` (from any thread)."""
+        """Show the export's warnings as notifications of ``app``. Called on the app's loop;
+        the export's threads hand a warning over without waiting for the screen."""
+        loop = asyncio.get_running_loop()
 
         def notify(text: str) -> None:
             try:
-                app.call_from_thread(app.notify, text, severity="warning", timeout=10)
-            except RuntimeError:  # the app is not running (any more)
+                loop.call_soon_threadsafe(
+                    lambda: app.notify(text, severity="warning", timeout=10)
+                )
+            except RuntimeError:  # the app's loop has closed
                 pass
 
         otel_status.set_sink(notify)
