@@ -110,11 +110,11 @@ class Receiver:
                         })
         return found
 
-    def metric_points(self) -> dict[str, list[dict[str, Any]]]:
-        """Every data point received, by metric name, newest export last (cumulative metrics:
-        the last point of a series is its total)."""
+    def metric_points(self, first: int = 0) -> dict[str, list[dict[str, Any]]]:
+        """Every data point received (in requests ``first`` on), by metric name, newest export
+        last (cumulative metrics: the last point of a series is its total)."""
         with self.lock:
-            requests = list(self.metrics)
+            requests = list(self.metrics[first:])
         found: dict[str, list[dict[str, Any]]] = {}
         for request in requests:
             for resource_metrics in request.resource_metrics:

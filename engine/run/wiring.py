@@ -50,7 +50,7 @@ def open_engine(
     owner_id = owner_id or new_owner_id()
     engine = Engine(db, config=config, hooks=build_hooks(db, on_progress), owner_id=owner_id)
     if resolve_target(config.telemetry, os.environ) is not None:
-        from engine.telemetry.otel_live import attach
+        from engine.telemetry.otel_process import attach
 
         attach(db.workspace, config.telemetry, owner_id, config.agents)
     return engine

@@ -9,6 +9,7 @@ follow the GenAI semantic conventions, sent live by the engine and back-filled b
 * :mod:`~engine.telemetry.otel_sdk` the official SDK and OTLP exporters behind the mapping;
 * :mod:`~engine.telemetry.otel_pipeline` the bounded queue and its sending thread;
 * :mod:`~engine.telemetry.otel_live` the live export that follows the event log;
+* :mod:`~engine.telemetry.otel_process` the process the live export runs in, and its pipe;
 * :mod:`~engine.telemetry.otel_backfill` ``tether export otlp``;
 * :mod:`~engine.telemetry.otel_status` the export's state (the dashboard's seam) and warnings.
 

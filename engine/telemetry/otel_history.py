@@ -29,8 +29,11 @@ async def attempt_bundle(
     iteration: int,
     attempt: int,
     tool_events: Sequence[EventRecord] = (),
+    *,
+    with_block: bool = True,
 ) -> AttemptBundle | None:
-    """One attempt with its calls, the recall block it built and the tool events of
+    """One attempt with its calls, the recall block it built (read only ``with_block``: the
+    live export knows from the event log whether there is one) and the tool events of
     ``tool_events`` that happened in it; None when the attempt is not there (deleted)."""
     attempts = await store.list_attempts(run_id, node_id, iteration)
     found = next((a for a in attempts if a.attempt == attempt), None)
@@ -38,7 +41,7 @@ async def attempt_bundle(
         return None
     later = next((a for a in attempts if a.attempt > attempt), None)
     calls = await store.calls_of_attempts(run_id, node_id, iteration, attempt, attempt)
-    block = await store.get_memory_block(run_id, node_id, iteration)
+    block = await store.get_memory_block(run_id, node_id, iteration) if with_block else None
     return AttemptBundle(
         workflow,
         found,

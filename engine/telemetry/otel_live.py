@@ -1,18 +1,17 @@
-"""The live export: a thread of its own follows the workspace's event log (as the dashboard
-does: by sequence number, never holding a transaction), and as this process's runs record
-attempts and end, reads those records, maps them (:mod:`engine.telemetry.otel_mapping`) and
-queues the spans and measurements for the collector.
+"""The live export, as it runs in the export process (:mod:`engine.telemetry.otel_process`):
+a thread follows the workspace's event log (as the dashboard does: by sequence number, never
+holding a transaction), and as the engines' runs record attempts and end, reads those
+records, maps them (:mod:`engine.telemetry.otel_mapping`) and queues the spans and measurements
+for the collector (:mod:`engine.telemetry.otel_pipeline`).
 
-The engine never waits on any of it: it only commits its records as always. One export per
-workspace per process, whichever engines it opens (each adds its owner id); it ends when the
-process does, sending what is left within ``shutdown_timeout_s``.
+It exports the runs of the engines whose owner ids it was given, from the events written since
+``since_ms`` (when the first of those engines opened) on; stopping reads what is left and
+sends it within ``shutdown_timeout_s``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -23,15 +22,8 @@ from engine.telemetry.otel_history import attempt_bundle, run_bundle
 from engine.telemetry.otel_mapping import Options, map_attempt, map_run
 from engine.telemetry.otel_pipeline import SpanQueue, SpanSender
 from engine.telemetry.otel_semconv import AgentKind
-from engine.telemetry.otel_settings import ExportTarget, TelemetrySettings, resolve_target
-from engine.telemetry.otel_status import (
-    ExportStatus,
-    register,
-    report,
-    unregister,
-    workspace_key,
-)
-from store.errors import TetherError
+from engine.telemetry.otel_settings import ExportTarget
+from engine.telemetry.otel_status import ExportStatus, report
 from store.model.history_records import EventRecord
 from store.model.run_records import RunRecord
 from store.runs.run_store import RunStore
@@ -51,11 +43,12 @@ class LiveExport:
     """Exports the runs of this process's engines on one workspace as they record them."""
 
     def __init__(self, workspace: Workspace, target: ExportTarget,
-                 kinds: Mapping[str, AgentKind]) -> None:
+                 kinds: Mapping[str, AgentKind], since_ms: int) -> None:
         from engine.telemetry.otel_sdk import SdkBridge
 
         self.workspace = workspace
         self.target = target
+        self.since_ms = since_ms
         self.options = Options(content=target.capture_content, kinds=dict(kinds))
         self.status = ExportStatus(target.shown, target.protocol)
         self.owners: set[str] = set()
@@ -65,6 +58,8 @@ class LiveExport:
                                  target.interval_s)
         self._runs: OrderedDict[str, RunRecord | None] = OrderedDict()
         self._tools: dict[tuple[str, str, int], list[EventRecord]] = {}
+        self._blocks: set[tuple[str, str, int, int]] = set()
+        """Attempts whose recall block the event log announced (only those are read)."""
         self._cursor: int | None = None
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._follow, name="tether-otlp-tail",
@@ -83,7 +78,8 @@ class LiveExport:
         try:
             loop.run_until_complete(self._follow_async())
         except Exception as error:  # the export stops; a run never notices
-            self.status.failed(0, f"reading the workspace stopped: {error}")
+            self.status.unavailable(f"it stopped reading the workspace: {error}")
+            report(f"telemetry: the export stopped reading the workspace ({error}).")
         finally:
             loop.close()
 
@@ -93,7 +89,8 @@ class LiveExport:
         db = await open_in_thread(self.workspace, create=False, read_only=True)
         try:
             store = RunStore(db)
-            self._cursor = await store.last_event_seq() if self._cursor is None else self._cursor
+            if self._cursor is None:
+                self._cursor = await _seq_before(db, self.since_ms)
             while True:
                 stopping = self._stopping.is_set()
                 await self._catch_up(store)
@@ -121,16 +118,20 @@ class LiveExport:
         run = self._runs.get(run_id)
         if run is None or run.owner_id not in self.owners:
             return
-        if event.type == "memory.tool" and event.node_id is not None:
+        if event.type == "memory.block" and event.node_id is not None:
+            self._blocks.add((run_id, event.node_id, event.iteration or 0, event.attempt or 0))
+        elif event.type == "memory.tool" and event.node_id is not None:
             kept = self._tools.setdefault((run_id, event.node_id, event.iteration or 0), [])
             kept.append(event)
             del kept[:-MAX_TOOL_EVENTS]
         elif event.type in ATTEMPT_ENDS and event.node_id is not None:
             key = (run_id, event.node_id, event.iteration or 0)
+            block = (*key, event.attempt or 0)
             bundle = await attempt_bundle(
                 store, run.workflow, run_id, event.node_id, event.iteration or 0,
-                event.attempt or 0, self._tools.get(key, ()),
+                event.attempt or 0, self._tools.get(key, ()), with_block=block in self._blocks,
             )
+            self._blocks.discard(block)
             if bundle is not None:
                 self._tools.pop(key, None)
                 self._send(map_attempt(bundle, self.options))
@@ -138,6 +139,7 @@ class LiveExport:
             self._send(map_run(await run_bundle(store, run), self.options))
             for key in [k for k in self._tools if k[0] == run_id]:
                 del self._tools[key]
+            self._blocks = {k for k in self._blocks if k[0] != run_id}
 
     def _remember(self, run_id: str, run: RunRecord | None) -> None:
         self._runs[run_id] = run
@@ -169,55 +171,9 @@ class LiveExport:
             )
 
 
-# -- one export per workspace per process ---------------------------------------------------------
+async def _seq_before(db: Any, at_ms: int) -> int:
+    """The newest event written before ``at_ms`` (0 when there is none): the tail starts after
+    it. Read backwards from the newest event, so only what came since is looked at."""
+    from store.runs.events_sql import LAST_EVENT_BEFORE
 
-_LIVE: dict[str, LiveExport] = {}
-_LOCK = threading.Lock()
-_at_exit: list[bool] = []
-
-
-def attach(
-    workspace: Workspace,
-    settings: TelemetrySettings | None,
-    owner_id: str,
-    agents: Mapping[str, Mapping[str, Any]],
-    environ: Mapping[str, str] | None = None,
-) -> LiveExport | None:
-    """Export the runs of engine ``owner_id`` when telemetry is configured (None otherwise,
-    and when the packages are missing: that is said once, and runs go on without export)."""
-    from engine.telemetry.otel_sdk import TelemetryUnavailable
-    from engine.telemetry.otel_semconv import agent_kinds
-
-    target = resolve_target(settings, os.environ if environ is None else environ)
-    if target is None:
-        return None
-    key = workspace_key(workspace)
-    with _LOCK:
-        live = _LIVE.get(key)
-        if live is None:
-            try:
-                live = LiveExport(workspace, target, agent_kinds(agents))
-            except TelemetryUnavailable as missing:
-                report(f"{missing} Runs go on without export.")
-                return None
-            except TetherError as error:
-                report(f"telemetry export is off: {error}")
-                return None
-            _LIVE[key] = live
-            register(key, live.status)
-            if not _at_exit:
-                _at_exit.append(True)
-                atexit.register(stop_all)
-        live.add_owner(owner_id)
-        return live
-
-
-def stop_all(timeout_s: float | None = None) -> None:
-    """Stop every live export of this process, sending what is left (each within its
-    ``shutdown_timeout_s``, or ``timeout_s``)."""
-    with _LOCK:
-        lives = list(_LIVE.items())
-        _LIVE.clear()
-    for key, live in lives:
-        live.stop(timeout_s)
-        unregister(key)
+    return int(await db.fetch_value(LAST_EVENT_BEFORE, (at_ms,)) or 0)

@@ -274,19 +274,19 @@ def map_attempt(bundle: AttemptBundle, options: Options = Options()) -> Mapped:
     own = attempt_span_id(a.run_id, a.node_id, a.iteration, a.attempt)
     simulated = any(call.simulated for call in bundle.calls)
     provider = sc.provider_name(a.agent, a.model, simulated, options.kinds)
-    where: dict[str, AttributeValue] = {
-        "tether.run.id": a.run_id,
-        "tether.node.id": a.node_id,
-        "tether.node.iteration": a.iteration,
-        "tether.attempt": a.attempt,
-    }
+    # The attempt's own span says where it ran; its children (in the same trace, under it)
+    # name only the node, so a backend can list one node's calls.
+    where: dict[str, AttributeValue] = {"tether.node.id": a.node_id}
     attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.provider.name": provider,
         "gen_ai.agent.name": a.node_id,
         **({"gen_ai.request.model": a.model} if a.model else {}),
         "tether.workflow": bundle.workflow,
-        **where,
+        "tether.run.id": a.run_id,
+        "tether.node.id": a.node_id,
+        "tether.node.iteration": a.iteration,
+        "tether.attempt": a.attempt,
         "tether.attempt.state": a.state,
         "tether.cache.hit": a.cached,
         **_usage_attributes("tether.usage", a.tokens),
@@ -343,9 +343,8 @@ def _call_span(call: CallRecord, trace: int, parent: int, provider: str,
         "gen_ai.usage.output_tokens": usage.output + usage.reasoning,
         **where,
         "tether.call.id": call.call_id,
-        "tether.call.simulated": call.simulated,
-        "tether.usage.fresh_input_tokens": usage.input,
-        "tether.context_window.tokens": call.context_tokens,
+        # The five lanes are all here: fresh input = input - cache read - cache creation, and
+        # the output lane = output - reasoning; the context window is input_tokens itself.
         "tether.context_window.bucket": call.bucket,
     }
     if usage.reasoning:

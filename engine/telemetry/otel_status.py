@@ -113,6 +113,11 @@ class ExportStatus:
         if not state.spans_failing:
             self._change(reason=None)
 
+    def replace(self, snapshot: ExportSnapshot) -> None:
+        """Take the state another process reported (the export process's own)."""
+        with self._lock:
+            self._state = snapshot
+
     def unavailable(self, problem: str) -> None:
         """Export cannot run at all."""
         self._change(problem=problem, reason=problem)

@@ -134,10 +134,12 @@ def test_every_span_follows_the_genai_conventions_and_carries_no_content(demo):
 
 def test_spans_carry_the_times_the_workspace_recorded(demo):
     calls = {(c.run_id, c.call_id): c for c in demo["calls"]}
+    run_of = {s["trace_id"]: s["attributes"]["tether.run.id"] for s in demo["spans"]
+              if s["attributes"]["gen_ai.operation.name"] == "invoke_workflow"}
     for span in demo["spans"]:
         if span["attributes"]["gen_ai.operation.name"] != "chat":
             continue
-        call = calls[(span["attributes"]["tether.run.id"], span["attributes"]["tether.call.id"])]
+        call = calls[(run_of[span["trace_id"]], span["attributes"]["tether.call.id"])]
         assert span["start_ns"] == call.started_at_ms * 1_000_000
         assert span["end_ns"] == call.finished_at_ms * 1_000_000
 
