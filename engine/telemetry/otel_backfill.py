@@ -83,7 +83,9 @@ async def export_runs(
     """Send the spans (and with ``metrics`` the measurements) of ``runs`` to ``target``."""
     from engine.telemetry.otel_sdk import SdkBridge
 
-    status = ExportStatus(target.shown, target.protocol, warn=False)
+    status = ExportStatus(
+        target.shown, target.protocol, metrics_endpoint=target.metrics_shown, warn=False
+    )
     sdk = SdkBridge(target, status, periodic=False)
     options = Options(content=target.capture_content, kinds=dict(kinds))
     batch: list[SpanData] = []

@@ -50,7 +50,9 @@ class LiveExport:
         self.target = target
         self.since_ms = since_ms
         self.options = Options(content=target.capture_content, kinds=dict(kinds))
-        self.status = ExportStatus(target.shown, target.protocol)
+        self.status = ExportStatus(
+            target.shown, target.protocol, metrics_endpoint=target.metrics_shown
+        )
         self.owners: set[str] = set()
         self.sdk = SdkBridge(target, self.status)
         self.queue = SpanQueue(target.queue_size, self.status)

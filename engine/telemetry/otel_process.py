@@ -52,7 +52,9 @@ class ExportProcess:
 
         check_installed(target)
         self.target = target
-        self.status = ExportStatus(target.shown, target.protocol)
+        self.status = ExportStatus(
+            target.shown, target.protocol, metrics_endpoint=target.metrics_shown
+        )
         self._lock = threading.Lock()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "engine.telemetry.otel_process"],

@@ -169,12 +169,12 @@ class SdkBridge:
         )
         self.periodic = periodic
         interval = target.metrics_interval_s * 1000 if periodic else math.inf
-        self._reader = PeriodicExportingMetricReader(
+        readers = [] if not target.metrics else [PeriodicExportingMetricReader(
             metrics,
             export_interval_millis=interval,
             export_timeout_millis=target.timeout_s * 1000,
-        )
-        self._provider = MeterProvider(resource=self.resource, metric_readers=[self._reader])
+        )]
+        self._provider = MeterProvider(resource=self.resource, metric_readers=readers)
         meter = self._provider.get_meter(SCOPE, tether_version())
         self._instruments: dict[str, Any] = {}
         for instrument in sc.INSTRUMENTS:
@@ -211,6 +211,8 @@ class SdkBridge:
 
     def record(self, measurements: Sequence[Measurement]) -> None:
         """Record measurements on the instruments (sent with the next metrics export)."""
+        if not self.target.metrics:
+            return
         for m in measurements:
             instrument = self._instruments[m.instrument]
             if hasattr(instrument, "record"):

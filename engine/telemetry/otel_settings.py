@@ -8,6 +8,7 @@ protocol = "http/protobuf"            # or "grpc" (OTEL_EXPORTER_OTLP_PROTOCOL)
 headers = { authorization = "Bearer x" }   # OTEL_EXPORTER_OTLP_HEADERS="k=v,k2=v2"
 service_name = "tether"               # OTEL_SERVICE_NAME
 capture_content = false               # prompts, outputs, recalled text: opt-in
+metrics = true                        # false: spans only (OTEL_METRICS_EXPORTER=none)
 timeout_s = 10                        # one export request (OTEL_EXPORTER_OTLP_TIMEOUT, ms)
 queue_size = 2048                     # spans waiting to be sent; beyond it new ones are dropped
 interval_s = 1                        # how often new records are read and sent
@@ -45,7 +46,7 @@ _NUMBERS: dict[str, tuple[type, float, float]] = {
     "shutdown_timeout_s": (float, 0.0, 600.0),
 }
 _KEYS = {"enabled", "endpoint", "protocol", "headers", "service_name", "capture_content",
-         *_NUMBERS}
+         "metrics", *_NUMBERS}
 
 # OTEL_* variable -> (setting, factor from the variable's unit to the setting's).
 _ENV_NUMBERS = {
@@ -67,6 +68,7 @@ class TelemetrySettings:
     headers: Mapping[str, str] = field(default_factory=dict)
     service_name: str | None = None
     capture_content: bool | None = None
+    metrics: bool | None = None
     numbers: Mapping[str, float] = field(default_factory=dict)
 
 
@@ -80,6 +82,7 @@ class ExportTarget:
     headers: Mapping[str, str] = field(default_factory=dict)
     service_name: str = "tether"
     capture_content: bool = False
+    metrics: bool = True
     timeout_s: float = 10.0
     queue_size: int = 2048
     batch_size: int = 512
@@ -93,6 +96,11 @@ class ExportTarget:
         """Where spans go, for people: scheme, host and port only (never a password, a query or
         a header)."""
         return shown_url(self.traces_url)
+
+    @property
+    def metrics_shown(self) -> str:
+        """Where metrics go, shown as :attr:`shown` is."""
+        return shown_url(self.metrics_url)
 
 
 def shown_url(url: str) -> str:
@@ -115,7 +123,7 @@ def parse_telemetry(data: Any, source: str) -> TelemetrySettings | None:
     if unknown:
         raise InvalidInputError(f"{source}: unknown [telemetry] setting {unknown[0]!r}.")
     where = f"{source}: telemetry"
-    for key in ("enabled", "capture_content"):
+    for key in ("enabled", "capture_content", "metrics"):
         if key in data and not isinstance(data[key], bool):
             raise InvalidInputError(f"{where}.{key} must be true or false.")
     for key in ("endpoint", "service_name"):
@@ -140,6 +148,7 @@ def parse_telemetry(data: Any, source: str) -> TelemetrySettings | None:
         headers={k.lower(): v for k, v in headers.items()},
         service_name=data.get("service_name"),
         capture_content=data.get("capture_content"),
+        metrics=data.get("metrics"),
         numbers=numbers,
     )
 
@@ -186,6 +195,12 @@ def resolve_target(
         environ, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", bool(file.capture_content)
     )
     service = environ.get("OTEL_SERVICE_NAME", "").strip() or file.service_name or "tether"
+    exporter = environ.get("OTEL_METRICS_EXPORTER", "").strip().lower()
+    if exporter not in ("", "otlp", "none"):
+        raise InvalidInputError(
+            f"OTEL_METRICS_EXPORTER must be otlp or none here, not {exporter!r}."
+        )
+    send_metrics = exporter != "none" if exporter else file.metrics is not False
     return ExportTarget(
         traces_url=traces,
         metrics_url=metrics,
@@ -193,6 +208,7 @@ def resolve_target(
         headers=headers,
         service_name=service,
         capture_content=capture,
+        metrics=send_metrics,
         source=source,
         **numbers,  # type: ignore[arg-type]
     )

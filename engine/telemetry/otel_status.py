@@ -20,6 +20,7 @@ class ExportSnapshot:
 
     endpoint: str
     protocol: str
+    metrics_endpoint: str = ""
     spans_sent: int = 0
     spans_dropped: int = 0
     spans_failed: int = 0
@@ -46,10 +47,11 @@ class ExportSnapshot:
 class ExportStatus:
     """Thread-safe counters of one exporter (its tail, export and metric threads write them)."""
 
-    def __init__(self, endpoint: str, protocol: str, *, warn: bool = True) -> None:
+    def __init__(self, endpoint: str, protocol: str, *, metrics_endpoint: str = "",
+                 warn: bool = True) -> None:
         self._lock = threading.Lock()
         self._warn = warn
-        self._state = ExportSnapshot(endpoint, protocol)
+        self._state = ExportSnapshot(endpoint, protocol, metrics_endpoint or endpoint)
         self._warned_failing = False
         self._warned_dropping = False
 
@@ -102,10 +104,11 @@ class ExportStatus:
                                  reason=keep or reason)
         if self._warn and not self._warned_failing:
             self._warned_failing = True
-            report(
-                f"telemetry: cannot send {signal} to {state.endpoint} ({reason}); runs go on, "
-                "and tether export otlp can send their spans later."
-            )
+            where = state.endpoint if signal == "spans" else state.metrics_endpoint
+            later = ("tether export otlp can send their spans later" if signal == "spans" else
+                     "metrics = false under [telemetry] sends spans only")
+            report(f"telemetry: cannot send {signal} to {where} ({reason}); runs go on, and "
+                   f"{later}.")
 
     def metrics_sent(self) -> None:
         """A metrics export was accepted."""

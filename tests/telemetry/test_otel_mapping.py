@@ -271,3 +271,12 @@ def test_tool_calls_belong_to_the_attempt_they_happened_in():
     events = [early, late, named, other]
     assert tools_of_attempt(first, events, second) == [early, named]
     assert tools_of_attempt(second, events) == [late]
+
+
+def test_metrics_can_be_left_out_from_either_side():
+    on = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}
+    assert resolve_target(None, on).metrics is True
+    assert resolve_target(None, {**on, "OTEL_METRICS_EXPORTER": "none"}).metrics is False
+    assert resolve_target(parse_telemetry({"metrics": False}, "c"), on).metrics is False
+    with pytest.raises(InvalidInputError, match="OTEL_METRICS_EXPORTER"):
+        resolve_target(None, {**on, "OTEL_METRICS_EXPORTER": "prometheus"})
