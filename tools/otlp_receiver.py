@@ -40,7 +40,7 @@ class Receiver:
     """What arrived, and how to answer. ``mode``: ``ok``, ``fail`` or ``hold``."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # wait_for's predicates read under it
         self.traces: list[trace_pb.ExportTraceServiceRequest] = []
         self.metrics: list[metrics_pb.ExportMetricsServiceRequest] = []
         self.requests = 0

@@ -329,6 +329,8 @@ class TetherApp(App[None]):
             line.append("◌ reconnecting  ", style="bold yellow")
         else:
             line.append("● live  ", style="bold green")
+        export_problem, export_state = self.export_status.pieces()
+        line.append_text(export_problem)
         problem = self.read_problem or self.tailer.problem
         if problem:
             # First, so a narrow terminal still shows it.
@@ -348,10 +350,7 @@ class TetherApp(App[None]):
         if self.engine is not None:
             line.append(" ")
             line.append("· embedded engine", style="cyan")
-        exporting = self.export_status.text()
-        if exporting is not None:
-            line.append(" · ")
-            line.append_text(exporting)
+        line.append_text(export_state)
         return line
 
     # -- selection and navigation ---------------------------------------------------------------

@@ -68,6 +68,16 @@ class ExportStatusPiece:
         snapshot = otel_status.current(otel_status.workspace_key(self.workspace))
         return export_piece(snapshot, self.configured, self.problem)
 
+    def pieces(self) -> tuple[Text, Text]:
+        """What the status line shows: a problem goes first, with the others (a narrow line
+        still shows it), a healthy export last; either may be empty."""
+        words = self.text()
+        if words is None:
+            return Text(), Text()
+        if words.plain.startswith("⚠"):
+            return words + Text("  "), Text()
+        return Text(), Text(" · ") + words
+
     def take_warnings(self, app: Any) -> None:
         """Show the export's warnings as notifications of ``app``. Called on the app's loop;
         the export's threads hand a warning over without waiting for the screen."""
