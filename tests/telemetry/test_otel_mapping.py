@@ -169,7 +169,8 @@ BLOCK = MemoryBlockRecord(3, "r-000000000001", "review", 0, 2, query="the secret
                           bytes_used=20, budget_bytes=2048, truncated=True, duration_ms=40,
                           created_at_ms=2_050)
 TOOL = EventRecord(41, 2_500, "memory.tool", "r-000000000001", "review", 0, None,
-                   json.dumps({"tool": "remember", "ok": True, "note_id": "n9"}))
+                   json.dumps({"tool": "remember", "ok": True, "note_id": "n9",
+                               "duration_ms": 12}))
 
 
 def _spans(mapped):
@@ -202,6 +203,7 @@ def test_an_attempt_maps_to_its_span_and_children_under_one_trace():
     assert recall.attributes["tether.memory.item_ids"] == ("note:1",)
     assert (recall.start_ns, recall.end_ns) == (2_010_000_000, 2_050_000_000)
     assert mapped.spans[4].attributes["tether.memory.note_id"] == "n9"
+    assert (mapped.spans[4].start_ns, mapped.spans[4].end_ns) == (2_488_000_000, 2_500_000_000)
     texts = [str(v) for s in mapped.spans for v in s.attributes.values()]
     assert not any("secret" in text or "a lesson" in text for text in texts)
 
