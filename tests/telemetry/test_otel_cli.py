@@ -82,6 +82,10 @@ def test_bad_input_is_one_sentence_and_sends_nothing(exported, args, code, words
 def test_without_a_collector_it_says_how_to_name_one(exported):
     done = tether(ROOT, otel_env(None), "export", "otlp", "--workspace", str(exported["workspace"]))
     assert done.returncode == 2 and "No collector is configured" in done.stderr
+    # Bad input is said first, whatever else is missing.
+    done = tether(ROOT, otel_env(None), "export", "otlp", "--since", "banana",
+                  "--workspace", str(exported["workspace"]))
+    assert done.returncode == 2 and "not 'banana'" in done.stderr
 
 
 def test_a_refusing_collector_is_exit_3_with_its_answer(exported):
@@ -91,6 +95,7 @@ def test_a_refusing_collector_is_exit_3_with_its_answer(exported):
                       "--workspace", str(exported["workspace"]))
     assert done.returncode == 3
     assert "did not take everything (HTTP 500" in done.stderr and "0 spans went out" in done.stderr
+    assert "Sent" not in done.stdout  # no line that reads like success
 
 
 def _shadowed(tmp_path: Path) -> dict[str, str]:

@@ -74,6 +74,8 @@ async def export_otlp(
         raise InvalidInputError("--since and --run choose runs two ways; give one of them.")
     for run_id in run_ids:
         validate_run_id(run_id)
+    if since is not None:
+        parse_since(since, 0)  # a bad --since is said before anything else (the real moment below)
     workspace = workspace_from(workspace_dir, database_url)
     config = load_config(workspace.config_path)
     environ = dict(os.environ)
@@ -109,7 +111,7 @@ async def export_otlp(
     }
     if output_format == "json":
         print_json(document)
-    else:
+    elif result.complete:
         line = (f"Sent {result.spans} spans ({result.runs} of {len(runs)} runs)"
                 + ("" if no_metrics else f" and {result.measurements} measurements")
                 + f" to {target.shown} ({target.protocol}).")
