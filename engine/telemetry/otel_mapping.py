@@ -172,8 +172,12 @@ def _usage_attributes(prefix: str, usage: TokenUsage) -> dict[str, AttributeValu
     }
 
 
-def _model_attributes(model: str | None) -> dict[str, AttributeValue]:
-    return {"gen_ai.request.model": model, "gen_ai.response.model": model} if model else {}
+def _model_attributes(asked: str | None, answered: str | None) -> dict[str, AttributeValue]:
+    # The attempt records the model the agent asked for, a call the one that answered.
+    asked, answered = asked or answered, answered or asked
+    if not asked or not answered:
+        return {}
+    return {"gen_ai.request.model": asked, "gen_ai.response.model": answered}
 
 
 def _json_text(value: Any) -> str:
@@ -322,8 +326,9 @@ def map_attempt(bundle: AttemptBundle, options: Options = Options()) -> Mapped:
     ]
     for call in bundle.calls:
         call_provider = sc.provider_name(call.agent, call.model, call.simulated, options.kinds)
-        spans.append(_call_span(call, trace, own, call_provider, where))
-        measurements.extend(_call_measurements(call, call_provider, bundle.workflow))
+        models = _model_attributes(a.model, call.model)
+        spans.append(_call_span(call, trace, own, call_provider, where, models))
+        measurements.extend(_call_measurements(call, call_provider, bundle.workflow, models))
     if bundle.block is not None and (bundle.block.query is not None or bundle.block.degraded):
         spans.append(_recall_span(bundle.block, trace, own, where, options))
     spans.extend(_tool_span(event, trace, own, where) for event in bundle.tools)
@@ -331,12 +336,13 @@ def map_attempt(bundle: AttemptBundle, options: Options = Options()) -> Mapped:
 
 
 def _call_span(call: CallRecord, trace: int, parent: int, provider: str,
-               where: Mapping[str, AttributeValue]) -> SpanData:
+               where: Mapping[str, AttributeValue],
+               models: Mapping[str, AttributeValue]) -> SpanData:
     usage = call.tokens
     attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": provider,
-        **_model_attributes(call.model),
+        **models,
         "gen_ai.usage.input_tokens": usage.context_tokens,
         "gen_ai.usage.cache_read.input_tokens": usage.cache_read,
         "gen_ai.usage.cache_creation.input_tokens": usage.cache_write,
@@ -360,17 +366,16 @@ def _call_span(call: CallRecord, trace: int, parent: int, provider: str,
         attributes["error.type"] = str(status) if status is not None else "_OTHER"
         error = _short(str(detail.get("error") or "")) or "the request was retried"
     start, end = _times(call.started_at_ms, call.finished_at_ms)
-    name = f"chat {call.model}" if call.model else "chat"
+    name = f"chat {models['gen_ai.request.model']}" if models else "chat"
     kind = "internal" if call.simulated else "client"
     return SpanData(name, trace, span_id_of("call", call.run_id, call.call_id), parent, kind,
                     start, end, attributes, (), error)
 
 
-def _call_measurements(call: CallRecord, provider: str, workflow: str) -> list[Measurement]:
+def _call_measurements(call: CallRecord, provider: str, workflow: str,
+                       models: Mapping[str, AttributeValue]) -> list[Measurement]:
     base: dict[str, AttributeValue] = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": provider,
-        **_model_attributes(call.model),
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider, **models,
     }
     usage = call.tokens
     found: list[Measurement] = []
@@ -393,12 +398,10 @@ def _call_measurements(call: CallRecord, provider: str, workflow: str) -> list[M
         found.append(Measurement(sc.OPERATION_DURATION.name, duration, attributes))
     if call.kind == "model":
         found.append(Measurement(sc.CONTEXT_WINDOW.name, call.context_tokens, {
-            "gen_ai.provider.name": provider, **_model_attributes(call.model),
-            "tether.workflow": workflow,
+            "gen_ai.provider.name": provider, **models, "tether.workflow": workflow,
         }))
     priced: dict[str, AttributeValue] = {
-        "gen_ai.provider.name": provider, "tether.workflow": workflow,
-        **({"gen_ai.request.model": call.model} if call.model else {}),
+        "gen_ai.provider.name": provider, "tether.workflow": workflow, **models,
     }
     if call.cost_usd is not None:
         found.append(Measurement(sc.COST.name, float(call.cost_usd), priced))

@@ -180,7 +180,7 @@ def _spans(mapped):
 def test_an_attempt_maps_to_its_span_and_children_under_one_trace():
     mapped = map_attempt(AttemptBundle("review", ATTEMPT, [CALL, RETRY], BLOCK, [TOOL]))
     assert [s.name for s in mapped.spans] == [
-        "invoke_agent review", "chat sim-1", "chat gpt-4o", "retrieval workflow:review",
+        "invoke_agent review", "chat sim-1", "chat sim-1", "retrieval workflow:review",
         "execute_tool remember"]
     own = attempt_span_id("r-000000000001", "review", 0, 2)
     assert mapped.spans[0].parent_span_id == run_span_id("r-000000000001")
@@ -198,6 +198,9 @@ def test_an_attempt_maps_to_its_span_and_children_under_one_trace():
     assert (mapped.spans[1].start_ns, mapped.spans[1].end_ns) == (2_100_000_000, 2_900_000_000)
     retry = mapped.spans[2]
     assert retry.attributes["error.type"] == "429" and retry.error == "slow down"
+    # The span is named after the model the attempt asked for; the call's is the response's.
+    assert (retry.attributes["gen_ai.request.model"],
+            retry.attributes["gen_ai.response.model"]) == ("sim-1", "gpt-4o")
     assert retry.kind == "client" and mapped.spans[1].kind == "internal"  # simulated: in-process
     recall = mapped.spans[3]
     assert recall.attributes["tether.memory.item_ids"] == ("note:1",)
