@@ -168,6 +168,7 @@ class TetherApp(App[None]):
         for start in self._background:
             self.run_worker(start(self), group="engine", exit_on_error=False)
         self.export_status.take_warnings(self)
+        self.export_status.start_checks(self)
 
     async def on_unmount(self) -> None:
         self._stop.set()

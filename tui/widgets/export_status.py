@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
@@ -17,17 +17,25 @@ from store.errors import TetherError
 from store.workspace.layout import Workspace
 from tui.format import literal
 
+if TYPE_CHECKING:
+    from engine.telemetry.otel_settings import ExportTarget
+
 
 def export_piece(snapshot: ExportSnapshot | None, configured: bool,
-                 problem: str | None = None) -> Text | None:
+                 problem: str | None = None, unreachable: str | None = None) -> Text | None:
     """The status line's words for the export (None when export is off): on, sending, failing
-    with the reason, dropping, or unable to run at all."""
+    with the reason, dropping, or unable to run at all. ``unreachable``: why the collector
+    refused the dashboard's own check (for runs other processes export)."""
     line = Text()
     if problem is not None:
         line.append("⚠ OTLP off: ", style="bold red")
         line.append_text(literal(problem, "red", keep_newlines=False))
         return line
     if snapshot is None:
+        if configured and unreachable is not None:
+            line.append("⚠ OTLP failing: ", style="bold red")
+            line.append_text(literal(unreachable, "red", keep_newlines=False))
+            return line
         return Text("OTLP on", style="cyan") if configured else None
     if snapshot.problem is not None:
         line.append("⚠ OTLP off: ", style="bold red")
@@ -53,6 +61,9 @@ class ExportStatusPiece:
         self.workspace = workspace
         self.configured = False
         self.problem: str | None = None
+        self.target: ExportTarget | None = None
+        self.unreachable: str | None = None
+        """Why the collector refused the last check (None: it took it, or not checked)."""
         try:
             from engine.run.engine_config import load_config
             from engine.telemetry.otel_settings import resolve_target
@@ -62,11 +73,34 @@ class ExportStatusPiece:
             self.problem = str(error)
             return
         self.configured = target is not None
+        self.target = target
+
+    async def check(self) -> None:
+        """Ask the collector whether it takes spans now (the runs may be exported elsewhere)."""
+        from engine.telemetry.otel_probe import can_probe, probe
+
+        if self.target is not None and can_probe(self.target):
+            self.unreachable = await probe(self.target)
+
+    def start_checks(self, app: Any) -> None:
+        """Check the collector now and every little while, in workers of ``app`` (never on
+        the path of a repaint); nothing when export is off."""
+        if self.target is None:
+            return
+        from engine.telemetry.otel_probe import PROBE_INTERVAL_S
+
+        def check() -> None:
+            app.run_worker(self.check(), group="otlp-check", exclusive=True,
+                           exit_on_error=False)
+
+        check()
+        app.set_interval(PROBE_INTERVAL_S, check)
 
     def text(self) -> Text | None:
-        """The words for the status line now (None: export is off)."""
+        """The words for the status line now (None: export is off). This process's own export
+        says more than the check, so it is shown when there is one."""
         snapshot = otel_status.current(otel_status.workspace_key(self.workspace))
-        return export_piece(snapshot, self.configured, self.problem)
+        return export_piece(snapshot, self.configured, self.problem, self.unreachable)
 
     def pieces(self) -> tuple[Text, Text]:
         """What the status line shows: a problem goes first, with the others (a narrow line
