@@ -5,6 +5,7 @@ of the default suite: name its ``phoenix`` executable with ``TETHER_PHOENIX`` an
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -15,6 +16,9 @@ from pathlib import Path
 
 import pytest
 from otel_support import ROOT, otel_env, tether
+
+from engine.telemetry.otel_probe import probe
+from engine.telemetry.otel_settings import resolve_target
 
 PHOENIX = os.environ.get("TETHER_PHOENIX")
 STORED_WITHIN_S = 60.0
@@ -78,6 +82,9 @@ def test_phoenix_stores_the_demo_with_its_tree_and_token_counts(tmp_path: Path):
         total = sum(s["attributes"]["gen_ai.usage.input_tokens"]
                     + s["attributes"]["gen_ai.usage.output_tokens"] for s in chats)
         assert total == expected["tokens"]
+        # The dashboard's own check of the collector is an export request Phoenix takes.
+        target = resolve_target(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"})
+        assert target is not None and asyncio.run(probe(target)) is None
     finally:
         server.terminate()
         server.wait(30)
