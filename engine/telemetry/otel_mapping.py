@@ -326,7 +326,8 @@ def map_attempt(bundle: AttemptBundle, options: Options = Options()) -> Mapped:
     ]
     for call in bundle.calls:
         call_provider = sc.provider_name(call.agent, call.model, call.simulated, options.kinds)
-        models = _model_attributes(a.model, call.model)
+        models = {**_model_attributes(a.model, call.model),
+                  **sc.server_attributes(call.agent, options.kinds)}
         spans.append(_call_span(call, trace, own, call_provider, where, models))
         measurements.extend(_call_measurements(call, call_provider, bundle.workflow, models))
     if bundle.block is not None and (bundle.block.query is not None or bundle.block.degraded):

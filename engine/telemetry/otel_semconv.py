@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from store.model.buckets import BUCKET_EDGES
 
@@ -91,6 +92,8 @@ class AgentKind(NamedTuple):
 
     type: str
     preset: str | None = None
+    server: tuple[str, int] | None = None
+    """Host and port of the API an HTTP agent calls (its ``base_url``)."""
 
 
 def agent_kinds(agents: Mapping[str, Mapping[str, object]]) -> dict[str, AgentKind]:
@@ -98,8 +101,29 @@ def agent_kinds(agents: Mapping[str, Mapping[str, object]]) -> dict[str, AgentKi
     kinds = {}
     for name, spec in agents.items():
         preset = spec.get("preset")
-        kinds[name] = AgentKind(str(spec.get("type")), None if preset is None else str(preset))
+        kinds[name] = AgentKind(str(spec.get("type")), None if preset is None else str(preset),
+                                _server(spec.get("base_url")))
     return kinds
+
+
+def _server(base_url: object) -> tuple[str, int] | None:
+    if not isinstance(base_url, str):
+        return None
+    try:
+        parts = urlsplit(base_url.strip())
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:  # a bad port: the agent itself says so when it runs
+        return None
+    return (parts.hostname, port) if parts.hostname and port else None
+
+
+def server_attributes(agent: str | None, kinds: Mapping[str, AgentKind]) -> dict[str, str | int]:
+    """``server.address`` and ``server.port`` of the API an agent's calls went to (none for an
+    agent that is no HTTP client of its own)."""
+    kind = kinds.get(agent or "")
+    if kind is None or kind.server is None:
+        return {}
+    return {"server.address": kind.server[0], "server.port": kind.server[1]}
 
 
 def provider_name(

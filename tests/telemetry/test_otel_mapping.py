@@ -137,6 +137,19 @@ def test_the_provider_is_what_the_agent_speaks_else_what_the_model_says(
     assert sc.provider_name(agent, model, simulated, kinds) == provider
 
 
+@pytest.mark.parametrize("base_url, server", [
+    ("http://127.0.0.1:8080/v1", {"server.address": "127.0.0.1", "server.port": 8080}),
+    ("https://api.openai.com/v1", {"server.address": "api.openai.com", "server.port": 443}),
+    ("http://[::1]/v1", {"server.address": "::1", "server.port": 80}),
+    ("http://host:99999/v1", {}),  # a bad port: the agent says so when it runs
+    (None, {}),                    # a command agent calls no API of its own
+])
+def test_the_server_is_where_an_http_agent_sends(base_url, server):
+    spec = {"type": "openai"} if base_url is None else {"type": "openai", "base_url": base_url}
+    assert sc.server_attributes("a", sc.agent_kinds({"a": spec})) == server
+    assert sc.server_attributes("other", sc.agent_kinds({"a": spec})) == {}
+
+
 @pytest.mark.parametrize("tokens", [0, 49_999, 50_000, 99_999, 100_000, 199_999, 200_000,
                                     499_999, 500_000, 999_999, 1_000_000, 5_000_000])
 def test_the_context_window_histogram_buckets_are_the_tokens_views(tokens):

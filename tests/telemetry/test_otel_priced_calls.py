@@ -96,6 +96,8 @@ def test_cost_and_lanes_of_real_model_calls_reach_the_collector(tmp_path, provid
         assert attributes["gen_ai.request.model"] == asked[call.model]
         assert attributes["gen_ai.response.model"] == call.model
         assert attributes["gen_ai.provider.name"] == "openai"
+        assert (attributes["server.address"], attributes["server.port"]) == (
+            "127.0.0.1", int(provider.rsplit(":", 1)[1].split("/")[0]))
         # The conventions' meaning: input is the whole context window, output has reasoning.
         assert attributes["gen_ai.usage.input_tokens"] == 1200
         assert attributes["gen_ai.usage.cache_read.input_tokens"] == 1000
@@ -107,6 +109,8 @@ def test_cost_and_lanes_of_real_model_calls_reach_the_collector(tmp_path, provid
             assert attributes["tether.cost_usd"] == pytest.approx(call.cost_usd)
     assert [p for s in spans for p in convention_problems(s)] == []
 
+    usage = latest(points["gen_ai.client.token.usage"])
+    assert {p["attributes"]["server.address"] for p in usage} == {"127.0.0.1"}
     cost = latest(points["tether.cost"])
     assert {p["attributes"]["gen_ai.request.model"] for p in cost} == {"gpt-4o-mini"}
     assert all(p["attributes"]["tether.workflow"] == "priced" for p in cost)
