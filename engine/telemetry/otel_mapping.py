@@ -172,14 +172,6 @@ def _usage_attributes(prefix: str, usage: TokenUsage) -> dict[str, AttributeValu
     }
 
 
-def _model_attributes(asked: str | None, answered: str | None) -> dict[str, AttributeValue]:
-    # The attempt records the model the agent asked for, a call the one that answered.
-    asked, answered = asked or answered, answered or asked
-    if not asked or not answered:
-        return {}
-    return {"gen_ai.request.model": asked, "gen_ai.response.model": answered}
-
-
 def _json_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
@@ -326,7 +318,7 @@ def map_attempt(bundle: AttemptBundle, options: Options = Options()) -> Mapped:
     ]
     for call in bundle.calls:
         call_provider = sc.provider_name(call.agent, call.model, call.simulated, options.kinds)
-        models = {**_model_attributes(a.model, call.model),
+        models = {**sc.model_attributes(a.model, call.model),
                   **sc.server_attributes(call.agent, options.kinds)}
         spans.append(_call_span(call, trace, own, call_provider, where, models))
         measurements.extend(_call_measurements(call, call_provider, bundle.workflow, models))
@@ -356,6 +348,9 @@ def _call_span(call: CallRecord, trace: int, parent: int, provider: str,
     }
     if usage.reasoning:
         attributes["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning
+    if _unreported(call):  # the server reported no usage: unknown, not zero
+        attributes = {k: v for k, v in attributes.items() if not k.startswith("gen_ai.usage.")}
+        attributes["tether.usage.reported"] = False
     if call.cost_usd is not None:
         attributes["tether.cost_usd"] = call.cost_usd
     if call.kind != "model":
@@ -373,6 +368,10 @@ def _call_span(call: CallRecord, trace: int, parent: int, provider: str,
                     start, end, attributes, (), error)
 
 
+def _unreported(call: CallRecord) -> bool:
+    return isinstance(call.detail, dict) and call.detail.get("usage") == "not reported"
+
+
 def _call_measurements(call: CallRecord, provider: str, workflow: str,
                        models: Mapping[str, AttributeValue]) -> list[Measurement]:
     base: dict[str, AttributeValue] = {
@@ -380,10 +379,9 @@ def _call_measurements(call: CallRecord, provider: str, workflow: str,
     }
     usage = call.tokens
     found: list[Measurement] = []
-    if call.kind in ("model", "reconciliation"):
-        extra: dict[str, AttributeValue] = (
-            {} if call.kind == "model" else {"tether.call.kind": call.kind}
-        )
+    if call.kind in ("model", "reconciliation") and not _unreported(call):
+        extra: dict[str, AttributeValue] = {"tether.call.kind": call.kind}
+        extra = {} if call.kind == "model" else extra
         for token_type, value in (("input", usage.context_tokens),
                                   ("output", usage.output + usage.reasoning)):
             found.append(Measurement(

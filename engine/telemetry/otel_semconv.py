@@ -117,6 +117,15 @@ def _server(base_url: object) -> tuple[str, int] | None:
     return (parts.hostname, port) if parts.hostname and port else None
 
 
+def model_attributes(asked: str | None, answered: str | None) -> dict[str, str]:
+    """``gen_ai.request.model`` (what the attempt asked for) and ``gen_ai.response.model``
+    (what the call says answered), each standing in for the other when one is unknown."""
+    asked, answered = asked or answered, answered or asked
+    if not asked or not answered:
+        return {}
+    return {"gen_ai.request.model": asked, "gen_ai.response.model": answered}
+
+
 def server_attributes(agent: str | None, kinds: Mapping[str, AgentKind]) -> dict[str, str | int]:
     """``server.address`` and ``server.port`` of the API an agent's calls went to (none for an
     agent that is no HTTP client of its own)."""

@@ -298,3 +298,16 @@ def test_metrics_can_be_left_out_from_either_side():
     assert resolve_target(parse_telemetry({"metrics": False}, "c"), on).metrics is False
     with pytest.raises(InvalidInputError, match="OTEL_METRICS_EXPORTER"):
         resolve_target(None, {**on, "OTEL_METRICS_EXPORTER": "prometheus"})
+
+
+def test_a_call_whose_usage_was_not_reported_has_no_token_counts():
+    # A server that reported no usage: its lanes are zero in the workspace, unknown here.
+    silent = CALL._replace(call_id=9, simulated=False, tokens=TokenUsage(), context_tokens=0,
+                           cost_usd=None, detail_json=json.dumps({"usage": "not reported"}))
+    mapped = map_attempt(AttemptBundle("review", ATTEMPT, [CALL, silent], None, []))
+    spans = {s.attributes.get("tether.call.id"): s.attributes for s in mapped.spans}
+    assert spans[9]["tether.usage.reported"] is False
+    assert not [k for k in spans[9] if k.startswith("gen_ai.usage.")]
+    assert spans[7]["gen_ai.usage.input_tokens"] == 240  # a reported call keeps its counts
+    usage = [m for m in mapped.measurements if m.instrument == sc.TOKEN_USAGE.name]
+    assert [m.value for m in usage] == [240, 45]  # only the reported call's input and output
