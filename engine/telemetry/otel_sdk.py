@@ -55,7 +55,7 @@ def check_installed(target: ExportTarget) -> None:
             raise TelemetryUnavailable(
                 f"Telemetry export is configured ({target.source}) but the OpenTelemetry "
                 f"packages for {target.protocol} are not installed; install them with: "
-                "pip install 'tether[telemetry]'."
+                f"pip install {install_hint(target.protocol)}."
             )
 
 
@@ -312,3 +312,10 @@ def _watched_metrics(base: Any, status: ExportStatus, session: Any) -> Any:
             return result
 
     return WatchedMetricExporter
+
+
+def install_hint(protocol: str) -> str:
+    """The packages ``protocol``'s export needs, as pip names them (the ``telemetry`` extra of a
+    checkout has both exporters)."""
+    wire = "grpc" if protocol == "grpc" else "http"
+    return f"opentelemetry-sdk opentelemetry-exporter-otlp-proto-{wire}"
