@@ -27,6 +27,8 @@ output = 0.60
 [memory]                    # see engine.memory.recall_mode
 mode = "auto"               # auto | hybrid | semantic | keyword
 encoder = "auto"            # auto | minilm-onnx-int8 | minilm-numpy | e5-small-q4
+[telemetry]                 # OpenTelemetry export (see engine.telemetry.otel_settings)
+endpoint = "http://127.0.0.1:4318"
 ```
 """
 
@@ -40,6 +42,7 @@ from typing import Any
 
 from engine.memory.recall_mode import MemorySettings, memory_settings_from
 from engine.pricing import Price, PriceTable, parse_prices
+from engine.telemetry.otel_settings import TelemetrySettings, parse_telemetry
 from store.errors import InvalidInputError
 
 _ENGINE_KEYS = {"concurrency", "heartbeat_interval_s", "poll_interval_s"}
@@ -55,6 +58,8 @@ class EngineConfig:
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)
     memory: MemorySettings = field(default_factory=MemorySettings)
+    telemetry: TelemetrySettings | None = None
+    """``[telemetry]``: OpenTelemetry export (see :mod:`engine.telemetry.otel_settings`)."""
 
     @property
     def price_table(self) -> PriceTable:
@@ -91,6 +96,7 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
         config.agents[name] = dict(spec)
     config.prices = parse_prices(data.get("prices"), source)
     config.memory = memory_settings_from(data, source)
+    config.telemetry = parse_telemetry(data.get("telemetry"), source)
     return config
 
 
