@@ -10,6 +10,7 @@ every task's memory config and agent, and the ceiling. The loop of one run is
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from engine.agents.agent import refusal as agent_refusal
@@ -66,6 +67,7 @@ class Engine:
                 "open it with engine.open_engine (or add engine.CeilingGuard)."
             )
         registry = self.registry_for(workflow)
+        configs: list[Any] = []
         for spec in workflow.tasks.values():
             memory = task_memory(spec, workflow)
             if memory_is_active(memory) and self.hooks.memory is None:
@@ -75,6 +77,8 @@ class Engine:
                     "runtime; open it with engine.open_engine (or pass "
                     "EngineHooks(memory=MemoryRuntime(db)))."
                 )
+            if memory is not None:
+                configs.append(memory)
             agent_name = task_agent_name(spec, workflow)
             agent = registry.get(agent_name)
             if getattr(memory, "tools", False) and not supports_tools(agent):
@@ -90,6 +94,11 @@ class Engine:
                 raise InvalidInputError(
                     f"Task {spec.id!r} cannot run on agent {agent_name!r}: {problem}."
                 )
+        warm_up = getattr(self.hooks.memory, "warm_up", None)
+        if warm_up is not None and configs:
+            # The encoder loads while the run starts, so the first recall is hybrid.
+            with contextlib.suppress(RuntimeError):  # no running loop: the first recall loads
+                warm_up(configs)
 
     def registry_for(self, workflow: Workflow) -> AgentRegistry:
         return AgentRegistry(workflow.agents, self.config.agents)

@@ -24,6 +24,9 @@ api_key_env = "OPENAI_API_KEY"
 input = 0.20
 output = 0.60
 
+[memory]                    # see engine.memory.recall_mode
+mode = "auto"               # auto | hybrid | semantic | keyword
+encoder = "auto"            # auto | minilm-onnx-int8 | minilm-numpy | e5-small-q4
 [telemetry]                 # OpenTelemetry export (see engine.telemetry.otel_settings)
 endpoint = "http://127.0.0.1:4318"
 ```
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.memory.recall_mode import MemorySettings, memory_settings_from
 from engine.pricing import Price, PriceTable, parse_prices
 from engine.telemetry.otel_settings import TelemetrySettings, parse_telemetry
 from store.errors import InvalidInputError
@@ -53,6 +57,7 @@ class EngineConfig:
     poll_interval_s: float = 0.25
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)
+    memory: MemorySettings = field(default_factory=MemorySettings)
     telemetry: TelemetrySettings | None = None
     """``[telemetry]``: OpenTelemetry export (see :mod:`engine.telemetry.otel_settings`)."""
 
@@ -90,6 +95,7 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
             raise InvalidInputError(f"{source}: agents.{name} must be a table with a type.")
         config.agents[name] = dict(spec)
     config.prices = parse_prices(data.get("prices"), source)
+    config.memory = memory_settings_from(data, source)
     config.telemetry = parse_telemetry(data.get("telemetry"), source)
     return config
 

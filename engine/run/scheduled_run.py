@@ -155,6 +155,9 @@ class ScheduledRun(RunExecution):
         if drain is not None:
             # Background retention writes land before the run reports its end.
             await drain()
+        forget = getattr(self.hooks.memory, "forget_run", None)
+        if forget is not None:
+            forget(self.run_id)  # its blocks are persisted; a long-lived engine keeps none
         return await finish_run(self)
 
     def _artifact_mirror(self) -> Any:
