@@ -20,6 +20,10 @@ base_url = "http://127.0.0.1:8000/v1"
 model = "qwen2.5-coder"
 api_key_env = "OPENAI_API_KEY"
 
+[execution]                 # where attempts run (see engine.executors.settings)
+backend = "ray"             # in-process (default) | ray
+address = "head:6379"       # or RAY_ADDRESS
+
 [prices."qwen2.5-coder"]    # USD per million tokens (see engine.pricing)
 input = 0.20
 output = 0.60
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.executors.settings import ExecutionConfig, parse_execution
 from engine.pricing import Price, PriceTable, parse_prices
 from store.errors import InvalidInputError
 
@@ -49,6 +54,8 @@ class EngineConfig:
     poll_interval_s: float = 0.25
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    """Where attempts run (``[execution]``: in-process, or a Ray cluster)."""
 
     @property
     def price_table(self) -> PriceTable:
@@ -84,6 +91,7 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
             raise InvalidInputError(f"{source}: agents.{name} must be a table with a type.")
         config.agents[name] = dict(spec)
     config.prices = parse_prices(data.get("prices"), source)
+    config.execution = parse_execution(data.get("execution"), source)
     return config
 
 

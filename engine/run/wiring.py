@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.agents.registry import AgentRegistry
+from engine.executors.executors import check_placement
 from engine.hooks import EngineHooks, ProgressCallback
 from engine.run.engine import Engine
 from engine.run.engine_config import EngineConfig, load_config
@@ -59,8 +60,10 @@ def preflight(workflow: Workflow, config: EngineConfig, raw_input: Any = None, *
     workflow.validate()
     ceiling_of(workflow.ceiling)
     registry = AgentRegistry(workflow.agents, config.agents)
+    agents = {}
     for spec in workflow.tasks.values():
         task_memory(spec, workflow)
-        registry.get(task_agent_name(spec, workflow))
+        agents[spec.id] = registry.get(task_agent_name(spec, workflow))
+    check_placement(config.execution, workflow, agents)
     if check_input:
         check_root_prompts(workflow, workflow.parse_input(raw_input))

@@ -37,6 +37,8 @@ class TaskSpec:
     item_key: Callable[[Any], str] | None = None
     loop: str | None = None
     description: str = ""
+    execution: Any = None
+    """Where its attempts run (an :class:`engine.executors.settings.Execution` or a table)."""
 
     @property
     def is_fan_out(self) -> bool:
