@@ -151,6 +151,13 @@ def _invocation_lines(details: Any) -> list[str]:
     return lines
 
 
+def _ran_on(attempt: AttemptRecord) -> str:
+    """Where the attempt's agent ran: the Ray node in full (host and id), or in-process."""
+    if attempt.executor is not None:
+        return f"{attempt.host or '?'}, {attempt.executor} node {attempt.executor_node or '?'}"
+    return attempt.ran_on
+
+
 def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]:
     took = (
         duration(attempt.finished_at_ms - attempt.started_at_ms)
@@ -170,6 +177,7 @@ def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]
         f"    tokens: input {t.input:,}, cache read {t.cache_read:,}, cache write "
         f"{t.cache_write:,}, output {t.output:,}, reasoning {t.reasoning:,}",
         f"    cost: {format_cost(sum(priced) if priced else None, unpriced)}",
+        f"    ran on: {visible(_ran_on(attempt), keep_newlines=False)}",
     ]
     lines.extend(_invocation_lines(attempt.details))
     if attempt.error:
