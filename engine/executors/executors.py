@@ -4,7 +4,7 @@ process connects to when a task is placed there, and the checks made before anyt
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.agents.agent import Agent
@@ -93,12 +93,17 @@ class Executors:
         return bool(tasks_on_ray(self.config, workflow))
 
     def place(
-        self, agent: Agent, workflow: Workflow, spec: TaskSpec, on_placed: OnPlaced
+        self,
+        agent: Agent,
+        workflow: Workflow,
+        spec: TaskSpec,
+        on_placed: OnPlaced,
+        on_lost: Callable[[], None],
     ) -> Agent:
         """The agent an attempt of ``spec`` calls: ``agent`` itself in-process, a
         :class:`RayAgent` around it on Ray."""
         settings = task_execution(self.config, workflow, spec)
         if not settings.on_ray:
             return agent
-        proxy: Any = RayAgent(agent, self.cluster, ray_options(settings), on_placed)
+        proxy: Any = RayAgent(agent, self.cluster, ray_options(settings), on_placed, on_lost)
         return proxy

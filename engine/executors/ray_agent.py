@@ -23,7 +23,7 @@ from engine.agents.agent_tool import AgentTool
 from engine.artifact_files import ensure_private_folder
 from engine.executors.folder_tail import safe_name
 from engine.executors.ray_cluster import RayCluster
-from engine.executors.ray_faults import attempt_failure
+from engine.executors.ray_faults import attempt_failure, is_node_lost
 from engine.executors.ray_runner import RemoteJob, ToolSpec
 from engine.executors.remote_events import CallEnded, Ended, FileBytes, Placed, ToolCalled
 from store.clock import SYSTEM_CLOCK
@@ -73,11 +73,14 @@ class RayAgent:
         cluster: RayCluster,
         options: Mapping[str, Any],
         on_placed: OnPlaced,
+        on_lost: Callable[[], None] = lambda: None,
     ) -> None:
         self.inner = inner
         self.cluster = cluster
         self.options = dict(options)
         self.on_placed = on_placed
+        self.on_lost = on_lost
+        """Told when a node running an attempt was lost (the cluster's nodes are re-read)."""
 
     def __getattr__(self, name: str) -> Any:
         # name, model, simulated, native_structured_output, supports_tools: the inner agent's.
@@ -97,6 +100,7 @@ class RayAgent:
         )
         stream = self.cluster.submit(job, self.options)
         where = ""
+        node = ""
         try:
             while True:
                 try:
@@ -106,9 +110,13 @@ class RayAgent:
                 except AgentError:
                     raise
                 except Exception as error:
+                    if is_node_lost(error):
+                        self.cluster.node_lost(node)
+                        self.on_lost()
                     raise attempt_failure(error, where) from error
                 if isinstance(event, Placed):
                     where = f"host {event.host}, node {event.node_id[:8]}"
+                    node = event.node_id
                     await self.on_placed(request, event)
                 elif isinstance(event, CallEnded):
                     await request.on_call(event.call)

@@ -77,6 +77,14 @@ class RayCluster:
         self._reaper: Any = None
         self._replies: Any = None
         self._lock = asyncio.Lock()
+        self.lost: set[str] = set()
+        """Nodes an attempt was lost on: shown lost even while Ray's health check still
+        counts them alive (a Ray node id never comes back once its raylet died)."""
+
+    def node_lost(self, node_id: str) -> None:
+        """An attempt running on ``node_id`` was lost with its node."""
+        if node_id:
+            self.lost.add(node_id)
 
     @property
     def connected(self) -> bool:
@@ -153,7 +161,7 @@ class RayCluster:
             node_id = str(node.get("NodeID", ""))
             totals = _visible(node.get("Resources") or {})
             available = None if free is None else _visible(free.get(node_id, {}))
-            alive = bool(node.get("Alive"))
+            alive = bool(node.get("Alive")) and node_id not in self.lost
             sightings.append(
                 NodeSighting(
                     node_id=node_id,

@@ -58,8 +58,12 @@ async def record_nodes(execution: RunExecution, cluster: RayCluster) -> None:
 
 
 async def watch_cluster(execution: RunExecution, cluster: RayCluster) -> None:
-    """Until cancelled: the cluster's nodes, every heartbeat interval."""
+    """Until cancelled: the cluster's nodes, every heartbeat interval and at once when an
+    attempt's node was lost."""
+    changed = execution.cluster_changed
     while True:
-        await asyncio.sleep(execution.config.heartbeat_interval_s)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), execution.config.heartbeat_interval_s)
+        changed.clear()
         with contextlib.suppress(Exception):
             await record_nodes(execution, cluster)

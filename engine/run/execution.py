@@ -94,6 +94,8 @@ class RunExecution:
         """Set when the workspace stopped taking writes: the run stops and is interrupted."""
         self.cancelled = False
         self.lost = False
+        self.cluster_changed = asyncio.Event()
+        """Set when a Ray node running an attempt was lost: the cluster's nodes are re-read."""
         self.stop: DispatchDecision | None = None
         self.continuation: Any = None
         self.top_ids = workflow.top_level_ids()
@@ -293,7 +295,9 @@ class RunExecution:
         """The agent an attempt of ``spec`` calls: the registry's, or a stand-in that runs it
         on the Ray cluster (engine.executors) and records where it ran."""
         agent = self.registry.get(agent_name)
-        return self.services.executors.place(agent, self.workflow, spec, self._placed)
+        return self.services.executors.place(
+            agent, self.workflow, spec, self._placed, self.cluster_changed.set
+        )
 
     async def _placed(self, request: Any, placed: Placed) -> None:
         """A remote attempt started on a Ray node: record where, and say so."""

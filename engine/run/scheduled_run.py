@@ -33,7 +33,7 @@ import contextlib
 from collections import deque
 from typing import Any
 
-from engine.executors.run_on_cluster import prepare_cluster, watch_cluster
+from engine.executors.run_on_cluster import prepare_cluster, record_nodes, watch_cluster
 from engine.run.execution import EngineServices, RunExecution
 from engine.run.interruption import record_interruption
 from engine.run.monitor import monitor_run
@@ -149,6 +149,9 @@ class ScheduledRun(RunExecution):
                     helper.cancel()
                     with contextlib.suppress(BaseException):
                         await helper
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    await record_nodes(self, cluster)  # as the run leaves the cluster
             if mirroring is not None and mirror is not None:
                 mirroring.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
