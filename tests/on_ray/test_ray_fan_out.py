@@ -25,7 +25,7 @@ from store.db.backends import open_database
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]  # real clusters start slowly under load
 ITEMS = ["a", "b", "c", "d"]
 
 
