@@ -68,11 +68,11 @@ class RayTestCluster:
         return f"127.0.0.1:{self.port}"
 
     def _start(self, name: str, args: list[str], ip: str | None,
-               resources: dict[str, float]) -> RayNode:
+               resources: dict[str, float], num_cpus: int = 1) -> RayNode:
         temp_dir = Path(tempfile.mkdtemp(prefix=f"tr{name}", dir="/tmp"))
         argv = [
             RAY, "start", *args,
-            "--num-cpus=1",
+            f"--num-cpus={num_cpus}",
             f"--object-store-memory={OBJECT_STORE_BYTES}",
             f"--temp-dir={temp_dir}",
             "--disable-usage-stats",
@@ -92,9 +92,9 @@ class RayTestCluster:
         self.nodes.append(node)
         return node
 
-    def start_head(self, resources: dict[str, float]) -> RayNode:
+    def start_head(self, resources: dict[str, float], num_cpus: int = 1) -> RayNode:
         return self._start("h", ["--head", f"--port={self.port}", "--include-dashboard=false",
-                                 f"--dashboard-port={free_port()}"], None, resources)
+                                 f"--dashboard-port={free_port()}"], None, resources, num_cpus)
 
     def add_node(self, name: str, ip: str, resources: dict[str, float]) -> RayNode:
         """A second node on this machine, told apart by its own loopback address."""

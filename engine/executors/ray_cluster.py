@@ -116,11 +116,7 @@ class RayCluster:
                 first = str(error).strip().splitlines()
                 raise unreachable(self.address, first[0] if first else type(error).__name__) \
                     from None
-        from engine.executors.ray_runner import run_remote_attempt
-        from engine.executors.reaper import reap_run
-
-        self._remote = ray.remote(run_remote_attempt)
-        self._reaper = ray.remote(reap_run)
+        self._remote, self._reaper = _remote_functions(ray)
         self.ray = ray
 
     def submit(self, job: Any, options: dict[str, Any]) -> Any:
@@ -197,6 +193,22 @@ class RayCluster:
             if pids:
                 stopped[node_id] = list(pids)
         return stopped
+
+
+_REMOTE: dict[str, Any] = {}
+"""The remote functions, made once per process: every engine of the process (a dashboard
+starts one per run) then shares them, so Ray exports them to the workers once."""
+
+
+def _remote_functions(ray: Any) -> tuple[Any, Any]:
+    """The remote attempt and the reaper as Ray remote functions."""
+    if not _REMOTE:
+        from engine.executors.ray_runner import run_remote_attempt
+        from engine.executors.reaper import reap_run
+
+        _REMOTE["attempt"] = ray.remote(run_remote_attempt)
+        _REMOTE["reaper"] = ray.remote(reap_run)
+    return _REMOTE["attempt"], _REMOTE["reaper"]
 
 
 def _visible(resources: dict[str, Any]) -> dict[str, float]:
