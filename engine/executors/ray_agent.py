@@ -5,14 +5,14 @@ on Ray is recorded exactly as a local one: the streamed model calls go through t
 ``on_call`` (group commit, fencing and budget checks unchanged), the artifact bytes are appended
 to the attempt's own files (the dashboard's Log tab tails them live), tool calls run here on the
 orchestrator's tools and are answered through an actor, and where the attempt runs is recorded
-on it as soon as it starts. Cancelling the run (a cancel, a timeout, a budget that stops the
-attempt) cancels the Ray task; a lost node fails the attempt with "the Ray node running it was
-lost" and the task's retries decide.
+on it as soon as it starts. Leaving an attempt before its end (a cancel, a timeout, a budget
+that stops the attempt, whether by cancelling it or by raising where a call is recorded)
+cancels the Ray task; a lost node fails the attempt with "the Ray node running it was lost"
+and the task's retries decide.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -101,6 +101,7 @@ class RayAgent:
         stream = self.cluster.submit(job, self.options)
         where = ""
         node = ""
+        ended = False
         try:
             while True:
                 try:
@@ -128,11 +129,13 @@ class RayAgent:
                 elif isinstance(event, ToolCalled):
                     await self._answer(event, tools)
                 elif isinstance(event, Ended):
+                    ended = True
                     return self._ended(event, request)
-        except asyncio.CancelledError:
-            # A cancel, a timeout or a budget stop: the agent on the node is cancelled too.
-            self.cluster.cancel(stream)
-            raise
+        finally:
+            if not ended:
+                # Left before the end (a cancel, a timeout, a budget stop raised where a call
+                # is recorded, a failed write): the agent on the node is stopped too.
+                self.cluster.cancel(stream)
 
     async def _answer(self, event: ToolCalled, tools: Mapping[str, AgentTool]) -> None:
         tool = tools.get(event.name)

@@ -8,6 +8,7 @@ Ray is imported here only, and only when a task is placed on Ray (the ``ray`` ex
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from typing import Any
 
@@ -124,8 +125,10 @@ class RayCluster:
         return self._remote.options(**options).remote(job)
 
     def cancel(self, task: Any) -> None:
-        """Ask Ray to stop an attempt's task (its agent is cancelled on the node)."""
-        self.ray.cancel(task)
+        """Ask Ray to stop an attempt's task (its agent is cancelled on the node). A task that
+        already ended, or whose node is gone, has nothing left to stop."""
+        with contextlib.suppress(Exception):
+            self.ray.cancel(task)
 
     def replies(self) -> Any:
         """The tool-answer actor of this process (created on first use, on this node)."""
