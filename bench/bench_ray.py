@@ -15,7 +15,9 @@ them exactly as for a local attempt.
 The floor is the same shapes as bare Ray tasks (``ray.get`` of a function returning at once,
 the same task options), measured on the same connection. Every measurement is repeated
 ``--repeat`` times, the three sides interleaved; the best is kept (other load only ever adds).
-The same answers are shown: finished attempts per side, and the Ray nodes they ran on.
+The same answers are shown: finished attempts per side, and the Ray nodes they ran on. The
+first run of the process (the warm-up) is reported too: it waits for Ray to start worker
+processes for a new driver, which every new `tether run` process pays once.
 
     python bench/bench_ray.py                     # needs the ray extra: pip install -e '.[ray]'
     python bench/bench_ray.py --items 100 --chain 30 --repeat 3
@@ -133,8 +135,8 @@ async def measure(args: argparse.Namespace, address: str) -> dict[str, Any]:
     # A warm-up round per side: Ray starts its worker processes, and each imports the attempt
     # function, on first use (once per worker: a long-lived cluster pays it once).
     warm = 2 * args.concurrency
-    await run_tether("fanout", warm, "ray", address, args.concurrency)
-    run_floor("fanout", warm, args.concurrency)
+    first = await run_tether("fanout", warm, "ray", address, args.concurrency)
+    first_floor = run_floor("fanout", warm, args.concurrency)
     for _round in range(args.repeat):
         for shape, n in sizes.items():
             for side in ("in-process", "ray", "bare ray task"):
@@ -145,6 +147,7 @@ async def measure(args: argparse.Namespace, address: str) -> dict[str, Any]:
                 kept = best[shape].get(side)
                 if kept is None or result["seconds"] < kept["seconds"]:
                     best[shape][side] = result
+    best["first run"] = {"ray": first, "bare ray task": first_floor}
     return best
 
 
@@ -166,8 +169,14 @@ def report(best: dict[str, dict[str, dict[str, Any]]], args: argparse.Namespace)
     floor = chain["bare ray task"]["seconds"] / args.chain
     print(f"added latency per attempt on Ray: {added * 1000:.1f} ms "
           f"(a bare Ray task's round trip: {floor * 1000:.1f} ms)")
+    first = best["first run"]
+    print(f"first run of a new process on Ray ({first['ray']['finished']} attempts; Ray starts "
+          f"its worker processes): {first['ray']['seconds']:.2f} s, bare Ray tasks after it: "
+          f"{first['bare ray task']['seconds']:.2f} s")
     return {"rows": rows, "added_ms_per_attempt": round(added * 1000, 2),
-            "bare_ray_task_ms": round(floor * 1000, 2)}
+            "bare_ray_task_ms": round(floor * 1000, 2),
+            "first_run_s": round(first["ray"]["seconds"], 3),
+            "first_run_attempts": first["ray"]["finished"]}
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 from typing import Any
 
@@ -106,6 +107,7 @@ class RayCluster:
                     socket.create_connection(target, timeout=PROBE_S).close()
                 except OSError as error:
                     raise unreachable(self.address, error.strerror or str(error)) from None
+            _quiet_driver()
             try:
                 ray.init(
                     address=self.address,
@@ -196,6 +198,28 @@ class RayCluster:
             if pids:
                 stopped[node_id] = list(pids)
         return stopped
+
+
+def _quiet_driver() -> None:
+    """Ray's driver prints the cluster's error messages (a raylet that died, a worker that
+    crashed, with pages of the raylet's log) straight to this process's stdout, through the
+    dashboard's screen and into `tether run`'s JSON output. Tether reports those faults itself
+    (the attempt's error, the cluster line), so they go to the ``ray`` logger instead. Ray
+    looks the printer up by name on every message, so replacing it before ``ray.init`` is
+    enough; a Ray without it (a private name) prints as before."""
+    try:
+        from ray._private import worker
+    except ImportError:
+        return
+    if not hasattr(worker, "print_to_stdstream"):
+        return
+    log = logging.getLogger("ray")
+
+    def to_log(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        for line in data.get("lines") or ():
+            log.info("%s: %s", data.get("pid", "ray"), line)
+
+    worker.print_to_stdstream = to_log
 
 
 _REMOTE: dict[str, Any] = {}

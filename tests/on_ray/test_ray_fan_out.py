@@ -36,7 +36,7 @@ def review_workflow() -> Workflow:
         execution={"backend": "ray", "num_cpus": 0, "resources": {"slot": 1},
                    "scheduling_strategy": "SPREAD"},
     )
-    workflow.fan_out(id="review", items=ITEMS, retries=3, backoff=0.05)("Review {ctx.item}.")
+    workflow.fan_out(id="review", items=ITEMS, retries=3, backoff=0.05)("Review the item.")
 
     @workflow.task(id="report", depends_on=["review"], agent="simulated",
                    execution={"backend": "in-process"})
@@ -47,7 +47,7 @@ def review_workflow() -> Workflow:
 
 
 async def test_fan_out_spans_two_nodes_and_survives_losing_one(
-    ray_cluster: RayTestCluster, tmp_path: Path
+    ray_cluster: RayTestCluster, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     ray_cluster.start_head({"slot": 2})
     second = ray_cluster.add_node("w", "127.0.0.2", {"slot": 2})
@@ -139,5 +139,7 @@ async def test_fan_out_spans_two_nodes_and_survives_losing_one(
         assert report.executor is None and report.state == "finished"
         cluster = {n.node_id: n.alive for n in await store.executor_nodes()}
         assert cluster.get(second_id) is False and len(cluster) == 2
+        shown = capfd.readouterr()  # Ray's own report of the dead raylet went to the log
+        assert "Raylet is terminated" not in shown.out + shown.err
     finally:
         await db.close()

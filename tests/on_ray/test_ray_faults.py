@@ -33,7 +33,7 @@ WORKFLOW = '''
 from engine import Workflow
 workflow = Workflow("ray-held", default_agent="counter",
                     execution={"backend": "ray", "num_cpus": 0})
-workflow.fan_out(id="review", items=["a", "b"], retries=1, backoff=0.05)("Review {ctx.item}.")
+workflow.fan_out(id="review", items=["a", "b"], retries=1, backoff=0.05)("Review the item.")
 '''
 
 
@@ -169,3 +169,24 @@ def test_an_agent_that_cannot_be_sent_to_a_node_is_refused(tmp_path: Path) -> No
     workflow.add_task("a", "Say hi.")
     with pytest.raises(InvalidInputError, match="cannot be sent to a Ray node"):
         preflight(workflow, parse_config({}))
+
+
+def test_rays_error_messages_go_to_the_log_not_to_stdout(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    from ray._private import worker
+
+    from engine.executors.ray_cluster import _quiet_driver
+
+    message = {"lines": ["Raylet is terminated. Termination is unexpected."], "pid": "raylet",
+               "is_err": False}
+    printer = worker.print_to_stdstream
+    try:
+        _quiet_driver()
+        with caplog.at_level("INFO", logger="ray"):
+            worker.print_to_stdstream(message, ignore_prefix=False)
+    finally:
+        worker.print_to_stdstream = printer
+    shown = capsys.readouterr()
+    assert "Raylet" not in shown.out and "Raylet" not in shown.err
+    assert "raylet: Raylet is terminated" in caplog.text
