@@ -23,7 +23,7 @@ PROBE_S = 5.0
 REAP_S = 30.0
 """How long the reaper gets on every node before the run goes on without its answer."""
 RAY_MISSING = (
-    "Tasks placed on Ray need Ray on this host: pip install 'tether[ray]' "
+    "Tasks placed on Ray need Ray on this host: pip install '.[ray]' "
     "(or set [execution] backend = \"in-process\")."
 )
 
