@@ -143,7 +143,7 @@ def test_ray_missing_is_refused_before_anything_is_written(
     assert str(caught.value) == RAY_MISSING
     workflow = Workflow("w", execution={"backend": "ray"})
     workflow.add_task("a", "Say hi.")
-    with pytest.raises(InvalidInputError, match=r"pip install 'tether\[ray\]'"):
+    with pytest.raises(InvalidInputError, match=r"pip install '\.\[ray\]'"):
         preflight(workflow, EngineConfig())
     in_process = Workflow("v")
     in_process.add_task("a", "Say hi.")
