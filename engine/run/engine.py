@@ -17,6 +17,7 @@ from engine.agents.agent import refusal as agent_refusal
 from engine.agents.agent import supports_tools
 from engine.agents.registry import AgentRegistry
 from engine.ceiling import CeilingGuard, ceiling_of
+from engine.executors.executors import Executors, check_placement
 from engine.hooks import EngineHooks
 from engine.run.engine_config import EngineConfig
 from engine.run.execution import EngineServices
@@ -54,6 +55,8 @@ class Engine:
         self.owner_id = owner_id or new_owner_id()
         self.interruption_wait_s = INTERRUPTION_WAIT_S
         """How long a run waits for the workspace to take writes again (engine.run.interruption)."""
+        self.executors = Executors(self.config.execution)
+        """Where attempts run: in this process, or the Ray cluster (connected once)."""
 
     def prepare(self, workflow: Workflow) -> None:
         """Validate the definition, every task's memory config and its agent, before running."""
@@ -68,6 +71,8 @@ class Engine:
             )
         registry = self.registry_for(workflow)
         configs: list[Any] = []
+        agents = {s.id: registry.get(task_agent_name(s, workflow)) for s in workflow.tasks.values()}
+        check_placement(self.config.execution, workflow, agents, self.db.backend)
         for spec in workflow.tasks.values():
             memory = task_memory(spec, workflow)
             if memory_is_active(memory) and self.hooks.memory is None:
@@ -115,6 +120,7 @@ class Engine:
             registry=self.registry_for(workflow),
             db=self.db,
             interruption_wait_s=self.interruption_wait_s,
+            executors=self.executors,
         )
         return ScheduledRun(services, workflow, run, parsed)
 

@@ -20,6 +20,10 @@ base_url = "http://127.0.0.1:8000/v1"
 model = "qwen2.5-coder"
 api_key_env = "OPENAI_API_KEY"
 
+[execution]                 # where attempts run (see engine.executors.settings)
+backend = "ray"             # in-process (default) | ray
+address = "head:6379"       # or RAY_ADDRESS
+
 [prices."qwen2.5-coder"]    # USD per million tokens (see engine.pricing)
 input = 0.20
 output = 0.60
@@ -40,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.executors.settings import ExecutionConfig, parse_execution
 from engine.memory.recall_mode import MemorySettings, memory_settings_from
 from engine.pricing import Price, PriceTable, parse_prices
 from engine.telemetry.otel_settings import TelemetrySettings, parse_telemetry
@@ -60,6 +65,8 @@ class EngineConfig:
     memory: MemorySettings = field(default_factory=MemorySettings)
     telemetry: TelemetrySettings | None = None
     """``[telemetry]``: OpenTelemetry export (see :mod:`engine.telemetry.otel_settings`)."""
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    """Where attempts run (``[execution]``: in-process, or a Ray cluster)."""
 
     @property
     def price_table(self) -> PriceTable:
@@ -97,6 +104,7 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
     config.prices = parse_prices(data.get("prices"), source)
     config.memory = memory_settings_from(data, source)
     config.telemetry = parse_telemetry(data.get("telemetry"), source)
+    config.execution = parse_execution(data.get("execution"), source)
     return config
 
 

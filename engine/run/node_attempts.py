@@ -42,7 +42,7 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
     failures = 0
     wait_at_least = 0.0
     agent_name = task_agent_name(spec, execution.workflow)
-    agent = execution.registry.get(agent_name)
+    agent = execution.placed_agent(spec, agent_name)
     memory = task_memory(spec, execution.workflow)
     policy = spec.cache or execution.workflow.cache
     while True:

@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from engine.agents.registry import AgentRegistry
+from engine.executors.executors import check_placement
 from engine.hooks import EngineHooks, ProgressCallback
 from engine.memory.recall_mode import MemorySettings
 from engine.run.engine import Engine
@@ -98,8 +99,10 @@ def preflight(workflow: Workflow, config: EngineConfig, raw_input: Any = None, *
     ceiling_of(workflow.ceiling)
     resolve_target(config.telemetry, os.environ)  # a bad OTEL_* variable is one sentence
     registry = AgentRegistry(workflow.agents, config.agents)
+    agents = {}
     for spec in workflow.tasks.values():
         task_memory(spec, workflow)
-        registry.get(task_agent_name(spec, workflow))
+        agents[spec.id] = registry.get(task_agent_name(spec, workflow))
+    check_placement(config.execution, workflow, agents)
     if check_input:
         check_root_prompts(workflow, workflow.parse_input(raw_input))

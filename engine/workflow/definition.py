@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from engine.executors.settings import execution_from
 from engine.workflow.definition_error import WorkflowDefinitionError
 from engine.workflow.policies import Backoff, CachePolicy
 from engine.workflow.task_spec import ItemsFn, PromptFn, TaskSpec, UntilFn
@@ -102,6 +103,14 @@ def _dep_ids(depends_on: DependsOn) -> tuple[str, ...]:
     return tuple(ids)
 
 
+def _execution(value: Any, where: str) -> Any:
+    """A workflow's or task's ``execution=`` checked now (a definition error otherwise)."""
+    try:
+        return execution_from(value, where)
+    except InvalidInputError as error:
+        raise WorkflowDefinitionError(str(error)) from None
+
+
 def _check_id(kind: str, value: object) -> str:
     if not isinstance(value, str) or not _ID_RE.match(value):
         raise WorkflowDefinitionError(
@@ -118,6 +127,8 @@ class Workflow:
     names to agent objects or config dicts (overriding ``.tether/config.toml``);
     ``default_agent`` is used by tasks that name none. ``memory`` and ``ceiling`` are stored for
     the memory runtime and ceiling guard. ``concurrency`` caps tasks running at once.
+    ``execution`` says where tasks' attempts run (in-process, or a Ray cluster; see
+    :mod:`engine.executors.settings`); a task's own ``execution=`` wins field by field.
     """
 
     def __init__(
@@ -132,8 +143,10 @@ class Workflow:
         concurrency: int = 8,
         cache: CachePolicy | None = None,
         description: str = "",
+        execution: Any = None,
     ) -> None:
         self.name = _check_id("Workflow", name)
+        self.execution = _execution(execution, f"Workflow {name!r}")
         self.input_model = input_model
         self.memory = memory
         self.ceiling = ceiling
@@ -195,6 +208,7 @@ class Workflow:
         item_key: Callable[[Any], str] | None = None,
         loop: str | None = None,
         description: str = "",
+        execution: Any = None,
     ) -> Callable[[PromptFn | str], TaskSpec]:
         def decorate(fn: PromptFn | str) -> TaskSpec:
             task_id = id or getattr(fn, "__name__", None)
@@ -240,6 +254,7 @@ class Workflow:
                     item_key=item_key,
                     loop=loop,
                     description=description or (getattr(fn, "__doc__", None) or "").strip(),
+                    execution=_execution(execution, f"Task {task_id!r}"),
                 )
             )
 
@@ -252,7 +267,9 @@ class Workflow:
         ``agent`` (name), ``retries`` (extra attempts after a failure), ``backoff`` (seconds
         or :class:`Backoff`), ``timeout_s`` (per attempt), ``cache`` (:class:`CachePolicy`),
         ``memory`` (memory config, handed to the memory runtime), ``isolation`` (a worktree
-        path: adds the isolation notice to the prompt).
+        path: adds the isolation notice to the prompt), ``execution`` (where its attempts
+        run: an :class:`~engine.executors.settings.Execution` or a table, e.g.
+        ``{"backend": "ray", "resources": {"claude": 1}}``).
         """
         if "items" in options:
             raise WorkflowDefinitionError("Use workflow.fan_out(...) for tasks made from a list.")

@@ -42,6 +42,8 @@ class TaskSpec:
     item_key: Callable[[Any], str] | None = None
     loop: str | None = None
     description: str = ""
+    execution: Any = None
+    """Where its attempts run (an :class:`engine.executors.settings.Execution` or a table)."""
 
     @property
     def effective_timeout_s(self) -> float:
