@@ -38,7 +38,7 @@ from tui.cli.common import (
     workspace_from,
     workspace_option,
 )
-from tui.cli.output import print_json
+from tui.cli.output import echo, print_json, write_line
 from tui.plain import cost as format_cost
 from tui.plain import tokens, visible
 
@@ -59,7 +59,7 @@ class ProgressPrinter:
     """Prints one line per state change to stderr (plain text: works in logs and terminals)."""
 
     def __init__(self, stream: Any = None) -> None:
-        self.stream = stream or sys.stderr
+        self.stream: Any = stream or sys.stderr
         self.started = time.monotonic()
         self.run_id: str | None = None
 
@@ -77,7 +77,8 @@ class ProgressPrinter:
             parts.append(visible(update.detail, keep_newlines=False)[:160])
         if update.tokens and update.state == "finished":
             parts.append(f"{tokens(update.tokens)} tokens")
-        print("  ".join(parts), file=self.stream, flush=True)
+        if self.stream is not None and not write_line(self.stream, "  ".join(parts)):
+            self.stream = None  # its reader went away: the run goes on without progress lines
 
 
 def _summary(run: dict[str, Any], outcome: RunOutcome) -> str:
@@ -144,7 +145,7 @@ async def run_command(
         except asyncio.CancelledError:
             # Ctrl-C: the run stays resumable (its owner process is gone).
             if printer.run_id:
-                click.echo(
+                echo(
                     f"tether: interrupted; resume with: tether run {workflow_file} "
                     f"--resume {printer.run_id}",
                     err=True,
@@ -154,9 +155,9 @@ async def run_command(
     if output_format == "json":
         print_json({**run, "outcome": outcome.status, "next_run_id": outcome.next_run_id})
     else:
-        click.echo(_summary(run, outcome), err=True)
+        echo(_summary(run, outcome), err=True)
         if run["output"] is not None:
-            click.echo(visible(json.dumps(run["output"], ensure_ascii=False, indent=2)))
+            echo(visible(json.dumps(run["output"], ensure_ascii=False, indent=2)))
     if outcome.status != "finished":
         sys.exit(EXIT_NOT_COMPLETED)
 
@@ -183,7 +184,7 @@ async def enqueue_run(
     if output_format == "json":
         print_json(document)
     else:
-        click.echo(run.run_id)
+        echo(run.run_id)
 
 
 COMMANDS = [run_command]
