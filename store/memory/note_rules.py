@@ -27,6 +27,7 @@ from store.memory.note_values import (
     StatusFilter,
 )
 from store.model.ids import random_hex
+from store.model.secret_mask import process_mask
 from store.model.states import NOTE_STATUSES
 
 
@@ -48,7 +49,9 @@ def status_list(status: StatusFilter) -> list[str] | None:
 
 
 def validate_body(body: str) -> str:
-    """Return ``body`` if it is non-empty, clean text within the size limit."""
+    """Return ``body`` if it is non-empty, clean text within the size limit, with secrets
+    masked (:mod:`store.model.secret_mask`): a note reaches every future prompt and every
+    teammate, never a password an agent saw."""
     ensure_clean_text(body, "the note body", allow="\t\n\r")
     if not body.strip():
         raise InvalidInputError("The note body is empty.")
@@ -57,7 +60,7 @@ def validate_body(body: str) -> str:
         raise InvalidInputError(
             f"The note body is {size} bytes; a note holds at most {MAX_BODY_BYTES} bytes."
         )
-    return body
+    return process_mask().mask(body)
 
 
 def validate_label(value: str, what: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from store.db.seam import Connection
 from store.model.buckets import bucket_for
-from store.model.json_columns import dump_json
+from store.model.json_columns import dump_recorded_json
 from store.model.run_records import CallRecord, CallUsage, NewEvent
 from store.model.token_lanes import TokenUsage
 from store.runs import calls_sql as sql
@@ -78,7 +78,7 @@ class CallLog(EventLog):
                         "kind": call.kind,
                         "detail_json": None
                         if call.detail is None
-                        else dump_json(dict(call.detail)),
+                        else dump_recorded_json(dict(call.detail)),
                     },
                 )
                 for rollup_run_id in (call.run_id, WORKSPACE_ROLLUP):

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from store.db.seam import Connection, Database
 from store.errors import LeaseLost
 from store.model.history_records import EventRecord
-from store.model.json_columns import dump_json
+from store.model.json_columns import dump_recorded_json
 from store.model.run_records import NewEvent
 from store.runs import events_sql as sql
 from store.runs import queue_sql
@@ -34,7 +34,7 @@ def insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> Non
             e.node_id,
             e.iteration,
             e.attempt,
-            None if e.payload is None else dump_json(dict(e.payload)),
+            None if e.payload is None else dump_recorded_json(dict(e.payload)),
         )
         for e in events
     ]

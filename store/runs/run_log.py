@@ -20,6 +20,7 @@ from store.runs.owners import running_elsewhere
 from store.runs.run_params import (
     abandon_attempts,
     check_choice,
+    check_clear_reason,
     new_run_id,
     status_params,
 )
@@ -310,8 +311,7 @@ class RunLog(EventLog):
 
         Raises NotFoundError; a terminal run raises InvalidInputError.
         """
-        if not reason.strip():
-            raise InvalidInputError("A clear needs a reason; pass some text.")
+        check_clear_reason(reason)
         run = await self.get_run(run_id)
         if run.is_terminal:
             raise InvalidInputError(f"Run {run_id} is already {run.status}; nothing to clear.")

@@ -10,10 +10,11 @@ from typing import Any
 
 import click
 
+from store.errors import TetherError
 from tui.cli import common
 from tui.cli.common import database_url_option, workspace_option
 from tui.cli.lazy import LazyCommand, LazyGroup
-from tui.cli.output import flush_quietly, silence
+from tui.cli.output import fail_with, flush_quietly, silence
 
 # Each command's module is imported only when that command runs (see tui/cli/lazy.py); the
 # one-line help shown by `tether --help` is given here so the help imports none of them (a
@@ -79,11 +80,16 @@ COMMAND_MODULES = {
 
 
 class TetherGroup(LazyGroup):
-    """The top-level group: commands load lazily, and output nobody reads is dropped."""
+    """The top-level group: commands load lazily, a Tether error is one sentence whatever
+    raised it, and output nobody reads is dropped."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except TetherError as error:
+            # Commands turn their errors into one sentence themselves; this catches what is
+            # raised before a command's own handling starts (its workspace's config, say).
+            fail_with(error)
         except BrokenPipeError:
             # The reader of stdout or stderr went away (`tether node ... | head`): what it did
             # not read is dropped, quietly, and the command ends as it would have (click

@@ -27,6 +27,7 @@ from engine.workflow.loader import load_workflow
 from store.db.backends import open_database
 from store.errors import InvalidInputError
 from store.model.ids import validate_run_id
+from store.model.json_columns import recorded_text
 from store.model.json_text import JsonTextError, describe, parse_json_text
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
@@ -74,7 +75,8 @@ class ProgressPrinter:
             node = f"{node}#{update.iteration}"
         parts = [f"{elapsed:7.2f}s", f"{visible(node, keep_newlines=False):<28}", update.state]
         if update.detail:
-            parts.append(visible(update.detail, keep_newlines=False)[:160])
+            # Details quote what agents and servers said: secrets are masked, as in the rows.
+            parts.append(visible(recorded_text(update.detail) or "", keep_newlines=False)[:160])
         if update.tokens and update.state == "finished":
             parts.append(f"{tokens(update.tokens)} tokens")
         if self.stream is not None and not write_line(self.stream, "  ".join(parts)):
@@ -92,7 +94,7 @@ def _summary(run: dict[str, Any], outcome: RunOutcome) -> str:
         f"cost {spent}",
     ]
     if outcome.error:
-        lines.append(f"error: {visible(outcome.error)}")
+        lines.append(f"error: {visible(recorded_text(outcome.error) or '')}")
     if outcome.next_run_id:
         lines.append(f"continued in run {outcome.next_run_id}")
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from engine.run.run_end import RunOutcome
 from engine.run.worker import DEFAULT_POLL_S, Worker
 from store.db.backends import open_database
 from store.errors import InvalidInputError
+from store.model.json_columns import recorded_text
 from tui.cli.common import database_url_option, run_async, workspace_from, workspace_option
 
 
@@ -53,7 +54,8 @@ async def worker_command(
         loop.add_signal_handler(signum, stop.set)
 
     def report(run_id: str, outcome: RunOutcome) -> None:
-        detail = f" ({outcome.error})" if outcome.error and outcome.status != "finished" else ""
+        failed = outcome.error and outcome.status != "finished"
+        detail = f" ({recorded_text(outcome.error)})" if failed else ""
         click.echo(f"{run_id} {outcome.status}{detail}", err=True)
 
     async with await open_database(workspace) as db:
