@@ -15,6 +15,11 @@ runs table; see :mod:`store.runs.run_queue`). A worker:
 Workflow files: a run records the path of its workflow file; a worker loads that path, or a
 bundled example of the same file name. Run workers where the workflow files are at the same
 path (a shared checkout), or a run fails with a sentence saying which file is missing.
+
+A worker runs only files it was told to trust: those under the folders given with
+``--workflows DIR`` (:func:`trusted_workflow_file`), and the bundled examples. Anyone who can
+write the workspace's ``runs`` table chooses the path a run records, so any other file is
+refused, never imported: the run fails with a sentence saying why, recorded on the run.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 from engine.examples import EXAMPLES_DIR
@@ -54,6 +59,28 @@ class WorkerSummary:
     def runs(self) -> int:
         """How many runs it executed (to any end)."""
         return len(self.outcomes)
+
+
+def trusted_workflow_file(
+    run: RunRecord, trusted: Sequence[Path], examples_dir: Path = EXAMPLES_DIR
+) -> Path:
+    """The run's workflow file (:func:`workflow_file_for`), resolved, when it lies under one of
+    the ``trusted`` folders or the bundled examples.
+
+    Raises:
+        InvalidInputError: no such file here, or it lies elsewhere (the sentence names the
+            folders this worker trusts).
+    """
+    path = workflow_file_for(run, examples_dir).resolve()
+    folders = [folder.resolve() for folder in (*trusted, examples_dir)]
+    if any(path.is_relative_to(folder) for folder in folders):
+        return path
+    named = ", ".join(str(folder) for folder in folders[:-1]) or "none"
+    raise InvalidInputError(
+        f"This worker runs only workflow files under the folders it trusts ({named}; "
+        f"tether worker --workflows DIR) and the bundled examples; {path} is not under them, "
+        f"so run {run.run_id} was not run."
+    )
 
 
 def workflow_file_for(run: RunRecord, examples_dir: Path = EXAMPLES_DIR) -> Path:
@@ -92,10 +119,12 @@ class Worker:
         on_outcome: Callable[[str, RunOutcome], None] | None = None,
         on_problem: Callable[[str], None] | None = None,
         worker_id: str | None = None,
+        trusted: Sequence[Path] = (),
     ) -> None:
         if concurrency < 1:
             raise InvalidInputError("A worker runs at least one run at a time.")
         self.db = db
+        self.trusted = tuple(trusted)
         self.worker_id = worker_id or new_owner_id()
         self.queue = RunQueue(db, lease_ms=lease_ms)
         self.concurrency = concurrency
@@ -200,7 +229,7 @@ class Worker:
         return outcome
 
     def _workflow(self, run: RunRecord) -> Workflow:
-        path = workflow_file_for(run).resolve()
+        path = trusted_workflow_file(run, self.trusted)
         workflow = self._workflows.get(path)
         if workflow is None:
             workflow = self._workflows[path] = load_workflow(path)

@@ -40,7 +40,7 @@ from store.db.durability import DEFAULT_DURABILITY, PG_SYNCHRONOUS_COMMIT, read_
 from store.db.postgres import pg_schema as schema
 from store.db.retry import backoff_s
 from store.db.seam import Database, Params
-from store.errors import DatabaseUnavailable, NotFoundError, WorkspaceError
+from store.errors import DatabaseUnavailable, NotFoundError, StorageError, WorkspaceError
 from store.runs.events_sql import INSERT_EVENT
 from store.workspace.layout import Workspace
 
@@ -268,6 +268,11 @@ class PostgresDatabase(Database):
                 )
             if version == schema.SCHEMA_VERSION:
                 return
+            if self.read_only and self.role_can_write:
+                raise WorkspaceError(
+                    f"{where} holds schema {version} of {schema.SCHEMA_VERSION}; the next "
+                    "command that writes upgrades it (this session only reads)."
+                )
             if self.read_only:
                 raise WorkspaceError(
                     f"{where} needs migrating and this role may only read; open it once with a "
@@ -325,7 +330,22 @@ class PostgresDatabase(Database):
         return int(value)
 
     async def run_in_transaction(self, work: Callable[[Any], T]) -> T:
+        self.check_writable()
         return await self._in_thread(functools.partial(self.transact, work))
+
+    def check_writable(self) -> None:
+        """Refuse a write, with one sentence, on a session or role that may only read."""
+        if not self.read_only:
+            return
+        if not self.role_can_write:
+            raise StorageError(
+                f"The database role may only read {self.workspace.describe()}, so this change "
+                "was not made (reading commands still work; use a role that may write).",
+                "the database role may only read",
+            )
+        raise StorageError(
+            f"{self.workspace.describe()} was opened read-only; this change was not made."
+        )
 
     def transact(self, work: Callable[[Any], T]) -> T:
         """Run ``work`` in one transaction on this thread (retrying serialization failures and
