@@ -91,6 +91,7 @@ async def run_attempt(
             cost_usd=call_cost(call, simulated, prices),
             kind=call.kind,
             detail=call.detail,
+            seq=len(calls),
         )
         writes.append(execution.store.queue_calls([usage]))
         execution.progress("call", unit, "call", tokens=call.usage.context_tokens, attempt=attempt)

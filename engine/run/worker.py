@@ -38,8 +38,9 @@ from engine.run.wiring import open_engine
 from engine.workflow.definition import Workflow
 from engine.workflow.loader import load_workflow
 from store.db.seam import Database
-from store.errors import DatabaseUnavailable, InvalidInputError, LeaseLost, TetherError
+from store.errors import InvalidInputError, LeaseLost, StorageError, TetherError
 from store.model.run_records import RunRecord
+from store.runs.fences import holding
 from store.runs.owners import new_owner_id
 from store.runs.run_log import DEFAULT_LEASE_MS
 from store.runs.run_queue import Claim, RunQueue
@@ -138,6 +139,10 @@ class Worker:
             engine.config.heartbeat_interval_s, lease_ms / 3000
         )
         engine.store.lease_ms = lease_ms
+        if hasattr(db, "retry_window_s"):
+            # A dropped connection is ridden out for as long as the lease lasts: a drop
+            # shorter than that never fails a run (store/db/postgres/pg_retry.py).
+            db.retry_window_s = lease_ms / 1000
         self.engine: Engine = engine
         self.active: dict[asyncio.Task[RunOutcome | None], str] = {}
         self.summary = WorkerSummary(self.worker_id)
@@ -150,11 +155,12 @@ class Worker:
         listener = asyncio.create_task(self._listen(stop))
         reporter = asyncio.create_task(self._report(stop))
         try:
-            await self.queue.report_worker(self.worker_id, 0)
+            with contextlib.suppress(StorageError):  # reported again every few seconds
+                await self.queue.report_worker(self.worker_id, 0)
             while not stop.is_set():
                 try:
                     claimed = await self._fill()
-                except DatabaseUnavailable as error:
+                except StorageError as error:
                     # The server restarted or the link dropped: say so, wait, try again (runs
                     # this worker held keep their leases until they expire or it renews them).
                     if self.on_problem is not None:
@@ -213,7 +219,10 @@ class Worker:
                 await self.queue.set_run_status(run.run_id, "failed", error=str(error))
                 outcome = RunOutcome(run.run_id, "failed", str(error))
             else:
-                outcome = await self.engine.run_claimed(workflow, run)
+                # This execution's writes carry its own claim's token, so should this worker
+                # claim the run again after an outage, the stale execution writes nothing.
+                with holding(run.run_id, claim.token):
+                    outcome = await self.engine.run_claimed(workflow, run)
                 if outcome.status == "handed-off" and outcome.next_run_id:
                     await self.queue.enqueue_existing(outcome.next_run_id)
         except LeaseLost as error:

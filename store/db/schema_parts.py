@@ -32,3 +32,13 @@ ALTER TABLE runs ADD COLUMN lease_token {integer} NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN lease_expires_at_ms {integer};
 CREATE INDEX runs_queue_idx ON runs (status, queued_at_ms) WHERE queued_at_ms IS NOT NULL;
 ALTER TABLE attempts ADD COLUMN lease_token {integer};"""
+
+
+def call_key(integer: str) -> str:
+    """Each call of an attempt gets its number (``call_seq``, from 1), unique per attempt
+    (calls_seq_idx): a call recorded twice (a write retried after a dropped connection) keeps
+    one row. Calls recorded before have their id as number. calls_node_idx stays as it is, so
+    reads still walk an attempt's calls in id order."""
+    return f"""ALTER TABLE calls ADD COLUMN call_seq {integer};
+UPDATE calls SET call_seq = call_id;
+CREATE UNIQUE INDEX calls_seq_idx ON calls (run_id, node_id, iteration, attempt, call_seq);"""

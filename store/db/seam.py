@@ -46,7 +46,7 @@ class RowLike(Protocol):
 class Connection(Protocol):
     """The part of ``sqlite3.Connection`` the store's transaction callbacks use.
 
-    ``sqlite3.Connection`` satisfies it as is; :class:`store.db.postgres.pg_database.PgConnection`
+    ``sqlite3.Connection`` satisfies it as is; :class:`store.db.postgres.pg_connection.PgConnection`
     adapts a psycopg connection to it.
     """
 

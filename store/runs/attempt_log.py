@@ -12,6 +12,7 @@ from store.model.states import ATTEMPT_STATES
 from store.model.token_lanes import TokenUsage
 from store.runs import runs_sql as sql
 from store.runs.event_log import insert_events
+from store.runs.fences import held_tokens
 from store.runs.node_log import NodeLog
 from store.runs.run_params import (
     check_choice,
@@ -62,7 +63,7 @@ class AttemptLog(NodeLog):
                     "prompt": recorded_text(prompt),
                     "cached": int(cached),
                     "owner_id": owner_id,
-                    "lease_token": self.db.leases.get(run_id),
+                    "lease_token": held_tokens(self.db).get(run_id),
                     "now": now,
                 },
             )

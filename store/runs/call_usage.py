@@ -55,7 +55,7 @@ class CallLog(EventLog):
                     "cost_usd": call.cost_usd,
                     "unpriced": int(call.cost_usd is None and call.kind != "retry"),
                 }
-                conn.execute(
+                inserted = conn.execute(
                     sql.INSERT_CALL,
                     {
                         "run_id": call.run_id,
@@ -79,8 +79,11 @@ class CallLog(EventLog):
                         "detail_json": None
                         if call.detail is None
                         else dump_recorded_json(dict(call.detail)),
+                        "call_seq": call.seq,
                     },
-                )
+                ).rowcount
+                if not inserted:
+                    continue  # this call of this attempt is recorded already: counted once
                 for rollup_run_id in (call.run_id, WORKSPACE_ROLLUP):
                     conn.execute(
                         sql.UPSERT_ROLLUP,

@@ -17,6 +17,7 @@ from store.model.json_columns import dump_recorded_json
 from store.model.run_records import NewEvent
 from store.runs import events_sql as sql
 from store.runs import queue_sql
+from store.runs.fences import held_tokens
 
 T = TypeVar("T")
 
@@ -64,7 +65,7 @@ class EventLog:
     ) -> Awaitable[T]:
         """:meth:`_write` as a queued write (:meth:`Database.submit`): committed in submission
         order; await the result to know it is committed."""
-        held = self.db.leases
+        held = held_tokens(self.db)
         fences = [
             (run_id, held[run_id])
             for run_id in dict.fromkeys(run_ids)

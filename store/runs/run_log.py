@@ -16,6 +16,7 @@ from store.runs import queue_sql
 from store.runs import runs_sql as sql
 from store.runs.artifact_paths import delete_run_dir
 from store.runs.event_log import MAX_READ_LIMIT, EventLog, insert_events
+from store.runs.fences import held_tokens
 from store.runs.owners import running_elsewhere
 from store.runs.run_params import (
     abandon_attempts,
@@ -266,7 +267,7 @@ class RunLog(EventLog):
         heartbeat is not a state change.
         """
 
-        token = self.db.leases.get(run_id)
+        token = held_tokens(self.db).get(run_id)
 
         def work(conn: Connection) -> Any:
             params = {"run_id": run_id, "now": self.now_ms, "owner_id": owner_id}
