@@ -123,6 +123,19 @@ def read_only(db: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
 
 
+def assert_acknowledged(acked: Acknowledged, facts: dict[str, str], notes: set[str],
+                        runs: dict[str, str]) -> None:
+    """Every acknowledged write is among the stored facts (key: value JSON), note ids and runs
+    (id: status)."""
+    for key, value in acked.facts.items():
+        assert key in facts, f"acknowledged fact {key} is missing"
+        assert json.loads(facts[key]) == value, key
+    assert acked.notes <= notes, acked.notes - notes
+    for run_id in acked.finished_runs:
+        assert runs.get(run_id) == "finished", (run_id, runs.get(run_id))
+    assert acked.launched_runs <= set(runs), acked.launched_runs - set(runs)
+
+
 def check_workspace(db: Path, acked: Acknowledged) -> int:
     """Integrity and every acknowledged write; returns the newest event sequence number."""
     conn = read_only(db)
@@ -131,15 +144,9 @@ def check_workspace(db: Path, acked: Acknowledged) -> int:
         assert verdict == [("ok",)], verdict
         facts = dict(conn.execute(
             "SELECT key, value_json FROM facts WHERE namespace = ?", (NS,)).fetchall())
-        for key, value in acked.facts.items():
-            assert key in facts, f"acknowledged fact {key} is missing"
-            assert json.loads(facts[key]) == value, key
         notes = {row[0] for row in conn.execute("SELECT id FROM notes")}
-        assert acked.notes <= notes, acked.notes - notes
         runs = dict(conn.execute("SELECT run_id, status FROM runs").fetchall())
-        for run_id in acked.finished_runs:
-            assert runs.get(run_id) == "finished", (run_id, runs.get(run_id))
-        assert acked.launched_runs <= set(runs), acked.launched_runs - set(runs)
+        assert_acknowledged(acked, facts, notes, runs)
         return int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
     finally:
         conn.close()
