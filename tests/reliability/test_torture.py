@@ -116,6 +116,16 @@ class Acknowledged:
     finished_runs: set[str] = field(default_factory=set)
     launched_runs: set[str] = field(default_factory=set)
 
+    def record(self, kind: str, key: str, stdout: str, facts: dict[str, Any]) -> None:
+        """What a CLI process that exited 0 acknowledged: a fact (``key`` of ``facts``), a
+        note (the printed id) or a finished run (``--format json``)."""
+        if kind == "fact":
+            self.facts[key] = facts[key]
+        elif kind == "note":
+            self.notes.add(stdout.strip())
+        elif kind == "run":
+            self.finished_runs.add(json.loads(stdout)["run_id"])
+
 
 def read_only(db: Path) -> sqlite3.Connection:
     # A reader in this process: it holds no other connection to the file, and SQLite is the
@@ -171,12 +181,7 @@ def cli_round(workspace: Path, round_no: int, acked: Acknowledged) -> None:
         stdout, stderr = process.communicate(timeout=REPLY_DEADLINE_S)
         assert process.returncode == 0, (kind, key, stderr)
         assert "locked" not in stderr.lower(), stderr
-        if kind == "fact":
-            acked.facts[key] = facts[key]
-        elif kind == "note":
-            acked.notes.add(stdout.strip())
-        elif kind == "run":
-            acked.finished_runs.add(json.loads(stdout)["run_id"])
+        acked.record(kind, key, stdout, facts)
 
 
 def wait_for_event(dashboard: Dashboard, newest: int) -> dict[str, Any]:

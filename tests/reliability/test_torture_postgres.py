@@ -109,14 +109,10 @@ def cli_round(workspace: Path, url: str, round_no: int, acked: Acknowledged, adm
         assert process.returncode == 0, (kind, key, stderr)
         for word in TRACEBACK_WORDS:
             assert word not in stderr, (kind, stderr)
-        if kind == "fact":
-            acked.facts[key] = facts[key]
-        elif kind == "note":
-            acked.notes.add(stdout.strip())
-        elif kind == "run":
-            acked.finished_runs.add(json.loads(stdout)["run_id"])
-        elif kind == "queue":
+        if kind == "queue":
             queued.add(stdout.strip())
+        else:
+            acked.record(kind, key, stdout, facts)
     return cuts
 
 
