@@ -96,3 +96,33 @@ async def test_a_refusal_that_outlasts_the_window_is_one_sentence(
         finally:
             conn.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA "{schema}" TO CURRENT_USER')
     await MemoryStore(db).set_fact("workflow:x", "k", 1)  # works again at once
+
+
+async def test_a_call_whose_own_session_is_cut_runs_again_on_a_fresh_one(
+    workspace: tuple[Any, str],
+) -> None:
+    from store.db.postgres.pg_database import ride_out
+
+    db, url = workspace
+    pool = db._pool
+    sessions: list[int] = []
+
+    def call() -> int:
+        with pool.connection() as conn:
+            row = conn.execute("SELECT pg_backend_pid()").fetchone()
+            sessions.append(row[0])
+            if len(sessions) == 1:  # the server ends this very session mid-call
+                conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+            return int(row[0])
+
+    # What opening a workspace does with each of its first queries (a 10 s window).
+    assert ride_out(call, pool, url, 10.0, role_can_write=False) == sessions[-1]
+    assert len(sessions) == 2 and sessions[0] != sessions[1]
+
+    def always_cut() -> None:
+        with pool.connection() as conn:
+            conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+    sentence = r"^Cannot reach the workspace database postgresql://\S*: .*\(retried for \d+ s\)\.$"
+    with pytest.raises(DatabaseUnavailable, match=sentence):
+        ride_out(always_cut, pool, url, 0.3, role_can_write=False)

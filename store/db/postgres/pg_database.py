@@ -152,13 +152,19 @@ class PostgresDatabase(Database):
         except Exception as error:
             await asyncio.to_thread(pool.close)
             raise DatabaseUnavailable(connection_problem(_root_cause(error), url) + ".") from None
+        def opening(call: Callable[[], T]) -> Awaitable[T]:
+            # A session cut while the workspace opens (an administrator, a restart) is
+            # ridden out like any later one.
+            return asyncio.to_thread(
+                ride_out, call, pool, url, CONNECT_TIMEOUT_S, role_can_write=False)
+
         try:
-            schema_name = await asyncio.to_thread(_inspect, pool)
+            schema_name = await opening(functools.partial(_inspect, pool))
             db = cls(pool, workspace, clock, schema_name)
             db.durability = level
-            db.role_can_write = await asyncio.to_thread(_role_can_write, pool)
+            db.role_can_write = await opening(functools.partial(_role_can_write, pool))
             db.read_only = read_only or not db.role_can_write
-            await asyncio.to_thread(db._check_and_migrate, create and not read_only)
+            await opening(functools.partial(db._check_and_migrate, create and not read_only))
         except BaseException:
             await asyncio.to_thread(pool.close)
             raise
@@ -215,31 +221,8 @@ class PostgresDatabase(Database):
     def _retrying(self, call: Callable[[], T]) -> T:
         """Run ``call`` on this thread, again on a fresh connection while it fails for a
         reason worth waiting out, for up to :attr:`retry_window_s` (pg_retry)."""
-        started = time.monotonic()
-        deadline = started + self.retry_window_s
-        for attempt in itertools.count():
-            try:
-                return call()
-            except CommitUnknown as unknown:
-                if self._committed(unknown.xid, deadline):
-                    return cast(T, unknown.result)
-                error: BaseException = unknown.cause  # rolled back: run it again
-            except Exception as failure:
-                if not is_transient(failure, role_can_write=self.role_can_write):
-                    raise
-                error = failure
-            if time.monotonic() >= deadline:
-                raise DatabaseUnavailable(
-                    outage_sentence(error, self.url, time.monotonic() - started)
-                ) from None
-            if attempt == 0:
-                # Every pooled connection may have been cut at once: drop the dead ones now.
-                with contextlib.suppress(Exception):
-                    self._pool.check()
-            else:
-                time.sleep(min(backoff_s(attempt - 1, first_s=FIRST_RETRY_S, max_s=MAX_RETRY_S),
-                               max(0.0, deadline - time.monotonic())))
-        raise AssertionError("unreachable")
+        return ride_out(call, self._pool, self.url, self.retry_window_s,
+                        role_can_write=self.role_can_write, committed=self._committed)
 
     def _committed(self, xid: str, deadline: float) -> bool:
         """Whether transaction ``xid``, whose commit was cut off, committed (asked again on a
@@ -355,6 +338,40 @@ class PostgresDatabase(Database):
                 return work(conn)
 
         return self._in_thread(call)
+
+
+def ride_out(
+    call: Callable[[], T], pool: ConnectionPool[Any], url: str, window_s: float, *,
+    role_can_write: bool, committed: Callable[[str, float], bool] | None = None,
+) -> T:
+    """Run ``call``, again on a fresh connection of ``pool`` while it fails for a reason worth
+    waiting out (:func:`is_transient`), for up to ``window_s``; a commit cut off is resolved by
+    ``committed`` (its transaction id, the deadline). Past the window: one sentence."""
+    started = time.monotonic()
+    deadline = started + window_s
+    for attempt in itertools.count():
+        try:
+            return call()
+        except CommitUnknown as unknown:
+            if committed is not None and committed(unknown.xid, deadline):
+                return cast(T, unknown.result)
+            error: BaseException = unknown.cause  # rolled back: run it again
+        except Exception as failure:
+            if not is_transient(failure, role_can_write=role_can_write):
+                raise
+            error = failure
+        if time.monotonic() >= deadline:
+            raise DatabaseUnavailable(
+                outage_sentence(error, url, time.monotonic() - started)
+            ) from None
+        if attempt == 0:
+            # Every pooled connection may have been cut at once: drop the dead ones now.
+            with contextlib.suppress(Exception):
+                pool.check()
+        else:
+            time.sleep(min(backoff_s(attempt - 1, first_s=FIRST_RETRY_S, max_s=MAX_RETRY_S),
+                           max(0.0, deadline - time.monotonic())))
+    raise AssertionError("unreachable")
 
 
 def _pool_wait(deadline: float) -> float:
