@@ -61,9 +61,11 @@ def terminate_tether_sessions(conn: Conn) -> int:
 
 
 @contextmanager
-def draining(tmp_path: Path, url: str, workers: int = 2) -> Iterator[tuple[Conn, list[str]]]:
+def draining(tmp_path: Path, url: str, workers: int = 2, lease_s: float = 20,
+             errs: list[str] | None = None) -> Iterator[tuple[Conn, list[str]]]:
     """Queue RUNS runs, start ``workers`` workers; yields an admin connection and the run ids;
-    afterwards stops the workers and checks what every fault test promises."""
+    afterwards stops the workers and checks what every fault test promises (with a lease
+    shorter than the fault, a node in flight may run again: its attempt was abandoned)."""
     (tmp_path / ".tether").mkdir(mode=0o700, exist_ok=True)
     log = tmp_path / "invocations.log"
     log.touch()
@@ -76,11 +78,12 @@ def draining(tmp_path: Path, url: str, workers: int = 2) -> Iterator[tuple[Conn,
     run_ids = [q.stdout.strip() for q in queued]
     procs = [subprocess.Popen(
         [sys.executable, "-m", "tui.cli.entry", "worker", "--concurrency", "2",
-         "--lease-seconds", "20", "--poll-seconds", "0.2", "--workflows", str(WORKFLOW.parent)],
+         "--lease-seconds", str(lease_s), "--poll-seconds", "0.2",
+         "--workflows", str(WORKFLOW.parent)],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(workers)]
     conn = psycopg.connect(url, autocommit=True)
-    errs: list[str] = []
+    errs = [] if errs is None else errs
     try:
         yield conn, run_ids
         wait_for(lambda: count(conn, "SELECT count(*) FROM runs WHERE status = 'finished'")
@@ -98,6 +101,8 @@ def draining(tmp_path: Path, url: str, workers: int = 2) -> Iterator[tuple[Conn,
                 assert word not in err, err
         statuses = Counter(str(r[0]) for r in conn.execute("SELECT status FROM runs"))
         assert statuses == {"finished": RUNS}, statuses
+        if lease_s < 20:
+            return
         # Each node's agent ran exactly once: no drop made a finished node run again.
         invocations = Counter(tuple(line.split()[1:3]) for line in log.read_text().splitlines())
         assert len(invocations) == RUNS * 6 and set(invocations.values()) == {1}, invocations
@@ -141,3 +146,26 @@ def test_runs_ride_out_a_privilege_revoke(tmp_path: Path) -> None:
                      "the workers to meet the revoke")
         finally:
             conn.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA "{schema}" TO CURRENT_USER')
+
+
+def test_an_outage_longer_than_the_lease_puts_runs_back_on_the_queue(tmp_path: Path) -> None:
+    errs: list[str] = []
+    with fresh_schema("fl") as url, draining(tmp_path, url, lease_s=3, errs=errs) as (conn, _):
+        schema = url.split("search_path%3D")[-1]
+        wait_for(lambda: count(conn, "SELECT count(*) FROM nodes WHERE state = 'finished'")
+                 >= RUNS, "runs in flight")
+        # Writes refused (reads still work, so this connection can watch the leases lapse).
+        conn.execute(f'REVOKE INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" '
+                     "FROM CURRENT_USER")
+        try:
+            wait_for(lambda: count(conn, "SELECT count(*) FROM runs WHERE status = 'running' "
+                                         "AND lease_expires_at_ms < %s",
+                                   int(time.time() * 1000) - 3000) >= 1,
+                     "a lease to lapse during the outage")
+        finally:
+            conn.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA "{schema}" TO CURRENT_USER')
+    # Every run finished and no traceback was printed (checked by draining); a run whose
+    # lease lapsed was given back with a sentence naming the cause.
+    said = "".join(errs)
+    assert "interrupted (Interrupted because the workspace database refused this role; it goes "\
+           "back to the queue.)" in said, said

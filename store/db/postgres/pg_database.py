@@ -45,6 +45,7 @@ from store.db.postgres.pg_retry import (
     MAX_RETRY_S,
     CommitUnknown,
     is_transient,
+    outage_reason,
     outage_sentence,
     unresolved_sentence,
 )
@@ -268,7 +269,7 @@ class PostgresDatabase(Database):
 
     async def run_in_transaction(self, work: Callable[[Any], T]) -> T:
         self.check_writable()
-        return await self._in_thread(functools.partial(self.transact, work))
+        return await asyncio.to_thread(self.transact, work)  # transact rides out drops itself
 
     def check_writable(self) -> None:
         """Refuse a write, with one sentence, on a session or role that may only read."""
@@ -362,7 +363,7 @@ def ride_out(
             error = failure
         if time.monotonic() >= deadline:
             raise DatabaseUnavailable(
-                outage_sentence(error, url, time.monotonic() - started)
+                outage_sentence(error, url, time.monotonic() - started), outage_reason(error)
             ) from None
         if attempt == 0:
             # Every pooled connection may have been cut at once: drop the dead ones now.

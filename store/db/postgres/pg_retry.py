@@ -70,6 +70,13 @@ def outage_sentence(error: BaseException, url: str, waited_s: float) -> str:
     )
 
 
+def outage_reason(error: BaseException) -> str:
+    """The short clause for the outage, as an interrupted run's error quotes it."""
+    if isinstance(error, pg_errors.InsufficientPrivilege):
+        return "the workspace database refused this role"
+    return "the workspace database could not be reached"
+
+
 def unresolved_sentence(url: str) -> str:
     """The sentence for a commit whose outcome the server could not tell in time."""
     return (

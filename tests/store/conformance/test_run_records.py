@@ -164,3 +164,24 @@ async def test_a_call_recorded_twice_is_counted_once(db: Database) -> None:
     await store.record_call(unnumbered)
     await store.record_call(unnumbered)  # no number: each is a call of its own
     assert len(await store.list_calls(run.run_id, "a")) == 4
+
+
+async def test_a_queued_write_that_fails_unawaited_prints_no_traceback(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    import asyncio
+    import gc
+
+    from store.errors import StorageError
+
+    def refused(conn: object) -> None:
+        raise StorageError("The write was refused.")
+
+    awaited = db.submit(refused)
+    with pytest.raises(StorageError, match="refused"):
+        await awaited  # whoever awaits it still gets the error
+    forgotten = db.submit(refused)  # its execution stopped before awaiting it
+    await asyncio.wait([forgotten])
+    del forgotten, awaited
+    gc.collect()
+    assert "never retrieved" not in caplog.text
