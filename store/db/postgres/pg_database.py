@@ -26,6 +26,7 @@ import contextlib
 import functools
 import hashlib
 import itertools
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
@@ -55,6 +56,11 @@ from store.errors import DatabaseUnavailable, NotFoundError, StorageError, Works
 from store.workspace.layout import Workspace
 
 T = TypeVar("T")
+
+# psycopg-pool warns on stderr ("discarding closed connection: <psycopg.Connection [BAD]>")
+# about each connection a drop broke; Tether rides those out and says in one sentence what
+# outlasts its retries, so the driver's own log lines stay out of the terminal.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 POOL_MAX = 4
 """Connections per process: enough for concurrent tasks, few enough for many workers."""
