@@ -88,6 +88,11 @@ class DashboardReader:
         # execute_fetchall exhausts the cursor, so no snapshot outlives the call.
         return list(await self._conn.execute_fetchall(query, params))
 
+    async def fetch_all(self, query: str, params: Any = ()) -> list[Any]:
+        """Run any read of :mod:`store.read` (search, timeline, usage) on this connection; the
+        rows are read to the end before it returns."""
+        return await self._rows(query, params)
+
     async def _value(self, query: str, params: Sequence[Any] = ()) -> Any:
         rows = await self._rows(query, params)
         return rows[0][0] if rows else None

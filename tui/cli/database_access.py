@@ -19,6 +19,16 @@ if TYPE_CHECKING:
     from store.memory.memory_store import MemoryStore
 
 
+def require_workspace(workspace: Workspace) -> None:
+    """Raise NotFoundError when the workspace folder itself does not exist (``--workspace
+    /nonexistent`` is a mistake to say, not an empty listing); a folder that exists but holds
+    no database yet is a workspace nothing has written to."""
+    from store.errors import NotFoundError
+
+    if not workspace.is_shared and not workspace.root.is_dir():
+        raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
+
+
 @asynccontextmanager
 async def reading(workspace: Workspace) -> AsyncIterator[Database | None]:
     """The workspace database opened read-only for a reading command, or None when there is

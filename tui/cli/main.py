@@ -37,6 +37,10 @@ COMMAND_MODULES = {
         "tui.cli.runs_commands",
         "Show a node: status, attempts, per-call token usage with buckets,...",
     ),
+    "filters": LazyCommand(
+        "tui.cli.search_commands",
+        "Saved run filters (tether runs --filter NAME, F in the dashboard's...",
+    ),
     "cancel": LazyCommand(
         "tui.cli.runs_commands",
         "Cancel RUN: the process running it stops its tasks within a moment.",

@@ -60,16 +60,59 @@ async def open_runs(workspace: Workspace) -> RunStore:
     default=None,
     help="Only runs with this status (stale = running with an old heartbeat).",
 )
+@click.option(
+    "--where",
+    metavar="QUERY",
+    default=None,
+    help="Only runs the query matches, e.g. 'status = failed AND created > -7d', "
+    "'cost > 0.5', 'model STARTS_WITH claude', 'input.repo = demo', 'text ~ pytest' "
+    "(docs/commands.md lists every field).",
+)
+@click.option("--filter", "filter_name", metavar="NAME", default=None,
+              help="Only runs a saved filter matches (tether filters lists them).")
+@click.option("--save", metavar="NAME", default=None,
+              help="Also save the --where query as the filter NAME.")
+@click.option(
+    "--scan",
+    type=click.IntRange(1, 1_000_000),
+    default=2000,
+    show_default=True,
+    metavar="N",
+    help="A full-text condition (text, prompt, output, log) reads the newest N runs; the "
+    "output says what it covered.",
+)
+@click.option("--timeline", "timeline_run", metavar="RUN", default=None,
+              help="Print RUN's timeline: every node's attempts, calls and tool calls in time.")
 @limit_option(DEFAULT_RUNS_LIMIT, "runs")
 @listing_format_option
 @workspace_option
 @run_direct
 async def runs_command(
-    status: str | None, limit: int, output_format: str, workspace_dir: str | None
+    status: str | None,
+    where: str | None,
+    filter_name: str | None,
+    save: str | None,
+    scan: int,
+    timeline_run: str | None,
+    limit: int,
+    output_format: str,
+    workspace_dir: str | None,
 ) -> None:
     """List runs, newest first, with their generation and the run each one continues."""
-    await list_runs(
-        workspace_from(workspace_dir), status=status, limit=limit, output_format=output_format
+    workspace = workspace_from(workspace_dir)
+    if timeline_run is not None:
+        from tui.cli.history_commands import print_timeline
+
+        await print_timeline(workspace, timeline_run, None, output_format)
+        return
+    if where is None and filter_name is None and save is None:
+        await list_runs(workspace, status=status, limit=limit, output_format=output_format)
+        return
+    from tui.cli.search_commands import search_listing
+
+    await search_listing(
+        workspace, where=where, filter_name=filter_name, status=status, limit=limit,
+        output_format=output_format, save=save, scan=scan,
     )
 
 
@@ -227,6 +270,8 @@ def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
     "--iteration", type=click.IntRange(0), default=None, help="Loop iteration (default: latest)."
 )
 @click.option("--attempts", "all_attempts", is_flag=True, help="Show a page of attempts in full.")
+@click.option("--timeline", is_flag=True,
+              help="Show the node on a time axis: waits, attempts, calls and tool calls.")
 @limit_option(DEFAULT_ATTEMPTS_LIMIT, "attempts (newest first) with --attempts or --format json")
 @click.option(
     "--offset",
@@ -244,6 +289,7 @@ async def node_command(
     run_id: str,
     iteration: int | None,
     all_attempts: bool,
+    timeline: bool,
     limit: int,
     offset: int,
     output_format: str,
@@ -258,6 +304,12 @@ async def node_command(
     node_id, iteration = split_iteration(node_id, iteration)
     validate_node_id(node_id)
     workspace = workspace_from(workspace_dir)
+    if timeline:
+        from tui.cli.history_commands import print_timeline
+
+        key = f"{node_id}#{iteration if iteration is not None else 0}"
+        await print_timeline(workspace, run_id, key, output_format)
+        return
     async with reading(workspace) as db:
         if db is None:
             raise NotFoundError(f"There is no run {run_id!r} in this workspace.")

@@ -11,7 +11,13 @@ handoff, event. Times are integer milliseconds since the epoch (``*_ms``).
 
 from __future__ import annotations
 
-from store.db.schema_parts import ATTEMPTS_KEYS, COST_BACKFILL, RUNS_INDEXES, queue_columns
+from store.db.schema_parts import (
+    ATTEMPTS_KEYS,
+    COST_BACKFILL,
+    RUNS_INDEXES,
+    observe_tables,
+    queue_columns,
+)
 from store.model.states import (
     ATTEMPT_STATES,
     NODE_STATES,
@@ -459,6 +465,10 @@ DROP TRIGGER IF EXISTS notes_fts_delete;
 DROP TABLE IF EXISTS notes_fts;
 """
 
+# What the observation views read: usage per run, hour, agent and model (``tether usage``, the
+# Usage view, ``agent``/``model`` in run search), saved run filters, runs by workflow.
+_MIGRATION_OBSERVE = observe_tables("INTEGER", "REAL", "TEXT", " WITHOUT ROWID")
+
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_1,
@@ -467,6 +477,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_QUEUE,
     _MIGRATION_UNREAD_INDEXES,
     _MIGRATION_UNREAD_NOTES_FTS,
+    _MIGRATION_OBSERVE,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
