@@ -8,6 +8,8 @@ Exit codes: 0, 1 for a run or node that does not exist.
 from __future__ import annotations
 
 import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from store.errors import NotFoundError
@@ -129,19 +131,27 @@ def detail_lines(timeline: RunTimeline, rows: list[Row], now_ms: int) -> list[st
     return lines
 
 
+@asynccontextmanager
+async def reading_runs(workspace: Workspace, *run_ids: str) -> AsyncIterator[tuple[Any, int]]:
+    """The workspace read-only and its clock's now, for commands that read named runs (ids
+    checked first; no workspace database: the first run is not found)."""
+    from store.model.ids import validate_run_id
+    from store.runs.run_store import RunStore
+
+    for run_id in run_ids:
+        validate_run_id(run_id)
+    require_workspace(workspace)
+    async with reading(workspace) as db:
+        if db is None:
+            raise NotFoundError(f"There is no run {run_ids[0]!r} in this workspace.")
+        yield db, RunStore(db).now_ms
+
+
 async def print_timeline(
     workspace: Workspace, run_id: str, node_key: str | None, output_format: str
 ) -> None:
     """Print RUN's timeline (or one node's, expanded, with its calls and tool calls)."""
-    from store.model.ids import validate_run_id
-    from store.runs.run_store import RunStore
-
-    validate_run_id(run_id)
-    require_workspace(workspace)
-    async with reading(workspace) as db:
-        if db is None:
-            raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
-        now = RunStore(db).now_ms
+    async with reading_runs(workspace, run_id) as (db, now):
         timeline, cut = await load_timeline(workspace, db, run_id, node_key, now)
     expanded = {node_key} if node_key is not None else set()
     rows = flatten(timeline, expanded)
@@ -159,3 +169,91 @@ async def print_timeline(
             echo(line)
     if cut:
         echo("A stream log was longer than 4 MiB: tool calls are shown from its first 4 MiB.")
+
+
+# -- tether compare ---------------------------------------------------------------------------
+
+
+def _side_cells(side: Any, now_ms: int) -> tuple[str, str, str, str]:
+    from tui.plain import cost, tokens
+
+    if side is None:
+        return "–", "–", "–", "–"
+    state = "cache hit" if side.node.cached else side.node.state
+    return (state, tokens(side.tokens.total),
+            cost(side.cost.usd if side.tokens.total else None, side.cost.unpriced_calls),
+            duration(side.duration_ms(now_ms)))
+
+
+def compare_lines(comparison: Any, now_ms: int) -> list[str]:
+    """The node table of two runs side by side (changed rows marked ``≠``)."""
+    a, b = comparison.a, comparison.b
+    lines = [f"A {visible(a.run_id)} ({a.status})  vs  B {visible(b.run_id)} ({b.status}): "
+             f"{visible(comparison.relation, keep_newlines=False)}",
+             f"  {'NODE':<28} {'STATE A':<10} {'STATE B':<10} {'TOKENS A':>9} {'TOKENS B':>9} "
+             f"{'COST A':>10} {'COST B':>10} {'TOOK A':>7} {'TOOK B':>7}"]
+    for pair in comparison.pairs:
+        sa, ta, ca, da = _side_cells(pair.a, now_ms)
+        sb, tb, cb, db = _side_cells(pair.b, now_ms)
+        mark = "≠" if pair.differs else " "
+        name = visible(pair.key, keep_newlines=False)
+        name = name if len(name) <= 28 else name[:27] + "…"
+        lines.append(f"{mark} {name:<28} {sa:<10} {sb:<10} {ta:>9} {tb:>9} {ca:>10} {cb:>10} "
+                     f"{da:>7} {db:>7}")
+    return lines
+
+
+def comparable(texts: Any, field: str) -> str | None:
+    """One side's text of ``field`` as it is diffed: an output as indented JSON (one value a
+    line), so a word diff shows which values changed."""
+    from tui.plain import pretty_json
+
+    value = getattr(texts, field)
+    return pretty_json(value) if field == "output" and value is not None else value
+
+
+async def print_compare(
+    workspace: Workspace, a_id: str, b_id: str, node_key: str | None, output_format: str
+) -> None:
+    """Print two runs side by side, or (``node_key``) one node's prompt, memory block and
+    output as word diffs."""
+    from store.read.compare_reads import compare_runs, node_texts
+    from tui.word_diff import diff_plain, word_diff
+
+    async with reading_runs(workspace, a_id, b_id) as (db, now):
+        comparison = await compare_runs(db, a_id, b_id)
+        texts = None
+        if node_key is not None:
+            if node_key not in {p.key for p in comparison.pairs}:
+                raise NotFoundError(f"Neither run has a node {node_key!r}.")
+            texts = (await node_texts(db, a_id, node_key), await node_texts(db, b_id, node_key))
+    if output_format in ("json", "jsonl"):
+        document: dict[str, Any] = {
+            "a": comparison.a.as_dict(now), "b": comparison.b.as_dict(now),
+            "relation": comparison.relation,
+            "nodes": [{"node": p.key, "differs": p.differs,
+                       "a": None if p.a is None else {**p.a.node.as_dict(), "tokens":
+                                                       p.a.tokens.total, **p.a.cost.as_dict()},
+                       "b": None if p.b is None else {**p.b.node.as_dict(), "tokens":
+                                                       p.b.tokens.total, **p.b.cost.as_dict()}}
+                      for p in comparison.pairs],
+        }
+        if texts is not None:
+            document["texts"] = {
+                field: {"a": getattr(texts[0], field), "b": getattr(texts[1], field),
+                        "diff": word_diff(*(comparable(t, field) for t in texts)).pieces}
+                for field in ("prompt", "memory", "output")
+            }
+        print_json(document)
+        return
+    for line in compare_lines(comparison, now):
+        echo(line)
+    if texts is None:
+        return
+    for field, title in (("prompt", "Prompt as sent (latest attempt)"),
+                         ("memory", "Memory block"), ("output", "Output")):
+        diff = word_diff(*(comparable(t, field) for t in texts))
+        echo("")
+        echo(f"{title} of {visible(node_key or '')}: {diff.summary()}")
+        if not diff.same:
+            echo(diff_plain(diff))

@@ -41,6 +41,18 @@ COMMAND_MODULES = {
         "tui.cli.search_commands",
         "Saved run filters (tether runs --filter NAME, F in the dashboard's...",
     ),
+    "compare": LazyCommand(
+        "tui.cli.runs_commands",
+        "Two runs side by side: per node, state, tokens, cost and duration...",
+    ),
+    "usage": LazyCommand(
+        "tui.cli.usage_commands",
+        "Tokens and cost over time: calls, runs, tokens, cache-read share...",
+    ),
+    "cost": LazyCommand(
+        "tui.cli.usage_commands",
+        "Why RUN cost what it did: its nodes by cost, its costliest calls,...",
+    ),
     "cancel": LazyCommand(
         "tui.cli.runs_commands",
         "Cancel RUN: the process running it stops its tasks within a moment.",

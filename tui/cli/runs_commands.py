@@ -458,3 +458,29 @@ async def cancel_command(run_id: str, workspace_dir: str | None) -> None:
 
 
 COMMANDS = [runs_command, node_command, cancel_command]
+
+
+# -- tether compare -------------------------------------------------------------------------
+
+
+@click.command("compare")
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="RUN_B")
+@click.option("--node", "node_key", metavar="NODE", default=None,
+              help="Also diff this node's prompt, memory block and output, word by word "
+              "(draft#2 names a loop node's iteration).")
+@format_option
+@workspace_option
+@run_direct
+async def compare_command(run_a: str, run_b: str, node_key: str | None, output_format: str,
+                          workspace_dir: str | None) -> None:
+    """Two runs side by side: per node, state, tokens, cost and duration (two generations of a
+    chain, a run and its fork, any two runs)."""
+    from tui.cli.history_commands import print_compare
+
+    if node_key is not None and "#" not in node_key:
+        node_key += "#0"
+    await print_compare(workspace_from(workspace_dir), run_a, run_b, node_key, output_format)
+
+
+COMMANDS.append(compare_command)
