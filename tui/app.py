@@ -116,6 +116,7 @@ class TetherApp(App[None]):
         self.selected_run_id: str | None = None
         self.selected_node_id: str | None = None
         self.token_scope = "workspace"
+        self.highlight_terms: tuple[str, ...] = ()
         self.history: list[str] = []
         """Views shown before the current one (escape goes back through them)."""
         self._lock = asyncio.Lock()

@@ -33,6 +33,8 @@ class DashboardApp(Protocol):
     selected_run_id: str | None
     selected_node_id: str | None
     token_scope: str
+    highlight_terms: tuple[str, ...]
+    """The words of the Runs view's full-text search (a run opened from it highlights them)."""
 
     @property
     def reader(self) -> DashboardReader | None:

@@ -152,6 +152,11 @@ class DashboardReader:
         """A run's node iterations in start order."""
         return _records(NodeRecord.from_row, await self._rows(sql.NODES_OF_RUN, (run_id, limit)))
 
+    async def node(self, run_id: str, node_id: str, iteration: int) -> NodeRecord | None:
+        """One node iteration, or None."""
+        rows = await self._rows(sql.NODE_OF_RUN, (run_id, node_id, iteration))
+        return NodeRecord.from_row(rows[0]) if rows else None
+
     async def node_usage(self, run_id: str) -> dict[str, NodeUsage]:
         """Token usage per node iteration of a run, keyed like :attr:`NodeRecord.key`."""
         rows = _records(NodeUsage.from_row, await self._rows(sql.NODE_USAGE_OF_RUN, (run_id,)))

@@ -64,6 +64,12 @@ ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
 LIMIT ?
 """
 
+NODE_OF_RUN = """
+SELECT run_id, node_id, iteration, state, attempts, cached, depends_on_json, output_json, error,
+       started_at_ms, finished_at_ms, updated_at_ms
+FROM nodes WHERE run_id = ? AND node_id = ? AND iteration = ?
+"""
+
 # Per-node token usage of one run, from calls through calls_node_idx. (PostgreSQL sums BIGINT
 # as NUMERIC: cast back so rows hold ints on both.)
 NODE_USAGE_OF_RUN = f"""

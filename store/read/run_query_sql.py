@@ -136,9 +136,10 @@ class _Compiler:
 
     def word(self, text: str) -> Sql:
         p = self.bind(text.lower())
+        stale = f" OR {_STALE}" if text.lower() == "stale" else ""
         return Sql(
             f"(instr(lower(runs.run_id), {p}) > 0 OR instr(lower(runs.workflow), {p}) > 0 "
-            f"OR runs.status = {p})"
+            f"OR runs.status = {p}{stale})"
         )
 
     def condition(self, c: Condition) -> Sql:

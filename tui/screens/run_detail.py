@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from engine.artifact_files import stream_log_path
 from store.model.run_records import NodeRecord, RunRecord
+from store.read.timeline import Row
 from store.workspace.layout import Workspace
 from tui.format import (
     duration,
@@ -31,7 +32,7 @@ from tui.format import (
     tokens,
 )
 from tui.graph_layout import build_graph
-from tui.screens.live_screen import LiveScreen
+from tui.screens.inspector_search import InspectorSearch
 from tui.screens.run_detail_render import (
     ATTEMPT_COLUMNS,
     CALL_COLUMNS,
@@ -41,6 +42,7 @@ from tui.screens.run_detail_render import (
     memory_block_text,
     node_cells,
 )
+from tui.screens.run_timeline import TIMELINE_TAB
 from tui.tailing import Batch, DatabaseLogTail, FileTail
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
@@ -69,7 +71,7 @@ async def find_stored_log(chunks: Any, node: NodeRecord) -> Path | None:
     return None
 
 
-class RunDetailScreen(LiveScreen):
+class RunDetailScreen(InspectorSearch):
     """Nodes of one run and the inspector for the node under the cursor."""
 
     MODE = "runs"
@@ -87,6 +89,7 @@ class RunDetailScreen(LiveScreen):
         Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
         Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
         Binding("g", "toggle_graph", "Graph/table"),
+        Binding("T", "timeline", "Timeline"),
         Binding("t", "tokens", "Tokens of node"),
         Binding("f", "follow_log", "Follow log"),
     ]
@@ -103,6 +106,10 @@ class RunDetailScreen(LiveScreen):
         self._log_tail: FileTail | None = None
         self._db_log_busy = False
         self._log_key: str | None = None
+        self._pinned: NodeRecord | None = None
+        """A node the timeline chose that the node table does not list (beyond its 2 000)."""
+        self._open_in_inspector: tuple[str, str] | None = None
+        """(inspector tab, row key) to select once the inspector has the node."""
 
     def compose_view(self) -> ComposeResult:
         with Vertical(id="detail-body"):
@@ -112,6 +119,7 @@ class RunDetailScreen(LiveScreen):
                     yield WorkflowGraph(id="run-graph")
                 with TabPane("Nodes", id="tab-nodes"):
                     yield KeyedTable(NODE_COLUMNS, id="nodes-table", stretch="node")
+                yield from self.compose_timeline()
             with TabbedContent(id="inspector"):
                 with TabPane("Prompt", id="tab-prompt"), VerticalScroll():
                     yield Static(id="prompt-text")
@@ -147,6 +155,8 @@ class RunDetailScreen(LiveScreen):
         if not self.is_mounted:
             return None
         key = self.query_one("#nodes-table", KeyedTable).cursor_key
+        if self._pinned is not None and key != self._pinned.key:
+            return self.nodes.get(self._pinned.key, self._pinned)
         return self.nodes.get(key) if key else None
 
     async def refresh_data(self, batch: Batch) -> None:
@@ -179,6 +189,7 @@ class RunDetailScreen(LiveScreen):
             or batch.touches(self.run_id, node.node_id)
         ):
             await self._show_node(node)
+        await self.refresh_timeline(batch.first_read or batch.touches(self.run_id))
         self.update_chrome()
 
     def _show_summary(self, now_ms: int) -> None:
@@ -224,8 +235,8 @@ class RunDetailScreen(LiveScreen):
                 style="dim",
             )
             prompt.append_text(literal(latest.prompt or "(prompt not recorded)"))
-        self.query_one("#prompt-text", Static).update(prompt)
-        self.query_one("#memory-text", Static).update(memory_block_text(block))
+        self.show_text("tab-prompt", prompt)
+        self.show_text("tab-memory", memory_block_text(block))
 
         output = Text()
         if node.error:
@@ -239,7 +250,7 @@ class RunDetailScreen(LiveScreen):
             output.append_text(literal(latest.response_text))
         elif not node.error:
             output.append("No output yet.", style="dim")
-        self.query_one("#output-text", Static).update(output)
+        self.show_text("tab-output", output)
 
         self.query_one("#attempts-table", KeyedTable).sync(
             [(str(a.attempt), attempt_cells(a)) for a in attempts]
@@ -254,6 +265,12 @@ class RunDetailScreen(LiveScreen):
         self.query_one("#calls-table", KeyedTable).sync(
             [(str(c.call_id), call_cells(c)) for c in calls]
         )
+        if self._open_in_inspector is not None:
+            tab, key = self._open_in_inspector
+            self._open_in_inspector = None
+            self.query_one("#inspector", TabbedContent).active = tab
+            table_id = "#attempts-table" if tab == "tab-attempts" else "#calls-table"
+            self.query_one(table_id, KeyedTable).select_key(key)
 
     def on_workflow_graph_moved(self, event: WorkflowGraph.Moved) -> None:
         # The node table is the one selection: the inspector follows its row.
@@ -275,9 +292,40 @@ class RunDetailScreen(LiveScreen):
             views.active = "tab-graph"
             self.query_one(WorkflowGraph).focus()
 
+    def follow_timeline_row(self, row: Row, *, open_it: bool) -> None:
+        """The timeline's cursor is on ``row``: the inspector shows its node (and, on
+        ``enter``, its attempt or call)."""
+        if open_it and row.attempt is not None:
+            tab = "tab-calls" if row.kind == "call" else "tab-attempts"
+            key = str(row.item_id) if row.kind == "call" else str(row.attempt)
+            self._open_in_inspector = (tab, key)
+        node = self.nodes.get(row.node_key)
+        table = self.query_one("#nodes-table", KeyedTable)
+        if node is not None and table.select_key(row.node_key):
+            self._pinned = None
+            if node.key == self._shown_node:
+                self.run_worker(self._show_node_safely(node), group="inspector", exclusive=True)
+            return
+        self.run_worker(self._pin(row.node_key), group="inspector", exclusive=True)
+
+    async def _pin(self, node_key: str) -> None:
+        reader = self.tether.reader
+        node_id, _, iteration = node_key.rpartition("#")
+        node = await reader.node(self.run_id, node_id, int(iteration)) if reader else None
+        if node is not None:
+            self._pinned = node
+            self.tether.select(run_id=self.run_id, node_id=node.node_id)
+            self.update_chrome()
+            await self._show_node_safely(node)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == TIMELINE_TAB:
+            self.run_worker(self.refresh_timeline(True), group="timeline", exclusive=True)
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id != "nodes-table":
             return
+        self._pinned = None
         node = self.selected_node
         if node is None:
             return
