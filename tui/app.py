@@ -1,10 +1,10 @@
 """The Tether dashboard: a Textual app that tails the workspace database and artifacts.
 
-Views (modes): ``1`` Runs, ``2`` Tokens, ``3`` Memory, ``4`` Handoffs. One async worker polls
-(:class:`tui.tailing.WorkspaceTailer`) whenever the workspace folder reports a write, and on a
-slow timer in case it does not; each poll that finds a commit refreshes the view on screen with
-bounded queries. ``p`` pauses the screen, not the collection: polls continue and count what
-they hold back.
+Views (modes): ``1`` Runs, ``2`` Tokens, ``3`` Memory, ``4`` Handoffs, ``5`` Usage. One async
+worker polls (:class:`tui.tailing.WorkspaceTailer`) whenever the workspace folder reports a
+write, and on a slow timer in case it does not; each poll that finds a commit refreshes the
+view on screen with bounded queries. ``p`` pauses the screen, not the collection: polls
+continue and count what they hold back.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from tui.screens.memory_view import MemoryScreen
 from tui.screens.run_detail import RunDetailScreen
 from tui.screens.runs_view import RunsScreen
 from tui.screens.tokens_view import TokensScreen
+from tui.screens.usage_view import UsageScreen
 from tui.tailing import Batch, WorkspaceTailer
 
 TICK_S = 1.0
@@ -69,6 +70,7 @@ class TetherApp(App[None]):
         "tokens": TokensScreen,
         "memory": MemoryScreen,
         "handoffs": HandoffsScreen,
+        "usage": UsageScreen,
     }
     DEFAULT_MODE = "runs"
     COMMANDS = App.COMMANDS | {RunsProvider}
@@ -78,6 +80,7 @@ class TetherApp(App[None]):
         Binding("2", "show_view('tokens')", "Tokens", show=False),
         Binding("3", "show_view('memory')", "Memory", show=False),
         Binding("4", "show_view('handoffs')", "Handoffs", show=False),
+        Binding("5", "show_view('usage')", "Usage", show=False),
         Binding("p", "toggle_pause", "Pause"),
         Binding("q", "request_quit", "Quit"),
     ]
@@ -359,18 +362,32 @@ class TetherApp(App[None]):
             self.selected_node_id = node_id
         self.selected_run_id = run_id
 
-    def open_run(self, run_id: str) -> None:
-        """Show a run's detail screen in the Runs view; escape returns to where it was opened."""
-        self.run_worker(self._open_run(run_id), group="navigate", exclusive=True)
+    def open_run(self, run_id: str, node_key: str | None = None) -> None:
+        """Show a run's detail screen in the Runs view (on ``node_key`` when given); escape
+        returns to where it was opened."""
+        self.run_worker(self._open_run(run_id, node_key), group="navigate", exclusive=True)
 
-    async def _open_run(self, run_id: str) -> None:
+    async def _open_run(self, run_id: str, node_key: str | None = None) -> None:
         self.select(run_id=run_id)
         origin = self.current_mode
         if origin != "runs":
             await self.switch_mode("runs")
         while len(self.screen_stack) > 1 and not isinstance(self.screen, RunsScreen):
             await self.pop_screen()
-        await self.push_screen(RunDetailScreen(run_id, came_from=origin))
+        await self.push_screen(RunDetailScreen(run_id, came_from=origin, node_key=node_key))
+
+    def open_compare(self, run_a: str, run_b: str) -> None:
+        """Show two runs side by side over the current view (escape comes back)."""
+        from tui.screens.compare_view import CompareScreen
+
+        self.push_screen(CompareScreen(run_a, run_b))
+
+    def open_cost(self, run_id: str) -> None:
+        """Show why a run cost what it did over the current view (escape comes back)."""
+        from tui.screens.cost_view import CostScreen
+
+        self.select(run_id=run_id)
+        self.push_screen(CostScreen(run_id))
 
     def show_tokens(self, scope: str) -> None:
         """Switch to the Tokens view with ``scope`` (workspace, run or node)."""
@@ -438,6 +455,7 @@ class TetherApp(App[None]):
             ("2", "tokens", "Tokens"),
             ("3", "memory", "Memory"),
             ("4", "handoffs", "Handoffs"),
+            ("5", "usage", "Usage"),
         ):
             yield SystemCommand(
                 f"{label} view",

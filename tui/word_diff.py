@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from rich.text import Text
 
-from tui.plain import visible
+from tui.plain import pretty_json, visible
 
 MAX_WORDS = 20_000
 _WORDS = re.compile(r"\s+|[^\s]+\s*")
@@ -149,3 +149,13 @@ def diff_plain(diff: WordDiff) -> str:
         shown = visible(piece)
         parts.append(shown if op == "=" else f"[-{shown}-]" if op == "-" else f"{{+{shown}+}}")
     return "".join(parts)
+
+
+def comparable(texts: object, field: str) -> str | None:
+    """One side's text of ``field`` (prompt, memory, output of
+    :class:`store.read.compare_reads.NodeTexts`) as it is diffed: an output as indented JSON,
+    one value a line, so the diff shows which values changed."""
+    value = getattr(texts, field)
+    if value is None:
+        return None
+    return pretty_json(value) if field == "output" else str(value)

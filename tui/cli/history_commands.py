@@ -203,22 +203,13 @@ def compare_lines(comparison: Any, now_ms: int) -> list[str]:
     return lines
 
 
-def comparable(texts: Any, field: str) -> str | None:
-    """One side's text of ``field`` as it is diffed: an output as indented JSON (one value a
-    line), so a word diff shows which values changed."""
-    from tui.plain import pretty_json
-
-    value = getattr(texts, field)
-    return pretty_json(value) if field == "output" and value is not None else value
-
-
 async def print_compare(
     workspace: Workspace, a_id: str, b_id: str, node_key: str | None, output_format: str
 ) -> None:
     """Print two runs side by side, or (``node_key``) one node's prompt, memory block and
     output as word diffs."""
     from store.read.compare_reads import compare_runs, node_texts
-    from tui.word_diff import diff_plain, word_diff
+    from tui.word_diff import comparable, diff_plain, word_diff
 
     async with reading_runs(workspace, a_id, b_id) as (db, now):
         comparison = await compare_runs(db, a_id, b_id)

@@ -26,6 +26,7 @@ VIEWS: tuple[tuple[str, str, str], ...] = (
     ("2", "tokens", "Tokens"),
     ("3", "memory", "Memory"),
     ("4", "handoffs", "Handoffs"),
+    ("5", "usage", "Usage"),
 )
 
 

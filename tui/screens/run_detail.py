@@ -95,9 +95,13 @@ class RunDetailScreen(InspectorSearch):
     ]
     AUTO_FOCUS = "#run-graph"
 
-    def __init__(self, run_id: str, *, came_from: str = "runs") -> None:
+    def __init__(
+        self, run_id: str, *, came_from: str = "runs", node_key: str | None = None
+    ) -> None:
         super().__init__()
         self.run_id = run_id
+        self._wanted_node = node_key
+        """The node to put the cursor on once the nodes are read (the cost view's enter)."""
         self.came_from = came_from
         """The view the run was opened from (escape returns there)."""
         self.run: RunRecord | None = None
@@ -179,6 +183,10 @@ class RunDetailScreen(InspectorSearch):
         ]
         table = self.query_one("#nodes-table", KeyedTable)
         table.sync(rows)
+        if self._wanted_node is not None and table.select_key(self._wanted_node):
+            self._wanted_node = None
+            self.query_one("#run-views", TabbedContent).active = "tab-nodes"
+            table.focus()
         shown = [n for n in nodes if matches(needle, n.node_id, n.state)]
         self.query_one(WorkflowGraph).show(build_graph(shown, usage), table.cursor_key)
         self._show_summary(now)

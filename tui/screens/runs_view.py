@@ -118,16 +118,24 @@ class RunsScreen(RunSearchScreen):
         "created > -7d, cost > 0.5, tokens >= 200k, agent = claude-code, model STARTS_WITH "
         "claude, input.repo = demo, error ~ timeout, text ~ pytest (prompts, outputs, logs), "
         "joined by AND, OR, NOT and parentheses; a plain word matches run ids and workflows. "
-        "F picks a saved filter, S saves the one in effect."
+        "F picks a saved filter, S saves the one in effect. $ explains the selected run's "
+        "cost (its costliest nodes and calls, retries, cache). m marks a run, = compares the "
+        "marked run with the selected one (= on a run that continues another compares the "
+        "two generations)."
     )
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("enter", "open_run", "Open run"),
+        Binding("dollar_sign", "cost", "Why this cost"),
+        Binding("m", "mark", "Mark to compare"),
+        Binding("equals_sign", "compare", "Compare"),
     ]
     AUTO_FOCUS = "#runs-table"
 
     def __init__(self) -> None:
         super().__init__()
         self.runs: dict[str, RunRecord] = {}
+        self.marked: str | None = None
+        """The run marked with m (the A side of the next compare)."""
         self._charted_at = 0.0
         self._chart_stale = True
         self._chart_timer: Timer | None = None
@@ -155,9 +163,15 @@ class RunsScreen(RunSearchScreen):
 
     def crumb(self) -> Text:
         if self.filter_text:
-            return self.search_crumb()
-        shown = len(self.query_one(KeyedTable).keys) if self.is_mounted else 0
-        return Text(f"{plural(shown, 'run')} shown")
+            text = self.search_crumb()
+        else:
+            shown = len(self.query_one(KeyedTable).keys) if self.is_mounted else 0
+            text = Text(f"{plural(shown, 'run')} shown")
+        if self.marked:
+            text.append("  marked ", style="dim")
+            text.append_text(literal(self.marked, "bold magenta"))
+            text.append(" (= compares)", style="dim")
+        return text
 
     @property
     def selected_run_id(self) -> str | None:
@@ -306,3 +320,31 @@ class RunsScreen(RunSearchScreen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
             self.tether.open_run(event.row_key.value)
+
+    def action_cost(self) -> None:
+        """Why the selected run cost what it did."""
+        run_id = self.selected_run_id
+        if run_id is not None:
+            self.tether.open_cost(run_id)
+
+    def action_mark(self) -> None:
+        """Mark the selected run as the A side of a comparison (again: unmark it)."""
+        run_id = self.selected_run_id
+        self.marked = None if run_id == self.marked else run_id
+        self.update_chrome()
+
+    def action_compare(self) -> None:
+        """The marked run beside the selected one; without a mark, the selected run beside
+        the run it continues (its previous generation, or the run it was forked from)."""
+        run_id = self.selected_run_id
+        if run_id is None:
+            return
+        if self.marked and self.marked != run_id:
+            self.tether.open_compare(self.marked, run_id)
+            return
+        run = self.runs.get(run_id) or self.tether.known_runs.get(run_id)
+        if run is not None and run.parent_run_id:
+            self.tether.open_compare(run.parent_run_id, run_id)
+            return
+        self.app.notify("Mark a run with m, then press = on another run to compare them "
+                        "(a run that continues another compares with it directly).", timeout=6)
