@@ -38,6 +38,7 @@ from tui.cli.hot_commands import DEFAULT_RUNS_LIMIT, list_runs
 from tui.cli.output import page_of, print_json, print_listing
 from tui.plain import cost as format_cost
 from tui.plain import duration, visible
+from tui.recall_words import readable_why
 
 DEFAULT_ATTEMPTS_LIMIT = 10
 DEFAULT_FAN_OUT_LIMIT = 200
@@ -249,11 +250,9 @@ def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
         lines.append(f"  {'warning' if block.degraded else 'note'}: {visible(block.warning)}")
     for item in block.items:
         mark = "" if item.get("included", True) else " (left out: budget)"
-        # "why" says how the item was found (words matched, similarity, primer); blocks stored
-        # before it existed only have the matched terms.
-        why = str(item.get("why") or "") or "matched: " + (
-            ", ".join(str(t) for t in item.get("matched_terms") or []) or "-"
-        )
+        # "why" says how the item was found (words matched, as the query typed them,
+        # similarity, primer); blocks stored before it existed only have the matched terms.
+        why = readable_why(item, block.query) or "matched: -"
         lines.append(
             f"  - {visible(str(item.get('id')))} {visible(str(item.get('namespace', '')))}"
             f" score {float(item.get('score') or 0):.3f} {visible(why)}{mark}"
