@@ -103,6 +103,15 @@ def workflow_files(examples_dir: Path, recorded: Iterable[str | None]) -> list[P
     return files
 
 
+def _digest(path: Path) -> bytes:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).digest()
+    except OSError:
+        return str(path).encode()
+
+
 def suggested_inputs() -> dict[str, Any]:
     """Example inputs by example file name (the demo's plan), so a launch starts filled in."""
     inputs: dict[str, Any] = {}
@@ -186,12 +195,19 @@ class EngineHost:
         inputs = suggested_inputs()
         known: list[KnownWorkflow] = []
         problems: list[str] = []
+        offered: set[tuple[str, bytes]] = set()
         for path in workflow_files(self.examples_dir, recorded):
             try:
                 workflow = load_workflow(path)
             except InvalidInputError as error:
                 problems.append(str(error))
                 continue
+            # One entry per workflow: a copy of an offered file (the demo's, a checkout's) with
+            # the same name is not offered twice.
+            same = (workflow.name, _digest(path))
+            if same in offered:
+                continue
+            offered.add(same)
             example = inputs.get(path.name)
             if example is None and workflow.input_model is not None:
                 example = placeholder_input(workflow.input_model.model_json_schema())

@@ -28,7 +28,8 @@ FIELDS: dict[str, Field] = {
     for field in (
         Field("run", "text", "the run id"),
         Field("workflow", "text", "the workflow's name"),
-        Field("status", "status", "the run's status (stale: running with an old heartbeat)"),
+        Field("status", "status", "the run's status (stale: running with an old heartbeat; "
+              "queued: pending on the queue for a worker)"),
         Field("parent", "text", "the run it continues (none: a first generation)"),
         Field("gen", "number", "the generation in its handoff chain"),
         Field("created", "time", "when the run was created"),
@@ -50,7 +51,7 @@ FIELDS: dict[str, Field] = {
     )
 }
 ALIASES = {"id": "run", "generation": "gen", "wf": "workflow", "state": "status"}
-STATUS_VALUES = (*RUN_STATUSES, "stale")
+STATUS_VALUES = (*RUN_STATUSES, "stale", "queued")
 FULLTEXT_FIELDS = tuple(name for name, f in FIELDS.items() if f.kind == "fulltext")
 
 ORDERING = (">", ">=", "<", "<=")

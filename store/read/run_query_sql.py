@@ -26,7 +26,7 @@ RUN_COLUMNS = (
     "run_id, workflow, status, error, parent_run_id, generation, created_at_ms, started_at_ms, "
     "finished_at_ms, heartbeat_at_ms, updated_at_ms, nodes_total, nodes_done, input_tokens, "
     "cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens, input_json, "
-    "clear_reason, cost_usd, unpriced_calls"
+    "clear_reason, cost_usd, unpriced_calls, queued_at_ms"
 )
 _TOKENS = "(" + " + ".join(f"runs.{c}" for c in LANE_COLUMNS) + ")"
 _COLUMNS = {
@@ -190,11 +190,13 @@ class _Compiler:
     def status(self, c: Condition) -> Sql:
         wanted = [str(v) for v in c.values]
         tests = []
-        plain = [v for v in wanted if v != "stale"]
+        plain = [v for v in wanted if v not in ("stale", "queued")]
         if plain:
             tests.append(f"runs.status IN ({', '.join(self.bind(v) for v in plain)})")
         if "stale" in wanted:
             tests.append(_STALE)
+        if "queued" in wanted:
+            tests.append("(runs.status = 'pending' AND runs.queued_at_ms IS NOT NULL)")
         clause = " OR ".join(tests)
         negated = c.op in ("!=", "not in")
         return Sql(f"NOT ({clause})" if negated else f"({clause})")

@@ -60,7 +60,7 @@ def test_values_are_read_by_the_field_kind() -> None:
     [
         ("stauts = failed", "'stauts' is not a field (did you mean status?); fields are run,"),
         ("status = done", "status takes one of pending, running, finished, failed, cancelled, "
-                          "handed-off, stale, not 'done'."),
+                          "handed-off, stale, queued, not 'done'."),
         ("cost > cheap", "cost takes a dollar amount such as 0.50 or $2, not 'cheap'."),
         ("tokens > lots", "tokens takes a number such as 5000, 200k or 1.5M, not 'lots'."),
         ("created > soon", "created takes a date (2026-01-01), a time (2026-01-01T10:30) or a "

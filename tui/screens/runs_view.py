@@ -65,7 +65,7 @@ would)."""
 def run_cells(run: RunRecord, now_ms: int) -> list[Text]:
     """The cells of one runs-list row."""
     stale = run.is_stale(now_ms)
-    status = status_text(run.status)
+    status = status_text("queued" if run.is_queued else run.status)
     if stale:
         status.append(" ")
         status.append(" STALE ", style="bold black on yellow")
