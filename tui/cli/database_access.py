@@ -33,10 +33,12 @@ def require_workspace(workspace: Workspace) -> None:
 async def reading(workspace: Workspace) -> AsyncIterator[Database | None]:
     """The workspace database opened read-only for a reading command, or None when there is
     none yet. A read never creates, migrates or chmods anything. A SQLite workspace is read in
-    this thread (works with or without an event loop, see :func:`tui.cli.common.run_direct`)."""
+    this thread (works with or without an event loop, see :func:`tui.cli.common.run_direct`).
+    A workspace folder that does not exist at all is an error (:func:`require_workspace`)."""
     from store.db.backends import open_in_thread
     from store.errors import NotFoundError
 
+    require_workspace(workspace)
     db: Database | None
     try:
         db = await open_in_thread(workspace, create=False, read_only=True)

@@ -106,7 +106,7 @@ class CostScreen(LiveScreen):
                 yield KeyedTable(CALL_COST_COLUMNS, id="cost-calls", stretch="where")
 
     def on_mount(self) -> None:
-        super().on_mount()
+        # Textual calls each base class's on_mount too (most derived first): no super().
         self.query_one("#cost-nodes", KeyedTable).border_title = "Nodes by cost"
         self.query_one("#cost-calls", KeyedTable).border_title = "Costliest calls"
 
@@ -132,7 +132,7 @@ class CostScreen(LiveScreen):
         self.query_one("#cost-calls", KeyedTable).sync([
             (str(c.call_id), [
                 Text(str(c.call_id), justify="right"),
-                one_line(f"{c.node_id}#{c.iteration} · attempt {c.attempt}"),
+                one_line(f"{c.node_id}#{c.iteration} / {c.attempt}"),
                 one_line(c.model or "–"),
                 Text(tokens(c.context_tokens), justify="right"),
                 Text(call_cost(c), justify="right"),

@@ -78,7 +78,7 @@ class InspectorSearch(TimelineTab):
     """What each text tab shows now (by tab id), to find its matches."""
 
     def on_mount(self) -> None:
-        super().on_mount()
+        # Textual calls each base class's on_mount too (most derived first): no super().
         self.search_terms = tuple(self.tether.highlight_terms)
         self._at_line = {}
         # [ and ] switch tabs: the tab strips take no focus, so Tab goes from the graph (or
@@ -128,6 +128,7 @@ class InspectorSearch(TimelineTab):
         super().action_open_filter()
 
     async def on_filter_bar_applied(self, message: FilterBar.Applied) -> None:
+        message.prevent_default()  # Textual would call the base class's handler as well
         if not self._filter_for_log:
             await super().on_filter_bar_applied(message)
             return

@@ -141,7 +141,7 @@ class RunDetailScreen(InspectorSearch):
                     yield KeyedTable(CALL_COLUMNS, id="calls-table", stretch="agent")
 
     def on_mount(self) -> None:
-        super().on_mount()
+        # Textual calls each base class's on_mount too (most derived first): no super().
         self.set_interval(0.25, self._poll_log)
 
     def crumb(self) -> Text:

@@ -100,6 +100,7 @@ class RunSearchScreen(RunControlScreen):
 
     async def on_filter_bar_applied(self, message: FilterBar.Applied) -> None:
         """Apply a query, or refuse it with its sentence (the filter in effect stays)."""
+        message.prevent_default()  # Textual would call the base class's handler as well
         try:
             parse_query(message.value, self.tether.now_ms())
         except InvalidInputError as error:
