@@ -255,6 +255,8 @@ class NodeRecord(NamedTuple):
     @property
     def depends_on(self) -> list[str]:
         """The node ids this one waits for."""
+        if self.depends_on_json in (None, "[]"):  # most nodes: no JSON to decode
+            return []
         value = read_json(self.depends_on_json)
         return [str(dep) for dep in value] if isinstance(value, list) else []
 

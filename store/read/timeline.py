@@ -126,6 +126,7 @@ class _Graph:
     def __init__(self, nodes: Sequence[NodeRecord]) -> None:
         self.by_id: dict[str, list[NodeRecord]] = {}
         self.by_key = {node.key: node for node in nodes}
+        self._found: dict[str, tuple[list[NodeRecord], bool]] = {}
         for node in nodes:
             self.by_id.setdefault(node.node_id, []).append(node)
             if "[" in node.node_id:
@@ -133,7 +134,12 @@ class _Graph:
                 self.by_id.setdefault(base, []).append(node)
 
     def dependencies(self, node: NodeRecord) -> tuple[list[NodeRecord], bool]:
-        """The node rows ``node`` waits for, and whether one it names has no row yet."""
+        """The node rows ``node`` waits for, and whether one it names has no row yet
+        (worked out once per node: the critical path asks again)."""
+        key = node.key
+        known = self._found.get(key)
+        if known is not None:
+            return known
         deps: list[NodeRecord] = []
         unknown = False
         for dep in node.depends_on:
@@ -145,6 +151,7 @@ class _Graph:
         previous = self.by_key.get(f"{node.node_id}#{node.iteration - 1}")
         if previous is not None:
             deps.append(previous)
+        self._found[key] = (deps, unknown)
         return deps, unknown
 
 
@@ -154,6 +161,7 @@ def build_timeline(run: RunRecord, nodes: Sequence[NodeRecord], now_ms: int) -> 
     start, end = run_extent(run, nodes, now_ms)
     live = run.status in ("running", "pending") and not run.finished_at_ms
     graph = _Graph(nodes)
+    critical = _critical(nodes, graph)
     bars: list[NodeBar] = []
     for node in nodes:
         deps, unknown = graph.dependencies(node)
@@ -161,9 +169,8 @@ def build_timeline(run: RunRecord, nodes: Sequence[NodeRecord], now_ms: int) -> 
         finished = [d.finished_at_ms for d in deps if d.finished_at_ms is not None]
         ready = None if pending else max(finished, default=start)
         spans = node_spans(node, start, ready, end if not live else None)
-        bars.append(NodeBar(node, tuple(spans), ready if ready is not None else start))
-    critical = _critical(bars, graph)
-    bars = [bar._replace(critical=bar.node.key in critical) for bar in bars]
+        bars.append(NodeBar(node, tuple(spans), ready if ready is not None else start,
+                            node.key in critical))
     return RunTimeline(run, start, end, tuple(bars), tuple(idle_spans(nodes, start, end, live)),
                        {}, live)
 
@@ -204,12 +211,12 @@ def node_spans(
     return spans
 
 
-def _critical(bars: Sequence[NodeBar], graph: _Graph) -> set[str]:
+def _critical(nodes: Sequence[NodeRecord], graph: _Graph) -> set[str]:
     """Walk back from the node that ended last (or the running one that started last)
     through the dependency that finished last before it started."""
-    running = [b.node for b in bars if b.node.started_at_ms and b.node.finished_at_ms is None]
+    running = [n for n in nodes if n.started_at_ms and n.finished_at_ms is None]
     current = (max(running, key=lambda n: n.started_at_ms or 0) if running
-               else _latest_finished(bar.node for bar in bars))
+               else _latest_finished(nodes))
     path: set[str] = set()
     while current is not None and current.key not in path:
         path.add(current.key)
@@ -303,18 +310,32 @@ def run_row(timeline: RunTimeline) -> Row:
     return Row(RUN_ROW, 0, "run", f"run {timeline.run.run_id}", tuple(spans), RUN_ROW)
 
 
-def flatten(timeline: RunTimeline, expanded: frozenset[str] | set[str]) -> list[Row]:
+NodeRows = dict[str, tuple[NodeBar, "NodeDetail | None", Row]]
+"""Node rows already built, by key, with the bar and detail they were built from."""
+
+
+def flatten(timeline: RunTimeline, expanded: frozenset[str] | set[str],
+            built: NodeRows | None = None) -> list[Row]:
     """The rows to draw: the run's (busy or idle), one per node iteration (its attempts as
     segments once read), and, under each expanded one, a row per attempt with its calls and
-    tool calls beneath."""
+    tool calls beneath. ``built`` keeps the node rows between calls: a row whose bar and
+    detail are the same objects is reused (expanding one node of 10 000 rebuilds none)."""
     rows: list[Row] = [run_row(timeline)]
+    known: NodeRows = built if built is not None else {}
     for bar in timeline.bars:
         node = bar.node
-        detail = timeline.details.get(node.key)
-        spans = attempt_spans(bar, detail.attempts) if detail else list(bar.spans)
-        rows.append(Row(node.key, 0, "node", node.key, tuple(spans), node.key,
-                        critical=bar.critical, expandable=node.attempts > 0))
-        if node.key not in expanded or detail is None:
+        key = node.key
+        detail = timeline.details.get(key)
+        kept = known.get(key)
+        if kept is not None and kept[0] is bar and kept[1] is detail:
+            rows.append(kept[2])
+        else:
+            spans = attempt_spans(bar, detail.attempts) if detail else list(bar.spans)
+            row = Row(key, 0, "node", key, tuple(spans), key, critical=bar.critical,
+                      expandable=node.attempts > 0)
+            known[key] = (bar, detail, row)
+            rows.append(row)
+        if key not in expanded or detail is None:
             continue
         for attempt in sorted(detail.attempts, key=lambda a: a.attempt):
             rows.extend(attempt_rows(node.key, attempt, detail, bar.critical))

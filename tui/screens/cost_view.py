@@ -110,6 +110,10 @@ class CostScreen(LiveScreen):
         self.query_one("#cost-nodes", KeyedTable).border_title = "Nodes by cost"
         self.query_one("#cost-calls", KeyedTable).border_title = "Costliest calls"
 
+    def on_resize(self) -> None:
+        # Below 120 columns the two tables go one above the other, each at full width.
+        self.query_one("#cost-tables").set_class(self.size.width < 120, "-stacked")
+
     def crumb(self) -> Text:
         text = Text("cost of run ")
         text.append_text(one_line(self.run_id, "bold"))

@@ -18,7 +18,7 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from engine.artifact_files import stream_log_path
-from store.model.run_records import NodeRecord, RunRecord
+from store.model.run_records import TERMINAL_RUN_STATUSES, NodeRecord, RunRecord
 from store.read.timeline import Row
 from store.workspace.layout import Workspace
 from tui.format import (
@@ -95,6 +95,9 @@ class RunDetailScreen(InspectorSearch):
     ]
     AUTO_FOCUS = "#run-graph"
 
+    _graph_wanted: tuple[list[NodeRecord], Any] | None = None
+    """What the graph should show next (drawn when its tab is on screen)."""
+
     def __init__(
         self, run_id: str, *, came_from: str = "runs", node_key: str | None = None
     ) -> None:
@@ -170,6 +173,9 @@ class RunDetailScreen(InspectorSearch):
         if reader is None:
             return
         now = self.tether.now_ms()
+        ticked = not batch.first_read and not batch.events
+        if ticked and self.run is not None and self.run.status in TERMINAL_RUN_STATUSES:
+            return  # a clock tick changes nothing shown of an ended run (10 000 nodes or 4)
         self.run = await reader.run(self.run_id)
         nodes = await reader.nodes(self.run_id)
         usage = await reader.node_usage(self.run_id)
@@ -188,7 +194,9 @@ class RunDetailScreen(InspectorSearch):
             self.query_one("#run-views", TabbedContent).active = "tab-nodes"
             table.focus()
         shown = [n for n in nodes if matches(needle, n.node_id, n.state)]
-        self.query_one(WorkflowGraph).show(build_graph(shown, usage), table.cursor_key)
+        self._graph_wanted = (shown, usage)
+        if self.query_one("#run-views", TabbedContent).active == "tab-graph":
+            self._draw_graph()
         self._show_summary(now)
         node = self.selected_node
         if node is not None and (
@@ -326,9 +334,27 @@ class RunDetailScreen(InspectorSearch):
             self.update_chrome()
             await self._show_node_safely(node)
 
+    def _draw_graph(self) -> None:
+        """Draw the graph the last read left (only while its tab is shown: a run of 10 000
+        nodes is not drawn again behind the timeline on every commit)."""
+        table = self.query_one("#nodes-table", KeyedTable)
+        graph = self.query_one(WorkflowGraph)
+        if self._graph_wanted is None:  # the same graph: the cursor follows the table
+            key = table.cursor_key
+            position = graph.graph.position_of(key) if key is not None else None
+            if position is not None and position != graph.cursor:
+                graph.show(graph.graph, key)
+            return
+        shown, usage = self._graph_wanted
+        self._graph_wanted = None
+        graph.show(build_graph(shown, usage), table.cursor_key)
+
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == TIMELINE_TAB:
-            self.run_worker(self.refresh_timeline(True), group="timeline", exclusive=True)
+            self.run_worker(self.reread_timeline(), group="timeline",
+                            exclusive=True)
+        elif event.pane.id == "tab-graph":
+            self._draw_graph()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id != "nodes-table":
@@ -339,7 +365,8 @@ class RunDetailScreen(InspectorSearch):
             return
         graph = self.query_one(WorkflowGraph)
         position = graph.graph.position_of(node.key)
-        if position is not None and position != graph.cursor:
+        shown = self.query_one("#run-views", TabbedContent).active == "tab-graph"
+        if position is not None and position != graph.cursor and shown:
             graph.cursor = position
             graph.show(graph.graph)
         self.tether.select(run_id=self.run_id, node_id=node.node_id)

@@ -79,6 +79,9 @@ class TimelineTab(LiveScreen):
         """Re-read the bars (and, when ``touched``, the details shown) while the tab is shown."""
         if not self.timeline_shown():
             return
+        if not touched and self._timeline is not None:
+            self._draw_timeline()  # a clock tick: live bars grow to now, nothing is read
+            return
         app = self.tether
         reader = app.reader
         if reader is None:
@@ -93,6 +96,10 @@ class TimelineTab(LiveScreen):
             bars.forget_details()
         self._timeline = with_details(timeline, self._details)
         self._draw_timeline()
+
+    async def reread_timeline(self) -> None:
+        """A worker's job: read the bars and the details shown again."""
+        await self.refresh_timeline(True)
 
     def _draw_timeline(self) -> None:
         if self._timeline is None:
@@ -142,4 +149,5 @@ class TimelineTab(LiveScreen):
             return
         views.active = TIMELINE_TAB
         self.query_one(TimelineBars).focus()
-        self.run_worker(self.refresh_timeline(True), group="timeline", exclusive=True)
+        self.run_worker(self.reread_timeline(), group="timeline",
+                        exclusive=True)

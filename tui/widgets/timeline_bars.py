@@ -24,7 +24,14 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from store.read.timeline import RUN_ROW, Row, RunTimeline, flatten, visible_node_keys
+from store.read.timeline import (
+    RUN_ROW,
+    NodeRows,
+    Row,
+    RunTimeline,
+    flatten,
+    visible_node_keys,
+)
 from tui.plain import duration, visible
 from tui.timeline_draw import GLYPHS, cells, fit_scale
 
@@ -37,7 +44,7 @@ class TimelineBars(ScrollView, can_focus=True):
     """The rows of a :class:`RunTimeline` on a time axis (see the module docstring)."""
 
     DEFAULT_CSS = """
-    TimelineBars { height: 1fr; }
+    TimelineBars { height: 1fr; overflow-x: hidden; }
     """
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
         Binding("up,k", "move(-1)", "Up", show=False),
@@ -98,6 +105,8 @@ class TimelineBars(ScrollView, can_focus=True):
         self.follow = True
         self._styles: dict[str, Style] = {k: Style.parse(s) for k, (_c, s) in GLYPHS.items()}
         self._asked: set[str] = set()
+        self._built: NodeRows = {}
+        """Node rows kept between draws (one run's nodes at most)."""
 
     # -- data ----------------------------------------------------------------------------
 
@@ -106,7 +115,7 @@ class TimelineBars(ScrollView, can_focus=True):
         keep = self.rows[self.cursor].key if self.rows and self.cursor < len(self.rows) else None
         self.timeline = timeline
         self.now_ms = now_ms
-        self.rows = flatten(timeline, self.expanded)
+        self.rows = flatten(timeline, self.expanded, self._built)
         if keep is not None:
             index = next((i for i, r in enumerate(self.rows) if r.key == keep), None)
             if index is not None:
@@ -115,15 +124,20 @@ class TimelineBars(ScrollView, can_focus=True):
         if self.follow and timeline.live and self.ms_per_cell is not None:
             span = self.bar_width * self.ms_per_cell
             self.offset_ms = max(0, timeline.end_ms - timeline.start_ms - span + span // 10)
-        self.virtual_size = Size(self.size.width, len(self.rows))
+        self.virtual_size = Size(self.width_inside, len(self.rows))
         self.refresh()
         self._want_details()
         self.post_message(self.Rescaled())
 
     @property
+    def width_inside(self) -> int:
+        """The cells a row can use (less the vertical scrollbar when there is one)."""
+        return self.scrollable_content_region.width or self.size.width
+
+    @property
     def bar_width(self) -> int:
         """Cells of the bar area (the width less the label and duration columns)."""
-        return max(10, self.size.width - LABEL_WIDTH - TOOK_WIDTH - 2)
+        return max(10, self.width_inside - LABEL_WIDTH - TOOK_WIDTH - 2)
 
     @property
     def scale(self) -> int:
@@ -161,7 +175,7 @@ class TimelineBars(ScrollView, can_focus=True):
     # -- drawing -------------------------------------------------------------------------
 
     def on_resize(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self.rows))
+        self.virtual_size = Size(self.width_inside, len(self.rows))
         self._want_details()
         self.post_message(self.Rescaled())
 
@@ -172,7 +186,7 @@ class TimelineBars(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         index = int(self.scroll_offset.y) + y
         if self.timeline is None or not 0 <= index < len(self.rows):
-            return Strip.blank(self.size.width)
+            return Strip.blank(self.width_inside)
         return self.render_row(self.rows[index], index == self.cursor)
 
     def render_row(self, row: Row, selected: bool) -> Strip:
@@ -212,7 +226,7 @@ class TimelineBars(ScrollView, can_focus=True):
             took = duration(max(0, end - row.spans[0].start_ms))
         segments.append(Segment(" " + took.rjust(TOOK_WIDTH), base + Style(dim=True)))
         strip = Strip(segments)
-        return strip.crop_extend(0, self.size.width, base)
+        return strip.crop_extend(0, self.width_inside, base)
 
     def axis_text(self) -> Text:
         """The axis over the bars: the time since the run's start every 12 cells."""
