@@ -46,13 +46,15 @@ def _who(p: Mapping[str, Any]) -> str:
 
 def _call(p: Mapping[str, Any]) -> str:
     usage = _usage(p)
-    parts = [f"{_count(p.get('context_tokens'))} context ({p.get('bucket', '?')})",
+    kind = p.get("kind") or "model"
+    # A row that is no model call (a turn's or a session's totals) has no context window.
+    size = (f"{_count(p.get('context_tokens'))} context ({p.get('bucket', '?')})"
+            if kind == "model" else f"{kind} row, not one call (no bucket)")
+    parts = [size,
              f"{_count(usage.get('input_tokens'))} in",
              f"{_count(usage.get('cache_read_tokens'))} cache read",
              f"{_count(usage.get('output_tokens'))} out"]
-    kind = p.get("kind")
-    lead = "" if kind in (None, "model") else f"{kind} row, "
-    return lead + " · ".join(parts) + _who(p)
+    return " · ".join(parts) + _who(p)
 
 
 def _attempt_finished(p: Mapping[str, Any]) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.agents.agent import Agent, AgentError, AgentRequest, ModelCall
+from engine.agents.agent import Agent, AgentError, AgentRequest, ModelCall, calls_model
 from engine.agents.reported_usage import check_usage
 from engine.artifact_files import RAW_OUTPUT, write_private_bytes
 from engine.pricing import PriceTable
@@ -99,6 +99,12 @@ async def run_attempt(
             usage = usage + call.usage
         return usage
 
+    configured_model = getattr(agent, "model", None)
+
+    def model() -> str | None:
+        # The config names none: the attempt's model is the one its calls used.
+        return None if configured_model else calls_model(calls)
+
     stream_path = execution.attempt_folders.stream_log(unit.node_id, unit.iteration, attempt)
     request = AgentRequest(
         prompt=prompt,
@@ -115,7 +121,7 @@ async def run_attempt(
     )
     text = ""
     try:
-        async with asyncio.timeout(spec.timeout_s):
+        async with asyncio.timeout(spec.effective_timeout_s):
             result = await agent.run(request)
             text = result.text
             output: Any = result.text
@@ -156,14 +162,18 @@ async def run_attempt(
                         ) from second
     except TimeoutError as error:
         raise _AttemptError(
-            AgentError(f"timed out after {spec.timeout_s:g} s"),
+            AgentError(
+                f"timed out after {spec.effective_timeout_s:g} s"
+                + ("" if spec.timeout_s is not None else " (the default; set timeout_s)")
+            ),
             total(),
             text,
             request.details,
             writes,
+            model(),
         ) from error
     except AgentError as error:
-        raise _AttemptError(error, total(), text, request.details, writes) from error
+        raise _AttemptError(error, total(), text, request.details, writes, model()) from error
     except StorageError:
         raise  # the workspace stopped taking writes: the run stops (engine.run.interruption)
     except OSError as error:
@@ -172,7 +182,7 @@ async def run_attempt(
             raise storage from None  # an artifact could not be written: disk full, read-only
         raise _AttemptError(
             AgentError(f"the agent raised {type(error).__name__}: {error}"), total(), text,
-            request.details, writes,
+            request.details, writes, model(),
         ) from error
     except Exception as error:
         # A bug or unexpected error inside an agent fails the attempt (retries apply); it
@@ -183,6 +193,7 @@ async def run_attempt(
             text,
             request.details,
             writes,
+            model(),
         ) from error
     except asyncio.CancelledError:
         await _end_cancelled(
@@ -196,6 +207,7 @@ async def run_attempt(
             usage=total(),
             text=text or None,
             details=request.details or None,
+            model=model(),
         )
         _settled(writes)
         execution.progress("node", unit, "cancelled")
@@ -218,6 +230,7 @@ async def run_attempt(
         set_node_output=True,
         nodes_done=execution.done_count,
         details=request.details or None,
+        model=model(),
     )
     execution.acknowledge(unit, end, writes, tokens=total().total, attempt=attempt)
     return output
@@ -236,6 +249,7 @@ async def _end_cancelled(
     usage: TokenUsage = TokenUsage(),
     text: str | None = None,
     details: dict[str, Any] | None = None,
+    model: str | None = None,
 ) -> None:
     """Record an attempt as cancelled (shielded: the task itself may be being cancelled)."""
     with contextlib.suppress(Exception):
@@ -251,6 +265,7 @@ async def _end_cancelled(
                 error=error,
                 node_state=node_state,
                 details=details,
+                model=model,
             )
         )
 
@@ -286,6 +301,7 @@ async def record_failed_attempt(
     text = error.text if isinstance(error, _AttemptError) else None
     details = error.details if isinstance(error, _AttemptError) else None
     writes = error.writes if isinstance(error, _AttemptError) else []
+    model = error.model if isinstance(error, _AttemptError) else None
     requests = await execution.store.finish_attempt(
         execution.run_id,
         unit.node_id,
@@ -297,6 +313,7 @@ async def record_failed_attempt(
         error=str(error),
         node_state="retrying" if retry else "failed",
         details=details or None,
+        model=model,
     )
     await _committed(writes)
     execution.absorb_requests(requests)
@@ -304,10 +321,13 @@ async def record_failed_attempt(
 
 
 def call_cost(call: ModelCall, simulated: bool, prices: PriceTable) -> float | None:
-    """A call's cost: a retried request costs nothing, a simulated call is free, a cost the
-    provider reported stands, anything else comes from the price table (None: unknown)."""
+    """A call's cost: a retried request costs nothing, a simulated call is free, a call whose
+    usage the server did not report is unknown, a cost the provider reported stands, anything
+    else comes from the price table (None: unknown)."""
     if call.kind == "retry" or simulated:
         return 0.0
+    if not call.usage_known:
+        return None
     if call.cost_usd is not None:
         return call.cost_usd
     return prices.cost(call.model, call.usage)
@@ -324,9 +344,11 @@ class _AttemptError(AgentError):
         text: str,
         details: dict[str, Any],
         writes: list[Awaitable[None]],
+        model: str | None = None,
     ) -> None:
         super().__init__(str(cause), retryable=cause.retryable, retry_after_s=cause.retry_after_s)
         self.usage = usage
         self.text = text
         self.details = details
         self.writes = writes
+        self.model = model

@@ -23,6 +23,9 @@ api_key_env = "OPENAI_API_KEY"
 [prices."qwen2.5-coder"]    # USD per million tokens (see engine.pricing)
 input = 0.20
 output = 0.60
+
+[telemetry]                 # OpenTelemetry export (see engine.telemetry.otel_settings)
+endpoint = "http://127.0.0.1:4318"
 ```
 """
 
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.pricing import Price, PriceTable, parse_prices
+from engine.telemetry.otel_settings import TelemetrySettings, parse_telemetry
 from store.errors import InvalidInputError
 
 _ENGINE_KEYS = {"concurrency", "heartbeat_interval_s", "poll_interval_s"}
@@ -49,6 +53,8 @@ class EngineConfig:
     poll_interval_s: float = 0.25
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)
+    telemetry: TelemetrySettings | None = None
+    """``[telemetry]``: OpenTelemetry export (see :mod:`engine.telemetry.otel_settings`)."""
 
     @property
     def price_table(self) -> PriceTable:
@@ -84,6 +90,7 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
             raise InvalidInputError(f"{source}: agents.{name} must be a table with a type.")
         config.agents[name] = dict(spec)
     config.prices = parse_prices(data.get("prices"), source)
+    config.telemetry = parse_telemetry(data.get("telemetry"), source)
     return config
 
 

@@ -85,6 +85,10 @@ COMMAND_MODULES = {
         "tui.cli.worker_commands",
         "Claim queued runs (tether run --queue, n in the dashboard) and...",
     ),
+    "export": LazyCommand(
+        "tui.cli.export_commands",
+        "Send the workspace's runs to other tools (OpenTelemetry: tether...",
+    ),
     "migrate": LazyCommand(
         "tui.cli.migrate_commands",
         "Copy this SQLite workspace (every table, every artifact file)...",

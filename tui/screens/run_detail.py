@@ -38,6 +38,7 @@ from tui.screens.run_detail_render import (
     CALL_COLUMNS,
     NODE_COLUMNS,
     attempt_cells,
+    attempt_warnings,
     call_cells,
     memory_block_text,
     node_cells,
@@ -95,7 +96,7 @@ class RunDetailScreen(InspectorSearch):
     ]
     AUTO_FOCUS = "#run-graph"
 
-    _graph_wanted: tuple[list[NodeRecord], Any] | None = None
+    _graph_wanted: tuple[list[NodeRecord], Any, Any] | None = None
     """What the graph should show next (drawn when its tab is on screen)."""
 
     def __init__(
@@ -180,10 +181,11 @@ class RunDetailScreen(InspectorSearch):
         nodes = await reader.nodes(self.run_id)
         usage = await reader.node_usage(self.run_id)
         memory = await reader.memory_summaries(self.run_id)
+        warned = await reader.warned_nodes(self.run_id)
         self.nodes = {node.key: node for node in nodes}
         needle = self.filter_text
         rows = [
-            (n.key, node_cells(n, usage.get(n.key), memory.get(n.key), now))
+            (n.key, node_cells(n, usage.get(n.key), memory.get(n.key), now, n.key in warned))
             for n in nodes
             if matches(needle, n.node_id, n.state)
         ]
@@ -194,7 +196,7 @@ class RunDetailScreen(InspectorSearch):
             self.query_one("#run-views", TabbedContent).active = "tab-nodes"
             table.focus()
         shown = [n for n in nodes if matches(needle, n.node_id, n.state)]
-        self._graph_wanted = (shown, usage)
+        self._graph_wanted = (shown, usage, warned)
         if self.query_one("#run-views", TabbedContent).active == "tab-graph":
             self._draw_graph()
         self._show_summary(now)
@@ -247,9 +249,14 @@ class RunDetailScreen(InspectorSearch):
         else:
             prompt.append(
                 f"attempt {latest.attempt} of {max(node.attempts, len(attempts))} · agent "
-                f"{latest.agent or '–'}\n\n",
+                f"{latest.agent or '–'}",
                 style="dim",
             )
+            warnings = attempt_warnings(latest)
+            if warnings:
+                prompt.append(f" · ⚠ {plural(len(warnings), 'warning')} (Attempts tab)",
+                              style="bold yellow")  # fmt: skip
+            prompt.append("\n\n")
             prompt.append_text(literal(latest.prompt or "(prompt not recorded)"))
         self.show_text("tab-prompt", prompt)
         self.show_text("tab-memory", memory_block_text(block))
@@ -276,6 +283,10 @@ class RunDetailScreen(InspectorSearch):
             if attempt.error:
                 errors.append(f"attempt {attempt.attempt}: ", style="bold red")
                 errors.append_text(literal(attempt.error))
+                errors.append("\n")
+            for warning in attempt_warnings(attempt):
+                errors.append(f"attempt {attempt.attempt} warning: ", style="bold yellow")
+                errors.append_text(literal(warning))
                 errors.append("\n")
         self.query_one("#attempt-errors", Static).update(errors)
         self.query_one("#calls-table", KeyedTable).sync(
@@ -345,9 +356,9 @@ class RunDetailScreen(InspectorSearch):
             if position is not None and position != graph.cursor:
                 graph.show(graph.graph, key)
             return
-        shown, usage = self._graph_wanted
+        shown, usage, warned = self._graph_wanted
         self._graph_wanted = None
-        graph.show(build_graph(shown, usage), table.cursor_key)
+        graph.show(build_graph(shown, usage, warned), table.cursor_key)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == TIMELINE_TAB:
