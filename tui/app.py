@@ -30,9 +30,7 @@ from store.errors import DatabaseUnavailable, TetherError
 from store.model.run_records import RunRecord
 from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import Workspace
-from tui.actions.read_only import read_only
 from tui.commands import RunsProvider
-from tui.format import ago, literal
 from tui.screens.handoffs_view import HandoffsScreen
 from tui.screens.live_screen import LiveScreen
 from tui.screens.memory_view import MemoryScreen
@@ -40,6 +38,7 @@ from tui.screens.run_detail import RunDetailScreen
 from tui.screens.runs_view import RunsScreen
 from tui.screens.tokens_view import TokensScreen
 from tui.screens.usage_view import UsageScreen
+from tui.status_line import status_line
 from tui.tailing import Batch, WorkspaceTailer
 from tui.widgets.export_status import ExportStatusPiece
 
@@ -320,43 +319,7 @@ class TetherApp(App[None]):
 
     def status_text(self) -> Text:
         """The status line: live/paused, freshness of the data, newest event, problems."""
-        now = self.now_ms()
-        line = Text()
-        # Separating spaces end the styled piece before them rather than start the next one:
-        # SVG renderers such as rsvg drop the leading spaces of a text run, which turned
-        # "● live  checked" into "● livechecked" in exported screenshots.
-        if self.paused:
-            line.append("❚❚ paused  ", style="bold yellow")
-        elif self.reader is None:
-            line.append("○ waiting  ", style="yellow")
-        elif self.tailer.link_state == "reconnecting":
-            # Never a stale "live": the listening connection to the database is down.
-            line.append("◌ reconnecting  ", style="bold yellow")
-        else:
-            line.append("● live  ", style="bold green")
-        export_problem, export_state = self.export_status.pieces()
-        line.append_text(export_problem)
-        problem = self.read_problem or self.tailer.problem
-        if problem:
-            # First, so a narrow terminal still shows it.
-            line.append("⚠ ", style="bold red")
-            line.append_text(literal(problem, "red"))
-            line.append("  ", style="red")
-        line.append(f"checked {ago(now, self.checked_at_ms)}")
-        line.append(f" · last change {ago(now, self.changed_at_ms)}")
-        line.append(f" · event #{self.tailer.last_seq}")
-        line.append(" · workspace ")
-        if self.workspace.is_shared:
-            line.append_text(literal(self.workspace.describe()))  # never shows a password
-        else:
-            line.append_text(literal(self.workspace.root.name or str(self.workspace.root)))
-        if read_only(self):
-            line.append(" · read-only", style="bold cyan")
-        if self.engine is not None:
-            line.append(" ")
-            line.append("· embedded engine", style="cyan")
-        line.append_text(export_state)
-        return line
+        return status_line(self)
 
     # -- selection and navigation ---------------------------------------------------------------
 

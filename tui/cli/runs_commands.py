@@ -35,10 +35,10 @@ from tui.cli.common import (
 )
 from tui.cli.database_access import open_database, reading
 from tui.cli.hot_commands import DEFAULT_RUNS_LIMIT, list_runs
+from tui.cli.memory_block_text import memory_block_json, memory_block_lines
 from tui.cli.output import page_of, print_json, print_listing
 from tui.plain import cost as format_cost
 from tui.plain import duration, visible
-from tui.recall_words import readable_why
 
 DEFAULT_ATTEMPTS_LIMIT = 10
 DEFAULT_FAN_OUT_LIMIT = 200
@@ -260,46 +260,6 @@ def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]
     return lines
 
 
-def _memory_block_json(block: MemoryBlockRecord | None) -> dict[str, Any] | None:
-    """The recalled memory block a node iteration saw (None when it has no memory config)."""
-    if block is None:
-        return None
-    return {
-        "text": block.text,
-        "items": block.items,
-        "bytes_used": block.bytes_used,
-        "budget_bytes": block.budget_bytes,
-        "truncated": block.truncated,
-        "warning": block.warning,
-        "degraded": block.degraded,
-        "query": block.query,
-        "banks": block.banks,
-    }
-
-
-def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
-    """The memory block as text: accounting, each recalled item and why, then the block."""
-    head = f"Memory block: {block.bytes_used} of {block.budget_bytes} bytes"
-    head += f", {sum(1 for i in block.items if i.get('included', True))} item(s)"
-    if block.truncated:
-        head += ", truncated"
-    lines = [head]
-    if block.warning:
-        lines.append(f"  {'warning' if block.degraded else 'note'}: {visible(block.warning)}")
-    for item in block.items:
-        mark = "" if item.get("included", True) else " (left out: budget)"
-        # "why" says how the item was found (words matched, as the query typed them,
-        # similarity, primer); blocks stored before it existed only have the matched terms.
-        why = readable_why(item, block.query) or "matched: -"
-        lines.append(
-            f"  - {visible(str(item.get('id')))} {visible(str(item.get('namespace', '')))}"
-            f" score {float(item.get('score') or 0):.3f} {visible(why)}{mark}"
-        )
-    if block.text:
-        lines.extend(f"  | {visible(line)}" for line in block.text.split("\n"))
-    return lines
-
-
 @click.command("node")
 @click.argument("node_id", metavar="NODE")
 @click.option("--run", "run_id", required=True, metavar="RUN", help="The run the node belongs to.")
@@ -400,7 +360,7 @@ async def _show_node(
                 ],
                 "attempts_total": total,
                 "attempts_offset": offset,
-                "memory_block": _memory_block_json(block),
+                "memory_block": memory_block_json(block),
             }
         )
         return
@@ -442,7 +402,7 @@ def _node_lines(
     for attempt in attempts:
         lines.extend(_attempt_lines(attempt, calls))
     if block is not None:
-        lines.extend(_memory_block_lines(block))
+        lines.extend(memory_block_lines(block))
     if node.output is not None:
         lines.append("Output:")
         lines.append(visible(json.dumps(node.output, ensure_ascii=False, indent=2)))
