@@ -3,19 +3,17 @@ reconnecting, problems first, how fresh the data is, the newest event, the works
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from rich.text import Text
 
 from tui.actions.read_only import read_only
 from tui.format import ago, literal
 
-if TYPE_CHECKING:
-    from tui.app import TetherApp
 
-
-def status_line(app: TetherApp) -> Text:
-    """The status line: live/paused, freshness of the data, newest event, problems."""
+def status_line(app: Any) -> Text:
+    """The status line of ``app`` (the TetherApp: typed loosely, as importing it here would
+    make a circle): live/paused, freshness of the data, newest event, problems."""
     now = app.now_ms()
     line = Text()
     # Separating spaces end the styled piece before them rather than start the next one:

@@ -13,7 +13,7 @@ from store.db.backends import open_database
 from store.runs.saved_filters import saved_filters
 from tests.tui_actions.pilot_support import press_for, shown_keys, until
 from tui.app import TetherApp
-from tui.modals.saved_filters import SavedFiltersDialog, SaveFilterDialog
+from tui.modals.filter_dialogs import SavedFiltersDialog, SaveFilterDialog
 from tui.screens.compare_view import CompareScreen
 from tui.screens.cost_view import CostScreen
 from tui.screens.run_detail import RunDetailScreen

@@ -24,7 +24,7 @@ from store.runs.saved_filters import delete_filter, save_filter, saved_filters
 from tui.actions.feedback import write_safely
 from tui.actions.run_actions import RunControlScreen
 from tui.format import literal, visible
-from tui.modals.saved_filters import SavedFiltersDialog, SaveFilterDialog
+from tui.modals.filter_dialogs import SavedFiltersDialog, SaveFilterDialog
 from tui.tailing import Batch
 from tui.timeline_tools import log_source_for
 from tui.widgets.filter_bar import FilterBar
