@@ -98,6 +98,8 @@ class RunDetailScreen(InspectorSearch):
 
     _graph_wanted: tuple[list[NodeRecord], Any, Any] | None = None
     """What the graph should show next (drawn when its tab is on screen)."""
+    _graph_moved = False
+    """The graph's cursor moved while its tab was hidden (redraw it when shown)."""
 
     def __init__(
         self, run_id: str, *, came_from: str = "runs", node_key: str | None = None
@@ -350,11 +352,10 @@ class RunDetailScreen(InspectorSearch):
         nodes is not drawn again behind the timeline on every commit)."""
         table = self.query_one("#nodes-table", KeyedTable)
         graph = self.query_one(WorkflowGraph)
-        if self._graph_wanted is None:  # the same graph: the cursor follows the table
-            key = table.cursor_key
-            position = graph.graph.position_of(key) if key is not None else None
-            if position is not None and position != graph.cursor:
-                graph.show(graph.graph, key)
+        if self._graph_wanted is None:  # the same graph: its cursor followed the table
+            if self._graph_moved:
+                self._graph_moved = False
+                graph.show(graph.graph)
             return
         shown, usage, warned = self._graph_wanted
         self._graph_wanted = None
@@ -376,10 +377,12 @@ class RunDetailScreen(InspectorSearch):
             return
         graph = self.query_one(WorkflowGraph)
         position = graph.graph.position_of(node.key)
-        shown = self.query_one("#run-views", TabbedContent).active == "tab-graph"
-        if position is not None and position != graph.cursor and shown:
+        if position is not None and position != graph.cursor:
             graph.cursor = position
-            graph.show(graph.graph)
+            if self.query_one("#run-views", TabbedContent).active == "tab-graph":
+                graph.show(graph.graph)
+            else:
+                self._graph_moved = True  # drawn when the Graph tab is shown again
         self.tether.select(run_id=self.run_id, node_id=node.node_id)
         if node.key != self._shown_node:
             self.update_chrome()
