@@ -257,19 +257,25 @@ async def clear_run(db: Database, run_id: str, reason: str) -> ClearResult:
     """The durable ``/clear`` a person asks for (``tether clear``, the dashboard's ``x``).
 
     A run an engine is executing (its owner is alive) gets a clear *request*; that engine
-    hands off at its next dispatch. Any other run (stale, pending, failed, cancelled, finished)
-    is handed off here and now; the new run's id is returned, and ``tether run WORKFLOW
-    --resume NEW_ID`` (or the dashboard's ``R``) continues it.
+    hands off at its next dispatch. Any other run that has work left (stale, pending, failed,
+    cancelled) is handed off here and now; the new run's id is returned, and ``tether run
+    WORKFLOW --resume NEW_ID`` (or the dashboard's ``R``) continues it. A finished run has no
+    work left: clearing it would only run it again, so it is refused.
 
     Raises:
         NotFoundError: there is no such run.
-        InvalidInputError: an empty reason, or a run that was already handed off.
+        InvalidInputError: an empty reason, a finished run, or one already handed off.
     """
     check_clear_reason(reason)
     runs = RunStore(db)
     run = await runs.get_run(run_id)
     if run.status == "handed-off":
         raise InvalidInputError(f"Run {run_id} was already handed off; clear its successor.")
+    if run.status == "finished":
+        raise InvalidInputError(
+            f"Run {run_id} is finished, so there is nothing to clear (a clear would only run it "
+            "again); start a new run of its workflow instead."
+        )
     if running_elsewhere(run, db.clock.now_ms()) is not None:
         await runs.request_clear(run_id, reason)
         return ClearResult(run_id, True, None)

@@ -5,10 +5,12 @@
 It creates a fresh demo workspace in a temporary folder, runs the demo workflows in the
 embedded engine (faster than the interactive demo), and saves an SVG of each view while the
 runs are moving: Runs (with the selected run's chart), a run's workflow graph, a run's
-inspector on a node with a recalled memory block, Tokens, Memory (on a pending proposal), the
-note review screen, Handoffs. Then it serves the same workspace with ``tether serve`` and saves
-``browser.png``: the dashboard in headless Chromium (skipped, with a message, when Chromium or
-playwright is not installed).
+inspector on a node with a recalled memory block, its Timeline tab, Tokens, Memory (on a
+pending proposal), the note review screen, Handoffs, Usage, Runs searched with the query
+language, two runs compared, a run's cost explained. Then it serves the same workspace with
+``tether serve`` and saves ``browser.png``, ``browser_timeline.png`` and ``browser_usage.png``:
+the dashboard in headless Chromium (skipped, with a message, when Chromium or playwright is
+not installed).
 """
 
 from __future__ import annotations
@@ -105,6 +107,8 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
             await _until(pilot, _detail_ready(app), 10)
             await pilot.pause(2.0)
             await save("run_graph")
+            await _timeline(app, pilot)
+            await save("run_timeline")
             await pilot.press("escape")
             await pilot.pause(0.5)
 
@@ -147,7 +151,60 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
         await pilot.press("4")
         await pilot.pause(1.0)
         await save("handoffs")
+        await pilot.press("5")
+        await pilot.pause(2.5)  # the charts are redrawn at most once a second
+        await save("usage")
+        await pilot.press("1")
+        await pilot.pause(1.0)
+        await _search(app, pilot, "workflow = code-review OR status IN (failed, handed-off)")
+        await save("runs_search")
+        pair = _two_runs(app)
+        if pair is not None:
+            app.open_compare(*pair)
+            await pilot.pause(1.5)
+            await save("compare")
+            await pilot.press("escape")
+            await pilot.pause(0.5)
+            app.open_cost(pair[0])
+            await pilot.pause(1.5)
+            await save("cost")
     return saved
+
+
+async def _timeline(app: TetherApp, pilot: Pilot[None]) -> None:
+    """Open the run's Timeline tab and expand the first node that has attempts."""
+    from tui.widgets.timeline_bars import TimelineBars
+
+    await pilot.press("T")
+    await pilot.pause(1.5)
+    bars = app.screen.query_one(TimelineBars)
+    for index, row in enumerate(bars.rows):
+        if row.kind == "node" and row.expandable:
+            bars.cursor = index
+            await pilot.press("right")
+            break
+    await pilot.pause(1.0)
+
+
+async def _search(app: TetherApp, pilot: Pilot[None], query: str) -> None:
+    """Search every run with ``query`` (``/`` in Runs)."""
+    from tui.widgets.filter_bar import FilterBar
+
+    await pilot.press("slash")
+    await pilot.pause(0.3)
+    app.screen.query_one(FilterBar).value = query
+    await pilot.press("enter")
+    await pilot.pause(1.0)
+
+
+def _two_runs(app: TetherApp) -> tuple[str, str] | None:
+    """Two finished runs of the same workflow (the older first), to compare."""
+    by_workflow: dict[str, list[str]] = {}
+    for run in sorted(app.known_runs.values(), key=lambda r: r.created_at_ms):
+        if run.status == "finished" and run.nodes_total:
+            by_workflow.setdefault(run.workflow, []).append(run.run_id)
+    pairs = [runs[-2:] for runs in by_workflow.values() if len(runs) >= 2]
+    return (pairs[0][0], pairs[0][1]) if pairs else None
 
 
 def _detail_ready(app: TetherApp) -> Callable[[], Awaitable[bool]]:
@@ -174,6 +231,12 @@ async def browser_screenshot(workspace: Workspace, out: Path) -> Path | None:
     async with served(workspace.root) as url:
         await drive(url, [Step(None, "runs shown"), Step("ArrowDown", "Selected run")], path,
                     viewport=(1800, 960))
+        # The views of issue 24 in the browser: the timeline of the selected run, Usage.
+        await drive(url, [Step(None, "runs shown"), Step("ArrowDown", "Selected run"),
+                          Step("Enter", "Graph"), Step("T", "node iterations")],
+                    out / "browser_timeline.png", viewport=(1800, 960))
+        await drive(url, [Step(None, "runs shown"), Step("5", "cost per day")],
+                    out / "browser_usage.png", viewport=(1800, 960))
     return path
 
 

@@ -1,10 +1,10 @@
 """The Tether dashboard: a Textual app that tails the workspace database and artifacts.
 
-Views (modes): ``1`` Runs, ``2`` Tokens, ``3`` Memory, ``4`` Handoffs. One async worker polls
-(:class:`tui.tailing.WorkspaceTailer`) whenever the workspace folder reports a write, and on a
-slow timer in case it does not; each poll that finds a commit refreshes the view on screen with
-bounded queries. ``p`` pauses the screen, not the collection: polls continue and count what
-they hold back.
+Views (modes): ``1`` Runs, ``2`` Tokens, ``3`` Memory, ``4`` Handoffs, ``5`` Usage. One async
+worker polls (:class:`tui.tailing.WorkspaceTailer`) whenever the workspace folder reports a
+write, and on a slow timer in case it does not; each poll that finds a commit refreshes the
+view on screen with bounded queries. ``p`` pauses the screen, not the collection: polls
+continue and count what they hold back.
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ from store.errors import DatabaseUnavailable, TetherError
 from store.model.run_records import RunRecord
 from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import Workspace
-from tui.actions.read_only import read_only
 from tui.commands import RunsProvider
-from tui.format import ago, literal
 from tui.screens.handoffs_view import HandoffsScreen
 from tui.screens.live_screen import LiveScreen
 from tui.screens.memory_view import MemoryScreen
 from tui.screens.run_detail import RunDetailScreen
 from tui.screens.runs_view import RunsScreen
 from tui.screens.tokens_view import TokensScreen
+from tui.screens.usage_view import UsageScreen
+from tui.status_line import status_line
 from tui.tailing import Batch, WorkspaceTailer
 from tui.widgets.export_status import ExportStatusPiece
 
@@ -70,6 +70,7 @@ class TetherApp(App[None]):
         "tokens": TokensScreen,
         "memory": MemoryScreen,
         "handoffs": HandoffsScreen,
+        "usage": UsageScreen,
     }
     DEFAULT_MODE = "runs"
     COMMANDS = App.COMMANDS | {RunsProvider}
@@ -79,6 +80,7 @@ class TetherApp(App[None]):
         Binding("2", "show_view('tokens')", "Tokens", show=False),
         Binding("3", "show_view('memory')", "Memory", show=False),
         Binding("4", "show_view('handoffs')", "Handoffs", show=False),
+        Binding("5", "show_view('usage')", "Usage", show=False),
         Binding("p", "toggle_pause", "Pause"),
         Binding("q", "request_quit", "Quit"),
     ]
@@ -118,6 +120,7 @@ class TetherApp(App[None]):
         self.selected_run_id: str | None = None
         self.selected_node_id: str | None = None
         self.token_scope = "workspace"
+        self.highlight_terms: tuple[str, ...] = ()
         self.history: list[str] = []
         """Views shown before the current one (escape goes back through them)."""
         self._lock = asyncio.Lock()
@@ -316,43 +319,7 @@ class TetherApp(App[None]):
 
     def status_text(self) -> Text:
         """The status line: live/paused, freshness of the data, newest event, problems."""
-        now = self.now_ms()
-        line = Text()
-        # Separating spaces end the styled piece before them rather than start the next one:
-        # SVG renderers such as rsvg drop the leading spaces of a text run, which turned
-        # "● live  checked" into "● livechecked" in exported screenshots.
-        if self.paused:
-            line.append("❚❚ paused  ", style="bold yellow")
-        elif self.reader is None:
-            line.append("○ waiting  ", style="yellow")
-        elif self.tailer.link_state == "reconnecting":
-            # Never a stale "live": the listening connection to the database is down.
-            line.append("◌ reconnecting  ", style="bold yellow")
-        else:
-            line.append("● live  ", style="bold green")
-        export_problem, export_state = self.export_status.pieces()
-        line.append_text(export_problem)
-        problem = self.read_problem or self.tailer.problem
-        if problem:
-            # First, so a narrow terminal still shows it.
-            line.append("⚠ ", style="bold red")
-            line.append_text(literal(problem, "red"))
-            line.append("  ", style="red")
-        line.append(f"checked {ago(now, self.checked_at_ms)}")
-        line.append(f" · last change {ago(now, self.changed_at_ms)}")
-        line.append(f" · event #{self.tailer.last_seq}")
-        line.append(" · workspace ")
-        if self.workspace.is_shared:
-            line.append_text(literal(self.workspace.describe()))  # never shows a password
-        else:
-            line.append_text(literal(self.workspace.root.name or str(self.workspace.root)))
-        if read_only(self):
-            line.append(" · read-only", style="bold cyan")
-        if self.engine is not None:
-            line.append(" ")
-            line.append("· embedded engine", style="cyan")
-        line.append_text(export_state)
-        return line
+        return status_line(self)
 
     # -- selection and navigation ---------------------------------------------------------------
 
@@ -366,18 +333,32 @@ class TetherApp(App[None]):
             self.selected_node_id = node_id
         self.selected_run_id = run_id
 
-    def open_run(self, run_id: str) -> None:
-        """Show a run's detail screen in the Runs view; escape returns to where it was opened."""
-        self.run_worker(self._open_run(run_id), group="navigate", exclusive=True)
+    def open_run(self, run_id: str, node_key: str | None = None) -> None:
+        """Show a run's detail screen in the Runs view (on ``node_key`` when given); escape
+        returns to where it was opened."""
+        self.run_worker(self._open_run(run_id, node_key), group="navigate", exclusive=True)
 
-    async def _open_run(self, run_id: str) -> None:
+    async def _open_run(self, run_id: str, node_key: str | None = None) -> None:
         self.select(run_id=run_id)
         origin = self.current_mode
         if origin != "runs":
             await self.switch_mode("runs")
         while len(self.screen_stack) > 1 and not isinstance(self.screen, RunsScreen):
             await self.pop_screen()
-        await self.push_screen(RunDetailScreen(run_id, came_from=origin))
+        await self.push_screen(RunDetailScreen(run_id, came_from=origin, node_key=node_key))
+
+    def open_compare(self, run_a: str, run_b: str) -> None:
+        """Show two runs side by side over the current view (escape comes back)."""
+        from tui.screens.compare_view import CompareScreen
+
+        self.push_screen(CompareScreen(run_a, run_b))
+
+    def open_cost(self, run_id: str) -> None:
+        """Show why a run cost what it did over the current view (escape comes back)."""
+        from tui.screens.cost_view import CostScreen
+
+        self.select(run_id=run_id)
+        self.push_screen(CostScreen(run_id))
 
     def show_tokens(self, scope: str) -> None:
         """Switch to the Tokens view with ``scope`` (workspace, run or node)."""
@@ -445,6 +426,7 @@ class TetherApp(App[None]):
             ("2", "tokens", "Tokens"),
             ("3", "memory", "Memory"),
             ("4", "handoffs", "Handoffs"),
+            ("5", "usage", "Usage"),
         ):
             yield SystemCommand(
                 f"{label} view",

@@ -33,6 +33,8 @@ class DashboardApp(Protocol):
     selected_run_id: str | None
     selected_node_id: str | None
     token_scope: str
+    highlight_terms: tuple[str, ...]
+    """The words of the Runs view's full-text search (a run opened from it highlights them)."""
 
     @property
     def reader(self) -> DashboardReader | None:
@@ -50,8 +52,15 @@ class DashboardApp(Protocol):
     def remember_runs(self, runs: Iterable[RunRecord]) -> None:
         """Keep the runs last listed (for the command palette and the run keys)."""
 
-    def open_run(self, run_id: str) -> None:
-        """Show a run's detail screen (escape comes back to where it was opened from)."""
+    def open_run(self, run_id: str, node_key: str | None = None) -> None:
+        """Show a run's detail screen (escape comes back to where it was opened from), on
+        ``node_key`` when given."""
+
+    def open_compare(self, run_a: str, run_b: str) -> None:
+        """Show two runs side by side."""
+
+    def open_cost(self, run_id: str) -> None:
+        """Show why a run cost what it did."""
 
     def show_tokens(self, scope: str) -> None:
         """Switch to the Tokens view with ``scope`` (workspace, run or node)."""

@@ -1,9 +1,10 @@
-"""One readable line per event for the activity feed (pure, tested directly).
+"""One sentence per event for the activity feed (pure, tested directly).
 
-The event log stores a JSON payload per event. The feed says what happened in words and numbers
-(``call  52.4k context (50k–100k) · 353 in · 46.9k cache read · 273 out``) instead of showing
-the JSON, which was cut at the edge of the screen; the feed scrolls sideways for the rest.
-Unknown event types fall back to ``key=value`` pairs.
+The event log stores a JSON payload per event. The feed says what happened as a sentence, with
+its subject first (``Call in review-b#0, attempt 2: 52.4k context (50k–100k) · 353 in · 46.9k
+cache read · 273 out (reviewer/sim-1).``) instead of showing the JSON, which was cut at the edge
+of the screen. An event of a type the feed does not know still reads as a sentence, its
+scalars named (``Event something.new in run r-1: a=1 b=[2].``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from tui.format import tokens
 
 MAX_SUMMARY_CHARS = 240
-"""A longer summary is cut with an ellipsis (the run and node views show everything)."""
+"""A longer sentence is cut with an ellipsis (the run and node views show everything)."""
 
 
 def _payload(raw: str | None) -> dict[str, Any] | None:
@@ -32,10 +33,20 @@ def _count(value: Any) -> str:
     return tokens(value) if isinstance(value, int) and not isinstance(value, bool) else "?"
 
 
+def _usage(p: Mapping[str, Any]) -> dict[str, Any]:
+    usage = p.get("tokens")
+    return usage if isinstance(usage, dict) else {}
+
+
+def _who(p: Mapping[str, Any]) -> str:
+    who = "/".join(str(p[k]) for k in ("agent", "model") if p.get(k))
+    simulated = p.get("simulated") and "simulated" not in who
+    return f" ({who}{', simulated' if simulated else ''})" if who else ""
+
+
 def _call(p: Mapping[str, Any]) -> str:
-    usage = p.get("tokens") if isinstance(p.get("tokens"), dict) else {}
-    assert isinstance(usage, dict)
-    kind = p.get("kind", "model")
+    usage = _usage(p)
+    kind = p.get("kind") or "model"
     # A row that is no model call (a turn's or a session's totals) has no context window.
     size = (f"{_count(p.get('context_tokens'))} context ({p.get('bucket', '?')})"
             if kind == "model" else f"{kind} row, not one call (no bucket)")
@@ -43,73 +54,90 @@ def _call(p: Mapping[str, Any]) -> str:
              f"{_count(usage.get('input_tokens'))} in",
              f"{_count(usage.get('cache_read_tokens'))} cache read",
              f"{_count(usage.get('output_tokens'))} out"]
-    who = "/".join(str(p[k]) for k in ("agent", "model") if p.get(k))
-    if who:
-        parts.append(who + (" (simulated)" if p.get("simulated") else ""))
-    return " · ".join(parts)
+    return " · ".join(parts) + _who(p)
 
 
 def _attempt_finished(p: Mapping[str, Any]) -> str:
-    usage = p.get("tokens") if isinstance(p.get("tokens"), dict) else {}
-    assert isinstance(usage, dict)
+    usage = _usage(p)
     total = sum(v for v in usage.values() if isinstance(v, int) and not isinstance(v, bool))
-    text = f"{p.get('state', '?')} · {tokens(total)} tokens"
+    text = f"{p.get('state', '?')} with {tokens(total)} tokens"
+    if p.get("cached"):
+        text = "taken from the task cache"
     if p.get("error"):
-        text += f" · {p['error']}"
+        text += f": {p['error']}"
     return text
 
 
 def _run_created(p: Mapping[str, Any]) -> str:
-    text = f"{p.get('workflow', '?')} created"
+    text = f"created for workflow {p.get('workflow', '?')}"
     if p.get("generation"):
-        text += f" · generation {p['generation']} of {p.get('parent_run_id', '?')}"
+        text += f", generation {p['generation']} of {p.get('parent_run_id', '?')}"
     return text
 
 
 def _run_status(p: Mapping[str, Any]) -> str:
-    text = f"→ {p.get('status', '?')}"
+    text = f"is now {p.get('status', '?')}"
     if p.get("to_run_id"):
-        text += f" (continues in {p['to_run_id']})"
+        text += f" and continues in {p['to_run_id']}"
     if p.get("error"):
-        text += f" · {p['error']}"
+        text += f": {p['error']}"
     return text
 
 
 def _handoff(p: Mapping[str, Any]) -> str:
-    return f"→ {p.get('to_run_id', '?')} · {p.get('trigger', '?')} · {p.get('reason', '')}"
+    text = f"handed off to {p.get('to_run_id', '?')} ({p.get('trigger', '?')})"
+    return text + (f": {p['reason']}" if p.get("reason") else "")
 
 
 def _memory_block(p: Mapping[str, Any]) -> str:
     if p.get("degraded"):
-        return f"⚠ {p.get('warning') or 'recall degraded'}"
+        return f"recall degraded: {p.get('warning') or 'no reason recorded'}"
     items = p.get("items")
     count = items if isinstance(items, int) else len(items) if isinstance(items, list) else 0
     if not p.get("bytes_used"):
-        return str(p.get("warning") or "no block")
-    cut = " · truncated" if p.get("truncated") else ""
-    return f"block {p.get('bytes_used')}/{p.get('budget_bytes')} B · {count} item(s){cut}"
+        return f"no memory block: {p.get('warning') or 'nothing recalled'}"
+    cut = ", truncated to fit" if p.get("truncated") else ""
+    return (f"memory block of {p.get('bytes_used')} of {p.get('budget_bytes')} bytes, "
+            f"{count} item(s){cut}")
 
 
 def _memory_tool(p: Mapping[str, Any]) -> str:
-    text = f"{p.get('tool', '?')} {'ok' if p.get('ok') else 'failed'}"
+    text = f"tool {p.get('tool', '?')} {'succeeded' if p.get('ok') else 'failed'}"
     items = p.get("items")
     if isinstance(items, list):
-        text += f" · {len(items)} item(s)"
+        text += f" with {len(items)} item(s)"
     if p.get("note_id"):
-        text += f" · note {p['note_id']} ({p.get('status', '?')})"
+        text += f", note {p['note_id']} ({p.get('status', '?')})"
+    if p.get("error"):
+        text += f": {p['error']}"
     return text
 
 
+# What each event says about its subject (the subject is said by event_line).
 SUMMARIES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "call": _call,
     "attempt.finished": _attempt_finished,
-    "attempt.started": lambda p: "/".join(str(p[k]) for k in ("agent", "model") if p.get(k)),
-    "node.state": lambda p: f"→ {p.get('state', '?')}",
+    "attempt.started": lambda p: "started" + _who(p),
+    "attempt.abandoned": lambda p: "was abandoned (its process is gone)",
+    "node.state": lambda p: f"is now {p.get('state', '?')}"
+    + (" (from the task cache)" if p.get("cached") else "")
+    + (f": {p['error']}" if p.get("error") else ""),
     "run.created": _run_created,
     "run.status": _run_status,
+    "run.deleted": lambda p: f"run {p.get('run_id', '?')} was deleted",
+    "run.queued": lambda p: "was queued for a worker",
+    "run.claimed": lambda p: "was claimed by a worker" + (
+        f" ({p['worker_id']})" if p.get("worker_id") else ""),
+    "run.resumed": lambda p: "was resumed",
     "handoff": _handoff,
     "memory.block": _memory_block,
     "memory.tool": _memory_tool,
+    "memory.warning": lambda p: "had a memory warning: "
+    + str(p.get("warning") or p.get("message") or "no detail recorded"),
+    "memory.retained": lambda p: "retained its output as "
+    + (f"note {p['note_id']}" if p.get("note_id") else "a note"),
+    "cache.hit": lambda p: "took its output from the task cache",
+    "cache.invalid": lambda p: "found a task-cache entry it could not use",
 }
 
 
@@ -128,33 +156,54 @@ def pairs(payload: Mapping[str, Any]) -> str:
 
 
 def event_summary(event_type: str, payload_json: str | None) -> str:
-    """What an event says, in one line of words (no JSON)."""
+    """What an event says about its subject (no JSON); an unknown type names its fields."""
     payload = _payload(payload_json)
     if payload is None:
-        return pairs({"payload": payload_json})
+        return f"{event_type}: payload " + pairs({"": payload_json}).lstrip("=")
     summarise = SUMMARIES.get(event_type)
     if summarise is not None:
         try:
             return summarise(payload)
         except (TypeError, ValueError, KeyError):
             pass  # an unexpected payload shape: fall back to its pairs
-    return pairs(payload)
+    return f"{event_type}: {pairs(payload)}" if payload else event_type
+
+
+def subject(event: Any) -> str:
+    """Who or what the event is about: a call in a node's attempt, an attempt, a node, a run."""
+    node = f"{event.node_id}#{event.iteration or 0}" if event.node_id else ""
+    run = f" of {event.run_id}" if event.run_id else ""
+    if event.type == "call":
+        return f"Call in {node}, attempt {event.attempt}{run}" if node else f"Call{run}"
+    if event.type.startswith("attempt.") and node:
+        return f"Attempt {event.attempt} of {node}{run}"
+    if event.type.startswith("memory.") and node:
+        return f"Node {node}{run}"
+    if node:
+        return f"Node {node}{run}"
+    if event.run_id:
+        return f"Run {event.run_id}"
+    return "The workspace"
+
+
+def event_sentence(event: Any) -> str:
+    """The event as one sentence: its subject, what happened, a full stop."""
+    summary = event_summary(event.type, event.payload_json)
+    head = subject(event)
+    if event.type == "run.deleted":
+        sentence = summary[:1].upper() + summary[1:]
+    elif event.type == "call" or ":" in summary.split(" ", 1)[0]:
+        sentence = f"{head}: {summary}"
+    else:
+        sentence = f"{head} {summary}"
+    return sentence if sentence.endswith((".", "…")) else sentence + "."
 
 
 def event_line(event: Any) -> str:
-    """One feed line: time, sequence number, type, where (run, node#iteration, attempt) and
-    what happened (the feed widget shows it literally, control characters made visible)."""
+    """One feed line: time (UTC), sequence number, then the event as a sentence (the feed
+    widget shows it literally, control characters made visible)."""
     when = datetime.fromtimestamp(event.at_ms / 1000, tz=UTC).strftime("%H:%M:%S")
-    where = " ".join(
-        part
-        for part in (
-            event.run_id or "",
-            f"{event.node_id}#{event.iteration}" if event.node_id else "",
-            f"a{event.attempt}" if event.attempt else "",
-        )
-        if part
-    )
-    summary = event_summary(event.type, event.payload_json)
-    if len(summary) > MAX_SUMMARY_CHARS:
-        summary = summary[: MAX_SUMMARY_CHARS - 1] + "…"
-    return f"{when} {event.seq:>6}  {event.type:<16} {where}  {summary}"
+    sentence = event_sentence(event)
+    if len(sentence) > MAX_SUMMARY_CHARS:
+        sentence = sentence[: MAX_SUMMARY_CHARS - 1] + "…"
+    return f"{when} {event.seq:>6}  {sentence}"

@@ -75,6 +75,7 @@ STATUS_STYLES: dict[str, str] = {
     "handed-off": "blue",
     "abandoned": "dim red",
     "stale": "bold black on yellow",
+    "queued": "cyan",
 }
 
 STATUS_GLYPHS: dict[str, str] = {
@@ -88,6 +89,7 @@ STATUS_GLYPHS: dict[str, str] = {
     "handed-off": "⇢",
     "abandoned": "⊘",
     "stale": "!",
+    "queued": "⧗",
 }
 
 

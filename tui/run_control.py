@@ -108,6 +108,15 @@ def workflow_files(examples_dir: Path, recorded: Iterable[str | None]) -> list[P
     return files
 
 
+def _digest(path: Path) -> bytes:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).digest()
+    except OSError:
+        return str(path).encode()
+
+
 def suggested_inputs() -> dict[str, Any]:
     """Example inputs by example file name (the demo's plan), so a launch starts filled in."""
     inputs: dict[str, Any] = {}
@@ -194,12 +203,19 @@ class EngineHost:
         inputs = suggested_inputs()
         known: list[KnownWorkflow] = []
         problems: list[str] = []
+        offered: set[tuple[str, bytes]] = set()
         for path in workflow_files(self.examples_dir, recorded):
             try:
                 declaration = read_declaration(path)
             except DeclarationError as error:
                 problems.append(str(error))
                 continue
+            # One entry per workflow: a copy of an offered file (the demo's, a checkout's) with
+            # the same name is not offered twice.
+            same = (declaration.name, _digest(path))
+            if same in offered:
+                continue
+            offered.add(same)
             bundled = path.parent == self.examples_dir.resolve()
             example = inputs.get(path.name) if bundled else None
             if example is None:

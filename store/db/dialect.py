@@ -12,6 +12,7 @@ text (cached):
   FROM``;
 * SQLite's plan hints: ``INDEXED BY i`` and a unary ``+`` go, ``CROSS JOIN t ON`` is a
   ``JOIN``;
+* ``instr(haystack, needle)`` -> ``strpos`` (the same arguments, the same 0 for "not there");
 * two-argument ``max(a, b)`` / ``min(a, b)`` -> ``greatest`` / ``least``;
 * a JSON array bound as one parameter: ``json_each(:x)`` -> ``jsonb_array_elements_text(...)``
   (both yield a ``value`` column);
@@ -93,6 +94,7 @@ def _render_code(code: str) -> str:
     code = re.sub(r"\bjson_each\(([^()]*)\)", r"jsonb_array_elements_text(CAST(\1 AS jsonb))",
                   code)
     code = re.sub(r"(?<!\bAS )\b(\w+\.)?rowid\b", r"\1seq", code)
+    code = re.sub(r"\binstr\(", "strpos(", code)
     code = _greatest_least(code)
     code = re.sub(r"(?<![:\w]):([A-Za-z_]\w*)", r"%(\1)s", code)
     return code.replace("?", "%s")

@@ -3,6 +3,8 @@ written once and placed into each migration as it shipped."""
 
 from __future__ import annotations
 
+from store.model.token_lanes import LANE_COLUMNS
+
 # `tether runs --status S` and the dashboard's filtered list read runs_status_created_idx:
 # newest first, no sort.
 RUNS_INDEXES = """CREATE INDEX runs_created_idx ON runs (created_at_ms DESC);
@@ -56,6 +58,8 @@ CREATE TABLE executor_nodes (
     updated_at_ms   {integer} NOT NULL,
     lost_at_ms      {integer}
 );"""
+
+
 def call_key(integer: str) -> str:
     """Each call of an attempt gets its number (``call_seq``, from 1), unique per attempt
     (calls_seq_idx): a call recorded twice (a write retried after a dropped connection) keeps
@@ -64,3 +68,49 @@ def call_key(integer: str) -> str:
     return f"""ALTER TABLE calls ADD COLUMN call_seq {integer};
 UPDATE calls SET call_seq = call_id;
 CREATE UNIQUE INDEX calls_seq_idx ON calls (run_id, node_id, iteration, attempt, call_seq);"""
+
+
+def observe_tables(integer: str, real: str, text: str, without_rowid: str) -> str:
+    """What the observation views read (``tether usage``, ``runs --where``, saved filters):
+    usage per run, hour, agent and model, kept as calls are recorded and back-filled from the
+    calls already there; saved run filters; runs by workflow, attempts by agent and model and
+    what failed (run search). ``integer``, ``real`` and ``text`` are the backend's types;
+    ``without_rowid`` its clause for a keyed table."""
+    lanes = "\n".join(
+        f"    {column} {integer} NOT NULL DEFAULT 0," for column in LANE_COLUMNS
+    )
+    sums = ", ".join(f"sum({column})" for column in LANE_COLUMNS)
+    return f"""
+CREATE TABLE usage_hours (
+    run_id          {text} NOT NULL,
+    hour_ms         {integer} NOT NULL,
+    agent           {text} NOT NULL,
+    model           {text} NOT NULL,
+    calls           {integer} NOT NULL DEFAULT 0,
+{lanes}
+    cost_usd        {real} NOT NULL DEFAULT 0,
+    unpriced_calls  {integer} NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, hour_ms, agent, model)
+){without_rowid};
+CREATE INDEX usage_hours_hour_idx ON usage_hours (hour_ms);
+CREATE INDEX usage_hours_model_idx ON usage_hours (model, run_id);
+CREATE INDEX usage_hours_agent_idx ON usage_hours (agent, run_id);
+INSERT INTO usage_hours (run_id, hour_ms, agent, model, calls, {", ".join(LANE_COLUMNS)},
+                         cost_usd, unpriced_calls)
+SELECT run_id, (started_at_ms / 3600000) * 3600000, agent, coalesce(model, ''),
+       count(*) FILTER (WHERE kind = 'model'), {sums}, coalesce(sum(cost_usd), 0),
+       count(*) FILTER (WHERE cost_usd IS NULL AND kind != 'retry')
+FROM calls GROUP BY run_id, (started_at_ms / 3600000) * 3600000, agent, coalesce(model, '');
+
+CREATE TABLE saved_filters (
+    name           {text} PRIMARY KEY,
+    query          {text} NOT NULL,
+    created_at_ms  {integer} NOT NULL,
+    updated_at_ms  {integer} NOT NULL
+);
+
+CREATE INDEX runs_workflow_created_idx ON runs (workflow, created_at_ms DESC);
+CREATE INDEX attempts_agent_idx ON attempts (agent, run_id);
+CREATE INDEX attempts_model_idx ON attempts (model, run_id);
+CREATE INDEX attempts_failed_idx ON attempts (run_id) WHERE error IS NOT NULL;
+CREATE INDEX nodes_failed_idx ON nodes (run_id) WHERE error IS NOT NULL;"""

@@ -107,6 +107,8 @@ class RunRecord(NamedTuple):
     nodes_done: int = 0
     tokens: TokenUsage = TokenUsage()
     cost: CostTotal = CostTotal()
+    queued_at_ms: int | None = None
+    """When the run was put on the queue for a worker (None: it was not queued)."""
 
     @classmethod
     def from_row(cls, row: RowLike) -> RunRecord:
@@ -135,7 +137,13 @@ class RunRecord(NamedTuple):
             nodes_done=int(v.get("nodes_done") or 0),
             tokens=TokenUsage.from_row(v),
             cost=CostTotal.from_row(v),
+            queued_at_ms=v.get("queued_at_ms"),
         )
+
+    @property
+    def is_queued(self) -> bool:
+        """Waiting on the queue for a worker (pending, put there by ``--queue``)."""
+        return self.status == "pending" and self.queued_at_ms is not None
 
     @property
     def input(self) -> Any:
@@ -165,7 +173,10 @@ class RunRecord(NamedTuple):
         return now_ms - beat > STALE_AFTER_MS
 
     def display_status(self, now_ms: int) -> str:
-        """The status to show a person: ``stale`` replaces ``running`` when the heartbeat is old."""
+        """The status to show a person: ``stale`` replaces ``running`` when the heartbeat is
+        old, ``queued`` a pending run that waits for a worker."""
+        if self.is_queued:
+            return "queued"
         return "stale" if self.is_stale(now_ms) else self.status
 
     def elapsed_ms(self, now_ms: int) -> int:
@@ -247,6 +258,8 @@ class NodeRecord(NamedTuple):
     @property
     def depends_on(self) -> list[str]:
         """The node ids this one waits for."""
+        if self.depends_on_json in (None, "[]"):  # most nodes: no JSON to decode
+            return []
         value = read_json(self.depends_on_json)
         return [str(dep) for dep in value] if isinstance(value, list) else []
 

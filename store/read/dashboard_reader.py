@@ -90,6 +90,11 @@ class DashboardReader:
         # execute_fetchall exhausts the cursor, so no snapshot outlives the call.
         return list(await self._conn.execute_fetchall(query, params))
 
+    async def fetch_all(self, query: str, params: Any = ()) -> list[Any]:
+        """Run any read of :mod:`store.read` (search, timeline, usage) on this connection; the
+        rows are read to the end before it returns."""
+        return await self._rows(query, params)
+
     async def _value(self, query: str, params: Sequence[Any] = ()) -> Any:
         rows = await self._rows(query, params)
         return rows[0][0] if rows else None
@@ -148,6 +153,11 @@ class DashboardReader:
     async def nodes(self, run_id: str, limit: int = 2000) -> list[NodeRecord]:
         """A run's node iterations in start order."""
         return _records(NodeRecord.from_row, await self._rows(sql.NODES_OF_RUN, (run_id, limit)))
+
+    async def node(self, run_id: str, node_id: str, iteration: int) -> NodeRecord | None:
+        """One node iteration, or None."""
+        rows = await self._rows(sql.NODE_OF_RUN, (run_id, node_id, iteration))
+        return NodeRecord.from_row(rows[0]) if rows else None
 
     async def node_usage(self, run_id: str) -> dict[str, NodeUsage]:
         """Token usage per node iteration of a run, keyed like :attr:`NodeRecord.key`."""

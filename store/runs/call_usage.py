@@ -55,6 +55,7 @@ class CallLog(EventLog):
                     "cost_usd": call.cost_usd,
                     "unpriced": int(call.cost_usd is None and call.kind != "retry"),
                 }
+                started = call.started_at_ms if call.started_at_ms is not None else now
                 inserted = conn.execute(
                     sql.INSERT_CALL,
                     {
@@ -68,9 +69,7 @@ class CallLog(EventLog):
                         **tokens,
                         "context_tokens": context,
                         "bucket": bucket,
-                        "started_at_ms": call.started_at_ms
-                        if call.started_at_ms is not None
-                        else now,
+                        "started_at_ms": started,
                         "finished_at_ms": call.finished_at_ms
                         if call.finished_at_ms is not None
                         else now,
@@ -95,6 +94,18 @@ class CallLog(EventLog):
                             **cost,
                         },
                     )
+                conn.execute(
+                    sql.UPSERT_USAGE_HOUR,
+                    {
+                        "run_id": call.run_id,
+                        "hour_ms": started - started % sql.HOUR_MS,
+                        "agent": call.agent,
+                        "model": call.model or "",
+                        "counted": counted,
+                        **tokens,
+                        **cost,
+                    },
+                )
                 conn.execute(
                     sql.ADD_RUN_TOKENS, {"run_id": call.run_id, "now": now, **tokens, **cost}
                 )

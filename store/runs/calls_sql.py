@@ -33,6 +33,25 @@ ON CONFLICT (run_id, bucket) DO UPDATE SET
     {each_lane("{c} = usage_rollups.{c} + excluded.{c}", _NEXT)}
 """
 
+# Usage per run, hour, agent and model (what ``tether usage`` and run search by agent or model
+# read): the hour is the start of the UTC hour the call started in; a call naming no model is
+# kept under ''.
+UPSERT_USAGE_HOUR = f"""
+INSERT INTO usage_hours (run_id, hour_ms, agent, model, calls, input_tokens, cache_read_tokens,
+                         cache_write_tokens, output_tokens, reasoning_tokens, cost_usd,
+                         unpriced_calls)
+VALUES (:run_id, :hour_ms, :agent, :model, :counted, :input_tokens, :cache_read_tokens,
+        :cache_write_tokens, :output_tokens, :reasoning_tokens,
+        coalesce(CAST(:cost_usd AS DOUBLE PRECISION), 0), :unpriced)
+ON CONFLICT (run_id, hour_ms, agent, model) DO UPDATE SET
+    calls = usage_hours.calls + excluded.calls,
+    cost_usd = usage_hours.cost_usd + excluded.cost_usd,
+    unpriced_calls = usage_hours.unpriced_calls + excluded.unpriced_calls,
+    {each_lane("{c} = usage_hours.{c} + excluded.{c}", _NEXT)}
+"""
+
+HOUR_MS = 3_600_000
+
 SELECT_CALLS_NODE = """
 SELECT * FROM calls WHERE run_id = ? AND node_id = ? ORDER BY call_id
 """

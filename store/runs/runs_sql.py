@@ -107,6 +107,7 @@ DELETE_RUN_ROWS = (
     "DELETE FROM nodes WHERE run_id = ?",
     "DELETE FROM memory_blocks WHERE run_id = ?",
     "DELETE FROM usage_rollups WHERE run_id = ?",
+    "DELETE FROM usage_hours WHERE run_id = ?",
     "DELETE FROM task_cache WHERE scope = 'run' AND run_id = ?",
     "DELETE FROM handoffs WHERE from_run_id = ?",
     "DELETE FROM runs WHERE run_id = ?",

@@ -43,6 +43,7 @@ COPY_ORDER = (
     "attempts",
     "calls",
     "usage_rollups",
+    "usage_hours",
     "memory_blocks",
     "handoffs",
     "task_cache",
@@ -193,7 +194,7 @@ def _copy_table(
         extra = list(derive({**probe, "body": "", "key": "", "value_json": ""}))
     names = pgsql.SQL(", ").join(pgsql.Identifier(c) for c in [*columns, *extra])
     order = "ORDER BY generation, created_at_ms" if table == "runs" else "ORDER BY rowid"
-    has_rowid = table != "usage_rollups"  # a WITHOUT ROWID table
+    has_rowid = table not in ("usage_rollups", "usage_hours")  # WITHOUT ROWID tables
     query = f'SELECT * FROM "{table}" {order if has_rowid or table == "runs" else ""}'
     copy = pgsql.SQL("COPY {} ({}) FROM STDIN").format(pgsql.Identifier(table), names)
     with conn.cursor().copy(copy) as writer:

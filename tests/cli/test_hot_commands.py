@@ -30,7 +30,7 @@ from store.db.sqlite.direct import DirectDatabase, run_now
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
-from tui.cli.entry import _SPECS, HOT_COMMANDS, HotCall, parse_hot, run_hot
+from tui.cli.entry import _SPECS, CLICK_ONLY, HOT_COMMANDS, HotCall, parse_hot, run_hot
 from tui.cli.output import MAX_LIMIT
 
 TEN_DAYS_MS = 10 * 24 * 3600 * 1000
@@ -180,7 +180,8 @@ def test_hot_command_lines_are_parsed_as_click_would_read_them() -> None:
 
 @pytest.mark.parametrize("argv", [
     [], ["memory"], ["memory", "list"], ["notes", "search", "x"], ["run", "flow.py"],
-    ["runs", "--help"], ["runs", "-h"], ["memory", "get", "a", "b", "--", "c"],
+    ["runs", "--help"], ["runs", "-h"], ["runs", "--where", "status = failed"],
+    ["memory", "get", "a", "b", "--", "c"],
     ["runs", "--limit"], ["runs", "--limit", "0"], ["runs", "--limit", str(MAX_LIMIT + 1)],
     ["runs", "--limit", "٣"], ["runs", "--limit", "+5"], ["runs", "--status", "asleep"],
     ["runs", "--format", "json", "--format", "text"],
@@ -215,7 +216,9 @@ def test_the_fast_parser_knows_exactly_the_click_commands_options(name: str) -> 
     arguments = [p for p in command.params if isinstance(p, click.Argument)]
     options = {p.opts[0]: p for p in command.params if isinstance(p, click.Option)}
     assert len(arguments) == positional_count and all(a.nargs == 1 for a in arguments)
-    assert set(options) - {"--workspace"} == set(specs)
+    click_only = CLICK_ONLY.get(name, frozenset())
+    assert set(options) - {"--workspace"} - click_only == set(specs)
+    assert click_only <= set(options) and not click_only & set(specs)
     for option_name, (choices, repeatable) in specs.items():
         option = options[option_name]
         assert option.multiple == repeatable, option_name

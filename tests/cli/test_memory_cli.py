@@ -89,15 +89,22 @@ def test_value_from_stdin_and_file(tmp_path: Path) -> None:
 
 def test_reading_commands_never_create_a_workspace(tmp_path: Path) -> None:
     ws = tmp_path / "nothing-here"
+    # A folder that is not there is a mistake to say (a typo), not an empty listing.
+    listing = tether("memory", "list", "--workspace", str(ws))
+    assert (listing.returncode, listing.stdout) == (1, "")
+    assert listing.stderr == f"tether: There is no Tether workspace at {ws}.\n"
+    for command in (("notes", "list"), ("runs",), ("memory", "get", NS, "k"),
+                    ("memory", "rm", NS, "k"), ("notes", "accept", "abc")):
+        assert tether(*command, "--workspace", str(ws)).returncode == 1, command
+    assert not ws.exists()
+    # A workspace folder nothing has written to yet lists nothing, and stays empty.
+    ws.mkdir()
     listing = tether("memory", "list", "--workspace", str(ws))
     assert (listing.returncode, listing.stdout) == (0, "No facts.\n")
     listed = tether("memory", "list", "--format", "json", "--workspace", str(ws)).stdout
     assert json.loads(listed) == {"items": [], "more": 0}
-    assert tether("memory", "get", NS, "k", "--workspace", str(ws)).returncode == 1
-    assert tether("memory", "rm", NS, "k", "--workspace", str(ws)).returncode == 1
     assert tether("notes", "list", "--workspace", str(ws)).stdout == "No notes.\n"
-    assert tether("notes", "accept", "abc", "--workspace", str(ws)).returncode == 1
-    assert not ws.exists()
+    assert list(ws.iterdir()) == []
 
 
 def test_notes_lifecycle(seeded: tuple[Path, str]) -> None:

@@ -97,10 +97,11 @@ def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     broken.write_text("from engine import Workflow\nworkflow = Workflow('x'\n")
     syntax = tether(workspace, "run", str(broken))
     assert syntax.returncode == 2 and "syntax error at line" in syntax.stderr
-    assert json.loads(tether(workspace, "runs", "--format", "json").stdout) == {
-        "items": [],
-        "more": 0,
-    }
+    # Nothing was created: the workspace named is still not there (and saying so is an error).
+    assert not workspace.exists()
+    listing = tether(workspace, "runs", "--format", "json")
+    assert (listing.returncode, listing.stdout) == (1, "")
+    assert listing.stderr == f"tether: There is no Tether workspace at {workspace}.\n"
     assert tether(workspace, "cancel", "r-nope").returncode == 1
 
 

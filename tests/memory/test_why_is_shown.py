@@ -11,7 +11,8 @@ from engine.workflow.definition import Workflow
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
-from tui.cli.runs_commands import _memory_block_lines
+from tui.cli.memory_block_text import memory_block_lines
+from tui.recall_words import readable_why
 from tui.screens.run_detail_render import recalled_item_text
 
 
@@ -28,5 +29,9 @@ async def test_node_and_memory_tab_show_how_items_were_found(db: Database) -> No
     block = (await RunStore(db).list_memory_blocks(outcome.run_id))[0]
     why = block.items[0]["why"]
     assert why.startswith("words ") and "fixtur" in why and "drop" in why
-    assert any(why in line for line in _memory_block_lines(block))
-    assert why in recalled_item_text(1, block.items[0]).plain
+    # Shown in the words the task typed, not the stems recall matched on.
+    shown = readable_why(block.items[0], block.query)
+    assert shown.startswith("words ") and "fixtures" in shown and "dropping" in shown
+    assert "fixtur," not in shown
+    assert any(shown in line for line in memory_block_lines(block))
+    assert shown in recalled_item_text(1, block.items[0], block.query).plain

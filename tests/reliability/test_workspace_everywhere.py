@@ -23,6 +23,7 @@ from engine.memory.encoders import semantic_available
 from store.clock import SYSTEM_CLOCK
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
+from store.runs.saved_filters import save_filter
 from store.workspace.layout import Workspace
 from tools.otlp_receiver import HttpReceiver
 from tui.cli.main import cli
@@ -61,6 +62,7 @@ async def seed(root: Path, where: str, workflow: Path) -> None:
         await runs.create_run("tiny", run_id=f"r-{where}-wait", status="pending")
         await runs.create_run("tiny", run_id=f"r-{where}-bad", status="failed",
                               workflow_path=str(workflow))
+        await save_filter(memory.db, f"{where}-filter", "status = failed")
 
 
 
@@ -87,6 +89,11 @@ def _vectors(root: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0])
     finally:
         conn.close()
+
+
+def _filters(root: Path) -> set[str]:
+    listed = tether(root, "filters", "list", "--format", "json")
+    return {f["name"] for f in json.loads(listed.stdout)["items"]}
 
 
 def _notes(root: Path, status: str = "any") -> dict[str, str]:
@@ -127,6 +134,15 @@ CASES = {
     "notes import": Case(("notes", "import", "{notes}"),
                          lambda o, r: None if "imported" in _notes(r) else pytest.fail()),
     "memory status": Case(("memory", "status"), lambda o, r: None),  # reads only: decoy check
+    "usage": Case(("usage", "--by", "workflow"), lambda o, r: None),  # reads only: decoy check
+    "cost": Case(("cost", "r-target-done"), expect("Run r-target-done")),
+    "compare": Case(("compare", "r-target-done", "r-target-bad"), expect("A r-target-done")),
+    "filters list": Case(("filters", "list"), expect("target-filter")),
+    "filters save": Case(("filters", "save", "mine", "status = finished"),
+                         lambda o, r: None if "mine" in _filters(r) else pytest.fail("save")),
+    "filters rm": Case(("filters", "rm", "target-filter"),
+                       lambda o, r: None if "target-filter" not in _filters(r)
+                       else pytest.fail("rm")),
     "memory reindex": Case(("memory", "reindex"),
                            lambda o, r: None if _vectors(r) > 0 else pytest.fail("reindex")),
 }

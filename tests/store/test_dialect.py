@@ -83,3 +83,10 @@ def test_search_text_is_quoted_as_lexemes() -> None:
     assert fts5_to_tsquery('"ruff" "pytest"') == "'ruff' & 'pytest'"
     assert fts5_to_tsquery('"ruff" OR "it\'s"') == "'ruff' | ('it' <-> 's')"
     assert fts5_to_tsquery('"a""b"') == "('a' <-> 'b')"
+
+
+def test_instr_is_strpos_with_the_same_arguments() -> None:
+    assert postgres_text("WHERE instr(lower(error), :p) > 0") == (
+        "WHERE strpos(lower(error), %(p)s) > 0"
+    )
+    assert postgres_text("SELECT 'instr(x)'") == "SELECT 'instr(x)'"

@@ -92,3 +92,42 @@ async def test_unusable_file_is_refused_and_left_untouched(
     with pytest.raises(WorkspaceError, match="untouched"):
         await open_database(workspace)
     assert workspace.database_path.read_bytes() == content
+
+
+async def test_calls_recorded_before_the_table_existed_are_back_filled(
+    workspace: Workspace,
+) -> None:
+    from store.db.sqlite import sqlite_schema
+    from store.db.sqlite.sqlite_database import SqliteDatabase
+    from store.read.usage_reads import usage_over_time
+
+    T0 = 1_767_225_600_000
+    workspace.ensure()
+    conn = sqlite3.connect(workspace.database_path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    before = MIGRATIONS.index(sqlite_schema._MIGRATION_OBSERVE)
+    for migration in MIGRATIONS[:before]:
+        for statement in split_statements(migration):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {before}")
+    conn.execute(
+        "INSERT INTO runs (run_id, workflow, status, created_at_ms, updated_at_ms) "
+        "VALUES ('r-old', 'w', 'finished', 0, 0)"
+    )
+    conn.execute(
+        "INSERT INTO calls (run_id, node_id, attempt, agent, model, input_tokens, "
+        "context_tokens, bucket, started_at_ms, finished_at_ms, cost_usd) "
+        f"VALUES ('r-old', 'n', 1, 'sim', 'm', 7, 7, '<50k', {T0 + 5}, {T0 + 6}, 0.25)"
+    )
+    conn.commit()
+    conn.close()
+    # The workspace opens and migrates the rest of the way; the calls already there count.
+    db = await SqliteDatabase.open(workspace)
+    try:
+        rows = await usage_over_time(db, by="model", since_ms=T0, until_ms=T0 + 86_400_000)
+        assert [(r.key, r.calls, r.tokens.input, r.cost.usd) for r in rows] == [
+            ("m", 1, 7, 0.25)
+        ]
+    finally:
+        await db.close()

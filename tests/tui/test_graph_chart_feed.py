@@ -140,8 +140,9 @@ def test_feed_lines_are_sentences_not_json():
         "agent": "reviewer", "model": "sim-1", "simulated": True, "context_tokens": 52443,
         "bucket": "50k–100k", "tokens": {"input_tokens": 353, "cache_read_tokens": 46881,
                                          "output_tokens": 273}}, node_id="step"))
-    assert "52.4k context (50k–100k) · 353 in · 46.9k cache read · 273 out" in line
-    assert "step#0 a1" in line and "{" not in line
+    assert line.endswith("Call in step#0, attempt 1 of r-1: 52.4k context (50k–100k) · 353 in "
+                         "· 46.9k cache read · 273 out (reviewer/sim-1, simulated).")
+    assert "{" not in line
     turn = event_summary("call", json.dumps({
         "agent": "review", "kind": "reconciliation", "context_tokens": 1751428, "bucket": "≥1M",
         "tokens": {"input_tokens": 99460, "cache_read_tokens": 1651968, "output_tokens": 10307}}))
@@ -149,14 +150,42 @@ def test_feed_lines_are_sentences_not_json():
     assert "≥1M" not in turn
     assert event_summary("handoff", json.dumps(
         {"to_run_id": "r-2", "trigger": "ceiling", "reason": "too big"})) == (
-        "→ r-2 · ceiling · too big")
+        "handed off to r-2 (ceiling): too big")
     assert event_summary("memory.block", json.dumps(
-        {"bytes_used": 0, "warning": "no block: nothing matched"})) == "no block: nothing matched"
+        {"bytes_used": 0, "warning": "nothing matched"})) == "no memory block: nothing matched"
     assert event_summary("something.new", json.dumps({"a": 1, "b": [1, 2], "c": "x"})) == (
-        'a=1 b=[2] c="x"')
-    assert event_summary("call", "not json") == 'payload="not json"'
+        'something.new: a=1 b=[2] c="x"')
     long = event_line(Event("custom", {"text": "x" * 1000}))
     assert long.endswith("…") and len(long) < 400
+
+
+def test_every_event_type_the_store_writes_reads_as_one_sentence():
+    """Each type the engine and store write (see SUMMARIES) ends in a full stop, starts with
+    its subject and holds no JSON, whatever its payload."""
+    from tui.event_text import SUMMARIES
+
+    samples = {
+        "run.created": ({"workflow": "w", "generation": 2, "parent_run_id": "r-0"}, None),
+        "run.status": ({"status": "failed", "error": "boom"}, None),
+        "node.state": ({"state": "running"}, "plan"),
+        "attempt.started": ({"agent": "sim", "model": "m"}, "plan"),
+        "attempt.finished": ({"state": "failed", "tokens": {"input_tokens": 5},
+                              "error": "bad"}, "plan"),
+        "memory.tool": ({"tool": "recall", "ok": True, "items": [1]}, "plan"),
+        "cache.hit": ({}, "plan"),
+    }
+    for kind in SUMMARIES:
+        payload, node = samples.get(kind, ({}, "plan"))
+        sentence = event_line(Event(kind, payload, node_id=node)).split("     7  ", 1)[1]
+        assert sentence[0].isupper() and sentence.endswith("."), (kind, sentence)
+        assert "{" not in sentence and "=" not in sentence, (kind, sentence)
+    assert event_line(Event("run.status", {"status": "finished"})).endswith(
+        "Run r-1 is now finished.")
+    assert event_line(Event("node.state", {"state": "running"}, node_id="plan")).endswith(
+        "Node plan#0 of r-1 is now running.")
+    assert event_line(Event("attempt.finished", {"state": "failed", "tokens": {},
+                                                 "error": "bad"}, node_id="p")).endswith(
+        "Attempt 1 of p#0 of r-1 failed with 0 tokens: bad.")
 
 
 def test_plural():

@@ -30,13 +30,18 @@ from tests.tui_actions.memory_seed import seed_memory
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, FactEditor, LaunchRunDialog, ReasonDialog
 from tui.modals.confirm import DialogBox
+from tui.screens.compare_view import CompareScreen
+from tui.screens.cost_view import CostScreen
 from tui.screens.help import HelpScreen
 from tui.screens.memory_render import fact_row_key, note_row_key
 from tui.screens.memory_view import MemoryScreen
 from tui.screens.note_review import NoteReviewScreen
 from tui.screens.run_detail import RunDetailScreen
+from tui.screens.usage_view import UsageScreen
+from tui.widgets.filter_bar import FilterBar
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.run_chart import RunChart
+from tui.widgets.timeline_bars import TimelineBars
 
 SNAPSHOTS = Path(__file__).with_name("snapshots") / "layout"
 UPDATE = os.environ.get("TETHER_UPDATE_SNAPSHOTS") == "1"
@@ -189,8 +194,48 @@ async def test_every_view_and_dialog_matches_its_snapshot(full_workspace, size) 
         detail.query_one("#nodes-table", KeyedTable).select_key("plan#0")
         await walk.press("right_square_bracket")  # Prompt -> Memory
         await walk.snap("run_nodes_memory")
+        # The Timeline tab with the retried node expanded (its attempts and calls).
+        await walk.press("T")
+        bars = detail.query_one(TimelineBars)
+        await until(pilot, lambda: bars.rows, "the timeline")
+        bars.cursor = next(i for i, r in enumerate(bars.rows) if r.key == "review-b#0")
+        await walk.press("right")
+        await until(pilot, lambda: any(r.kind == "call" for r in bars.rows), "its calls")
+        text = await walk.snap("run_timeline")
+        assert "review-b#0" in text and "q Quit" in text
         await walk.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, RunDetailScreen), "the runs list")
+
+        # / with the query language, then the two runs of code-review side by side.
+        await walk.press("slash")
+        app.screen.query_one(FilterBar).value = "workflow = code-review"
+        await walk.press("enter")
+        await until(pilot, lambda: len(app.screen.query_one("#runs-table", KeyedTable).keys)
+                    == 2, "the search")
+        text = await walk.snap("runs_search")
+        assert "2 match" in text
+        table = app.screen.query_one("#runs-table", KeyedTable)
+        table.select_key("run-review-1")
+        await walk.press("m")
+        table.select_key("run-stale-1")
+        compare = await walk.open("equals_sign", CompareScreen)
+        await until(pilot, lambda: compare.comparison is not None, "the comparison")
+        await until(pilot, lambda: compare._shown_pair == "plan#0", "the first diff")
+        await walk.snap("compare")
+        await walk.close()
+        await walk.press("m", "slash")  # unmark; clear the search
+        app.screen.query_one(FilterBar).value = ""
+        await walk.press("enter")
+        await until(pilot, lambda: len(app.screen.query_one("#runs-table", KeyedTable).keys)
+                    == 6, "every run again")
+
+        # $ on a run: where its money went.
+        app.screen.query_one("#runs-table", KeyedTable).select_key("run-review-1")
+        cost = await walk.open("dollar_sign", CostScreen)
+        await until(pilot, lambda: cost.found is not None, "the breakdown")
+        text = await walk.snap("cost")
+        assert "Nodes by cost" in text
+        await walk.close()
 
         # 2 Tokens (the histogram is redrawn at most once a second).
         await walk.press("2")
@@ -237,6 +282,14 @@ async def test_every_view_and_dialog_matches_its_snapshot(full_workspace, size) 
         await walk.open("n", FactEditor)
         await walk.snap("dialog_new_fact")
         await walk.close()
+
+        # 5 Usage: cost and tokens per day over the last week (plots redraw a beat late).
+        await walk.press("5")
+        await until(pilot, lambda: isinstance(app.screen, UsageScreen), "the Usage view")
+        await until(pilot, lambda: app.screen.series, "the usage series")
+        await pilot.pause(1.2)
+        text = await walk.snap("usage")
+        assert "sim-1" in text
 
         # 4 Handoffs and the help overlay.
         await walk.press("4")

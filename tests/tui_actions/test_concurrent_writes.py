@@ -55,15 +55,14 @@ async def test_edits_and_reviews_while_another_process_writes(
                 await until(pilot, lambda: app.screen is screen, "the save")
             await on_note(screen, pilot, seeded.rule)
             await pilot.press("a")
-            await until(pilot, lambda: screen.selected_note() is not None
-                        and screen.selected_note().status == "accepted",  # type: ignore[union-attr]
-                        "the accept")
+            # The decided note is shown accepted, and the cursor went on to the next pending.
+            await until(pilot, lambda: getattr(screen._book.by_id(seeded.rule), "status", "")
+                        == "accepted", "the accept")
             await on_note(screen, pilot, seeded.lone)
             await press_for(pilot, app, "r", ReasonDialog)
             await pilot.press(*"noise", "enter")
-            await until(pilot, lambda: screen.selected_note() is not None
-                        and screen.selected_note().status == "rejected",  # type: ignore[union-attr]
-                        "the reject")
+            await until(pilot, lambda: getattr(screen._book.by_id(seeded.lone), "status", "")
+                        == "rejected", "the reject")
     finally:
         stop.touch()
         out, err = await asyncio.to_thread(writer.communicate, timeout=60)

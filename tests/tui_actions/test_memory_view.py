@@ -242,7 +242,8 @@ async def test_accepting_a_proposal_retires_both_superseded_notes_at_once(
                                              "status").endswith("retired"), "retired lessons")
         assert cell_text(screen, "notes-table", note_row_key(seeded.lesson_b),
                          "status").endswith("retired")
-        assert screen.notes_table.cursor_key == note_row_key(seeded.rule)  # cursor stays
+        # The cursor goes on to the next pending note, so a a a walks the review queue.
+        assert screen.notes_table.cursor_key == note_row_key(seeded.lone)
     live = {note["id"] for note in cli_json(workspace, "notes", "list")}
     assert live == {seeded.rule}  # the default read: both lessons retired by one decision
 
@@ -391,3 +392,20 @@ async def test_help_lists_accept_and_reject_with_when_they_apply(
         assert "Accept — on a pending note, or on every marked note at once" in text
         assert "Reject — on a pending note" in text
         assert "Mark — on a pending note" in text
+
+
+async def test_escape_leaves_search_results_and_a_filter_that_hides_everything_says_so(
+    make_app: MakeApp, seeded: Seeded
+) -> None:
+    async with memory_view(make_app) as (app, pilot, screen):
+        await pilot.press("s", *"lint", "enter")
+        await until(pilot, lambda: len(screen.notes_table.keys) == 2, "search results")
+        await pilot.press("escape")  # back to the whole list, still in the Memory view
+        await until(pilot, lambda: len(screen.notes_table.keys) == 4, "the whole list")
+        assert app.screen is screen
+        await pilot.press("slash", *"no-such-word-anywhere", "enter")
+        screen.facts_table.focus()
+        detail = screen.query_one("#memory-detail-body", Static)
+        await until(pilot, lambda: "No fact matches the filter" in static_text(detail),
+                    "the sentence saying the filter hides every fact")
+        assert "No facts here yet" not in static_text(detail)

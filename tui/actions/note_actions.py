@@ -145,8 +145,9 @@ class NoteActionsScreen(MemoryListsScreen):
         note = self.selected_note()
         if note is None or not self.check_action("accept_note", ()):
             return
-        await accept_note(self, await self.memory(), note)
-        await self.refresh_data()
+        following = self._pending_after(note.id)
+        if await accept_note(self, await self.memory(), note):
+            await self._then_select(following)
 
     @work(group="memory-action", exclusive=True)
     async def action_reject_note(self) -> None:
@@ -157,8 +158,27 @@ class NoteActionsScreen(MemoryListsScreen):
         note = self.selected_note()
         if note is None or not self.check_action("reject_note", ()):
             return
-        await reject_note(self, await self.memory(), note)
+        following = self._pending_after(note.id)
+        if await reject_note(self, await self.memory(), note):
+            await self._then_select(following)
+
+    def _pending_after(self, note_id: str) -> list[str]:
+        """The pending notes shown after ``note_id`` (then those before it): where the cursor
+        goes once it is decided, so ``a a a`` walks the queue."""
+        pending = self._shown_pending()
+        if note_id not in pending:
+            return pending
+        at = pending.index(note_id)
+        return pending[at + 1 :] + pending[:at][::-1]
+
+    async def _then_select(self, candidates: list[str]) -> None:
         await self.refresh_data()
+        still = set(self._shown_pending())
+        for note_id in candidates:
+            if note_id in still and self.notes_table.select_key(note_row_key(note_id)):
+                await self._show_detail()
+                break
+        self.refresh_bindings()
 
     def action_review_note(self) -> None:
         """Open the review screen on the selected note."""

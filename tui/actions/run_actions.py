@@ -149,17 +149,21 @@ class RunControlScreen(LiveScreen):
     async def action_launch_run(self) -> None:
         """Pick a workflow the workspace knows, edit its JSON input, start it embedded (or, on
         a PostgreSQL workspace, queue it for a worker)."""
-        found = await write_safely(self, self.host.known_workflows)
-        if found is None:
-            return
-        known, problems = found
-        for problem in problems:
-            self.app.notify(problem, title="workflow not offered", severity="warning",
-                            markup=False)
-        by_key = {str(k.path): k for k in known}
-        request = await self.app.push_screen_wait(
-            LaunchRunDialog([workflow_choice(k) for k in known])
-        )
+        by_key: dict[str, KnownWorkflow] = {}
+
+        async def load() -> list[WorkflowChoice] | None:
+            found = await write_safely(self, self.host.known_workflows)
+            if found is None:
+                return None
+            known, problems = found
+            for problem in problems:
+                self.app.notify(problem, title="workflow not offered", severity="warning",
+                                markup=False)
+            by_key.update({str(k.path): k for k in known})
+            return [workflow_choice(k) for k in known]
+
+        # Opened before the workflows are read: keys typed meanwhile go to the dialog.
+        request = await self.app.push_screen_wait(LaunchRunDialog(load=load))
         if request is None:
             return
         chosen = by_key[request.choice.key]

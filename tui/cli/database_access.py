@@ -19,14 +19,26 @@ if TYPE_CHECKING:
     from store.memory.memory_store import MemoryStore
 
 
+def require_workspace(workspace: Workspace) -> None:
+    """Raise NotFoundError when the workspace folder itself does not exist (``--workspace
+    /nonexistent`` is a mistake to say, not an empty listing); a folder that exists but holds
+    no database yet is a workspace nothing has written to."""
+    from store.errors import NotFoundError
+
+    if not workspace.is_shared and not workspace.root.is_dir():
+        raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
+
+
 @asynccontextmanager
 async def reading(workspace: Workspace) -> AsyncIterator[Database | None]:
     """The workspace database opened read-only for a reading command, or None when there is
     none yet. A read never creates, migrates or chmods anything. A SQLite workspace is read in
-    this thread (works with or without an event loop, see :func:`tui.cli.common.run_direct`)."""
+    this thread (works with or without an event loop, see :func:`tui.cli.common.run_direct`).
+    A workspace folder that does not exist at all is an error (:func:`require_workspace`)."""
     from store.db.backends import open_in_thread
     from store.errors import NotFoundError
 
+    require_workspace(workspace)
     db: Database | None
     try:
         db = await open_in_thread(workspace, create=False, read_only=True)

@@ -47,6 +47,12 @@ _SPECS: dict[str, tuple[int, dict[str, tuple[tuple[str, ...] | None, bool]]]] = 
     ),
 }
 
+# Options of a hot command that only click runs (a search, a timeline): a command line with one
+# of them is not a hot command line at all (parse_hot does not know them, so it returns None).
+CLICK_ONLY: dict[str, frozenset[str]] = {
+    "runs": frozenset({"--where", "--filter", "--save", "--scan", "--timeline"}),
+}
+
 
 class HotCall(NamedTuple):
     """A hot command line, parsed: the command, its positional arguments, its options (each

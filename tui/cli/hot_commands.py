@@ -97,9 +97,10 @@ async def list_runs(
     """List runs newest first (at most ``limit``, then how many more), as text or JSON."""
     from store.db.paging import MORE_COUNT_CAP
     from store.runs.run_store import RunStore
-    from tui.cli.database_access import reading
+    from tui.cli.database_access import reading, require_workspace
     from tui.cli.output import Page, more_line, page_of, print_listing
 
+    require_workspace(workspace)
     page = Page([], 0)
     now = 0
     async with reading(workspace) as db:  # read-only: a listing never changes anything
@@ -115,13 +116,14 @@ async def list_runs(
         output_format,
         page,
         lambda run: run.as_dict(now),
-        lambda runs: _print_runs(runs, now),
+        lambda runs: print_runs(runs, now),
         empty="No runs.",
         more_text=lambda n: more_line(n, "runs", MORE_COUNT_CAP),
     )
 
 
-def _print_runs(runs: Sequence[RunRecord], now: int) -> None:
+def print_runs(runs: Sequence[RunRecord], now: int) -> None:
+    """The runs as the text table ``tether runs`` prints."""
     from tui.plain import cost as format_cost
     from tui.plain import duration, tokens, visible
 

@@ -40,6 +40,22 @@ COMMAND_MODULES = {
         "tui.cli.runs_commands",
         "Show a node: status, attempts, per-call token usage with buckets,...",
     ),
+    "filters": LazyCommand(
+        "tui.cli.search_commands",
+        "Saved run filters (tether runs --filter NAME, F in the dashboard's...",
+    ),
+    "compare": LazyCommand(
+        "tui.cli.runs_commands",
+        "Two runs side by side: per node, state, tokens, cost and duration...",
+    ),
+    "usage": LazyCommand(
+        "tui.cli.usage_commands",
+        "Tokens and cost over time: calls, runs, tokens, cache-read share...",
+    ),
+    "cost": LazyCommand(
+        "tui.cli.usage_commands",
+        "Why RUN cost what it did: its nodes by cost, its costliest calls,...",
+    ),
     "cancel": LazyCommand(
         "tui.cli.runs_commands",
         "Cancel RUN: the process running it stops its tasks within a moment.",

@@ -15,6 +15,7 @@ import click
 
 from store.db.paging import MORE_COUNT_CAP
 from store.errors import InvalidInputError, NotFoundError
+from store.memory import memory_sql
 from store.memory.namespaces import canonical_namespace, validate_namespace
 from store.memory.note_rules import note_params, validate_label
 from store.memory.note_values import (
@@ -291,6 +292,19 @@ IMPORT_FIELDS = {"namespace", "body", "id", "kind", "tags", "author", "status", 
 MAX_REPORTED_ERRORS = 50
 
 
+def content_id(namespace: str, body: str) -> str:
+    """The id an imported note without one gets: made from its bank and text, so importing
+    the same file again (or a line twice) adds nothing."""
+    import hashlib
+
+    try:
+        bank = canonical_namespace(namespace)
+    except InvalidInputError:
+        bank = namespace  # reported by the namespace check that follows
+    digest = hashlib.sha256(f"{bank}\x00{body}".encode()).hexdigest()
+    return f"imported-{digest[:20]}"
+
+
 def parse_import_line(number: int, line: str) -> NoteInput:
     """One line of a notes import as a validated NoteInput; InvalidInputError names the line."""
     def bad(reason: str) -> InvalidInputError:
@@ -316,7 +330,8 @@ def parse_import_line(number: int, line: str) -> NoteInput:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise bad(f"{field} must be a list of text.")
     note = NoteInput(
-        namespace=record["namespace"], body=record["body"], id=record.get("id"),
+        namespace=record["namespace"], body=record["body"],
+        id=record.get("id") or content_id(record["namespace"], record["body"]),
         kind=record.get("kind"), tags=tuple(record.get("tags", [])),
         author=record.get("author"), status=record.get("status") or "accepted",
         supersedes=tuple(record.get("supersedes", [])),
@@ -357,10 +372,21 @@ async def import_command(file: str, workspace_dir: str | None) -> None:
         click.echo(f"Nothing was imported: {len(errors)} bad line"
                    f"{'s' if len(errors) != 1 else ''}.", err=True)
         raise SystemExit(2)
+    unique = list({note.id: note for note in reversed(inputs)}.values())[::-1]
+    repeated = len(inputs) - len(unique)
     workspace = workspace_from(workspace_dir)
     async with open_store(workspace, create=True) as store:
-        ids = await store.save_notes(inputs)
-    click.echo(f"Imported {len(ids)} note{'s' if len(ids) != 1 else ''}.")
+        there = await store.db.fetch_all(
+            memory_sql.EXISTING_NOTE_IDS, {"ids": json.dumps([n.id for n in unique])}
+        )
+        ids = await store.save_notes(unique)
+    kept = len(there)
+    added = len(ids) - kept
+    line = f"Imported {added} note{'s' if added != 1 else ''}"
+    skipped = [f"{kept} already in the workspace" if kept else "",
+               f"{repeated} repeated in the file" if repeated else ""]
+    skipped = [part for part in skipped if part]
+    click.echo(line + (f" ({'; '.join(skipped)}: kept once)." if skipped else "."))
     from tui.cli.background import embed_in_background  # only after a write: start-up
 
     embed_in_background(workspace)

@@ -186,7 +186,9 @@ async def enqueue_run(
     if output_format == "json":
         print_json(document)
     else:
-        echo(run.run_id)
+        echo(run.run_id)  # stdout: the id alone, for scripts
+        echo(f"Queued {workflow.name} as {run.run_id}; a `tether worker` on this "
+             "workspace will run it (tether runs shows it as queued).", err=True)
 
 
 COMMANDS = [run_command]

@@ -35,6 +35,7 @@ from tui.cli.common import (
 )
 from tui.cli.database_access import open_database, reading
 from tui.cli.hot_commands import DEFAULT_RUNS_LIMIT, list_runs
+from tui.cli.memory_block_text import memory_block_json, memory_block_lines
 from tui.cli.output import page_of, print_json, print_listing
 from tui.plain import cost as format_cost
 from tui.plain import duration, visible
@@ -60,16 +61,59 @@ async def open_runs(workspace: Workspace) -> RunStore:
     default=None,
     help="Only runs with this status (stale = running with an old heartbeat).",
 )
+@click.option(
+    "--where",
+    metavar="QUERY",
+    default=None,
+    help="Only runs the query matches, e.g. 'status = failed AND created > -7d', "
+    "'cost > 0.5', 'model STARTS_WITH claude', 'input.repo = demo', 'text ~ pytest' "
+    "(docs/commands.md lists every field).",
+)
+@click.option("--filter", "filter_name", metavar="NAME", default=None,
+              help="Only runs a saved filter matches (tether filters lists them).")
+@click.option("--save", metavar="NAME", default=None,
+              help="Also save the --where query as the filter NAME.")
+@click.option(
+    "--scan",
+    type=click.IntRange(1, 1_000_000),
+    default=2000,
+    show_default=True,
+    metavar="N",
+    help="A full-text condition (text, prompt, output, log) reads the newest N runs; the "
+    "output says what it covered.",
+)
+@click.option("--timeline", "timeline_run", metavar="RUN", default=None,
+              help="Print RUN's timeline: every node's attempts, calls and tool calls in time.")
 @limit_option(DEFAULT_RUNS_LIMIT, "runs")
 @listing_format_option
 @workspace_option
 @run_direct
 async def runs_command(
-    status: str | None, limit: int, output_format: str, workspace_dir: str | None
+    status: str | None,
+    where: str | None,
+    filter_name: str | None,
+    save: str | None,
+    scan: int,
+    timeline_run: str | None,
+    limit: int,
+    output_format: str,
+    workspace_dir: str | None,
 ) -> None:
     """List runs, newest first, with their generation and the run each one continues."""
-    await list_runs(
-        workspace_from(workspace_dir), status=status, limit=limit, output_format=output_format
+    workspace = workspace_from(workspace_dir)
+    if timeline_run is not None:
+        from tui.cli.history_commands import print_timeline
+
+        await print_timeline(workspace, timeline_run, None, output_format)
+        return
+    if where is None and filter_name is None and save is None:
+        await list_runs(workspace, status=status, limit=limit, output_format=output_format)
+        return
+    from tui.cli.search_commands import search_listing
+
+    await search_listing(
+        workspace, where=where, filter_name=filter_name, status=status, limit=limit,
+        output_format=output_format, save=save, scan=scan,
     )
 
 
@@ -224,48 +268,6 @@ def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]
     return lines
 
 
-def _memory_block_json(block: MemoryBlockRecord | None) -> dict[str, Any] | None:
-    """The recalled memory block a node iteration saw (None when it has no memory config)."""
-    if block is None:
-        return None
-    return {
-        "text": block.text,
-        "items": block.items,
-        "bytes_used": block.bytes_used,
-        "budget_bytes": block.budget_bytes,
-        "truncated": block.truncated,
-        "warning": block.warning,
-        "degraded": block.degraded,
-        "query": block.query,
-        "banks": block.banks,
-    }
-
-
-def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
-    """The memory block as text: accounting, each recalled item and why, then the block."""
-    head = f"Memory block: {block.bytes_used} of {block.budget_bytes} bytes"
-    head += f", {sum(1 for i in block.items if i.get('included', True))} item(s)"
-    if block.truncated:
-        head += ", truncated"
-    lines = [head]
-    if block.warning:
-        lines.append(f"  {'warning' if block.degraded else 'note'}: {visible(block.warning)}")
-    for item in block.items:
-        mark = "" if item.get("included", True) else " (left out: budget)"
-        # "why" says how the item was found (words matched, similarity, primer); blocks stored
-        # before it existed only have the matched terms.
-        why = str(item.get("why") or "") or "matched: " + (
-            ", ".join(str(t) for t in item.get("matched_terms") or []) or "-"
-        )
-        lines.append(
-            f"  - {visible(str(item.get('id')))} {visible(str(item.get('namespace', '')))}"
-            f" score {float(item.get('score') or 0):.3f} {visible(why)}{mark}"
-        )
-    if block.text:
-        lines.extend(f"  | {visible(line)}" for line in block.text.split("\n"))
-    return lines
-
-
 @click.command("node")
 @click.argument("node_id", metavar="NODE")
 @click.option("--run", "run_id", required=True, metavar="RUN", help="The run the node belongs to.")
@@ -273,6 +275,8 @@ def _memory_block_lines(block: MemoryBlockRecord) -> list[str]:
     "--iteration", type=click.IntRange(0), default=None, help="Loop iteration (default: latest)."
 )
 @click.option("--attempts", "all_attempts", is_flag=True, help="Show a page of attempts in full.")
+@click.option("--timeline", is_flag=True,
+              help="Show the node on a time axis: waits, attempts, calls and tool calls.")
 @limit_option(DEFAULT_ATTEMPTS_LIMIT, "attempts (newest first) with --attempts or --format json")
 @click.option(
     "--offset",
@@ -290,6 +294,7 @@ async def node_command(
     run_id: str,
     iteration: int | None,
     all_attempts: bool,
+    timeline: bool,
     limit: int,
     offset: int,
     output_format: str,
@@ -304,6 +309,12 @@ async def node_command(
     node_id, iteration = split_iteration(node_id, iteration)
     validate_node_id(node_id)
     workspace = workspace_from(workspace_dir)
+    if timeline:
+        from tui.cli.history_commands import print_timeline
+
+        key = f"{node_id}#{iteration if iteration is not None else 0}"
+        await print_timeline(workspace, run_id, key, output_format)
+        return
     async with reading(workspace) as db:
         if db is None:
             raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
@@ -357,7 +368,7 @@ async def _show_node(
                 ],
                 "attempts_total": total,
                 "attempts_offset": offset,
-                "memory_block": _memory_block_json(block),
+                "memory_block": memory_block_json(block),
             }
         )
         return
@@ -399,7 +410,7 @@ def _node_lines(
     for attempt in attempts:
         lines.extend(_attempt_lines(attempt, calls))
     if block is not None:
-        lines.extend(_memory_block_lines(block))
+        lines.extend(memory_block_lines(block))
     if node.output is not None:
         lines.append("Output:")
         lines.append(visible(json.dumps(node.output, ensure_ascii=False, indent=2)))
@@ -452,3 +463,29 @@ async def cancel_command(run_id: str, workspace_dir: str | None) -> None:
 
 
 COMMANDS = [runs_command, node_command, cancel_command]
+
+
+# -- tether compare -------------------------------------------------------------------------
+
+
+@click.command("compare")
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="RUN_B")
+@click.option("--node", "node_key", metavar="NODE", default=None,
+              help="Also diff this node's prompt, memory block and output, word by word "
+              "(draft#2 names a loop node's iteration).")
+@format_option
+@workspace_option
+@run_direct
+async def compare_command(run_a: str, run_b: str, node_key: str | None, output_format: str,
+                          workspace_dir: str | None) -> None:
+    """Two runs side by side: per node, state, tokens, cost and duration (two generations of a
+    chain, a run and its fork, any two runs)."""
+    from tui.cli.history_commands import print_compare
+
+    if node_key is not None and "#" not in node_key:
+        node_key += "#0"
+    await print_compare(workspace_from(workspace_dir), run_a, run_b, node_key, output_format)
+
+
+COMMANDS.append(compare_command)

@@ -3,7 +3,7 @@ edit its JSON input, validated live; the chosen file is loaded only when launche
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from rich.text import Text
@@ -45,35 +45,48 @@ class LaunchRequest:
     input: object
 
 
+NO_WORKFLOWS = "This workspace knows no workflows (see examples/ or `tether run`)."
+
+
 class LaunchRunDialog(Dialog[LaunchRequest | None]):
-    """Choose a workflow and its input; Launch stays disabled until the input is valid."""
+    """Choose a workflow and its input; Launch stays disabled until the input is valid.
+
+    With ``load`` the dialog opens at once and reads the workflows itself, so keys typed while
+    it loads them reach the dialog, never the view under it (a ``c`` or a ``d`` there would
+    act on a run)."""
 
     BINDINGS = [
         Binding("ctrl+s", "launch", "Launch"),
         Binding("escape", "cancel", "Cancel"),
     ]
 
-    def __init__(self, choices: Sequence[WorkflowChoice], selected: str | None = None) -> None:
+    def __init__(
+        self,
+        choices: Sequence[WorkflowChoice] = (),
+        selected: str | None = None,
+        *,
+        load: Callable[[], Awaitable[Sequence[WorkflowChoice] | None]] | None = None,
+    ) -> None:
         super().__init__(classes="dialog")
         self._choices = {choice.key: choice for choice in choices}
         self._selected = selected if selected in self._choices else next(iter(self._choices), None)
         self._problem: str | None = "choose a workflow"
+        self._load = load
+
+    def _options(self) -> list[tuple[Text, str]]:
+        return [(Text.assemble((c.name, "bold"), ("  " + c.source, "dim")), c.key)
+                for c in self._choices.values()]
 
     def compose(self) -> ComposeResult:
         with DialogBox(id="dialog-box", classes="-editor"):
             yield Label("Launch a run", id="dialog-title")
-            if not self._choices:
-                yield Static(
-                    Text("This workspace knows no workflows (see examples/ or `tether run`)."),
-                    id="launch-empty",
-                )
-            options = [
-                (Text.assemble((c.name, "bold"), ("  " + c.source, "dim")), c.key)
-                for c in self._choices.values()
-            ]
+            empty = Static(Text("Reading the workspace's workflows…" if self._load else
+                                NO_WORKFLOWS), id="launch-empty")
+            empty.display = bool(self._load) or not self._choices
+            yield empty
             yield Label("Workflow", classes="field-label")
             yield Select(
-                options,
+                self._options(),
                 value=self._selected if self._selected is not None else Select.NULL,
                 allow_blank=self._selected is None,
                 id="launch-workflow",
@@ -100,6 +113,30 @@ class LaunchRunDialog(Dialog[LaunchRequest | None]):
         self._describe()
         self._validate()
         self.query_one("#launch-input", TextArea).focus()
+        if self._load is not None:
+            self.run_worker(self._fill(), group="launch-load", exclusive=True)
+
+    async def _fill(self) -> None:
+        """Offer the workflows once read (what was typed meanwhile stays)."""
+        assert self._load is not None
+        choices = await self._load()
+        if choices is None:  # reading failed (the view said why)
+            self.dismiss(None)
+            return
+        self._choices = {choice.key: choice for choice in choices}
+        self._selected = next(iter(self._choices), None)
+        empty = self.query_one("#launch-empty", Static)
+        empty.update(Text(NO_WORKFLOWS))
+        empty.display = not self._choices
+        select = self.query_one("#launch-workflow", Select)
+        select.set_options(self._options())
+        if self._selected is not None:
+            select.value = self._selected
+        area = self.query_one("#launch-input", TextArea)
+        if area.text == "{}":  # nothing typed while the workflows were read
+            area.text = self._current_example()
+        self._describe()
+        self._validate()
 
     def _describe(self) -> None:
         choice = self._current()

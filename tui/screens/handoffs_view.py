@@ -107,10 +107,12 @@ class HandoffsScreen(LiveScreen):
         "A handoff (durable /clear) stops a run and continues its work in a fresh run that "
         "carries only distilled state: goal, generation, last summary, a few learnings. It "
         "happens when a token ceiling is breached or when a person clears the run. enter opens "
-        "the run the selected handoff continued into."
+        "the run the selected handoff continued into; = compares it with the run it continued "
+        "(per node: state, tokens, cost, duration, and word diffs of prompt, memory, output)."
     )
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("enter", "open_run", "Open next run"),
+        Binding("equals_sign", "compare", "Compare generations"),
     ]
     AUTO_FOCUS = "#handoffs-table"
 
@@ -171,3 +173,10 @@ class HandoffsScreen(LiveScreen):
         handoff = self.handoffs.get(key) if key else None
         if handoff is not None:
             self.tether.open_run(handoff.to_run_id or handoff.from_run_id)
+
+    def action_compare(self) -> None:
+        """The two generations of the selected handoff side by side."""
+        key = self.query_one(KeyedTable).cursor_key
+        handoff = self.handoffs.get(key) if key else None
+        if handoff is not None and handoff.to_run_id:
+            self.tether.open_compare(handoff.from_run_id, handoff.to_run_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -20,6 +21,31 @@ if TYPE_CHECKING:
 def action_name(action: str) -> str:
     """``mark_step(1)`` -> ``mark_step``."""
     return action.split("(", 1)[0]
+
+
+def own_bindings(kind: type) -> list[Binding]:
+    """The bindings Tether's own classes in ``kind``'s ancestry declare (not Textual's), the
+    class's own first, each key once."""
+    found: list[Binding] = []
+    for klass in kind.__mro__:
+        if not klass.__module__.startswith("tui."):
+            continue
+        for binding in klass.__dict__.get("BINDINGS", []):
+            if isinstance(binding, Binding):
+                found.append(binding)
+    return found
+
+
+def _applies(owner: Any, binding: Binding) -> bool:
+    """Whether the binding's action applies now (``check_action`` not saying no)."""
+    action = action_name(binding.action)
+    check = getattr(owner, "check_action", None)
+    if check is None:
+        return True
+    try:
+        return check(action, ()) is not False
+    except Exception:  # a check that needs state the screen has not read yet: list it
+        return True
 
 
 class HelpScreen(ModalScreen[None]):
@@ -52,32 +78,42 @@ class HelpScreen(ModalScreen[None]):
 
     @classmethod
     def for_screen(cls, screen: Screen[Any]) -> HelpScreen:
-        """Collect the keys of ``screen`` (its own, the focused widget's, the app's). Keys of
-        the view that do not apply right now are listed too, dimmed, with when they do
-        (``KEY_NOTES`` on the screen)."""
+        """The keys of ``screen`` first (in the order the view declares them), then the
+        dashboard's own keys (the views, pause, quit), then those of the focused widget when it
+        is one of Tether's (the timeline's zoom, the graph's moves); generic Textual keys
+        (focus cycling, copy, the data table's cursor) are left out. Keys of the view that do
+        not apply right now are listed after, dimmed, with when they do (``KEY_NOTES``)."""
         notes: dict[str, str] = getattr(screen, "KEY_NOTES", {})
-        view_keys: list[tuple[str, str]] = []
-        widget_keys: list[tuple[str, str]] = []
         seen: set[str] = set()
-        for node, binding, enabled, _tooltip in screen.active_bindings.values():
-            if not binding.description or not enabled or binding.key in seen:
-                continue
-            seen.add(binding.key)
-            note = notes.get(action_name(binding.action))
-            description = f"{binding.description} — {note}" if note else binding.description
-            entry = (screen.app.get_key_display(binding), description)
-            # The view's and the app's keys first; the focused widget's movement keys after.
-            (view_keys if node is screen or node is screen.app else widget_keys).append(entry)
+        keys: list[tuple[str, str]] = []
         later: list[tuple[str, str]] = []
-        for key, bindings in screen._bindings.key_to_bindings.items():
-            for binding in bindings:
-                if key in seen or not binding.description:
+
+        def describe(binding: Binding) -> str:
+            note = notes.get(action_name(binding.action))
+            return f"{binding.description} — {note}" if note else binding.description
+
+        def add(owner: Any, binding: Binding, check: bool = True) -> None:
+            for key in binding.key.split(","):
+                key = key.strip()
+                if not binding.description or key in seen:
                     continue
                 seen.add(key)
-                note = notes.get(action_name(binding.action), "does not apply here right now")
-                later.append((screen.app.get_key_display(binding),
-                              f"{binding.description} — {note}"))
-        keys = view_keys + widget_keys
+                shown = screen.app.get_key_display(dataclasses.replace(binding, key=key))
+                enabled = not check or _applies(owner, binding)
+                if enabled:
+                    keys.append((shown, describe(binding)))
+                else:
+                    note = notes.get(action_name(binding.action), "does not apply here right now")
+                    later.append((shown, f"{binding.description} — {note}"))
+
+        for binding in own_bindings(type(screen)):
+            add(screen, binding)
+        for binding in own_bindings(type(screen.app)):
+            add(screen.app, binding, check=False)
+        focused = screen.focused
+        if focused is not None:
+            for binding in own_bindings(type(focused)):
+                add(focused, binding, check=False)
         keys.append(("ctrl+p", "Command palette"))
         title = getattr(screen, "HELP_TITLE", "") or type(screen).__name__
         return cls(title, getattr(screen, "HELP_TEXT", ""), keys, later)

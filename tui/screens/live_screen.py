@@ -26,6 +26,7 @@ VIEWS: tuple[tuple[str, str, str], ...] = (
     ("2", "tokens", "Tokens"),
     ("3", "memory", "Memory"),
     ("4", "handoffs", "Handoffs"),
+    ("5", "usage", "Usage"),
 )
 
 
@@ -165,8 +166,13 @@ class LiveScreen(QuitFirstFooter, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """escape is offered only when there is somewhere to go back to."""
         if action == "back":
-            return self.tether.can_go_back()
+            return self.can_go_back()
         return True
+
+    def can_go_back(self) -> bool:
+        """Whether escape has somewhere to go from this screen (a screen pushed over a view
+        always has: the view under it)."""
+        return self.tether.can_go_back()
 
     def action_back(self) -> None:
         """Back to where the user came from (the back stack of views)."""

@@ -22,6 +22,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
+from textual.widgets.data_table import ColumnKey
 
 from store.errors import NotFoundError
 from store.memory.facts import Fact
@@ -86,10 +87,26 @@ NOTE_COLUMNS = (("status", "Status"), ("namespace", "Namespace"), ("body", "Note
 # Cells of the columns other than the text one, plus two cells of padding per column: what is
 # left of the table's width goes to the fact value / note body (no horizontal scrolling).
 FACT_OTHER_CELLS = 30 + 6 + 8 + 20 + 2 * len(FACT_COLUMNS)
-NOTE_OTHER_CELLS = 11 + 3 + 14 + 8 + 2 * len(NOTE_COLUMNS)
-"""The notes list's columns but the body and the namespace."""
+NOTE_FIXED_CELLS = 11 + 3 + 8 + 2 * len(NOTE_COLUMNS)
+"""The notes list's status, edge and age columns with every column's padding."""
+MAX_AUTHOR_CELLS = 14
 MIN_NOTE_BODY_CELLS = 30
 MIN_TEXT_CELLS = 16
+STACK_BELOW = 140
+"""Narrower than this, the inspector goes under the lists (the lists get the whole width)."""
+
+
+def note_widths(list_width: int, notes: list[Note]) -> tuple[int, int, int]:
+    """(namespace, author, body) cells for the notes list: the namespace and author as wide as
+    their longest value (capped), the body everything else; the namespace gives way first
+    when the body would get less than :data:`MIN_NOTE_BODY_CELLS`."""
+    longest_ns = max((len(n.namespace) for n in notes), default=9)
+    author = min(MAX_AUTHOR_CELLS, max((len(n.author or "–") for n in notes), default=1))
+    others = NOTE_FIXED_CELLS + author
+    namespace = min(NOTE_NAMESPACE_CELLS, max(9, longest_ns))
+    if list_width - others - namespace < MIN_NOTE_BODY_CELLS:
+        namespace = max(10, list_width - others - MIN_NOTE_BODY_CELLS)
+    return namespace, author, text_width(list_width, others + namespace)
 
 
 def text_width(table_width: int, other_cells: int) -> int:
@@ -154,11 +171,11 @@ class MemoryListsScreen(LiveScreen):
     def compose_view(self) -> ComposeResult:
         with Horizontal(id="memory-body"):
             with Vertical(id="memory-lists"):
-                facts = KeyedTable(FACT_COLUMNS, id="facts-table")
+                facts = KeyedTable(FACT_COLUMNS, id="facts-table", stretch="value")
                 facts.border_title = "Facts"
                 yield facts
                 yield Static("", id="memory-search-banner")
-                notes = KeyedTable(NOTE_COLUMNS, id="notes-table")
+                notes = KeyedTable(NOTE_COLUMNS, id="notes-table", stretch="body")
                 notes.border_title = "Notes"
                 yield notes
             with VerticalScroll(id="memory-detail"):
@@ -275,19 +292,26 @@ class MemoryListsScreen(LiveScreen):
             self._facts[fact_row_key(fact.namespace, fact.key)] = fact
             self._namespace_facts.setdefault(fact.namespace, []).append(fact)
         self._book = book
-        # The lists take 3/5 of the screen (see DEFAULT_CSS) minus their borders; computed
-        # from the screen so it is right before the tables are first laid out.
-        list_width = self.size.width * 3 // 5 - 4
+        # The lists take 2/3 of the screen beside the inspector, all of it above the inspector
+        # on a narrow terminal (see DEFAULT_CSS), minus their borders; computed from the
+        # screen so it is right before the tables are first laid out.
+        stacked = self.size.width < STACK_BELOW
+        self.query_one("#memory-body").set_class(stacked, "-stacked")
+        list_width = (self.size.width if stacked else self.size.width * 2 // 3) - 4
         value_width = text_width(list_width, FACT_OTHER_CELLS)
-        # The namespace column gives way to the note body on narrow terminals.
-        namespace_width = max(10, min(NOTE_NAMESPACE_CELLS,
-                                      list_width - NOTE_OTHER_CELLS - MIN_NOTE_BODY_CELLS))
-        body_width = text_width(list_width, NOTE_OTHER_CELLS + namespace_width)
+        namespace_width, author_width, body_width = note_widths(list_width, book.notes)
         fact_list = fact_rows(facts, needle, now, value_width)
         self.facts_table.sync(fact_list)
         self._marked &= {note.id for note in book.notes if note.status == "pending"}
-        note_list = note_rows(book, needle, now, body_width, self._marked, namespace_width)
+        note_list = note_rows(book, needle, now, body_width, self._marked, namespace_width,
+                              author_width)
         self.notes_table.sync(note_list)
+        # The body column takes what the others leave (stretch): cut the bodies to that.
+        stretched = self.notes_table.columns.get(ColumnKey("body"))
+        if stretched is not None and not stretched.auto_width and stretched.width != body_width:
+            note_list = note_rows(book, needle, now, max(MIN_TEXT_CELLS, stretched.width),
+                                  self._marked, namespace_width, author_width)
+            self.notes_table.sync(note_list)
         # Titles count what is shown (after the / filter), and say when a filter narrows it.
         shown_facts = sum(1 for key, _ in fact_list if key in self._facts)
         namespaces = len(fact_list) - shown_facts
@@ -320,6 +344,24 @@ class MemoryListsScreen(LiveScreen):
         if mode is not None:
             self._search_mode = mode
         return book
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back" and self._search:
+            return True
+        return super().check_action(action, parameters)
+
+    def action_back(self) -> None:
+        """From search results back to the list (then, as everywhere, to the previous view)."""
+        if not self._search:
+            super().action_back()
+            return
+        self._search = ""
+        self.run_worker(self._back_to_list(), group="memory-search", exclusive=True)
+
+    async def _back_to_list(self) -> None:
+        await self.refresh_data()
+        self.notes_table.focus()
+        self.refresh_bindings()
 
     # -- selection ------------------------------------------------------------------------
 
@@ -369,13 +411,21 @@ class MemoryListsScreen(LiveScreen):
                 body = fact_detail(fact, now)
             elif namespace is not None:
                 body = namespace_detail(namespace, self._namespace_facts.get(namespace, []))
+            elif self.filter_text and self._fact_list:
+                body = Text.assemble(
+                    f"No fact matches the filter ({plural(len(self._fact_list), 'fact')} "
+                    "hidden); press ", ("/", "bold"), " and clear it to see them.")
             else:
                 body = EMPTY_FACTS
         else:
             note = self.selected_note()
-            if note is None:
-                body = EMPTY_NOTES if not self.filter_text else Text(
-                    "No note matches the filter; press / and clear it.", style="dim")
+            if note is None and self._search:
+                body = Text.assemble(f"No note matches the search {self._search!r}; ",
+                                     ("escape", "bold"), " goes back to the list.")
+            elif note is None:
+                body = EMPTY_NOTES if not self.filter_text else Text.assemble(
+                    f"No note matches the filter ({plural(len(self._book.notes), 'note')} "
+                    "hidden); press ", ("/", "bold"), " and clear it to see them.")
             else:
                 links = await load_links(await self.memory(), note)
                 if generation != self._detail_generation:

@@ -82,8 +82,18 @@ async def load_links(memory: MemoryStore, note: Note) -> NoteLinks:
                     history.append((depth, older))
                     following.append(older)
         frontier = following
+    # A target is retired already when another accepted note supersedes it: say so, never
+    # show it as accepted and live.
+    retired = set()
+    for target in supersedes:
+        if target.status == "accepted" and any(
+            other.status == "accepted" and other.id != note.id
+            for other in await memory.superseded_by(target.id)
+        ):
+            retired.add(target.id)
     return NoteLinks(
         supersedes=supersedes,
         superseded_by=tuple(await memory.superseded_by(note.id)),
         history=tuple(history),
+        retired=frozenset(retired),
     )

@@ -19,6 +19,7 @@ from rich.text import Text
 from store.memory.facts import Fact
 from store.memory.note_values import Note
 from tui.format import ago, duration, literal, one_line, pretty_json
+from tui.screens.note_text import readable_body, readable_text
 from tui.widgets.filter_bar import matches
 
 Cells = Sequence[Text]
@@ -224,6 +225,8 @@ class NoteLinks:
     superseded_by: tuple[Note, ...] = ()
     history: tuple[tuple[int, Note], ...] = ()
     """Older versions further down the chain: (depth, note), depth 2 = what a target replaced."""
+    retired: frozenset[str] = frozenset()
+    """Which of the notes it supersedes an accepted note (another one) retired already."""
 
 
 @dataclass
@@ -288,6 +291,7 @@ def note_rows(
     book: NoteBook, needle: str, now_ms: int, body_width: int = 44,
     marked: frozenset[str] | set[str] = frozenset(),
     namespace_width: int = NOTE_NAMESPACE_CELLS,
+    author_width: int = 14,
 ) -> list[tuple[str, Cells]]:
     """Rows of the notes table in review order (columns: see the Memory view's NOTE_COLUMNS);
     notes marked for a bulk decision show ``●``."""
@@ -300,7 +304,7 @@ def note_rows(
             note_row_key(note.id),
             _note_cells(note, shown_status(note, book.retired), len(links.supersedes),
                         now_ms // 60_000 * 60_000, body_width, note.id in marked,
-                        namespace_width),
+                        namespace_width, author_width),
         ))
     return rows
 
@@ -308,7 +312,7 @@ def note_rows(
 @functools.lru_cache(maxsize=8192)
 def _note_cells(
     note: Note, status: str, supersedes: int, now_ms: int, body_width: int, marked: bool = False,
-    namespace_width: int = NOTE_NAMESPACE_CELLS,
+    namespace_width: int = NOTE_NAMESPACE_CELLS, author_width: int = 14,
 ) -> tuple[Text, ...]:
     edges = Text(f"⇢{supersedes}", style="yellow") if supersedes else Text("")
     body_style = "dim" if status in ("retired", "rejected") else ""
@@ -317,11 +321,30 @@ def _note_cells(
     return (
         state,
         one_line(note.namespace, "cyan", width=namespace_width),
-        one_line(note.body, body_style, width=body_width),
+        one_line(readable_body(note.body), body_style, width=body_width),
         edges,
-        one_line(note.author or "–", width=14),
+        one_line(note.author or "–", width=author_width),
         Text(coarse_age(now_ms, note.created_at_ms), style="dim"),
     )
+
+
+PERSON_AUTHORS = {"cli": "a person, with the command line (tether notes)",
+                  "dashboard": "a person, in the dashboard"}
+
+
+def note_writer(note: Note) -> Text:
+    """Who wrote a note, in one line that agrees with its author: the run and node an agent
+    wrote it in (``agent:review`` in run r-1/review), or the person and the tool they used."""
+    if note.run_id is not None:
+        text = writer_text(note.run_id, note.node_id, note.iteration)
+        if note.author:
+            text = literal(note.author) + Text(" in run ", style="dim") + text
+        return text
+    if note.author in PERSON_AUTHORS:
+        return Text(PERSON_AUTHORS[note.author])
+    if note.author:
+        return literal(note.author) + Text(" (no run recorded)", style="dim")
+    return Text("a person (dashboard or CLI)", style="dim")
 
 
 def provenance_table(note: Note, now_ms: int) -> Table:
@@ -329,8 +352,7 @@ def provenance_table(note: Note, now_ms: int) -> Table:
     table = _field_table()
     table.add_row("id", literal(note.id))
     table.add_row("namespace", literal(note.namespace))
-    table.add_row("author", literal(note.author or "unknown"))
-    table.add_row("written by", writer_text(note.run_id, note.node_id, note.iteration))
+    table.add_row("written by", note_writer(note))
     table.add_row("written at", Text(f"{clock_time(note.created_at_ms)} "
                                      f"({ago(now_ms, note.created_at_ms)})"))
     if note.kind:
@@ -361,14 +383,14 @@ def why_remembered(note: Note, links: NoteLinks, retired: set[str]) -> list[Rend
     if links.supersedes:
         heading = "Retires" if note.status == "accepted" else "Would retire when accepted"
         lines.append(Text(f"{heading}:", style="bold"))
-        lines.append(_neighbours(links.supersedes, retired))
+        lines.append(_neighbours(links.supersedes, retired | links.retired))
     if links.history:
         lines.append(Text("Earlier versions (what those replaced):", style="bold"))
         for depth, older in links.history:
             line = Text("  " * (depth - 1) + "↳ ", style="dim")
             line.append_text(one_line(older.id, "dim"))
             line.append("  ")
-            line.append_text(one_line(older.body, width=60))
+            line.append_text(one_line(readable_body(older.body), width=60))
             lines.append(line)
     if links.superseded_by:
         lines.append(Text("Superseded by:", style="bold"))
@@ -384,7 +406,7 @@ def _neighbours(notes: Sequence[Note], retired: set[str]) -> Table:
     for other in notes:
         body = one_line(other.id, "dim")
         body.append("\n")
-        body.append_text(literal(other.body))
+        body.append_text(readable_text(other.body))
         table.add_row(status_cell(shown_status(other, retired)), body)
     return table
 
@@ -398,7 +420,7 @@ def note_detail(note: Note, links: NoteLinks, retired: set[str], now_ms: int) ->
         Text("Note", style="bold underline"),
         status_cell(shown_status(note, retired)),
         Text(""),
-        literal(note.body),
+        readable_text(note.body),
         Text(""),
         Text("Why is this remembered", style="bold"),
         provenance_table(note, now_ms),

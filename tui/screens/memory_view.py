@@ -34,12 +34,15 @@ class MemoryScreen(NoteActionsScreen, FactActionsScreen):
     )
     DEFAULT_CSS = """
     MemoryScreen #memory-body { height: 1fr; }
-    MemoryScreen #memory-lists { width: 3fr; }
+    MemoryScreen #memory-lists { width: 2fr; }
     MemoryScreen #memory-lists KeyedTable { height: 1fr; border: round $panel-lighten-2; }
     MemoryScreen #memory-lists KeyedTable:focus-within { border: round $accent; }
     MemoryScreen #memory-detail {
-        width: 2fr; border: round $panel-lighten-2; padding: 0 1;
+        width: 1fr; border: round $panel-lighten-2; padding: 0 1;
     }
+    MemoryScreen #memory-body.-stacked { layout: vertical; }
+    MemoryScreen #memory-body.-stacked #memory-lists { width: 100%; height: 2fr; }
+    MemoryScreen #memory-body.-stacked #memory-detail { width: 100%; height: 1fr; }
     MemoryScreen #memory-search-banner { display: none; height: 1; padding: 0 1;
         background: $boost; }
     MemoryScreen #memory-search-banner.-visible { display: block; }

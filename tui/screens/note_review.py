@@ -18,7 +18,6 @@ from textual.widgets import Footer, Static
 from store.memory.note_values import Note
 from tui.actions.note_decisions import accept_note, reject_note
 from tui.actions.read_only import write_refused
-from tui.format import literal
 from tui.screens.live_screen import QuitFirstFooter
 from tui.screens.memory_lists import MemoryListsScreen
 from tui.screens.memory_reads import load_links
@@ -31,6 +30,8 @@ from tui.screens.memory_render import (
     verdict_text,
     why_remembered,
 )
+from tui.screens.note_text import readable_body, readable_text
+from tui.word_diff import diff_text, word_diff
 
 
 class NoteReviewScreen(QuitFirstFooter, Screen[None]):
@@ -96,7 +97,7 @@ class NoteReviewScreen(QuitFirstFooter, Screen[None]):
         # when it is itself accepted.
         superseded = any(n.status == "accepted" for n in self.links.superseded_by)
         retired = {self.note.id} if superseded else set()
-        target_retired = (
+        target_retired = set(self.links.retired) | (
             {t.id for t in self.links.supersedes} if self.note.status == "accepted" else set()
         )
         now = self._memory_screen.tether.now_ms()
@@ -119,7 +120,7 @@ class NoteReviewScreen(QuitFirstFooter, Screen[None]):
             else f"Supersedes ({count})"
         )
         self.query_one("#review-targets-body", Static).update(
-            _targets_panel(self.links.supersedes, target_retired, now)
+            _targets_panel(self.links.supersedes, target_retired, now, self.note)
         )
         self.query_one("#review-verdict", Static).update(verdict_text(self.note, self.links))
         self.refresh_bindings()
@@ -183,7 +184,7 @@ def _proposal_panel(note: Note, links: NoteLinks, retired: set[str], now: int) -
     return Group(
         status_cell(shown_status(note, retired)),
         Text(""),
-        literal(note.body),
+        readable_text(note.body),
         Text(""),
         Text("Why is this remembered", style="bold"),
         provenance_table(note, now),
@@ -191,14 +192,19 @@ def _proposal_panel(note: Note, links: NoteLinks, retired: set[str], now: int) -
     )
 
 
-def _targets_panel(targets: tuple[Note, ...], retired: set[str], now: int) -> RenderableType:
+def _targets_panel(
+    targets: tuple[Note, ...], retired: set[str], now: int, proposal: Note
+) -> RenderableType:
     if not targets:
         return Text("Supersedes nothing: accepting it only adds knowledge.", style="dim")
     parts: list[RenderableType] = []
     for target in targets:
+        diff = word_diff(readable_body(target.body), readable_body(proposal.body))
         parts.extend([
             status_cell(shown_status(target, retired)),
-            literal(target.body),
+            readable_text(target.body),
+            Text(f"The proposal against it: {diff.summary()}", style="bold"),
+            diff_text(diff),
             provenance_table(target, now),
             Text("─" * 20, style="dim"),
         ])

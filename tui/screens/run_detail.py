@@ -18,7 +18,8 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from engine.artifact_files import stream_log_path
-from store.model.run_records import NodeRecord, RunRecord
+from store.model.run_records import TERMINAL_RUN_STATUSES, NodeRecord, RunRecord
+from store.read.timeline import Row
 from store.workspace.layout import Workspace
 from tui.format import (
     duration,
@@ -31,7 +32,7 @@ from tui.format import (
     tokens,
 )
 from tui.graph_layout import build_graph
-from tui.screens.live_screen import LiveScreen
+from tui.screens.inspector_search import InspectorSearch
 from tui.screens.run_detail_render import (
     ATTEMPT_COLUMNS,
     CALL_COLUMNS,
@@ -42,6 +43,7 @@ from tui.screens.run_detail_render import (
     memory_block_text,
     node_cells,
 )
+from tui.screens.run_timeline import TIMELINE_TAB
 from tui.tailing import Batch, DatabaseLogTail, FileTail
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
@@ -70,7 +72,7 @@ async def find_stored_log(chunks: Any, node: NodeRecord) -> Path | None:
     return None
 
 
-class RunDetailScreen(LiveScreen):
+class RunDetailScreen(InspectorSearch):
     """Nodes of one run and the inspector for the node under the cursor."""
 
     MODE = "runs"
@@ -88,14 +90,24 @@ class RunDetailScreen(LiveScreen):
         Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
         Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
         Binding("g", "toggle_graph", "Graph/table"),
+        Binding("T", "timeline", "Timeline"),
         Binding("t", "tokens", "Tokens of node"),
         Binding("f", "follow_log", "Follow log"),
     ]
     AUTO_FOCUS = "#run-graph"
 
-    def __init__(self, run_id: str, *, came_from: str = "runs") -> None:
+    _graph_wanted: tuple[list[NodeRecord], Any, Any] | None = None
+    """What the graph should show next (drawn when its tab is on screen)."""
+    _graph_moved = False
+    """The graph's cursor moved while its tab was hidden (redraw it when shown)."""
+
+    def __init__(
+        self, run_id: str, *, came_from: str = "runs", node_key: str | None = None
+    ) -> None:
         super().__init__()
         self.run_id = run_id
+        self._wanted_node = node_key
+        """The node to put the cursor on once the nodes are read (the cost view's enter)."""
         self.came_from = came_from
         """The view the run was opened from (escape returns there)."""
         self.run: RunRecord | None = None
@@ -104,6 +116,10 @@ class RunDetailScreen(LiveScreen):
         self._log_tail: FileTail | None = None
         self._db_log_busy = False
         self._log_key: str | None = None
+        self._pinned: NodeRecord | None = None
+        """A node the timeline chose that the node table does not list (beyond its 2 000)."""
+        self._open_in_inspector: tuple[str, str] | None = None
+        """(inspector tab, row key) to select once the inspector has the node."""
 
     def compose_view(self) -> ComposeResult:
         with Vertical(id="detail-body"):
@@ -113,6 +129,7 @@ class RunDetailScreen(LiveScreen):
                     yield WorkflowGraph(id="run-graph")
                 with TabPane("Nodes", id="tab-nodes"):
                     yield KeyedTable(NODE_COLUMNS, id="nodes-table", stretch="node")
+                yield from self.compose_timeline()
             with TabbedContent(id="inspector"):
                 with TabPane("Prompt", id="tab-prompt"), VerticalScroll():
                     yield Static(id="prompt-text")
@@ -130,7 +147,7 @@ class RunDetailScreen(LiveScreen):
                     yield KeyedTable(CALL_COLUMNS, id="calls-table", stretch="agent")
 
     def on_mount(self) -> None:
-        super().on_mount()
+        # Textual calls each base class's on_mount too (most derived first): no super().
         self.set_interval(0.25, self._poll_log)
 
     def crumb(self) -> Text:
@@ -148,6 +165,8 @@ class RunDetailScreen(LiveScreen):
         if not self.is_mounted:
             return None
         key = self.query_one("#nodes-table", KeyedTable).cursor_key
+        if self._pinned is not None and key != self._pinned.key:
+            return self.nodes.get(self._pinned.key, self._pinned)
         return self.nodes.get(key) if key else None
 
     async def refresh_data(self, batch: Batch) -> None:
@@ -157,6 +176,9 @@ class RunDetailScreen(LiveScreen):
         if reader is None:
             return
         now = self.tether.now_ms()
+        ticked = not batch.first_read and not batch.events
+        if ticked and self.run is not None and self.run.status in TERMINAL_RUN_STATUSES:
+            return  # a clock tick changes nothing shown of an ended run (10 000 nodes or 4)
         self.run = await reader.run(self.run_id)
         nodes = await reader.nodes(self.run_id)
         usage = await reader.node_usage(self.run_id)
@@ -171,8 +193,14 @@ class RunDetailScreen(LiveScreen):
         ]
         table = self.query_one("#nodes-table", KeyedTable)
         table.sync(rows)
+        if self._wanted_node is not None and table.select_key(self._wanted_node):
+            self._wanted_node = None
+            self.query_one("#run-views", TabbedContent).active = "tab-nodes"
+            table.focus()
         shown = [n for n in nodes if matches(needle, n.node_id, n.state)]
-        self.query_one(WorkflowGraph).show(build_graph(shown, usage, warned), table.cursor_key)
+        self._graph_wanted = (shown, usage, warned)
+        if self.query_one("#run-views", TabbedContent).active == "tab-graph":
+            self._draw_graph()
         self._show_summary(now)
         node = self.selected_node
         if node is not None and (
@@ -181,6 +209,7 @@ class RunDetailScreen(LiveScreen):
             or batch.touches(self.run_id, node.node_id)
         ):
             await self._show_node(node)
+        await self.refresh_timeline(batch.first_read or batch.touches(self.run_id))
         self.update_chrome()
 
     def _show_summary(self, now_ms: int) -> None:
@@ -231,8 +260,8 @@ class RunDetailScreen(LiveScreen):
                               style="bold yellow")  # fmt: skip
             prompt.append("\n\n")
             prompt.append_text(literal(latest.prompt or "(prompt not recorded)"))
-        self.query_one("#prompt-text", Static).update(prompt)
-        self.query_one("#memory-text", Static).update(memory_block_text(block))
+        self.show_text("tab-prompt", prompt)
+        self.show_text("tab-memory", memory_block_text(block))
 
         output = Text()
         if node.error:
@@ -246,7 +275,7 @@ class RunDetailScreen(LiveScreen):
             output.append_text(literal(latest.response_text))
         elif not node.error:
             output.append("No output yet.", style="dim")
-        self.query_one("#output-text", Static).update(output)
+        self.show_text("tab-output", output)
 
         self.query_one("#attempts-table", KeyedTable).sync(
             [(str(a.attempt), attempt_cells(a)) for a in attempts]
@@ -265,6 +294,12 @@ class RunDetailScreen(LiveScreen):
         self.query_one("#calls-table", KeyedTable).sync(
             [(str(c.call_id), call_cells(c)) for c in calls]
         )
+        if self._open_in_inspector is not None:
+            tab, key = self._open_in_inspector
+            self._open_in_inspector = None
+            self.query_one("#inspector", TabbedContent).active = tab
+            table_id = "#attempts-table" if tab == "tab-attempts" else "#calls-table"
+            self.query_one(table_id, KeyedTable).select_key(key)
 
     def on_workflow_graph_moved(self, event: WorkflowGraph.Moved) -> None:
         # The node table is the one selection: the inspector follows its row.
@@ -286,9 +321,57 @@ class RunDetailScreen(LiveScreen):
             views.active = "tab-graph"
             self.query_one(WorkflowGraph).focus()
 
+    def follow_timeline_row(self, row: Row, *, open_it: bool) -> None:
+        """The timeline's cursor is on ``row``: the inspector shows its node (and, on
+        ``enter``, its attempt or call)."""
+        if open_it and row.attempt is not None:
+            tab = "tab-calls" if row.kind == "call" else "tab-attempts"
+            key = str(row.item_id) if row.kind == "call" else str(row.attempt)
+            self._open_in_inspector = (tab, key)
+        node = self.nodes.get(row.node_key)
+        table = self.query_one("#nodes-table", KeyedTable)
+        if node is not None and table.select_key(row.node_key):
+            self._pinned = None
+            if node.key == self._shown_node:
+                self.run_worker(self._show_node_safely(node), group="inspector", exclusive=True)
+            return
+        self.run_worker(self._pin(row.node_key), group="inspector", exclusive=True)
+
+    async def _pin(self, node_key: str) -> None:
+        reader = self.tether.reader
+        node_id, _, iteration = node_key.rpartition("#")
+        node = await reader.node(self.run_id, node_id, int(iteration)) if reader else None
+        if node is not None:
+            self._pinned = node
+            self.tether.select(run_id=self.run_id, node_id=node.node_id)
+            self.update_chrome()
+            await self._show_node_safely(node)
+
+    def _draw_graph(self) -> None:
+        """Draw the graph the last read left (only while its tab is shown: a run of 10 000
+        nodes is not drawn again behind the timeline on every commit)."""
+        table = self.query_one("#nodes-table", KeyedTable)
+        graph = self.query_one(WorkflowGraph)
+        if self._graph_wanted is None:  # the same graph: its cursor followed the table
+            if self._graph_moved:
+                self._graph_moved = False
+                graph.show(graph.graph)
+            return
+        shown, usage, warned = self._graph_wanted
+        self._graph_wanted = None
+        graph.show(build_graph(shown, usage, warned), table.cursor_key)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == TIMELINE_TAB:
+            self.run_worker(self.reread_timeline(), group="timeline",
+                            exclusive=True)
+        elif event.pane.id == "tab-graph":
+            self._draw_graph()
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id != "nodes-table":
             return
+        self._pinned = None
         node = self.selected_node
         if node is None:
             return
@@ -296,7 +379,10 @@ class RunDetailScreen(LiveScreen):
         position = graph.graph.position_of(node.key)
         if position is not None and position != graph.cursor:
             graph.cursor = position
-            graph.show(graph.graph)
+            if self.query_one("#run-views", TabbedContent).active == "tab-graph":
+                graph.show(graph.graph)
+            else:
+                self._graph_moved = True  # drawn when the Graph tab is shown again
         self.tether.select(run_id=self.run_id, node_id=node.node_id)
         if node.key != self._shown_node:
             self.update_chrome()

@@ -24,6 +24,7 @@ from tui.format import (
     status_text,
     tokens,
 )
+from tui.recall_words import readable_why
 
 NODE_COLUMNS = (
     ("state", "State"),
@@ -220,7 +221,7 @@ def memory_block_text(block: MemoryBlockRecord | None) -> Text:
     items = block.item_dicts
     out.append(f"\n{plural(len(items), 'recalled item')}\n", style="bold")
     for index, item in enumerate(items, start=1):
-        out.append_text(recalled_item_text(index, item))
+        out.append_text(recalled_item_text(index, item, block.query))
     out.append("\nBlock as injected before the prompt\n", style="bold")
     if block.text:
         out.append_text(literal(block.text))
@@ -229,8 +230,9 @@ def memory_block_text(block: MemoryBlockRecord | None) -> Text:
     return out
 
 
-def recalled_item_text(index: int, item: dict[str, Any]) -> Text:
-    """One recalled item: id, source, namespace, score, why it was picked, then its text."""
+def recalled_item_text(index: int, item: dict[str, Any], query: str | None = None) -> Text:
+    """One recalled item: id, source, namespace, score, why it was picked (in the words of
+    ``query``, the block's), then its text."""
     line = Text()
     line.append(f"{index:>2}. ", style="bold")
     line.append_text(one_line(item.get("id", item.get("value", "?"))))
@@ -248,10 +250,7 @@ def recalled_item_text(index: int, item: dict[str, Any]) -> Text:
     if isinstance(score, int | float):
         line.append(f" · score {score:.3f}", style="green")
     line.append("\n")
-    why = item.get("why") or item.get("reason")
-    terms = item.get("matched_terms")
-    if not why and isinstance(terms, list) and terms:
-        why = "matched " + ", ".join(str(t) for t in terms)
+    why = readable_why(item, query)
     tags = item.get("tags")
     if why or tags:
         line.append("    why: ", style="dim")

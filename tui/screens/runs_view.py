@@ -17,7 +17,6 @@ from textual.widgets import DataTable, Static
 from store.model.executor_records import ExecutorNodeRecord
 from store.model.run_records import RunRecord
 from store.read.dashboard_rows import WorkerRow
-from tui.actions.run_actions import RunControlScreen
 from tui.event_text import event_line
 from tui.format import (
     duration,
@@ -30,8 +29,8 @@ from tui.format import (
     tokens,
 )
 from tui.screens.cluster_render import cluster_text
+from tui.screens.runs_search import RESHAPING, RunSearchScreen
 from tui.tailing import Batch
-from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.log_view import FollowLog
 from tui.widgets.run_chart import CALLS_CHARTED, RunChart
@@ -44,7 +43,8 @@ CHART_MIN_WIDTH = 160
 CHART_MIN_INTERVAL_S = 1.0
 
 RESHAPING_EVENTS = frozenset({"run.created", "run.deleted"})
-"""Events that add or remove rows: the list is re-read in full when one arrives."""
+"""Events that add or remove rows: the list is re-read in full when one arrives (with a
+filter in effect, a change of status too: it may bring a run in or take it out)."""
 
 RUN_COLUMNS = (
     ("status", "Status"),
@@ -67,7 +67,7 @@ would)."""
 def run_cells(run: RunRecord, now_ms: int) -> list[Text]:
     """The cells of one runs-list row."""
     stale = run.is_stale(now_ms)
-    status = status_text(run.status)
+    status = status_text("queued" if run.is_queued else run.status)
     if stale:
         status.append(" ")
         status.append(" STALE ", style="bold black on yellow")
@@ -106,7 +106,7 @@ def workers_text(workers: list[WorkerRow], now_ms: int) -> Text:
     return text
 
 
-class RunsScreen(RunControlScreen):
+class RunsScreen(RunSearchScreen):
     """The newest runs with status, progress, tokens and a stale badge; ``enter`` opens one."""
 
     MODE = "runs"
@@ -115,16 +115,29 @@ class RunsScreen(RunControlScreen):
     HELP_TEXT = (
         "The newest runs, live. A running run whose heartbeat is older than 30 s is STALE: "
         "its process is gone and it can be resumed. enter opens the run's nodes and inspector. "
-        "The feed below shows the newest events as they are committed."
+        "The feed below shows the newest events as they are committed. / searches every run "
+        "with the query language of tether runs --where: status = failed, workflow ~ review, "
+        "created > -7d, cost > 0.5, tokens >= 200k, agent = claude-code, model STARTS_WITH "
+        "claude, input.repo = demo, error ~ timeout, text ~ pytest (prompts, outputs, logs), "
+        "joined by AND, OR, NOT and parentheses; a plain word matches run ids and workflows. "
+        "F picks a saved filter, S saves the one in effect. $ explains the selected run's "
+        "cost (its costliest nodes and calls, retries, cache). m marks a run, = compares the "
+        "marked run with the selected one (= on a run that continues another compares the "
+        "two generations)."
     )
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("enter", "open_run", "Open run"),
+        Binding("dollar_sign", "cost", "Why this cost"),
+        Binding("m", "mark", "Mark to compare"),
+        Binding("equals_sign", "compare", "Compare"),
     ]
     AUTO_FOCUS = "#runs-table"
 
     def __init__(self) -> None:
         super().__init__()
         self.runs: dict[str, RunRecord] = {}
+        self.marked: str | None = None
+        """The run marked with m (the A side of the next compare)."""
         self._charted_at = 0.0
         self._chart_stale = True
         self._chart_timer: Timer | None = None
@@ -152,11 +165,15 @@ class RunsScreen(RunControlScreen):
             self._schedule_chart()
 
     def crumb(self) -> Text:
-        shown = len(self.query_one(KeyedTable).keys) if self.is_mounted else 0
-        text = Text(f"{plural(shown, 'run')} shown")
         if self.filter_text:
-            text.append("  filter: ", style="dim")
-            text.append_text(literal(self.filter_text))
+            text = self.search_crumb()
+        else:
+            shown = len(self.query_one(KeyedTable).keys) if self.is_mounted else 0
+            text = Text(f"{plural(shown, 'run')} shown")
+        if self.marked:
+            text.append("  marked ", style="dim")
+            text.append_text(literal(self.marked, "bold magenta"))
+            text.append(" (= compares)", style="dim")
         return text
 
     @property
@@ -182,26 +199,32 @@ class RunsScreen(RunControlScreen):
         if self.selected_run_id in batch.run_ids:
             self._chart_stale = True
             self._schedule_chart()
-        if self._can_patch(batch, table):
-            # Only rows of runs the new events touch change: read those runs by key.
-            self._patch((await reader.runs_by_ids(sorted(batch.run_ids))).values(), table, now)
+        found = await self.searched_runs(batch) if self.filter_text else None
+        if self._can_patch(batch, table) or (self.filter_text and found is None):
+            # Only rows of runs the new events touch change (on a tick: the running ones).
+            touched = batch.run_ids or {
+                key for key in table.keys if self.runs.get(key) and self.runs[key].status
+                == "running"
+            }
+            self._patch((await reader.runs_by_ids(sorted(touched))).values(), table, now)
             self.query_one(FollowLog).append(event_line(e) for e in batch.events[-200:])
+            self.update_chrome()
             return
-        recent = await reader.recent_runs(RUNS_SHOWN)
-        active = await reader.active_runs()
-        merged = {run.run_id: run for run in recent}
-        for run in active:
-            merged.setdefault(run.run_id, run)
-        runs = sorted(merged.values(), key=lambda r: (r.created_at_ms, r.run_id), reverse=True)
-        self.runs = merged
-        self.tether.remember_runs(runs)
-        needle = self.filter_text
-        rows = [
-            (run.run_id, run_cells(run, now))
-            for run in runs
-            if matches(needle, run.run_id, run.workflow, run.status)
-            or (needle.lower() == "stale" and run.is_stale(now))
-        ]
+        if found is not None:
+            runs = found
+            self.runs = {run.run_id: run for run in runs}
+            self.tether.remember_runs(runs)
+        else:
+            recent = await reader.recent_runs(RUNS_SHOWN)
+            active = await reader.active_runs()
+            merged = {run.run_id: run for run in recent}
+            for run in active:
+                merged.setdefault(run.run_id, run)
+            runs = sorted(merged.values(), key=lambda r: (r.created_at_ms, r.run_id),
+                          reverse=True)
+            self.runs = merged
+            self.tether.remember_runs(runs)
+        rows = [(run.run_id, run_cells(run, now)) for run in runs]
         # The cursor follows the newest run while it sits on the first row (the person has
         # not moved it), and goes to a run launched or cleared here once it is listed.
         follow = table.cursor_row <= 0
@@ -242,10 +265,12 @@ class RunsScreen(RunControlScreen):
 
     def _can_patch(self, batch: Batch, table: KeyedTable) -> bool:
         """True when the new events only change rows already shown (no run was created or
-        deleted, no filter in effect): then the list is patched instead of re-read."""
-        if batch.first_read or not batch.events or self.filter_text:
+        deleted, nothing that may move a run in or out of the filter): then the list is
+        patched instead of re-read."""
+        if batch.first_read or not batch.events:
             return False
-        if any(e.type in RESHAPING_EVENTS for e in batch.events):
+        reshaping = RESHAPING if self.filter_text else RESHAPING_EVENTS
+        if any(e.type in reshaping for e in batch.events):
             return False
         shown = set(table.keys)
         return all(run_id in shown for run_id in batch.run_ids)
@@ -298,7 +323,7 @@ class RunsScreen(RunControlScreen):
             return  # the view is being closed
 
     def action_open_run(self) -> None:
-        """Open the selected run."""
+        """Open the selected run (with the words of a full-text search highlighted)."""
         run_id = self.selected_run_id
         if run_id is not None:
             self.tether.open_run(run_id)
@@ -306,3 +331,31 @@ class RunsScreen(RunControlScreen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
             self.tether.open_run(event.row_key.value)
+
+    def action_cost(self) -> None:
+        """Why the selected run cost what it did."""
+        run_id = self.selected_run_id
+        if run_id is not None:
+            self.tether.open_cost(run_id)
+
+    def action_mark(self) -> None:
+        """Mark the selected run as the A side of a comparison (again: unmark it)."""
+        run_id = self.selected_run_id
+        self.marked = None if run_id == self.marked else run_id
+        self.update_chrome()
+
+    def action_compare(self) -> None:
+        """The marked run beside the selected one; without a mark, the selected run beside
+        the run it continues (its previous generation, or the run it was forked from)."""
+        run_id = self.selected_run_id
+        if run_id is None:
+            return
+        if self.marked and self.marked != run_id:
+            self.tether.open_compare(self.marked, run_id)
+            return
+        run = self.runs.get(run_id) or self.tether.known_runs.get(run_id)
+        if run is not None and run.parent_run_id:
+            self.tether.open_compare(run.parent_run_id, run_id)
+            return
+        self.app.notify("Mark a run with m, then press = on another run to compare them "
+                        "(a run that continues another compares with it directly).", timeout=6)

@@ -50,7 +50,7 @@ USAGE_COLUMNS = (
 TOP_COLUMNS = (
     ("context", "Context"),
     ("bucket", "Bucket"),
-    ("where", "Run / node"),
+    ("where", "Node · run"),
     ("agent", "Agent"),
     ("cost", "Cost"),
     ("cached", "Cached"),
@@ -77,9 +77,10 @@ def usage_cells(
 
 def top_call_cells(call: CallRecord) -> list[Text]:
     """The cells of one largest-calls row."""
-    where = one_line(call.run_id)
-    where.append(" › ")
-    where.append_text(one_line(f"{call.node_id}#{call.iteration}"))
+    # The node first: a narrow column still names it.
+    where = one_line(f"{call.node_id}#{call.iteration}")
+    where.append(" · ", style="dim")
+    where.append_text(one_line(call.run_id, "dim"))
     agent = one_line(call.agent)
     if call.simulated:
         agent.append(" (sim)", style="dim")
@@ -298,10 +299,19 @@ class TokensScreen(LiveScreen):
         positions = [float(i) for i in range(1, len(BUCKET_LABELS) + 1)]
         # Explicit tick positions keep label placement identical from run to run.
         plt.bar(positions, counts, color="cyan", width=0.6)
+        # Each bar says its count (a short bar is still read exactly).
+        ticks = whole_ticks(max(counts))
+        for position, count in zip(positions, counts, strict=True):
+            if count:
+                plt.text(str(count), position, count + ticks[-1] * 0.06, color="white",
+                         alignment="center")
+        # Explicit tick positions keep label placement identical from run to run.
         plt.xticks(positions, list(BUCKET_LABELS))
-        plt.yticks([float(t) for t in whole_ticks(max(counts))])
+        plt.ylim(0, ticks[-1] * 1.15)
+        plt.yticks([float(t) for t in ticks])
         plt.title("calls per context-window bucket")
         plt.xlabel("context window (input + cache read + cache write)")
+        plt.ylabel("calls")
         plot.refresh()
 
     def action_cycle_scope(self) -> None:

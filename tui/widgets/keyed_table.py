@@ -15,6 +15,9 @@ from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotEx
 Cells = Sequence[Text]
 MIN_MAIN_WIDTH = 12
 """The main column never shrinks below this; longer text is cut with an ellipsis."""
+MAX_WHOLE_MAIN = 40
+"""Optional columns give way until the main column shows its longest value whole, up to this
+many cells (a workflow name stays whole at 80 columns)."""
 
 
 class KeyedTable(DataTable[Text]):
@@ -51,6 +54,7 @@ class KeyedTable(DataTable[Text]):
         self._stretch = stretch
         """The main column, widened to take the width the others leave (None: no stretch)."""
         self._others_width = 0
+        self._main_widest = 0
         self._look: tuple[str, ...] | None = None
         """The styles the cached cells were rendered with (see :meth:`notify_style_update`)."""
         for key, label in self._columns:
@@ -118,7 +122,8 @@ class KeyedTable(DataTable[Text]):
         width = self.scrollable_content_region.width
         if not self._optional or not width:
             return False
-        needed = {**widths, self._stretch or "": MIN_MAIN_WIDTH}
+        main = min(MAX_WHOLE_MAIN, max(MIN_MAIN_WIDTH, widths.get(self._stretch or "", 0)))
+        needed = {**widths, self._stretch or "": main}
         keys = [key for key, _ in self._all_columns]
         for dropped in self._optional:
             if sum(needed[key] + 2 * self.cell_padding for key in keys) <= width:
@@ -139,6 +144,7 @@ class KeyedTable(DataTable[Text]):
         visible cell)."""
         if self._stretch is None:
             return
+        self._main_widest = widths.get(self._stretch, 0)
         self._others_width = sum(
             max(widths[key], self.columns[ColumnKey(key)].content_width) + 2 * self.cell_padding
             for key, _ in self._columns if key != self._stretch
@@ -153,7 +159,9 @@ class KeyedTable(DataTable[Text]):
         if main is None:
             return
         spare = self.scrollable_content_region.width - self._others_width - 2 * self.cell_padding
-        wanted = max(MIN_MAIN_WIDTH, spare)
+        # As wide as its longest value, not wider: on a wide terminal the numbers stay next to
+        # the names they belong to instead of across a gap (the rest of the width stays free).
+        wanted = max(MIN_MAIN_WIDTH, min(spare, self._main_widest + 2))
         if main.auto_width or main.width != wanted:
             main.auto_width = False
             main.width = wanted
@@ -232,12 +240,17 @@ class KeyedTable(DataTable[Text]):
             self.stretch_main_column()
             if new_order != self._order:
                 changed = True
+                row = self.cursor_row
                 self.clear()
                 for key, cells in rows:
                     self.add_row(*self._shown(cells), key=key)
                 self._order = new_order
                 if keep is not None and keep in new_order:
                     self.move_cursor(row=new_order.index(keep), animate=False)
+                elif keep is not None and new_order:
+                    # The row went (deleted, filtered out): the cursor stays where it was,
+                    # on the row that took its place.
+                    self.move_cursor(row=min(max(0, row), len(new_order) - 1), animate=False)
             else:
                 for key, cells in rows:
                     changed = self._rewrite(key, cells)[0] or changed

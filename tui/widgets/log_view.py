@@ -40,6 +40,11 @@ class FollowLog(Log):
         else:
             self.pending += len(clean)
 
+    def redraw_lines(self) -> None:
+        """Draw every line again (after the highlighter changed)."""
+        self._render_line_cache.clear()
+        self.refresh()
+
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         if self.following:

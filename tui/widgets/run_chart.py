@@ -21,7 +21,7 @@ from textual.widgets import Static
 
 from store.model.buckets import BUCKET_EDGES
 from store.model.run_records import CallRecord
-from tui.format import one_line, plural, tokens
+from tui.format import duration, one_line, plural, tokens
 from tui.widgets.cached_plot import CachedPlot
 
 CALLS_CHARTED = 300
@@ -79,6 +79,14 @@ def axis_ticks(highest: float, count: int = 4) -> tuple[list[float], list[str]]:
     step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
     ticks = [float(step * i) for i in range(count + 2) if step * (i - 1) < highest]
     return ticks, [tokens(int(t)) for t in ticks]
+
+
+def time_ticks(starts: Sequence[float], most: int = 5) -> list[float]:
+    """Where the rate plot's x axis is labelled: the first bin, the last, and a few between."""
+    if not starts:
+        return [0.0]
+    step = max(1, -(-len(starts) // most))
+    return sorted({*starts[::step], starts[-1]})
 
 
 def tick_count(height: int) -> int:
@@ -140,22 +148,27 @@ class RunChart(Vertical):
             await self.mount(CachedPlot(id="rate-plot"), CachedPlot(id="context-plot"))
         self._run_id = run_id
         self._calls = tuple(calls)
-        title = Text("Selected run ", style="bold")
-        if run_id is None:
-            title.append("— none", style="dim")
-        else:
-            title.append_text(one_line(run_id, "bold"))
-            total = sum(call.tokens.total for call in calls)
-            model_calls = sum(1 for call in calls if call.kind == "model")
-            title.append(f"  {plural(model_calls, 'call')} · {tokens(total)} tokens", style="dim")
-            if len(calls) >= CALLS_CHARTED:
-                title.append(f" (newest {CALLS_CHARTED})", style="dim")
-        self.query_one("#chart-title", Static).update(title)
         wait = PLOT_MIN_INTERVAL_S - (time.monotonic() - self._drawn_at)
         if wait <= 0:
             self.call_after_refresh(self._draw)
         elif self._timer is None:
             self._timer = self.set_timer(wait, self._draw)
+
+    def _title(self) -> Text:
+        """The chart's title: the run its plots show, with its calls and tokens."""
+        title = Text("Selected run ", style="bold")
+        if self._run_id is None:
+            title.append("— none", style="dim")
+            return title
+        title.append_text(one_line(self._run_id, "bold"))
+        # The spaces end the bold piece: SVG renderers drop the leading spaces of a run.
+        title.append("  ")
+        total = sum(call.tokens.total for call in self._calls)
+        model_calls = sum(1 for call in self._calls if call.kind == "model")
+        title.append(f"{plural(model_calls, 'call')} · {tokens(total)} tokens", style="dim")
+        if len(self._calls) >= CALLS_CHARTED:
+            title.append(f" (newest {CALLS_CHARTED})", style="dim")
+        return title
 
     def _draw(self) -> None:
         self._timer = None
@@ -167,6 +180,9 @@ class RunChart(Vertical):
         try:
             rate_plot = self.query_one("#rate-plot", CachedPlot)
             context_plot = self.query_one("#context-plot", CachedPlot)
+            # The title changes with the plots, never before them: no run's name over
+            # another run's curves while the redraw waits.
+            self.query_one("#chart-title", Static).update(self._title())
         except NoMatches:
             return  # being removed
         rate = tokens_per_minute(self._calls)
@@ -181,7 +197,9 @@ class RunChart(Vertical):
             positions, labels = axis_ticks(max(rate.per_minute), tick_count(rate_plot.size.height))
             plt.ylim(0, max(positions[-1], 1.0))  # an empty range would divide by zero
             plt.yticks(positions, labels)
-            plt.xlabel(f"seconds since the first call (trailing minute, every {rate.bin_s} s)")
+            marks = time_ticks(rate.starts)
+            plt.xticks(marks, [duration(int(mark * 1000)) if mark else "0s" for mark in marks])
+            plt.xlabel(f"time since the first call (trailing minute, every {rate.bin_s} s)")
         rate_plot.version += 1
         rate_plot.refresh()
         contexts = context_per_call(self._calls)

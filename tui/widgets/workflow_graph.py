@@ -79,7 +79,7 @@ def render_graph(graph: RunGraph, cursor: tuple[int, int] | None) -> list[Text]:
     rows = max((len(column) for column in graph.columns), default=0)
     height = max(1, rows * (BOX_HEIGHT + ROW_GAP) - ROW_GAP)
     width = max(1, len(graph.columns) * (BOX_WIDTH + GUTTER) - GUTTER)
-    lines = [Text(" " * width) for _ in range(height)]
+    lines = _Canvas(width, height)
     placed: dict[str, tuple[int, int]] = {}
     for x, column in enumerate(graph.columns):
         for y, box in enumerate(column):
@@ -95,24 +95,24 @@ def render_graph(graph: RunGraph, cursor: tuple[int, int] | None) -> list[Text]:
             name, usage, progress = box_lines(box)
             if selected:
                 name.stylize("reverse")
-            _put(lines[top], left, _border_line(glyphs[0], glyphs[1], glyphs[2], name, border))
+            lines.put(top, left, _border_line(glyphs[0], glyphs[1], glyphs[2], name, border))
             middle = Text(glyphs[3], border)
             body = Text("  ") + usage
             body.pad_right(BOX_WIDTH - 2 - body.cell_len)
             middle.append_text(body)
             middle.append(glyphs[3], border)
-            _put(lines[top + 1], left, middle)
-            _put(lines[top + 2], left,
+            lines.put(top + 1, left, middle)
+            lines.put(top + 2, left,
                  _border_line(glyphs[4], glyphs[1], glyphs[5], progress, border))
             if box.depends_on and x > 0:
                 near = all(placed.get(dep, (-1, 0))[0] == x - 1 for dep in box.depends_on)
                 arrow = ("─" if near else "╌") * (GUTTER - 2) + "▶ "
-                _put(lines[top + 1], left - GUTTER, Text(arrow, "dim" if near else "dim italic"))
+                lines.put(top + 1, left - GUTTER, Text(arrow, "dim" if near else "dim italic"))
         _join_arrows(lines, x, column)
-    return lines
+    return lines.texts()
 
 
-def _join_arrows(lines: list[Text], x: int, column: list[GraphBox]) -> None:
+def _join_arrows(lines: _Canvas, x: int, column: list[GraphBox]) -> None:
     """Where several boxes of a column have arrows, join them into one fork in the gutter
     (``─┬─▶``, `` ├─▶``, `` └─▶``) so a fan-in or fan-out reads as one."""
     if x == 0:
@@ -128,20 +128,53 @@ def _join_arrows(lines: list[Text], x: int, column: list[GraphBox]) -> None:
             glyph = "└"
         else:
             glyph = "├" if row in rows else "│"
-        _put(lines[row], at, Text(glyph, "dim"))
+        lines.put(row, at, Text(glyph, "dim"))
         if row in rows and row != rows[0]:
-            _put(lines[row], at - 1, Text(" ", "dim"))
+            lines.put(row, at - 1, Text(" ", "dim"))
 
 
-def _put(line: Text, at: int, piece: Text) -> None:
-    """Overwrite ``line`` from cell ``at`` with ``piece`` (single-width characters only)."""
-    end = at + piece.cell_len
-    before = line[:at]
-    after = line[end:]
-    line.truncate(0)
-    line.append_text(before)
-    line.append_text(piece)
-    line.append_text(after)
+def _style(style: str | Style) -> Style:
+    return style if isinstance(style, Style) else (Style.parse(style) if style else Style())
+
+
+class _Canvas:
+    """The graph's cells (a character and a style each), written box by box and turned into
+    lines of text once: overwriting a cell costs the same however wide the graph is (a run of
+    10 000 nodes draws in one pass)."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.width = width
+        self.chars = [[" "] * width for _ in range(height)]
+        self.styles: list[list[Style | None]] = [[None] * width for _ in range(height)]
+
+    def put(self, row: int, at: int, piece: Text) -> None:
+        """Overwrite row ``row`` from cell ``at`` with ``piece`` (single-width characters)."""
+        plain = piece.plain
+        base = _style(piece.style)
+        styles = [base] * len(plain)
+        for span in piece.spans:
+            extra = _style(span.style)
+            for i in range(max(0, span.start), min(span.end, len(plain))):
+                styles[i] = styles[i] + extra
+        chars, cells = self.chars[row], self.styles[row]
+        for i, char in enumerate(plain):
+            x = at + i
+            if 0 <= x < self.width:
+                chars[x] = char
+                cells[x] = styles[i]
+
+    def texts(self) -> list[Text]:
+        """Each row as one Text, runs of the same style joined."""
+        lines = []
+        for chars, styles in zip(self.chars, self.styles, strict=True):
+            line = Text()
+            begin = 0
+            for x in range(1, len(chars) + 1):
+                if x == len(chars) or styles[x] != styles[begin]:
+                    line.append("".join(chars[begin:x]), styles[begin])
+                    begin = x
+            lines.append(line)
+        return lines
 
 
 class WorkflowGraph(Widget, can_focus=True):

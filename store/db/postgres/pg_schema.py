@@ -25,6 +25,7 @@ from store.db.schema_parts import (
     RUNS_INDEXES,
     call_key,
     executor_schema,
+    observe_tables,
     queue_columns,
 )
 from store.model.states import (
@@ -423,6 +424,8 @@ ALTER TABLE notes DROP COLUMN IF EXISTS search_vector, DROP COLUMN IF EXISTS bod
 _MIGRATION_EXECUTOR = executor_schema(TEXT, "BIGINT", "({0}::json) IS NOT NULL")
 # Calls keyed by their number in the attempt, so a retried write cannot record one twice.
 _MIGRATION_CALL_KEY = call_key("BIGINT")
+# What the observation views read (store/db/sqlite/sqlite_schema.py, its observe migration).
+_MIGRATION_OBSERVE = observe_tables("BIGINT", "DOUBLE PRECISION", TEXT, "")
 
 # The ordered, append-only list. Index i takes schema_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
@@ -434,6 +437,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_UNREAD_NOTES_SEARCH,
     _MIGRATION_EXECUTOR,
     _MIGRATION_CALL_KEY,
+    _MIGRATION_OBSERVE,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -17,6 +17,7 @@ from store.db.schema_parts import (
     RUNS_INDEXES,
     call_key,
     executor_schema,
+    observe_tables,
     queue_columns,
 )
 from store.model.states import (
@@ -471,6 +472,9 @@ DROP TABLE IF EXISTS notes_fts;
 _MIGRATION_EXECUTOR = executor_schema("TEXT", "INTEGER", "json_valid({0})")
 # Calls keyed by their number in the attempt, so a retried write cannot record one twice.
 _MIGRATION_CALL_KEY = call_key("INTEGER")
+# What the observation views read: usage per run, hour, agent and model (``tether usage``, the
+# Usage view, ``agent``/``model`` in run search), saved run filters, runs by workflow.
+_MIGRATION_OBSERVE = observe_tables("INTEGER", "REAL", "TEXT", " WITHOUT ROWID")
 
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
@@ -482,6 +486,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_UNREAD_NOTES_FTS,
     _MIGRATION_EXECUTOR,
     _MIGRATION_CALL_KEY,
+    _MIGRATION_OBSERVE,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,126 @@
+"""The reads behind a run's timeline (:mod:`store.read.timeline`), for the dashboard's reader
+and a workspace Database alike, on both backends.
+
+:func:`read_timeline` reads the run and its node rows only (the columns a bar needs: no
+output, no error), one indexed range of the ``nodes`` primary key however many nodes the run
+has. :func:`read_details` reads, for the node iterations a view shows, their attempts (no
+prompt or answer), calls and memory-tool events, each one query through a primary key or
+``calls_node_idx``/``events_run_idx``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from store.errors import NotFoundError
+from store.model.history_records import EventRecord
+from store.model.run_records import AttemptRecord, CallRecord, NodeRecord, RunRecord
+from store.read.run_query_sql import RUN_COLUMNS
+from store.read.run_search import Rows
+from store.read.timeline import NodeDetail, RunTimeline, ToolCall, build_timeline
+
+TIMELINE_RUN = f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?"
+
+TIMELINE_NODES = """
+SELECT run_id, node_id, iteration, state, attempts, cached, depends_on_json,
+       NULL AS output_json, NULL AS error, started_at_ms, finished_at_ms, updated_at_ms
+FROM nodes WHERE run_id = ?
+ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
+"""
+
+_NODE_SET = "run_id = :run_id AND node_id IN (SELECT value FROM json_each(:nodes))"
+
+DETAIL_ATTEMPTS = f"""
+SELECT run_id, node_id, iteration, attempt, state, agent, model, NULL AS prompt,
+       NULL AS response_text, NULL AS error, cached, started_at_ms, finished_at_ms,
+       input_tokens, cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
+       cost_usd, unpriced_calls
+FROM attempts WHERE {_NODE_SET}
+ORDER BY node_id, iteration, attempt
+"""
+
+DETAIL_CALLS = f"""
+SELECT call_id, run_id, node_id, iteration, attempt, agent, model, simulated, input_tokens,
+       cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens, context_tokens,
+       bucket, started_at_ms, finished_at_ms, cost_usd, kind, detail_json
+FROM calls WHERE {_NODE_SET}
+ORDER BY node_id, iteration, attempt, call_id
+"""
+
+DETAIL_TOOL_EVENTS = f"""
+SELECT seq, at_ms, type, run_id, node_id, iteration, attempt, payload_json FROM events
+WHERE {_NODE_SET} AND type = 'memory.tool'
+ORDER BY seq
+"""
+
+MAX_DETAIL_NODES = 400
+"""Node iterations whose details one read fetches (a screen shows far fewer)."""
+
+
+async def read_timeline(rows: Rows, run_id: str, now_ms: int) -> RunTimeline:
+    """The run's timeline from its node rows (no attempt read yet). Raises NotFoundError."""
+    found = await rows.fetch_all(TIMELINE_RUN, (run_id,))
+    if not found:
+        raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
+    run = RunRecord.from_row(found[0])
+    nodes = [NodeRecord.from_row(r) for r in await rows.fetch_all(TIMELINE_NODES, (run_id,))]
+    return build_timeline(run, nodes, now_ms)
+
+
+def memory_tool_call(event: EventRecord) -> ToolCall | None:
+    """A ``memory.tool`` event as a tool call of its attempt (None without an attempt)."""
+    payload = event.payload if isinstance(event.payload, dict) else {}
+    attempt = event.attempt or payload.get("attempt")
+    if not isinstance(attempt, int) or event.node_id is None:
+        return None
+    name = str(payload.get("tool") or "memory")
+    detail = ""
+    items = payload.get("items")
+    if isinstance(items, list):
+        detail = f"{len(items)} item(s)"
+    elif payload.get("note_id"):
+        detail = f"note {payload['note_id']} ({payload.get('status', '?')})"
+    if payload.get("error"):
+        detail = str(payload["error"])
+    return ToolCall(f"{event.node_id}#{event.iteration or 0}", attempt, event.at_ms,
+                    event.at_ms, name, bool(payload.get("ok", True)), detail, exact=True)
+
+
+async def read_details(
+    rows: Rows, run_id: str, node_keys: Iterable[str]
+) -> dict[str, NodeDetail]:
+    """Attempts, calls and memory-tool calls of the node iterations ``node_keys`` (at most
+    :data:`MAX_DETAIL_NODES`), keyed like the keys given."""
+    keys = list(dict.fromkeys(node_keys))[:MAX_DETAIL_NODES]
+    if not keys:
+        return {}
+    wanted = set(keys)
+    names = sorted({key.rsplit("#", 1)[0] for key in keys})
+    params = {"run_id": run_id, "nodes": json.dumps(names)}
+    attempts: dict[str, list[AttemptRecord]] = defaultdict(list)
+    for row in await rows.fetch_all(DETAIL_ATTEMPTS, params):
+        record = AttemptRecord.from_row(row)
+        attempts[f"{record.node_id}#{record.iteration}"].append(record)
+    calls: dict[str, list[CallRecord]] = defaultdict(list)
+    for row in await rows.fetch_all(DETAIL_CALLS, params):
+        call = CallRecord.from_row(row)
+        calls[f"{call.node_id}#{call.iteration}"].append(call)
+    tools: dict[str, list[ToolCall]] = defaultdict(list)
+    for row in await rows.fetch_all(DETAIL_TOOL_EVENTS, params):
+        tool = memory_tool_call(EventRecord.from_row(row))
+        if tool is not None:
+            tools[tool.node_key].append(tool)
+    return {
+        key: NodeDetail(tuple(attempts.get(key, ())), tuple(calls.get(key, ())),
+                        tuple(tools.get(key, ())))
+        for key in keys if key in wanted
+    }
+
+
+def merge_tools(detail: NodeDetail, extra: Sequence[ToolCall]) -> NodeDetail:
+    """``detail`` with more tool calls (an agent CLI's, read from its log)."""
+    if not extra:
+        return detail
+    return detail._replace(tools=tuple(sorted((*detail.tools, *extra), key=lambda t: t.start_ms)))
