@@ -43,7 +43,8 @@ class ModelCall:
     ``cost_usd`` is what the provider reported the call cost, or None to let the engine price
     it from its price table. ``kind`` is ``model``, ``retry`` (a request the agent retried:
     no tokens) or ``reconciliation`` (session totals beyond the per-message calls); ``detail``
-    explains a retry or a reconciliation.
+    explains a retry or a reconciliation. ``cache_write_1h`` says how many of the cache-write
+    tokens had the 1-hour TTL (priced at their own rate).
     """
 
     usage: TokenUsage
@@ -53,6 +54,7 @@ class ModelCall:
     cost_usd: float | None = None
     kind: str = "model"
     detail: dict[str, Any] | None = None
+    cache_write_1h: int = 0
 
 
 OnCall = Callable[[ModelCall], Awaitable[None]]

@@ -310,7 +310,14 @@ def call_cost(call: ModelCall, simulated: bool, prices: PriceTable) -> float | N
         return 0.0
     if call.cost_usd is not None:
         return call.cost_usd
-    return prices.cost(call.model, call.usage)
+    # A reconciliation row sums several requests: no long-context tier can be told for it.
+    return prices.cost(
+        call.model,
+        call.usage,
+        cache_write_1h=call.cache_write_1h,
+        at_ms=call.finished_at_ms,
+        request=call.kind == "model",
+    )
 
 
 class _AttemptError(AgentError):

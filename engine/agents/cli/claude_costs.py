@@ -87,6 +87,8 @@ class Message:
     recorded: TokenUsage | None = None
     """The usage recorded while the session ran (None: not recorded yet)."""
     recorded_cost: float | None = None
+    cache_write_1h: int = 0
+    """How many cache-write tokens had the 1-hour TTL (``usage.cache_creation``)."""
 
     @property
     def subagent(self) -> bool:
@@ -103,7 +105,10 @@ def unrecorded_calls(messages: dict[str, Message]) -> list[ModelCall]:
         detail: dict[str, Any] = {"message_id": message_id}
         if m.subagent:
             detail["subagent"] = True
-        calls.append(ModelCall(m.usage, m.model, m.first_ms, m.last_ms, detail=detail))
+        calls.append(
+            ModelCall(m.usage, m.model, m.first_ms, m.last_ms, detail=detail,
+                      cache_write_1h=m.cache_write_1h)
+        )
     return calls
 
 
@@ -198,8 +203,10 @@ def _reconciled(
     # the session ran is shared by the calls recorded now (the last message, a
     # reconciliation row), in proportion to their list prices.
     rest = group.cost - recorded_cost
-    if not calls and abs(rest) <= 1e-9:
+    if not calls and group.recorded and abs(rest) <= 1e-9:
         return calls
+    # (No call at all and a reported cost, $0 included: one row keeps it, so the attempt's
+    # cost is that figure, not "unknown".)
     price = prices.price_of(group.model) or ANTHROPIC_RELATIVE
     if calls and rest >= 0:
         shares = split_cost(rest, [price.cost(c.usage) for c in calls])

@@ -30,6 +30,7 @@ from typing import Any
 
 from engine.agents.agent import AgentError, AgentResult, ModelCall
 from engine.agents.cli.claude_costs import (
+    SOURCE,
     Message,
     max_usage,
     message_usage,
@@ -40,6 +41,7 @@ from engine.agents.cli.claude_costs import (
 from engine.agents.cli.outcome import Outcome, json_values
 from engine.agents.cli.preset import OutputReader
 from engine.agents.failures import classify, status_kind
+from engine.agents.reported_usage import one_hour_writes
 from engine.pricing import PriceTable
 
 PERMANENT_SUBTYPES = frozenset(
@@ -95,7 +97,7 @@ class ClaudeSession(OutputReader):
         for message_id, m in self.messages.items():
             if m.recorded is not None or m.conversation != conversation or message_id == keep:
                 continue
-            cost = self.prices.cost(m.model, m.usage)
+            cost = self.prices.cost(m.model, m.usage, cache_write_1h=m.cache_write_1h)
             if cost is None:
                 continue
             m.recorded, m.recorded_cost = m.usage, cost
@@ -103,7 +105,8 @@ class ClaudeSession(OutputReader):
             if m.subagent:
                 detail["subagent"] = True
             done.append(
-                ModelCall(m.usage, m.model, m.first_ms, m.last_ms, cost_usd=cost, detail=detail)
+                ModelCall(m.usage, m.model, m.first_ms, m.last_ms, cost_usd=cost, detail=detail,
+                          cache_write_1h=m.cache_write_1h)
             )
         return done
 
@@ -122,12 +125,14 @@ class ClaudeSession(OutputReader):
         if model == "<synthetic>" and usage.total == 0:
             return []  # the CLI's own notices (an API error shown as a message): no model call
         conversation = _conversation(event)
+        one_hour = one_hour_writes(message.get("usage"), SOURCE)
         known = self.messages.get(message_id)
         if known is None:
-            self.messages[message_id] = Message(model, usage, now_ms, now_ms, conversation)
+            known = self.messages[message_id] = Message(model, usage, now_ms, now_ms, conversation)
         else:
             known.usage = max_usage(known.usage, usage)
             known.last_ms = now_ms
+        known.cache_write_1h = max(known.cache_write_1h, one_hour)
         # A new message in a conversation means its earlier one is complete.
         return self._complete(conversation, keep=message_id)
 

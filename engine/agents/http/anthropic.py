@@ -25,7 +25,7 @@ import httpx
 
 from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall
 from engine.agents.http.transport import HttpAgent, Sleep, default_rng, run_tool, unfinished
-from engine.agents.reported_usage import token_count
+from engine.agents.reported_usage import one_hour_writes, token_count
 from store.model.token_lanes import TokenUsage
 
 FINAL_TOOL = "final_output"
@@ -120,7 +120,11 @@ class AnthropicAgent(HttpAgent):
                 model = data.get("model") or self.model
                 await request.on_call(
                     ModelCall(
-                        anthropic_usage(data.get("usage")), model, started, request.clock.now_ms()
+                        anthropic_usage(data.get("usage")),
+                        model,
+                        started,
+                        request.clock.now_ms(),
+                        cache_write_1h=one_hour_writes(data.get("usage"), "The server"),
                     )
                 )
                 content = data.get("content") or []
