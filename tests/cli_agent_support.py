@@ -52,6 +52,23 @@ def fake_agent(tmp_path: Path, preset: str, spec: dict[str, Any], **settings: An
     )
 
 
+def sequenced(
+    tmp_path: Path, preset: str, steps: list[dict[str, Any]], name: str = "argv", **settings: Any
+) -> CommandAgent:
+    """A fake CLI agent whose invocations follow ``steps`` in turn, each recorded (see
+    :func:`invocations`)."""
+    spec = {"counter": tmp_path / f"{name}.n", "record": tmp_path / f"{name}.json",
+            "sequence": steps}
+    return fake_agent(tmp_path, preset, spec, **settings)
+
+
+def invocations(tmp_path: Path, name: str = "argv") -> list[dict[str, Any]]:
+    """What each invocation of a :func:`sequenced` agent received, in order: the count of
+    agent runs a test checks."""
+    found = sorted(tmp_path.glob(f"{name}.json.*"), key=lambda p: int(p.suffix[1:]))
+    return [recorded(p) for p in found]
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)

@@ -13,15 +13,20 @@ many lines, then wait until the file ``wait_for`` exists), ``mcp_calls`` (tool c
 through the MCP server named by ``--mcp-config`` or ``-c mcp_servers.tether.*``; the results go
 to ``mcp_results``), ``repeat_line`` (print the first line this many extra times first),
 ``sequence`` (a list of spec overrides, one per invocation, counted in the file ``counter``;
-``record`` then gets one file per invocation, suffixed ``.1``, ``.2``...).
+``record`` then gets one file per invocation, suffixed ``.1``, ``.2``...), ``on_sigterm`` (a file
+to which a SIGTERM writes how many stdout lines were printed; the program then exits, or with
+``ignore_sigterm`` keeps going until SIGKILL), ``pipe_size`` (shrink the stdout pipe to that
+many bytes, so the program cannot print far ahead of its reader).
 A check that fails prints ``fake CLI: ...`` on stderr and exits 97.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
+import signal
 import sys
 import time
 from typing import Any
@@ -71,6 +76,23 @@ async def call_tools(argv: list[str], calls: list[dict[str, Any]]) -> list[Any]:
     return results
 
 
+PRINTED = [0]
+F_SETPIPE_SZ = 1031
+
+
+def watch_sigterm(path: str, ignore: bool) -> None:
+    """On SIGTERM write how many stdout lines were printed to ``path``; then exit, or (with
+    ``ignore``) keep going so that only SIGKILL ends the program."""
+
+    def handler(signum: int, frame: Any) -> None:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"SIGTERM after {PRINTED[0]} lines\n")
+        if not ignore:
+            os._exit(143)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def main() -> None:
     with open(os.environ["FAKE_CLI_SPEC"], encoding="utf-8") as handle:
         spec = json.load(handle)
@@ -93,8 +115,13 @@ def main() -> None:
         if not contains(argv, part):
             fail(f"expected {part} in {argv}")
     for arg in spec.get("forbid", []):
-        if arg in argv:
+        if arg in argv or any(a.startswith(arg + "=") for a in argv):
             fail(f"did not expect {arg} in {argv}")
+    if spec.get("on_sigterm"):
+        watch_sigterm(spec["on_sigterm"], bool(spec.get("ignore_sigterm")))
+    if spec.get("pipe_size"):
+        # The smallest pipe Linux allows: the writer runs at most this far ahead of its reader.
+        fcntl.fcntl(1, F_SETPIPE_SZ, int(spec["pipe_size"]))
     if spec.get("mcp_calls"):
         results = asyncio.run(call_tools(argv, spec["mcp_calls"]))
         with open(spec["mcp_results"], "w", encoding="utf-8") as handle:
@@ -108,6 +135,7 @@ def main() -> None:
     for number, line in enumerate(lines, start=1):
         out.write(line)
         out.flush()
+        PRINTED[0] = number
         if number == spec.get("pause_after"):
             while not os.path.exists(spec["wait_for"]):
                 time.sleep(0.01)

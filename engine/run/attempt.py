@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ from engine.agents.agent import Agent, AgentError, AgentRequest, ModelCall
 from engine.agents.reported_usage import check_usage
 from engine.artifact_files import RAW_OUTPUT, write_private_bytes
 from engine.pricing import PriceTable
-from engine.prompting import repair_prompt
+from engine.prompting import continue_prompt, repair_prompt
 from engine.run.units import StopDispatch, Unit
 from engine.structured import OutputInvalid, to_jsonable, validate_output
 from store.db.storage_errors import os_storage_error
@@ -26,6 +27,15 @@ if TYPE_CHECKING:
     from engine.run.execution import RunExecution
 
 
+@dataclass(frozen=True)
+class Resume:
+    """A retry that continues the failed attempt's agent session."""
+
+    session_id: str
+    continues_attempt: int
+    error: str
+
+
 async def run_attempt(
     execution: RunExecution,
     unit: Unit,
@@ -34,9 +44,11 @@ async def run_attempt(
     agent_name: str,
     task_prompt: str,
     memory: Any,
+    resume: Resume | None = None,
 ) -> Any:
     """One attempt: prompt, agent call(s) with a timeout, validation with one repair, and
-    the attempt's end written together with the node's state."""
+    the attempt's end written together with the node's state. ``resume`` continues the
+    session of an earlier attempt (recorded in the attempt's details)."""
     spec = unit.spec
     prompt, tools = await execution.prepare_prompt(unit, agent, task_prompt, attempt, memory)
     # The attempt's start is committed before the agent runs (an agent never runs without a
@@ -113,6 +125,11 @@ async def run_attempt(
         clock=execution.clock,
         prices=prices,
     )
+    if resume is not None:
+        request.resume_session = resume.session_id
+        request.resume_prompt = continue_prompt(resume.error)
+        request.details["resumed_session"] = resume.session_id
+        request.details["continues_attempt"] = resume.continues_attempt
     text = ""
     try:
         async with asyncio.timeout(spec.timeout_s):
@@ -134,6 +151,7 @@ async def run_attempt(
                             prompt=repair_prompt(text, str(problem), schema),
                             repair=True,
                             resume_session=result.session_id,
+                            resume_prompt=None,
                         )
                     )
                     try:
@@ -332,7 +350,14 @@ class _AttemptError(AgentError):
         details: dict[str, Any],
         writes: list[Awaitable[None]],
     ) -> None:
-        super().__init__(str(cause), retryable=cause.retryable, retry_after_s=cause.retry_after_s)
+        super().__init__(
+            str(cause),
+            retryable=cause.retryable,
+            retry_after_s=cause.retry_after_s,
+            limit=cause.limit,
+            resets_at_ms=cause.resets_at_ms,
+            session_id=cause.session_id,
+        )
         self.usage = usage
         self.text = text
         self.details = details

@@ -5,6 +5,7 @@
 concurrency = 8             # tasks running at once (a workflow may set its own)
 heartbeat_interval_s = 5    # how often a running run refreshes its heartbeat
 poll_interval_s = 0.25      # how often it checks for cancel/clear requests
+limit_wait_s = 300          # the longest a node waits for a usage limit to reset
 
 [agents.sim]
 type = "simulated"          # simulated | command | openai | anthropic
@@ -35,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.pricing import Price, PriceTable, parse_prices
+from engine.run.retry_plan import DEFAULT_LIMIT_WAIT_S
 from store.errors import InvalidInputError
 
-_ENGINE_KEYS = {"concurrency", "heartbeat_interval_s", "poll_interval_s"}
+_ENGINE_KEYS = {"concurrency", "heartbeat_interval_s", "poll_interval_s", "limit_wait_s"}
 
 
 @dataclass
@@ -47,6 +49,8 @@ class EngineConfig:
     concurrency: int | None = None
     heartbeat_interval_s: float = 5.0
     poll_interval_s: float = 0.25
+    limit_wait_s: float = DEFAULT_LIMIT_WAIT_S
+    """The longest a node waits for a usage limit to reset (engine.run.retry_plan)."""
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)
 
@@ -70,11 +74,13 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise InvalidInputError(f"{source}: engine.concurrency must be a whole number >= 1.")
         config.concurrency = value
-    for key in ("heartbeat_interval_s", "poll_interval_s"):
+    for key in ("heartbeat_interval_s", "poll_interval_s", "limit_wait_s"):
         if key in engine:
             value = engine[key]
-            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-                raise InvalidInputError(f"{source}: engine.{key} must be a positive number.")
+            low = 0 if key == "limit_wait_s" else 1e-9
+            if not isinstance(value, int | float) or isinstance(value, bool) or value < low:
+                what = "a number >= 0" if key == "limit_wait_s" else "a positive number"
+                raise InvalidInputError(f"{source}: engine.{key} must be {what}.")
             setattr(config, key, float(value))
     agents = data.get("agents", {})
     if not isinstance(agents, dict):

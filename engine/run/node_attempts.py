@@ -7,9 +7,10 @@ import asyncio
 from typing import Any, Protocol
 
 from engine.agents.agent import AgentError
-from engine.run.attempt import record_failed_attempt, run_attempt
+from engine.run.attempt import Resume, record_failed_attempt, run_attempt
 from engine.run.cached_output import lookup_cached_output, record_cache_hit
 from engine.run.execution import RunExecution
+from engine.run.retry_plan import plan_retry
 from engine.run.task_settings import memory_is_active, task_agent_name, task_memory
 from engine.run.units import NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.run.upstream import task_context
@@ -35,12 +36,15 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
     """Run ``unit`` to its end: each attempt after the dispatch check (a guard may skip it,
     fail it or stop dispatching), from the task cache when it may, on the agent otherwise;
     retries wait out the task's backoff with their place under the concurrency limit given
-    back. Returns the output (then cached and retained); raises to end the unit otherwise."""
+    back (a limit's reset is waited for when near, :mod:`engine.run.retry_plan`), and a retry
+    of an agent CLI resumes the failed attempt's session. Returns the output (then cached and
+    retained); raises to end the unit otherwise."""
     spec = unit.spec
     prior = execution.prior.get(unit.key)
     attempt = (prior.attempts if prior else 0) + 1
     failures = 0
-    wait_at_least = 0.0
+    limit_waits = 0
+    resume: Resume | None = None
     agent_name = task_agent_name(spec, execution.workflow)
     agent = execution.registry.get(agent_name)
     memory = task_memory(spec, execution.workflow)
@@ -83,21 +87,43 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
                 raise StopDispatch("the run is stopping")
             try:
                 output = await run_attempt(
-                    execution, unit, attempt, agent, agent_name, task_prompt, memory
+                    execution, unit, attempt, agent, agent_name, task_prompt, memory, resume
                 )
                 break
             except AgentError as error:
-                failures += 1
-                retry = error.retryable and failures <= spec.retries and not execution.halting()
+                counted = failures + (0 if error.limit else 1)
+                plan = plan_retry(
+                    error,
+                    failures=counted,
+                    retries=spec.retries,
+                    limit_waits=limit_waits,
+                    backoff_s=spec.backoff.delay_for(counted),
+                    now_ms=execution.clock.now_ms(),
+                    limit_wait_s=execution.config.limit_wait_s,
+                    can_resume=bool(getattr(agent, "resumes_sessions", False)),
+                )
+                failures, limit_waits = counted, limit_waits + int(plan.waits_for_limit)
+                if plan.why_not:
+                    error.args = (f"{error} — {plan.why_not}",)
+                retry = plan.retry and not execution.halting()
                 await record_failed_attempt(execution, unit, attempt, error, retry)
                 if not retry:
                     raise UnitFailed(
                         f"Node {unit.node_id} failed after {attempt} attempt(s): {error}"
                     ) from error
-                # The provider's own "retry after" wins over a shorter backoff.
-                wait_at_least = error.retry_after_s or 0.0
-        delay = max(spec.backoff.delay_for(failures), wait_at_least)
-        execution.progress("node", unit, "retrying", f"in {delay:.1f}s")
+                resume = (
+                    Resume(plan.resume_session, attempt, str(error))
+                    if plan.resume_session
+                    else None
+                )
+        delay = plan.wait_s
+        execution.progress(
+            "node",
+            unit,
+            "retrying",
+            f"waiting {delay:.0f}s for the limit to reset" if plan.waits_for_limit
+            else f"in {delay:.1f}s",
+        )
         slots.park()
         try:
             await asyncio.sleep(delay)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.agents.agent import AgentError, AgentResult, ModelCall
+from engine.agents.agent import AgentResult, ModelCall
 from engine.agents.cli.claude_costs import (
     SOURCE,
     Message,
@@ -38,15 +38,16 @@ from engine.agents.cli.claude_costs import (
     reconcile,
     unrecorded_calls,
 )
+from engine.agents.cli.claude_failures import (
+    no_result_error,
+    rejected_reset_ms,
+    session_error,
+    succeeded,
+)
 from engine.agents.cli.outcome import Outcome, json_values
 from engine.agents.cli.preset import OutputReader
-from engine.agents.failures import classify, status_kind
 from engine.agents.reported_usage import one_hour_writes
 from engine.pricing import PriceTable
-
-PERMANENT_SUBTYPES = frozenset(
-    {"error_max_turns", "error_max_budget_usd", "error_max_structured_output_retries"}
-)
 
 
 class ClaudeSession(OutputReader):
@@ -60,6 +61,10 @@ class ClaudeSession(OutputReader):
         self.messages: dict[str, Message] = {}
         self.result: dict[str, Any] | None = None
         self.tool_uses: list[str] = []
+        self.limit: tuple[int | None, str] | None = None
+        """What a rejected ``rate_limit_event`` said: reset time (epoch ms) and which limit."""
+        self.late_results: list[str] = []
+        """Error results that came after a successful one (kept out; see claude_failures)."""
 
     # -- reading -------------------------------------------------------------------------
 
@@ -86,7 +91,13 @@ class ClaudeSession(OutputReader):
             # Tool results: the conversation's message that asked for them is complete.
             return self._complete(_conversation(event), keep=None)
         elif kind == "result":
-            self.result = event
+            if succeeded(self.result) and not succeeded(event):
+                said = event.get("errors") or event.get("result") or event.get("subtype")
+                self.late_results.append(str(said)[:300])
+            else:
+                self.result = event
+        elif kind == "rate_limit_event":
+            self.limit = rejected_reset_ms(event) or self.limit
         return []
 
     def _complete(self, conversation: str | None, keep: str | None) -> list[ModelCall]:
@@ -166,6 +177,13 @@ class ClaudeSession(OutputReader):
             info["mcp_tether_status"] = status
             if status not in (None, "connected"):
                 notes.append(f"the tether MCP server did not connect ({status}): no memory tools")
+        if self.late_results:
+            notes.append(
+                "a result after the successful one was ignored (a Claude Code bug, "
+                f"anthropics/claude-code#16768): {self.late_results[0]}"
+            )
+        if self.limit is not None:
+            info["rate_limit_rejected"] = {"type": self.limit[1], "resets_at_ms": self.limit[0]}
         if notes:
             info["notes"] = notes
         return info
@@ -175,18 +193,24 @@ class ClaudeSession(OutputReader):
         notes: list[str] = []
         result = self.result
         if result is None:
-            reason = stderr_tail or "no output"
             return Outcome(
-                error=AgentError(
-                    f"Claude Code exited with status {returncode} without a result: {reason}",
-                    retryable=classify(reason) == "transient",
+                error=no_result_error(
+                    returncode, stderr_tail, now_ms=now_ms, session_id=self.session_id
                 ),
                 calls=self.pending_calls(),
                 details=self.details(notes),
             )
         calls = reconcile(self.messages, self.init_model, self.prices, result, now_ms, notes)
         details = self.details(notes)
-        error = self._error(result, returncode, stderr_tail)
+        error = session_error(
+            result,
+            returncode,
+            stderr_tail,
+            now_ms=now_ms,
+            limit=self.limit,
+            session_id=self.session_id,
+            exit_forgiven=bool(self.late_results) and succeeded(result),
+        )
         if error is not None:
             return Outcome(error=error, calls=calls, details=details)
         structured = result.get("structured_output")
@@ -198,36 +222,6 @@ class ClaudeSession(OutputReader):
         else:
             agent_result = AgentResult(str(text), None, model, self.session_id)
         return Outcome(result=agent_result, calls=calls, details=details)
-
-    def _error(
-        self, result: dict[str, Any], returncode: int, stderr_tail: str
-    ) -> AgentError | None:
-        subtype = str(result.get("subtype") or "")
-        text = result.get("result")
-        status = result.get("api_error_status")
-        status = status if isinstance(status, int) and not isinstance(status, bool) else None
-        errors = result.get("errors")
-        said = [str(text)] if isinstance(text, str) and text.strip() else []
-        if isinstance(errors, list):
-            said += [str(e) for e in errors]
-        if result.get("is_error") or subtype not in ("", "success") or returncode != 0:
-            reason = " | ".join(said)[:600] or stderr_tail or "no reason given"
-            label = subtype if subtype and subtype != "success" else "error"
-            if status is not None:
-                label += f", HTTP {status}"
-            if subtype in PERMANENT_SUBTYPES:
-                kind = "permanent"
-            else:
-                kind = classify(reason, status, default=status_kind(status) or "transient")
-            return AgentError(
-                f"Claude Code failed ({label}, exit status {returncode}): {reason}",
-                retryable=kind == "transient",
-            )
-        if result.get("structured_output") is None and not (isinstance(text, str) and text.strip()):
-            return AgentError(
-                "Claude Code finished with an empty result (no text, no structured output)."
-            )
-        return None
 
 
 def _conversation(event: dict[str, Any]) -> str | None:

@@ -4,7 +4,8 @@ The program is ``codex`` unless the agent names another (``command``); the prese
 ``sandbox`` and ``skip_git_repo_check``, and Codex takes the output schema and the memory tools
 (over MCP).
 
-Command line: ``codex exec --json`` plus, from the agent's settings, ``-m MODEL``,
+Command line: ``codex exec --json`` (``codex exec resume --json … THREAD -`` to continue a
+thread: a retry after a transient failure) plus, from the agent's settings, ``-m MODEL``,
 ``--sandbox MODE``, ``--skip-git-repo-check`` (when ``skip_git_repo_check = true``) and any
 ``extra_args``; ``--output-schema FILE`` when the task has an output model (the schema is
 written into the attempt's artifact folder); ``-c mcp_servers.tether.command=…`` and
@@ -37,11 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall
+from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall, failure_error
 from engine.agents.cli.outcome import Outcome, json_values
 from engine.agents.cli.preset import CommandSettings, Invocation, OutputReader, Preset
 from engine.agents.failures import classify
 from engine.agents.reported_usage import token_count
+from engine.agents.reset_times import reset_at_ms
 from engine.structured import strict_schema
 from store.model.token_lanes import TokenUsage
 
@@ -72,12 +74,20 @@ def codex_argv(
     *,
     schema_file: Path | None = None,
     mcp_command: Sequence[str] = (),
+    resume_session: str | None = None,
 ) -> list[str]:
-    """The full command line for one invocation (the prompt goes to stdin)."""
-    argv = [*program, *PROTOCOL_ARGS]
+    """The full command line for one invocation (the prompt goes to stdin).
+
+    ``resume_session`` continues that thread: ``codex exec resume [OPTIONS] ID -``. ``exec
+    resume`` takes neither ``--sandbox`` nor ``--cd`` nor ``--color`` (codex 0.153), so the
+    sandbox goes as ``-c sandbox_mode="…"``."""
+    argv = [*program, "exec", "resume", "--json"] if resume_session else [
+        *program, *PROTOCOL_ARGS]
     if settings.model:
         argv += ["-m", settings.model]
-    if settings.sandbox:
+    if settings.sandbox and resume_session:
+        argv += ["-c", f"sandbox_mode={_toml_string(settings.sandbox)}"]
+    elif settings.sandbox:
         argv += ["--sandbox", settings.sandbox]
     if settings.skip_git_repo_check:
         argv.append("--skip-git-repo-check")
@@ -92,6 +102,8 @@ def codex_argv(
             f"mcp_servers.tether.args={args}",
         ]
     argv += list(settings.extra_args)
+    if resume_session:
+        argv.append(resume_session)
     argv.append("-")
     return argv
 
@@ -214,10 +226,13 @@ class CodexSession(OutputReader):
             failure = (stderr_tail or f"exit status {returncode} with no error event", None)
         if failure is not None:
             message, status = failure
+            kind = classify(message, status)
             return Outcome(
-                error=AgentError(
+                error=failure_error(
                     f"Codex failed (exit status {returncode}): {message[:600]}",
-                    retryable=classify(message, status) == "transient",
+                    kind,
+                    resets_at_ms=reset_at_ms(message, now_ms) if kind == "limit" else None,
+                    session_id=self.thread_id,
                 ),
                 details=self.details(),
             )
@@ -226,7 +241,8 @@ class CodexSession(OutputReader):
                 error=AgentError(
                     "Codex finished without an answer (no agent_message)"
                     + ("" if self.turns else " and no completed turn")
-                    + "."
+                    + ".",
+                    session_id=self.thread_id,
                 ),
                 details=self.details(),
             )
@@ -244,6 +260,7 @@ class CodexPreset(Preset):
     own_settings = ("sandbox", "skip_git_repo_check")
     unset = (None, False)
     takes_schema_and_tools = True
+    resumes_sessions = True
 
     def argv(self, agent: CommandSettings, invocation: Invocation) -> list[str]:
         request, folder = invocation.request, invocation.folder
@@ -258,7 +275,13 @@ class CodexPreset(Preset):
             agent.model, agent.sandbox, agent.skip_git_repo_check, agent.extra_args
         )
         server = invocation.mcp_server or ()
-        return codex_argv(agent.command, settings, schema_file=schema_file, mcp_command=server)
+        return codex_argv(
+            agent.command,
+            settings,
+            schema_file=schema_file,
+            mcp_command=server,
+            resume_session=invocation.resume_session,
+        )
 
     def reader(self, agent: CommandSettings, request: AgentRequest) -> OutputReader:
         return CodexSession(agent.model)

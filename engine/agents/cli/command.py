@@ -45,6 +45,7 @@ from engine.agents.cli.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, TailBu
 from engine.agents.cli.mcp_wiring import mcp_argv, mcp_options
 from engine.agents.cli.plain_presets import JsonPreset, TextPreset
 from engine.agents.cli.preset import Invocation, OutputReader, Preset
+from engine.agents.failures import resume_failed
 
 PRESETS: dict[str, Preset] = {
     preset.name: preset
@@ -152,21 +153,52 @@ class CommandAgent:
         """Claude Code and Codex take the memory tools over MCP; other programs cannot."""
         return self._preset.takes_schema_and_tools
 
+    @property
+    def resumes_sessions(self) -> bool:
+        """Claude Code (``--resume``) and Codex (``exec resume``) continue a session by id."""
+        return self._preset.resumes_sessions
+
     # -- the command line ------------------------------------------------------------------
 
-    def argv_for(self, request: AgentRequest, folder: Path | None) -> list[str]:
-        """The command line of one invocation for this request."""
+    def argv_for(
+        self, request: AgentRequest, folder: Path | None, resume: str | None = None
+    ) -> list[str]:
+        """The command line of one invocation for this request (``resume``: the session it
+        continues)."""
         options = mcp_options(request.tools) if self.supports_tools else None
         server = mcp_argv(options, request.attempt) if options is not None else None
-        return self._preset.argv(self, Invocation(request, folder, server))
+        return self._preset.argv(self, Invocation(request, folder, server, resume))
 
     # -- running ---------------------------------------------------------------------------
 
     async def run(self, request: AgentRequest) -> AgentResult:
-        """Run the command once; parse its answer and usage per the preset."""
+        """Run the command once; parse its answer and usage per the preset.
+
+        A request that continues a session (``resume_session``) sends ``resume_prompt`` into
+        it; when the CLI says the session cannot be continued, a fresh session gets the whole
+        prompt (both invocations are in the attempt's details)."""
+        resume = request.resume_session if self.resumes_sessions else None
+        if resume is None:
+            return await self._invoke(request, None, request.prompt)
+        text = request.resume_prompt or request.prompt
+        try:
+            return await self._invoke(request, resume, text)
+        except AgentError as error:
+            if not resume_failed(str(error)):
+                raise
+        request.details.setdefault("notes", []).append(
+            f"session {resume} could not be resumed; a fresh session was started"
+        )
+        return await self._invoke(request, None, request.prompt)
+
+    async def _invoke(
+        self, request: AgentRequest, resume: str | None, stdin_text: str
+    ) -> AgentResult:
         folder = request.ensure_folder()
-        argv = self.argv_for(request, folder)
+        argv = self.argv_for(request, folder, resume)
         invocation: dict[str, Any] = {"preset": self.preset, "command": _shown(argv)}
+        if resume is not None:
+            invocation["resumed_session"] = resume
         request.details.setdefault("invocations", []).append(invocation)
         env = {
             **os.environ,
@@ -198,9 +230,10 @@ class CommandAgent:
         lines = _Lines(reader, request)
         stderr = TailBuffer()
         try:
-            await self._communicate(process, request, lines, stderr)
+            await self._communicate(process, stdin_text, request, lines, stderr)
         except BaseException:
             await self._kill_group(process)
+            invocation["stopped"] = True
             with contextlib.suppress(Exception):
                 for call in reader.pending_calls():
                     await asyncio.shield(request.on_call(call))
@@ -222,6 +255,7 @@ class CommandAgent:
     async def _communicate(
         self,
         process: asyncio.subprocess.Process,
+        stdin_text: str,
         request: AgentRequest,
         lines: _Lines,
         stderr: TailBuffer,
@@ -234,7 +268,7 @@ class CommandAgent:
         async def feed() -> None:
             assert process.stdin
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                process.stdin.write(request.prompt.encode("utf-8"))
+                process.stdin.write(stdin_text.encode("utf-8"))
                 await process.stdin.drain()
             process.stdin.close()
 

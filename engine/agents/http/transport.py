@@ -26,7 +26,13 @@ from typing import Any
 import httpx
 
 from engine.agents.agent import AgentError, AgentRequest, ModelCall, tool_by_name
-from engine.agents.http.http_retry import RetryPolicy, header_wait, retry_wait, should_retry
+from engine.agents.http.http_retry import (
+    RetryPolicy,
+    header_wait,
+    limit_reset_ms,
+    retry_wait,
+    should_retry,
+)
 from store.model.token_lanes import TokenUsage
 
 PARTIAL_OUTPUT = "partial-output.txt"
@@ -169,12 +175,16 @@ class HttpAgent:
                     await self.sleep(wait)
                     continue
             after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+            # The engine's clock: the reset is compared with it (the same clock in real use).
+            kind, resets = limit_reset_ms(status, text, headers, request.clock.now_ms() / 1000)
             raise HttpFailure(
                 f"{self.name}: {url} returned {said}{after}",
                 status,
                 text,
-                retryable=retryable,
+                retryable=retryable and kind == "transient",
                 retry_after_s=header_wait(headers, self.wall_clock()),
+                limit=kind == "limit",
+                resets_at_ms=resets,
             )
 
     def _headers(self) -> dict[str, str]:
