@@ -15,8 +15,12 @@ When the run is at or over its budget:
 * ``skip-remaining``: this and every later task is recorded as skipped;
 * ``handoff``: the run stops dispatching and hands off to a fresh run (durable ``/clear``).
 
-``max_generations`` stops an endless chain of handoffs: at that generation a breach fails
-instead. ``distill`` lets a workflow supply its own distiller (see :mod:`engine.handoff`).
+A successor generation carries every node its predecessors finished with the same inputs
+(:mod:`engine.run.carry`), so a chain makes progress or stops: a generation that finished no
+node fails with "no progress in generation N" instead of handing off, and generation 0 says
+the run cannot fit its ceiling (:func:`handoff_refusal`). ``max_generations`` (default 10)
+bounds the chain: at that generation a breach fails instead. ``distill`` lets a workflow supply
+its own distiller (see :mod:`engine.handoff`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from store.runs.dispatch_guard import dispatch_state
 
 OnExceeded = Literal["fail", "warn", "skip-remaining", "handoff"]
 ON_EXCEEDED: tuple[OnExceeded, ...] = ("fail", "warn", "skip-remaining", "handoff")
-DEFAULT_MAX_GENERATIONS = 50
+DEFAULT_MAX_GENERATIONS = 10
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,46 @@ def check_ceiling(ceiling: Ceiling | None, usage: TokenUsage, generation: int) -
             "handoff", f"Token ceiling reached: {summary}.", trigger="ceiling", details=details
         )
     return DispatchDecision("fail", f"Token ceiling exceeded: {summary}.", details=details)
+
+
+def handoff_refusal(
+    ceiling: Ceiling,
+    *,
+    generation: int,
+    used_tokens: int,
+    finished_here: int,
+    uncarried_tokens: int,
+    largest_attempt: int,
+) -> str | None:
+    """Why a ceiling's handoff must not happen (the sentence the run fails with), or None.
+
+    A successor carries what this generation finished (``engine.run.carry``), so a handoff
+    helps only when this generation finished something: one that finished no node would be
+    repeated by its successor with the same ceiling. In generation 0 that means the run
+    cannot fit its ceiling at all; later, that the chain stopped making progress. The same
+    holds when the tasks that run in every generation (``carry=False``) alone reach the
+    ceiling."""
+    limit = ceiling.max_tokens
+    if finished_here == 0 and generation == 0:
+        return (
+            f"This run cannot fit its {limit:,}-token ceiling: generation 0 used "
+            f"{used_tokens:,} tokens without finishing a node (its largest attempt used "
+            f"{largest_attempt:,}), and a fresh generation would start over; raise the ceiling "
+            "or split the task."
+        )
+    if finished_here == 0:
+        return (
+            f"No progress in generation {generation}: it used {used_tokens:,} tokens of its "
+            f"{limit:,}-token ceiling without finishing a node, so another handoff would "
+            "repeat it; the chain ends here (raise the ceiling or split the task)."
+        )
+    if uncarried_tokens >= limit:
+        return (
+            f"This run cannot fit its {limit:,}-token ceiling: the tasks that run again in "
+            f"every generation (carry=False) used {uncarried_tokens:,} tokens on their own, "
+            "so no generation could get further; raise the ceiling or let them carry."
+        )
+    return None
 
 
 def ceiling_of(value: Any) -> Ceiling | None:

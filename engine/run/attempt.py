@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 from engine.agents.agent import Agent, AgentError, AgentRequest, ModelCall
 from engine.agents.reported_usage import check_usage
 from engine.artifact_files import RAW_OUTPUT, write_private_bytes
+from engine.ceiling import counted_tokens
 from engine.pricing import PriceTable
 from engine.prompting import continue_prompt, repair_prompt
+from engine.run.carry import input_key
 from engine.run.units import StopDispatch, Unit
 from engine.structured import OutputInvalid, to_jsonable, validate_output
 from store.db.storage_errors import os_storage_error
@@ -219,6 +221,11 @@ async def run_attempt(
         execution.progress("node", unit, "cancelled")
         raise
     execution.done_count += 1
+    execution.finished_here += 1
+    used = counted_tokens(total())
+    execution.largest_attempt = max(execution.largest_attempt, used)
+    if not spec.carry:
+        execution.uncarried_tokens += used
     # The node's end is queued, not waited for: the scheduler may dispatch its dependents at
     # once; their starts queue behind this end, so none of their agents runs before it is
     # committed (and, at durability "full", flushed). The node counts as finished (progress,
@@ -236,6 +243,7 @@ async def run_attempt(
         set_node_output=True,
         nodes_done=execution.done_count,
         details=request.details or None,
+        input_key=input_key(agent_name, task_prompt, request.output_schema),
     )
     execution.acknowledge(unit, end, writes, tokens=total().total, attempt=attempt)
     return output
@@ -301,6 +309,7 @@ async def record_failed_attempt(
 ) -> None:
     """Write a failed attempt's end: the node goes to ``retrying`` or ``failed``."""
     usage = error.usage if isinstance(error, _AttemptError) else TokenUsage()
+    execution.largest_attempt = max(execution.largest_attempt, counted_tokens(usage))
     text = error.text if isinstance(error, _AttemptError) else None
     details = error.details if isinstance(error, _AttemptError) else None
     writes = error.writes if isinstance(error, _AttemptError) else []

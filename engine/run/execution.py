@@ -26,6 +26,7 @@ from engine.hooks import (
     Progress,
 )
 from engine.prompting import assemble_prompt
+from engine.run.carry import Finished
 from engine.run.engine_config import EngineConfig
 from engine.run.units import Key, StopDispatch, Unit
 from engine.workflow.definition import Workflow
@@ -92,6 +93,14 @@ class RunExecution:
         self.lost = False
         self.stop: DispatchDecision | None = None
         self.continuation: Any = None
+        self.carried: dict[Key, Finished] = {}
+        """What earlier generations of a handoff chain finished (engine.run.carry)."""
+        self.finished_here = 0
+        """Nodes this generation finished by running them (carried ones not counted)."""
+        self.uncarried_tokens = 0
+        """Tokens spent by finished nodes that run in every generation (``carry=False``)."""
+        self.largest_attempt = 0
+        """The most tokens one attempt of this run used (said when a run cannot fit)."""
         self.top_ids = workflow.top_level_ids()
         self.top_deps = {n: workflow.top_level_deps(n) for n in self.top_ids}
         self.dependents: dict[str, list[str]] = {n: [] for n in self.top_ids}

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from engine.agents.agent import AgentError
 from engine.run.attempt import Resume, record_failed_attempt, run_attempt
 from engine.run.cached_output import lookup_cached_output, record_cache_hit
+from engine.run.carry import input_key
 from engine.run.execution import RunExecution
 from engine.run.retry_plan import plan_retry
 from engine.run.task_settings import memory_is_active, task_agent_name, task_memory
@@ -49,6 +50,9 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
     agent = execution.registry.get(agent_name)
     memory = task_memory(spec, execution.workflow)
     policy = spec.cache or execution.workflow.cache
+    carried = await _carry_over(execution, unit, agent_name, attempt)
+    if carried is not _NOT_CARRIED:
+        return carried
     while True:
         decision = await execution.dispatch_check(unit, attempt)
         if decision.action == "handoff":
@@ -146,6 +150,38 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
             execution.run_id, unit.node_id, unit.iteration, memory, task_prompt, output
         )
     return output
+
+
+_NOT_CARRIED = object()
+
+
+async def _carry_over(
+    execution: RunExecution, unit: Unit, agent_name: str, attempt: int
+) -> Any:
+    """Take the node over from an earlier generation of the chain when it finished there with
+    the same inputs (``engine.run.carry``); :data:`_NOT_CARRIED` when it must run."""
+    found = execution.carried.get(unit.key)
+    if found is None or not unit.spec.carry or execution.cancelled or execution.lost:
+        return _NOT_CARRIED
+    task_prompt = await _render(execution, unit, task_context(execution, unit, attempt))
+    schema = unit.spec.output.model_json_schema() if unit.spec.output else None
+    key = input_key(agent_name, task_prompt, schema)
+    if key != found.input_key:
+        return _NOT_CARRIED  # its inputs changed since: it runs again
+    execution.done_count += 1
+    await execution.store.upsert_node(
+        execution.run_id,
+        unit.node_id,
+        unit.iteration,
+        "finished",
+        output=found.output,
+        set_output=True,
+        nodes_done=execution.done_count,
+        input_key=key,
+        carried_from=found.made_in,
+    )
+    execution.progress("node", unit, "finished", f"carried from {found.made_in}")
+    return execution.load_output(unit.spec, found.output)
 
 
 async def _render(execution: RunExecution, unit: Unit, ctx: TaskContext) -> str:

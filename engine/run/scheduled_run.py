@@ -33,6 +33,7 @@ import contextlib
 from collections import deque
 from typing import Any
 
+from engine.run.carry import carry_candidates
 from engine.run.execution import EngineServices, RunExecution
 from engine.run.interruption import record_interruption
 from engine.run.monitor import monitor_run
@@ -108,6 +109,8 @@ class ScheduledRun(RunExecution):
             handoffs = await self.store.list_handoffs(to_run_id=self.run_id)
             if handoffs:
                 self.continuation = handoffs[-1].carried_state
+            if self.run.generation > 0:
+                self.carried = await carry_candidates(self.store, self.run)
         static = [
             (i, 0, "pending", list(self.workflow.tasks[i].depends_on))
             for i in self.top_ids

@@ -195,7 +195,11 @@ class Workflow:
         item_key: Callable[[Any], str] | None = None,
         loop: str | None = None,
         description: str = "",
+        carry: bool = True,
     ) -> Callable[[PromptFn | str], TaskSpec]:
+        if not isinstance(carry, bool):
+            raise WorkflowDefinitionError(f"Task {id!r}: carry must be true or false.")
+
         def decorate(fn: PromptFn | str) -> TaskSpec:
             task_id = id or getattr(fn, "__name__", None)
             prompt: PromptFn
@@ -240,6 +244,7 @@ class Workflow:
                     item_key=item_key,
                     loop=loop,
                     description=description or (getattr(fn, "__doc__", None) or "").strip(),
+                    carry=carry,
                 )
             )
 
@@ -252,7 +257,8 @@ class Workflow:
         ``agent`` (name), ``retries`` (extra attempts after a failure), ``backoff`` (seconds
         or :class:`Backoff`), ``timeout_s`` (per attempt), ``cache`` (:class:`CachePolicy`),
         ``memory`` (memory config, handed to the memory runtime), ``isolation`` (a worktree
-        path: adds the isolation notice to the prompt).
+        path: adds the isolation notice to the prompt), ``carry`` (False: run again in every
+        generation of a handoff chain instead of taking over an earlier generation's output).
         """
         if "items" in options:
             raise WorkflowDefinitionError("Use workflow.fan_out(...) for tasks made from a list.")

@@ -37,6 +37,9 @@ class TaskSpec:
     item_key: Callable[[Any], str] | None = None
     loop: str | None = None
     description: str = ""
+    carry: bool = True
+    """A handoff's successor takes this node over when an earlier generation finished it with
+    the same inputs (``engine.run.carry``); False runs it in every generation."""
 
     @property
     def is_fan_out(self) -> bool:

@@ -216,6 +216,10 @@ class NodeRecord(NamedTuple):
     started_at_ms: int | None = None
     finished_at_ms: int | None = None
     updated_at_ms: int = 0
+    carried_from: str | None = None
+    """The run whose attempt produced this (carried) node's output; None: it ran here."""
+    input_key: str | None = None
+    """What the output was made from (agent, task prompt, output schema), when finished."""
 
     @classmethod
     def from_row(cls, row: RowLike) -> NodeRecord:
@@ -234,6 +238,8 @@ class NodeRecord(NamedTuple):
             started_at_ms=v["started_at_ms"],
             finished_at_ms=v["finished_at_ms"],
             updated_at_ms=int(v["updated_at_ms"]),
+            carried_from=v.get("carried_from"),
+            input_key=v.get("input_key"),
         )
 
     @property
@@ -266,6 +272,7 @@ class NodeRecord(NamedTuple):
             "state": self.state,
             "attempts": self.attempts,
             "cached": self.cached,
+            "carried_from": self.carried_from,
             "depends_on": self.depends_on,
             "output": self.output,
             "error": self.error,

@@ -19,7 +19,13 @@ application and the number of migrations applied (``schema_version``).
 
 from __future__ import annotations
 
-from store.db.schema_parts import ATTEMPTS_KEYS, COST_BACKFILL, RUNS_INDEXES, queue_columns
+from store.db.schema_parts import (
+    ATTEMPTS_KEYS,
+    COST_BACKFILL,
+    RUNS_INDEXES,
+    money_schema,
+    queue_columns,
+)
 from store.model.states import (
     ATTEMPT_STATES,
     NODE_STATES,
@@ -411,6 +417,11 @@ DROP INDEX IF EXISTS notes_search_idx;
 ALTER TABLE notes DROP COLUMN IF EXISTS search_vector, DROP COLUMN IF EXISTS body_length;
 """
 
+# Carried nodes, daily spend and budget alerts (store/db/schema_parts.py, money_schema).
+_MIGRATION_MONEY = money_schema(
+    TEXT, "BIGINT", "DOUBLE PRECISION", "{0} IS NULL OR ({0}::json) IS NOT NULL"
+)
+
 # The ordered, append-only list. Index i takes schema_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_1,
@@ -419,6 +430,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_COST,
     _MIGRATION_RECALL,
     _MIGRATION_UNREAD_NOTES_SEARCH,
+    _MIGRATION_MONEY,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

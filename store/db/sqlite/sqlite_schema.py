@@ -11,7 +11,13 @@ handoff, event. Times are integer milliseconds since the epoch (``*_ms``).
 
 from __future__ import annotations
 
-from store.db.schema_parts import ATTEMPTS_KEYS, COST_BACKFILL, RUNS_INDEXES, queue_columns
+from store.db.schema_parts import (
+    ATTEMPTS_KEYS,
+    COST_BACKFILL,
+    RUNS_INDEXES,
+    money_schema,
+    queue_columns,
+)
 from store.model.states import (
     ATTEMPT_STATES,
     NODE_STATES,
@@ -459,6 +465,11 @@ DROP TRIGGER IF EXISTS notes_fts_delete;
 DROP TABLE IF EXISTS notes_fts;
 """
 
+# Carried nodes, daily spend and budget alerts (store/db/schema_parts.py, money_schema).
+_MIGRATION_MONEY = money_schema(
+    "TEXT", "INTEGER", "REAL", "{0} IS NULL OR json_valid({0})"
+)
+
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_1,
@@ -467,6 +478,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_QUEUE,
     _MIGRATION_UNREAD_INDEXES,
     _MIGRATION_UNREAD_NOTES_FTS,
+    _MIGRATION_MONEY,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
