@@ -16,17 +16,21 @@ to ``mcp_results``), ``repeat_line`` (print the first line this many extra times
 ``record`` then gets one file per invocation, suffixed ``.1``, ``.2``...), ``on_sigterm`` (a file
 to which a SIGTERM writes how many stdout lines were printed; the program then exits, or with
 ``ignore_sigterm`` keeps going until SIGKILL), ``pipe_size`` (shrink the stdout pipe to that
-many bytes, so the program cannot print far ahead of its reader).
+many bytes, so the program cannot print far ahead of its reader), ``pace_by_database`` (a
+workspace's tether.db: before each new API message, wait until Tether has recorded a call for
+every message printed so far, as a real CLI's model calls outlast Tether's reading).
 A check that fails prints ``fake CLI: ...`` on stderr and exits 97.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import json
 import os
 import signal
+import sqlite3
 import sys
 import time
 from typing import Any
@@ -93,6 +97,27 @@ def watch_sigterm(path: str, ignore: bool) -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def pace(database: str, line: bytes, messages: set[str]) -> None:
+    """Before a new API message, wait (bounded) until Tether has recorded a call for every
+    message printed so far: a model call takes longer than Tether takes to read the last one,
+    as with the real CLI, however fast the replay."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return
+    message = event.get("message") if event.get("type") == "assistant" else None
+    if not isinstance(message, dict) or message.get("id") in messages:
+        return
+    deadline = time.monotonic() + 20
+    while messages and time.monotonic() < deadline:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as conn:
+            recorded = conn.execute("SELECT count(*) FROM calls WHERE kind = 'model'").fetchone()
+        if recorded[0] >= len(messages):
+            break
+        time.sleep(0.005)
+    messages.add(str(message.get("id")))
+
+
 def main() -> None:
     with open(os.environ["FAKE_CLI_SPEC"], encoding="utf-8") as handle:
         spec = json.load(handle)
@@ -132,7 +157,10 @@ def main() -> None:
     out = sys.stdout.buffer
     for _ in range(spec.get("repeat_line", 0)):
         out.write(lines[0])
+    messages: set[str] = set()
     for number, line in enumerate(lines, start=1):
+        if spec.get("pace_by_database"):
+            pace(spec["pace_by_database"], line, messages)
         out.write(line)
         out.flush()
         PRINTED[0] = number

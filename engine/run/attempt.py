@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.agents.agent import Agent, AgentError, AgentRequest, ModelCall
+from engine.agents.agent import Agent, AgentError, AgentRequest, AgentResult, ModelCall
 from engine.agents.reported_usage import check_usage
 from engine.artifact_files import RAW_OUTPUT, write_private_bytes
+from engine.budget import Spend
 from engine.ceiling import counted_tokens
 from engine.pricing import PriceTable
 from engine.prompting import continue_prompt, repair_prompt
 from engine.run.carry import input_key
-from engine.run.units import StopDispatch, Unit
+from engine.run.units import NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.structured import OutputInvalid, to_jsonable, validate_output
 from store.db.storage_errors import os_storage_error
 from store.errors import StorageError
@@ -82,6 +83,7 @@ async def run_attempt(
         raise StopDispatch("the run stopped dispatching")
     execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
     calls: list[ModelCall] = []
+    spent_usd = [0.0]
     simulated = bool(getattr(agent, "simulated", False))
     prices = execution.prices
 
@@ -89,6 +91,8 @@ async def run_attempt(
         # Agent output is outside input: a bogus count fails the attempt, never the engine.
         check_usage(call.usage, f"Agent {agent_name}")
         calls.append(call)
+        cost = call_cost(call, simulated, prices)
+        spent_usd[0] += cost or 0.0
         usage = CallUsage(
             execution.run_id,
             unit.node_id,
@@ -100,12 +104,16 @@ async def run_attempt(
             simulated=simulated,
             started_at_ms=call.started_at_ms,
             finished_at_ms=call.finished_at_ms,
-            cost_usd=call_cost(call, simulated, prices),
+            cost_usd=cost,
             kind=call.kind,
             detail=call.detail,
         )
         writes.append(execution.store.queue_calls([usage]))
         execution.progress("call", unit, "call", tokens=call.usage.context_tokens, attempt=attempt)
+        # Budgets are enforced here, as each call is recorded (engine.run.budget_meter).
+        execution.meter.add(
+            unit, call.usage, cost, Spend(counted_tokens(total()), spent_usd[0])
+        )
 
     def total() -> TokenUsage:
         usage = TokenUsage()
@@ -126,6 +134,7 @@ async def run_attempt(
         on_call=on_call,
         clock=execution.clock,
         prices=prices,
+        max_budget_usd=execution.meter.remaining_usd(),
     )
     if resume is not None:
         request.resume_session = resume.session_id
@@ -135,7 +144,7 @@ async def run_attempt(
     text = ""
     try:
         async with asyncio.timeout(spec.timeout_s):
-            result = await agent.run(request)
+            result = await _agent_call(execution, unit, agent, request)
             text = result.text
             output: Any = result.text
             if spec.output is not None:
@@ -147,7 +156,10 @@ async def run_attempt(
                     schema = request.output_schema or {}
                     # A repair continues the same session when the agent has one (Claude
                     # Code: --resume), so the model keeps the work it already did.
-                    repaired = await agent.run(
+                    repaired = await _agent_call(
+                        execution,
+                        unit,
+                        agent,
                         dataclasses.replace(
                             request,
                             prompt=repair_prompt(text, str(problem), schema),
@@ -205,6 +217,12 @@ async def run_attempt(
             writes,
         ) from error
     except asyncio.CancelledError:
+        stop = execution.budget_stops.pop(unit.key, None)
+        if stop is not None:
+            # A budget stopped the agent: not a cancellation of the run (engine.run.budget_meter).
+            raise await _end_budget_stopped(
+                execution, unit, attempt, stop, total(), text, request.details, writes
+            ) from None
         await _end_cancelled(
             execution,
             unit,
@@ -252,6 +270,22 @@ async def run_attempt(
 _NOT_RUN = "Not run: the run stopped dispatching before the agent started."
 
 
+async def _agent_call(
+    execution: RunExecution, unit: Unit, agent: Agent, request: AgentRequest
+) -> AgentResult:
+    """``agent.run(request)`` as a task of its own, which a budget can stop
+    (:meth:`RunExecution.stop_attempts`) without cancelling the node: stopping it once it has
+    answered changes nothing."""
+    task = asyncio.ensure_future(agent.run(request))
+    execution.in_agent[unit.key] = task
+    try:
+        return await task
+    finally:
+        execution.in_agent.pop(unit.key, None)
+        if not task.cancelled():
+            execution.budget_stops.pop(unit.key, None)  # it answered before the stop landed
+
+
 async def _end_cancelled(
     execution: RunExecution,
     unit: Unit,
@@ -262,6 +296,7 @@ async def _end_cancelled(
     usage: TokenUsage = TokenUsage(),
     text: str | None = None,
     details: dict[str, Any] | None = None,
+    nodes_done: int | None = None,
 ) -> None:
     """Record an attempt as cancelled (shielded: the task itself may be being cancelled)."""
     with contextlib.suppress(Exception):
@@ -277,8 +312,44 @@ async def _end_cancelled(
                 error=error,
                 node_state=node_state,
                 details=details,
+                nodes_done=nodes_done,
             )
         )
+
+
+async def _end_budget_stopped(
+    execution: RunExecution,
+    unit: Unit,
+    attempt: int,
+    stop: tuple[str, str],
+    usage: TokenUsage,
+    text: str,
+    details: dict[str, Any],
+    writes: list[Awaitable[None]],
+) -> Exception:
+    """Record an attempt a budget stopped (its tokens and cost kept) and say how its node
+    ends: failed, skipped, or pending again for a handoff's successor."""
+    reason, node_state = stop
+    if node_state == "skipped":
+        execution.done_count += 1
+    await _end_cancelled(
+        execution,
+        unit,
+        attempt,
+        reason,
+        node_state=node_state,
+        usage=usage,
+        text=text or None,
+        details={**details, "stopped_by": "budget"},
+        nodes_done=execution.done_count if node_state == "skipped" else None,
+    )
+    await _committed(writes)
+    execution.progress("node", unit, node_state, reason, attempt=attempt)
+    if node_state == "failed":
+        return UnitFailed(reason)
+    if node_state == "skipped":
+        return NodeSkipped(reason)
+    return StopDispatch(reason)
 
 
 async def _committed(writes: list[Awaitable[None]]) -> None:
@@ -305,9 +376,16 @@ def _consume(write: asyncio.Future[None]) -> None:
 
 
 async def record_failed_attempt(
-    execution: RunExecution, unit: Unit, attempt: int, error: AgentError, retry: bool
+    execution: RunExecution,
+    unit: Unit,
+    attempt: int,
+    error: AgentError,
+    retry: bool,
+    node_state: str | None = None,
 ) -> None:
-    """Write a failed attempt's end: the node goes to ``retrying`` or ``failed``."""
+    """Write a failed attempt's end: the node goes to ``retrying`` or ``failed`` (or
+    ``node_state``: ``pending`` when the run stops to hand off and the retry is left to its
+    successor)."""
     usage = error.usage if isinstance(error, _AttemptError) else TokenUsage()
     execution.largest_attempt = max(execution.largest_attempt, counted_tokens(usage))
     text = error.text if isinstance(error, _AttemptError) else None
@@ -322,12 +400,13 @@ async def record_failed_attempt(
         usage=usage,
         response_text=text or None,
         error=str(error),
-        node_state="retrying" if retry else "failed",
+        node_state=node_state or ("retrying" if retry else "failed"),
         details=details or None,
     )
     await _committed(writes)
     execution.absorb_requests(requests)
-    execution.progress("node", unit, "retrying" if retry else "failed", str(error), attempt=attempt)
+    shown = node_state or ("retrying" if retry else "failed")
+    execution.progress("node", unit, shown, str(error), attempt=attempt)
 
 
 def call_cost(call: ModelCall, simulated: bool, prices: PriceTable) -> float | None:

@@ -24,6 +24,10 @@ api_key_env = "OPENAI_API_KEY"
 [prices."qwen2.5-coder"]    # USD per million tokens (see engine.pricing)
 input = 0.20
 output = 0.60
+
+[budget]                    # per run and per UTC day (see engine.budget)
+run_usd = 5.0
+day_usd = 40.0
 ```
 """
 
@@ -35,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.budget import BudgetConfig, parse_budget
 from engine.pricing import Price, PriceTable, parse_prices
 from engine.run.retry_plan import DEFAULT_LIMIT_WAIT_S
 from store.errors import InvalidInputError
@@ -53,6 +58,8 @@ class EngineConfig:
     """The longest a node waits for a usage limit to reset (engine.run.retry_plan)."""
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    """``[budget]``: per-run and per-day limits (engine.budget)."""
 
     @property
     def price_table(self) -> PriceTable:
@@ -90,6 +97,7 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
             raise InvalidInputError(f"{source}: agents.{name} must be a table with a type.")
         config.agents[name] = dict(spec)
     config.prices = parse_prices(data.get("prices"), source)
+    config.budget = parse_budget(data.get("budget"), source)
     return config
 
 

@@ -109,6 +109,14 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
                 failures, limit_waits = counted, limit_waits + int(plan.waits_for_limit)
                 if plan.why_not:
                     error.args = (f"{error} — {plan.why_not}",)
+                if plan.retry and execution.stop is not None and not (
+                    execution.failure or execution.cancelled or execution.lost
+                ):
+                    # The run is handing off: the successor runs this node again.
+                    await record_failed_attempt(
+                        execution, unit, attempt, error, False, node_state="pending"
+                    )
+                    raise StopDispatch(execution.stop.reason) from error
                 retry = plan.retry and not execution.halting()
                 await record_failed_attempt(execution, unit, attempt, error, retry)
                 if not retry:

@@ -120,6 +120,7 @@ class ScheduledRun(RunExecution):
         ]
         self.known.update((n, 0) for n, *_ in static)
         await self.store.upsert_nodes(self.run_id, static, nodes_total=len(self.known))
+        await self.meter.start()
         self.progress("run", None, "running", self.run_id)
         monitor = asyncio.create_task(monitor_run(self))
         mirror = self._artifact_mirror()
@@ -152,6 +153,7 @@ class ScheduledRun(RunExecution):
                 with contextlib.suppress(Exception):
                     await mirror.sync()  # the last lines of every log
         await self.settle_ends()
+        await self.meter.settle()
         if self.storage_problem is not None:
             raise self.storage_problem
         drain = getattr(self.hooks.memory, "drain", None)

@@ -104,6 +104,8 @@ class RunRecord(NamedTuple):
     nodes_done: int = 0
     tokens: TokenUsage = TokenUsage()
     cost: CostTotal = CostTotal()
+    budget_json: str | None = None
+    """The budgets the run is held to (``engine/budget.py``), as JSON; None: none."""
 
     @classmethod
     def from_row(cls, row: RowLike) -> RunRecord:
@@ -132,7 +134,14 @@ class RunRecord(NamedTuple):
             nodes_done=int(v.get("nodes_done") or 0),
             tokens=TokenUsage.from_row(v),
             cost=CostTotal.from_row(v),
+            budget_json=v.get("budget_json"),
         )
+
+    @property
+    def budgets(self) -> list[dict[str, Any]]:
+        """The budgets the run is held to (decoded; empty when none)."""
+        value = read_json(self.budget_json)
+        return [b for b in value if isinstance(b, dict)] if isinstance(value, list) else []
 
     @property
     def input(self) -> Any:
@@ -194,6 +203,7 @@ class RunRecord(NamedTuple):
             "nodes_done": self.nodes_done,
             "tokens": self.tokens.as_dict(),
             **self.cost.as_dict(),
+            "budgets": self.budgets,
         }
         if now_ms is not None:
             data["display_status"] = self.display_status(now_ms)

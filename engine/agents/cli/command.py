@@ -52,6 +52,10 @@ PRESETS: dict[str, Preset] = {
     for preset in (ClaudeCodePreset(), CodexPreset(), JsonPreset(), TextPreset())
 }
 READ_CHUNK = 64 * 1024
+STREAM_LIMIT = 4096
+"""Bytes of stdout asyncio buffers ahead of the reader before it stops reading the pipe."""
+DRAIN_WAIT_S = 2.0
+"""How long a killed process's last output may take to arrive (its pipes close at its end)."""
 _WORD = re.compile(r"^[A-Za-z][A-Za-z-]*$")
 
 
@@ -84,6 +88,9 @@ class _Lines:
             return
         for call in self.reader.feed(text, self.request.clock.now_ms()):
             await self.request.on_call(call)
+            # A real pause after each call: a stop the engine decided on it (a budget) lands
+            # here, not after every line already buffered has been read.
+            await asyncio.sleep(0)
 
 
 @dataclass
@@ -221,6 +228,9 @@ class CommandAgent:
                 cwd=self.cwd,
                 env=env,
                 start_new_session=True,
+                # Little read-ahead: what Tether has seen is what the CLI has printed, so a
+                # budget stop lands within one call of what the CLI really did.
+                limit=STREAM_LIMIT,
             )
         except OSError as error:
             raise AgentError(
@@ -229,12 +239,15 @@ class CommandAgent:
         reader = self._preset.reader(self, request)
         lines = _Lines(reader, request)
         stderr = TailBuffer()
+        splitter = LineSplitter(self.max_line_bytes)
         try:
-            await self._communicate(process, stdin_text, request, lines, stderr)
+            await self._communicate(process, stdin_text, request, lines, stderr, splitter)
         except BaseException:
             await self._kill_group(process)
             invocation["stopped"] = True
             with contextlib.suppress(Exception):
+                # What it printed before it died was spent too: read it, record its calls.
+                await asyncio.shield(self._drain(process, lines, splitter))
                 for call in reader.pending_calls():
                     await asyncio.shield(request.on_call(call))
             raise
@@ -259,11 +272,11 @@ class CommandAgent:
         request: AgentRequest,
         lines: _Lines,
         stderr: TailBuffer,
+        splitter: LineSplitter,
     ) -> None:
         assert process.stdin and process.stdout and process.stderr
         stream_path = request.stream_path
         stderr_path = stream_path.with_name("stderr.log") if stream_path else None
-        splitter = LineSplitter(self.max_line_bytes)
 
         async def feed() -> None:
             assert process.stdin
@@ -292,6 +305,20 @@ class CommandAgent:
 
         await asyncio.gather(feed(), pump_out(), pump_err())
         await process.wait()
+
+    async def _drain(
+        self, process: asyncio.subprocess.Process, lines: _Lines, splitter: LineSplitter
+    ) -> None:
+        """After the process was killed: read what is left of its stdout (a pipe's worth at
+        most) into the reader, so the pipes close and no printed call goes unrecorded."""
+        assert process.stdout
+        with _append(lines.request.stream_path) as log:
+            while chunk := await asyncio.wait_for(process.stdout.read(READ_CHUNK), DRAIN_WAIT_S):
+                log.write(chunk)
+                for line in splitter.feed(chunk):
+                    await lines.line(line.text, line.truncated)
+        for line in splitter.finish():
+            await lines.line(line.text, line.truncated)
 
     async def _kill_group(self, process: asyncio.subprocess.Process) -> None:
         """SIGTERM the process group, then SIGKILL it if it does not exit in time."""
