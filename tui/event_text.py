@@ -100,7 +100,9 @@ SUMMARIES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "call": _call,
     "attempt.finished": _attempt_finished,
     "attempt.started": lambda p: "/".join(str(p[k]) for k in ("agent", "model") if p.get(k)),
-    "node.state": lambda p: f"→ {p.get('state', '?')}",
+    "node.state": lambda p: f"→ {p.get('state', '?')}" + (
+        f" (carried from {p['carried_from']})" if p.get("carried_from") else ""),
+    "budget.alert": lambda p: str(p["text"]),
     "run.created": _run_created,
     "run.status": _run_status,
     "handoff": _handoff,

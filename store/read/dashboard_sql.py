@@ -58,7 +58,7 @@ def runs_by_ids(count: int) -> str:
 
 NODES_OF_RUN = """
 SELECT run_id, node_id, iteration, state, attempts, cached, depends_on_json, output_json, error,
-       started_at_ms, finished_at_ms, updated_at_ms
+       started_at_ms, finished_at_ms, updated_at_ms, carried_from
 FROM nodes WHERE run_id = ?
 ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
 LIMIT ?
