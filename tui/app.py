@@ -348,18 +348,18 @@ class TetherApp(App[None]):
             line.append("◌ reconnecting  ", style="bold yellow")
         else:
             line.append("● live  ", style="bold green")
-        if self.budget_alert is not None:
-            text, threshold, at_ms = self.budget_alert
-            line.append("🔔 ", style="bold")
-            line.append_text(literal(f"budget {text} ({ago(now, at_ms)})",
-                                     "bold red" if threshold >= 100 else "bold yellow"))
-            line.append("  ")
         problem = self.read_problem or self.tailer.problem
         if problem:
             # First, so a narrow terminal still shows it.
             line.append("⚠ ", style="bold red")
             line.append_text(literal(problem, "red"))
             line.append("  ", style="red")
+        if self.budget_alert is not None:
+            text, threshold, at_ms = self.budget_alert
+            line.append("⚠ ", style="bold")
+            line.append_text(literal(f"budget {text} ({ago(now, at_ms)})",
+                                     "bold red" if threshold >= 100 else "bold yellow"))
+            line.append("  ")
         line.append(f"checked {ago(now, self.checked_at_ms)}")
         line.append(f" · last change {ago(now, self.changed_at_ms)}")
         line.append(f" · event #{self.tailer.last_seq}")

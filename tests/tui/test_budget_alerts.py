@@ -75,7 +75,7 @@ async def test_bell_and_status_line_at_each_threshold(tmp_path: Path) -> None:
             await pilot.pause(0.05)
             line = app.screen.query_one(StatusLine).render()
             text = line.plain if isinstance(line, Text) else str(line)
-            assert (f"🔔 budget 100% of the token ceiling: run {outcome.run_id} at 1,200 tokens "
+            assert (f"⚠ budget 100% of the token ceiling: run {outcome.run_id} at 1,200 tokens "
                     "of 1,000 tokens; warn applies") in text
             assert app.budget_alert is not None and app.budget_alert[1] == 100
             await pilot.pause(0.1)
