@@ -4,6 +4,9 @@ Where they come from:
 
 * a workflow's ceiling: ``Ceiling(120_000, on_exceeded="handoff", max_usd=2.0)`` holds each
   run to 120k tokens and $2 (:mod:`engine.ceiling`);
+* a workflow's ``budget``: ``Workflow("nightly", budget=Budget(run_usd=3, day_usd=20))`` takes
+  the same keys as ``[budget]`` (below) and holds the runs of that workflow to them, beside
+  the config's (a day budget counts the whole workspace's spend that day, as the config's);
 * ``[budget]`` in ``.tether/config.toml``: ``run_usd`` / ``run_tokens`` for every run (a
   second limit beside any ceiling) and ``day_usd`` / ``day_tokens`` for the whole workspace
   per UTC day; ``on_exceeded`` (fail, skip-remaining or warn; default fail) says what the run
@@ -27,7 +30,7 @@ at 100 % the budget's ``on_exceeded`` applies (:mod:`engine.run.budget_meter` do
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from store.errors import InvalidInputError
@@ -50,16 +53,29 @@ class BudgetConfig:
     on_exceeded: str = "fail"
 
 
-def parse_budget(data: Any, source: str) -> BudgetConfig:
-    """``[budget]`` as a :class:`BudgetConfig`; InvalidInputError names the bad key."""
+Budget = BudgetConfig
+"""A workflow's budget (``Workflow(..., budget=Budget(day_usd=20))``): ``[budget]``'s keys."""
+
+
+def workflow_budget(value: Any, workflow: str) -> BudgetConfig:
+    """A workflow's ``budget=`` (a :class:`Budget`, a mapping or None), checked as ``[budget]``
+    is; InvalidInputError names the workflow and the bad key."""
+    if isinstance(value, BudgetConfig):
+        value = {k: v for k, v in asdict(value).items() if v is not None}
+    return parse_budget(value, f"Workflow {workflow!r}", "budget")
+
+
+def parse_budget(data: Any, source: str, table: str = "[budget]") -> BudgetConfig:
+    """``[budget]`` (or a workflow's ``budget``: ``table``) as a :class:`BudgetConfig`;
+    InvalidInputError names the bad key."""
     if data is None:
         return BudgetConfig()
     if not isinstance(data, Mapping):
-        raise InvalidInputError(f"{source}: [budget] must be a table.")
+        raise InvalidInputError(f"{source}: {table} must be a table of budget settings.")
     known = {"run_usd", "run_tokens", "day_usd", "day_tokens", "on_exceeded"}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise InvalidInputError(f"{source}: unknown [budget] setting {unknown[0]!r}.")
+        raise InvalidInputError(f"{source}: unknown {table} setting {unknown[0]!r}.")
     values: dict[str, Any] = {}
     for key in ("run_usd", "day_usd"):
         value = data.get(key)
@@ -91,10 +107,14 @@ class Limit:
     maximum: float
     on_exceeded: str
     source: str
-    """``ceiling`` (the workflow's) or ``config`` (``[budget]``)."""
+    """``ceiling`` (the workflow's), ``workflow`` (its ``budget``) or ``config``
+    (``[budget]``)."""
 
     def key(self, run_id: str, day: str) -> str:
         """Identifies the budget across processes (its alerts are recorded once per key)."""
+        if self.scope == "day" and self.source == "workflow":
+            # Workflows may each set their own daily maximum over the same spend.
+            return f"day:{day}:{self.unit}:workflow:{self.maximum:g}"
         if self.scope == "day":
             return f"day:{day}:{self.unit}"
         return f"run:{run_id}:{self.source}:{self.unit}"
@@ -124,8 +144,10 @@ class Spend:
         return self.usd if unit == "usd" else float(self.tokens)
 
 
-def run_limits(ceiling: Any, config: BudgetConfig) -> list[Limit]:
-    """The per-run budgets of a run: its workflow's ceiling, then ``[budget]``'s."""
+def run_limits(ceiling: Any, config: BudgetConfig,
+               workflow: BudgetConfig | None = None) -> list[Limit]:
+    """The per-run budgets of a run: its workflow's ceiling, the workflow's ``budget``, then
+    ``[budget]``'s."""
     limits: list[Limit] = []
     if ceiling is not None:
         if ceiling.max_tokens is not None:
@@ -133,20 +155,27 @@ def run_limits(ceiling: Any, config: BudgetConfig) -> list[Limit]:
                                 "ceiling"))
         if ceiling.max_usd is not None:
             limits.append(Limit("run", "usd", ceiling.max_usd, ceiling.on_exceeded, "ceiling"))
-    if config.run_tokens is not None:
-        limits.append(Limit("run", "tokens", config.run_tokens, config.on_exceeded, "config"))
-    if config.run_usd is not None:
-        limits.append(Limit("run", "usd", config.run_usd, config.on_exceeded, "config"))
+    for budget, source in ((workflow, "workflow"), (config, "config")):
+        if budget is None:
+            continue
+        if budget.run_tokens is not None:
+            limits.append(Limit("run", "tokens", budget.run_tokens, budget.on_exceeded, source))
+        if budget.run_usd is not None:
+            limits.append(Limit("run", "usd", budget.run_usd, budget.on_exceeded, source))
     return limits
 
 
-def day_limits(config: BudgetConfig) -> list[Limit]:
-    """The workspace's daily budgets (reaching one fails the runs that reach it)."""
+def day_limits(config: BudgetConfig, workflow: BudgetConfig | None = None) -> list[Limit]:
+    """The workspace's daily budgets, the config's then the workflow's (reaching one fails the
+    runs that reach it)."""
     limits: list[Limit] = []
-    if config.day_tokens is not None:
-        limits.append(Limit("day", "tokens", config.day_tokens, "fail", "config"))
-    if config.day_usd is not None:
-        limits.append(Limit("day", "usd", config.day_usd, "fail", "config"))
+    for budget, source in ((config, "config"), (workflow, "workflow")):
+        if budget is None:
+            continue
+        if budget.day_tokens is not None:
+            limits.append(Limit("day", "tokens", budget.day_tokens, "fail", source))
+        if budget.day_usd is not None:
+            limits.append(Limit("day", "usd", budget.day_usd, "fail", source))
     return limits
 
 
@@ -180,6 +209,8 @@ def limit_name(limit: Limit) -> str:
         return f"the {unit} ceiling"
     setting = f"{limit.scope}_{limit.unit}"
     scope = "daily" if limit.scope == "day" else "run"
+    if limit.source == "workflow":
+        return f"the workflow's {scope} budget (budget {setting})"
     return f"the {scope} budget ([budget] {setting})"
 
 

@@ -31,6 +31,7 @@ from store.model.run_records import RunRecord
 from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import Workspace
 from tui.actions.read_only import read_only
+from tui.budget_alerts import BudgetAlerts
 from tui.commands import RunsProvider
 from tui.format import ago, literal
 from tui.screens.handoffs_view import HandoffsScreen
@@ -112,10 +113,7 @@ class TetherApp(App[None]):
         self.read_problem: str | None = None
         """The last read error (cleared by the next successful poll)."""
         self.changed_at_ms: int | None = None
-        self.budget_alert: tuple[str, int, int] | None = None
-        """The newest budget alert seen since the dashboard opened: text, threshold, time."""
-        self.bells = 0
-        """How many times the terminal bell rang for a budget alert."""
+        self.budget_alerts = BudgetAlerts()
         self.known_runs: dict[str, RunRecord] = {}
         self.selected_run_id: str | None = None
         self.selected_node_id: str | None = None
@@ -212,7 +210,8 @@ class TetherApp(App[None]):
             if batch is None:
                 return None
             self.changed_at_ms = self.checked_at_ms
-            self._budget_alerts(batch)
+            for _ in range(self.budget_alerts.take(batch.events)):
+                self.bell()  # once per alert, paused or not
             if self.paused:
                 self.held_events += len(batch.events)
                 self._update_chrome()
@@ -221,24 +220,6 @@ class TetherApp(App[None]):
             if screen is not None:
                 await self._apply(screen, batch)
         return batch
-
-    def _budget_alerts(self, batch: Batch) -> None:
-        """A budget crossed 50, 80 or 100 % (any process, ``budget.alert`` events): ring the
-        bell once per alert and show the newest on the status line (paused or not)."""
-        for event in batch.events:
-            if event.type != "budget.alert":
-                continue
-            payload = event.payload if isinstance(event.payload, dict) else {}
-            threshold = payload.get("threshold")
-            self.budget_alert = (
-                str(payload.get("text") or "a budget alert"),
-                threshold if isinstance(threshold, int) else 0,
-                event.at_ms,
-            )
-            self.bells += 1
-            self.bell()
-        if self.budget_alert is not None:
-            self._update_chrome()
 
     async def _apply(self, screen: LiveScreen, batch: Batch) -> None:
         if not screen.is_mounted:
@@ -354,12 +335,7 @@ class TetherApp(App[None]):
             line.append("⚠ ", style="bold red")
             line.append_text(literal(problem, "red"))
             line.append("  ", style="red")
-        if self.budget_alert is not None:
-            text, threshold, at_ms = self.budget_alert
-            line.append("⚠ ", style="bold")
-            line.append_text(literal(f"budget {text} ({ago(now, at_ms)})",
-                                     "bold red" if threshold >= 100 else "bold yellow"))
-            line.append("  ")
+        self.budget_alerts.status(line, now)
         line.append(f"checked {ago(now, self.checked_at_ms)}")
         line.append(f" · last change {ago(now, self.changed_at_ms)}")
         line.append(f" · event #{self.tailer.last_seq}")

@@ -75,8 +75,9 @@ class BudgetMeter:
     def __init__(self, execution: MeteredRun) -> None:
         self.x = execution
         self.ceiling = ceiling_of(execution.workflow.ceiling)
-        self.run_limits = run_limits(self.ceiling, execution.config.budget)
-        self.day_limits = day_limits(execution.config.budget)
+        own = execution.workflow.budget
+        self.run_limits = run_limits(self.ceiling, execution.config.budget, own)
+        self.day_limits = day_limits(execution.config.budget, own)
         self.run = Spend()
         self.day_base = Spend()
         self.day_local = Spend()
@@ -99,10 +100,14 @@ class BudgetMeter:
         if not self.limits:
             return
         await self.refresh_day()
-        if self.run_limits:
-            await self.x.store.set_run_budget(
-                self.x.run_id, [limit.as_dict() for limit in self.run_limits]
-            )
+        # What `tether budget` shows for the run: its own budgets and the workflow's daily
+        # ones (the config's are read from config.toml), with the day they counted.
+        held = [limit.as_dict() for limit in self.run_limits] + [
+            {**limit.as_dict(), "day": self.day}
+            for limit in self.day_limits if limit.source == "workflow"
+        ]
+        if held:
+            await self.x.store.set_run_budget(self.x.run_id, held)
         for limit in self.limits:
             key = self._key(limit)
             self.alerted[key] = set(await self.x.store.alerts_of(key))

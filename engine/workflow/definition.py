@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from engine.budget import Budget, workflow_budget
 from engine.workflow.definition_error import WorkflowDefinitionError
 from engine.workflow.policies import Backoff, CachePolicy
 from engine.workflow.task_spec import ItemsFn, PromptFn, TaskSpec, UntilFn
@@ -117,7 +118,10 @@ class Workflow:
     ``input_model`` validates the run input (a dict or JSON when omitted). ``agents`` maps agent
     names to agent objects or config dicts (overriding ``.tether/config.toml``);
     ``default_agent`` is used by tasks that name none. ``memory`` and ``ceiling`` are stored for
-    the memory runtime and ceiling guard. ``concurrency`` caps tasks running at once.
+    the memory runtime and ceiling guard. ``budget`` (a :class:`engine.budget.Budget` or a
+    mapping with ``[budget]``'s keys) holds each run, and the workspace per UTC day while this
+    workflow runs, to dollars and tokens beside the ceiling. ``concurrency`` caps tasks running
+    at once.
     """
 
     def __init__(
@@ -127,6 +131,7 @@ class Workflow:
         input_model: type[BaseModel] | None = None,
         memory: Any = None,
         ceiling: Any = None,
+        budget: Budget | Mapping[str, Any] | None = None,
         agents: Mapping[str, Any] | None = None,
         default_agent: str = "simulated",
         concurrency: int = 8,
@@ -137,6 +142,7 @@ class Workflow:
         self.input_model = input_model
         self.memory = memory
         self.ceiling = ceiling
+        self.budget = workflow_budget(budget, self.name)
         self.agents: dict[str, Any] = dict(agents or {})
         self.default_agent = default_agent
         if not isinstance(concurrency, int) or concurrency < 1:

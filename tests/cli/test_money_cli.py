@@ -103,3 +103,27 @@ def _now_ms() -> int:
     import time
 
     return time.time_ns() // 1_000_000
+
+
+def test_budget_shows_a_workflows_daily_budget_under_today(tmp_path: Path) -> None:
+    folder, run_id = workspace_with_spend(tmp_path)
+    today = utc_day(_now_ms())
+
+    async def held_by_the_workflow() -> None:
+        db = await open_database(Workspace(folder))
+        try:
+            await RunStore(db).set_run_budget(run_id, [
+                {"scope": "day", "unit": "usd", "max": 4.0, "on_exceeded": "fail",
+                 "source": "workflow", "day": today}])
+        finally:
+            await db.close()
+
+    asyncio.run(held_by_the_workflow())
+    done = tether("budget", "--workspace", str(folder))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    own = next(line for line in lines if line.startswith("today, review"))
+    assert "the workflow's daily budget (budget day_usd)" in own and "$1.63 of $4.00" in own
+    assert own.split()[-2:] == ["40%", "fail"]
+    assert any(line.startswith("workspace today") for line in lines)  # the config's still
+    assert "No run is held to a budget." in done.stdout  # the run has no budget of its own

@@ -177,8 +177,21 @@ def _run_budgets(run: RunRecord) -> list[dict[str, Any]]:
     counted = run.tokens.total - run.tokens.reasoning
     return [
         _budget_row(b, (run.cost.usd or 0.0) if b.get("unit") == "usd" else counted)
-        for b in run.budgets
+        for b in run.budgets if b.get("scope", "run") == "run"
     ]
+
+
+def _workflow_day_limits(runs: list[RunRecord], today: str) -> list[tuple[str, Limit]]:
+    """The daily budgets the workflows of ``runs`` set for ``today`` (once each), with the
+    workflow that set them."""
+    found: dict[str, tuple[str, Limit]] = {}
+    for run in runs:
+        for row in run.budgets:
+            if row.get("scope") == "day" and row.get("day") == today:
+                limit = _limit_of(row)
+                found.setdefault(f"{run.workflow}:{limit.key(run.run_id, today)}",
+                                 (run.workflow, limit))
+    return list(found.values())
 
 
 def _limit_of(row: dict[str, Any]) -> Limit:
@@ -214,11 +227,13 @@ async def budget_command(run_id: str | None, limit: int, output_format: str,
         else:
             runs = [] if store is None else await store.runs_with_budgets(limit)
     counted = spend.tokens.total - spend.tokens.reasoning
+    owned = [("", x) for x in day_limits(config)] + _workflow_day_limits(runs, today)
     day = [
-        _budget_row(x.as_dict(), (spend.cost.usd or 0.0) if x.unit == "usd" else counted)
-        for x in day_limits(config)
+        {**_budget_row(x.as_dict(), (spend.cost.usd or 0.0) if x.unit == "usd" else counted),
+         **({"workflow": name} if name else {})}
+        for name, x in owned
     ] if run_id is None else []
-    held = [(r, _run_budgets(r)) for r in runs]
+    held = [(r, b) for r in runs if (b := _run_budgets(r))]
     if output_format == "json":
         print_json({
             "day": today, "day_spend": {"calls": spend.calls, "tokens": spend.tokens.as_dict(),
@@ -231,9 +246,11 @@ async def budget_command(run_id: str | None, limit: int, output_format: str,
         click.echo(f"The workspace on {today} (UTC): {format_cost(spend.cost.usd or 0.0)} and "
                    f"{tokens(counted)} tokens in {spend.calls:,} calls.")
         for row in day:
-            click.echo(_budget_line("workspace today", row))
+            owner = f"today, {row['workflow']}" if "workflow" in row else "workspace today"
+            click.echo(_budget_line(owner, row))
         if not day:
-            click.echo("No daily budget: set [budget] day_usd or day_tokens in config.toml.")
+            click.echo("No daily budget: set [budget] day_usd or day_tokens in config.toml "
+                       "(or budget= on a workflow).")
     if not held:
         click.echo("No run is held to a budget." if run_id is None
                    else f"Run {run_id} is held to no budget.")
