@@ -125,6 +125,10 @@ CASES = {
     "notes import": Case(("notes", "import", "{notes}"),
                          lambda o, r: None if "imported" in _notes(r) else pytest.fail()),
     "memory status": Case(("memory", "status"), lambda o, r: None),  # reads only: decoy check
+    "prices": Case(("prices",), expect("Prices in USD per million tokens")),  # reads only
+    # The decoy has no run r-target-done: only the target answers this.
+    "budget": Case(("budget", "--run", "r-target-done"),
+                   expect("Run r-target-done is held to no budget.")),
     "memory reindex": Case(("memory", "reindex"),
                            lambda o, r: None if _vectors(r) > 0 else pytest.fail("reindex")),
 }
