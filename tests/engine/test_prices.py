@@ -68,6 +68,36 @@ PUBLISHED = {
     "gpt-5.6-luna": (0.20, 1.20),
     "gpt-6-sol": (2.0, 10.0),
     "gpt-6.1-sol": (2.0, 10.0),
+    # Older and niche rows, same sources (Anthropic's table; OpenAI's Standard tier as
+    # genai-prices openai.yml and LiteLLM agree, unless named):
+    "claude-opus-4": (15.0, 75.0),
+    "claude-opus-4-0": (15.0, 75.0),
+    "claude-3-opus": (15.0, 75.0),
+    "claude-sonnet-4": (3.0, 15.0),
+    "claude-sonnet-4-0": (3.0, 15.0),
+    "claude-3-7-sonnet": (3.0, 15.0),
+    "claude-3-5-haiku": (0.80, 4.0),
+    "claude-3-haiku": (0.25, 1.25),
+    "claude-mythos-5": (10.0, 50.0),  # "as Fable 5", limited availability
+    "claude-mythos-5-1": (10.0, 50.0),  # as Fable 5.1
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "o1": (15.0, 60.0),  # genai-prices
+    "o1-pro": (150.0, 600.0),
+    "o3-mini": (1.10, 4.40),
+    "o3-pro": (20.0, 80.0),
+    "codex-mini-latest": (1.50, 6.0),  # genai-prices; the model page's "$1.50"
+    "gpt-5-nano": (0.05, 0.40),
+    "gpt-5-pro": (15.0, 120.0),
+    "gpt-5.2-pro": (21.0, 168.0),
+    "gpt-5.3": (1.75, 14.0),  # gpt-5.3-chat-latest, genai-prices 2026-05-07
+    "gpt-5.3-chat-latest": (1.75, 14.0),
+    "gpt-5.3-codex-spark": (1.75, 14.0),  # LiteLLM only
+    "gpt-5.4-nano": (0.20, 1.25),
+    "gpt-5.4-pro": (30.0, 180.0),
+    "gpt-5.5-pro": (30.0, 180.0),  # LiteLLM
+    "gpt-5.6": (5.0, 30.0),  # alias of gpt-5.6-sol, genai-prices 2026-08-02
 }
 
 # The same 1M input + 1M output as ONE request: above the long-context threshold where the
@@ -94,6 +124,11 @@ def test_a_million_in_and_out_costs_the_published_price(
     assert table.cost(model, TokenUsage(input=MILLION), at_ms=NOW, request=False) == (
         pytest.approx(published[0])
     )
+
+
+def test_every_listed_model_has_its_published_price_here() -> None:
+    # A row added to the list without its published figure in this file fails here.
+    assert {row.model for row in BUILTIN} == set(PUBLISHED)
 
 
 @pytest.mark.parametrize(("model", "expected"), sorted(ONE_REQUEST.items()))
