@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_agent_support import capture, invocations, run_one, sequenced
+from cli_agent_support import (
+    V10_SESSION,
+    api_500_after_ten_messages,
+    capture,
+    invocations,
+    run_one,
+    sequenced,
+)
 from http_support import send_json, serving
 
 from engine.agents.http.openai import OpenAIAgent
@@ -23,27 +30,8 @@ from store.clock import ManualClock
 from store.db.seam import Database
 from store.runs.run_store import RunStore
 
-V10 = "claude-code/V_20260114122959423.jsonl"
-V10_SESSION = "e567210c-1158-4d20-b973-7dd50723b178"
 C_SESSION = "1d1e46f9-35c7-4834-b529-846d5bb82288"
 N5_SESSION = "785fbe16-057e-4eeb-bcba-8b89169e67aa"
-
-
-def api_500_after_ten_messages(tmp_path: Path) -> Path:
-    """Derived from capture V_20260114122959423 (10 assistant events, 4 API messages, $0.36):
-    the same session, ending in the API Error 500 the issue saw instead of its success."""
-    lines = capture(V10).read_text().splitlines()
-    result = json.loads(lines[-1])
-    result.update(
-        is_error=True,
-        api_error_status=500,
-        terminal_reason="api_error",
-        result='API Error: 500 {"type":"error","error":{"type":"api_error","message":'
-        '"Internal server error"},"request_id":"req_011CY156CgekdKXjNP84kfFx"}',
-    )
-    path = tmp_path / "api500.jsonl"
-    path.write_text("\n".join([*lines[:-1], json.dumps(result)]) + "\n")
-    return path
 
 
 async def test_a_transient_failure_resumes_the_session_and_pays_only_the_new_turns(
