@@ -89,7 +89,7 @@ _STRICT_KEYWORDS = frozenset(
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     """A copy of ``schema`` that OpenAI-style strict structured output accepts, or None when
-    the schema does not allow it.
+    the schema does not allow it (:func:`strict_problem` says why).
 
     Strict mode needs every object to list all its properties as required and to forbid extra
     ones, and knows only some keywords. A schema that already meets that (a pydantic model whose
@@ -97,37 +97,58 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     is missing; anything else (optional fields, free-form objects, unsupported keywords) keeps
     its non-strict form.
     """
+    return _strict(schema)[0]
 
-    def walk(node: Any) -> Any:
+
+def strict_problem(schema: dict[str, Any]) -> str | None:
+    """Why ``schema`` cannot be strict (one phrase naming the place), or None when it can."""
+    return _strict(schema)[1]
+
+
+def _strict(schema: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    def place(path: str) -> str:
+        return f"field {path!r}" if path else "the top-level object"
+
+    def walk(node: Any, path: str) -> Any:
         if isinstance(node, list):
-            return [walk(item) for item in node]
+            return [walk(item, path) for item in node]
         if not isinstance(node, dict):
             return node
-        if any(key not in _STRICT_KEYWORDS for key in node):
-            raise _NotStrict
-        maps = ("properties", "$defs", "definitions")
-        out = {key: walk(value) for key, value in node.items() if key not in maps}
-        for key in maps:
-            if key in node:
-                if not isinstance(node[key], dict):
-                    raise _NotStrict
-                out[key] = {name: walk(sub) for name, sub in node[key].items()}
         if node.get("type") == "object" or "properties" in node:
             properties = node.get("properties")
             if not isinstance(properties, dict) or not properties:
-                raise _NotStrict
-            if sorted(node.get("required") or []) != sorted(properties):
-                raise _NotStrict
+                raise _NotStrict(f"{place(path)} is a free-form object (no fixed fields)")
+            missing = [name for name in properties if name not in (node.get("required") or [])]
+            if missing:
+                field = f"{path}.{missing[0]}" if path else missing[0]
+                raise _NotStrict(f"field {field!r} is optional (it has a default or may be absent)")
             if node.get("additionalProperties", False) is not False:
-                raise _NotStrict
+                raise _NotStrict(f"{place(path)} allows additional fields")
+        unknown = sorted(key for key in node if key not in _STRICT_KEYWORDS)
+        if unknown:
+            raise _NotStrict(f"{place(path)} uses {unknown[0]!r}, which strict mode does not take")
+        maps = ("properties", "$defs", "definitions")
+        out = {key: walk(value, path) for key, value in node.items() if key not in maps}
+        for key in maps:
+            if key in node:
+                if not isinstance(node[key], dict):
+                    raise _NotStrict(f"{place(path)} has a {key} that is not an object")
+                out[key] = {
+                    name: walk(sub, name if key != "properties" else
+                               (f"{path}.{name}" if path else name))
+                    for name, sub in node[key].items()
+                }  # fmt: skip
+        if node.get("type") == "object" or "properties" in node:
             out["additionalProperties"] = False
         return out
 
     try:
-        result = walk(schema)
-    except _NotStrict:
-        return None
-    return result if isinstance(result, dict) else None
+        result = walk(schema, "")
+    except _NotStrict as problem:
+        return None, str(problem)
+    if not isinstance(result, dict):
+        return None, "the schema is not an object"
+    return result, None
 
 
 class _NotStrict(Exception):

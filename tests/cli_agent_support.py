@@ -62,13 +62,20 @@ def api_500_after_ten_messages(tmp_path: Path) -> Path:
 
 
 def fake_agent(tmp_path: Path, preset: str, spec: dict[str, Any], **settings: Any) -> CommandAgent:
-    """A command agent whose program is the fake CLI following ``spec`` (paths as strings)."""
+    """A command agent whose program is the fake CLI following ``spec`` (paths as strings).
+
+    A Codex agent gets its own ``CODEX_HOME`` (``tmp_path / "codex-home"``), never the
+    machine's ``~/.codex``."""
     spec_path = tmp_path / f"spec-{uuid.uuid4().hex[:8]}.json"
     spec_path.write_text(json.dumps({k: _plain(v) for k, v in spec.items()}))
+    env = {"FAKE_CLI_SPEC": str(spec_path)}
+    if preset == "codex":
+        env["CODEX_HOME"] = str(tmp_path / "codex-home")
+    env.update(settings.pop("env", {}))
     return CommandAgent(
         command=[sys.executable, str(FAKE_CLI)],
         preset=preset,
-        env={"FAKE_CLI_SPEC": str(spec_path)},
+        env=env,
         **settings,
     )
 

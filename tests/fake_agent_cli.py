@@ -18,7 +18,12 @@ to which a SIGTERM writes how many stdout lines were printed; the program then e
 ``ignore_sigterm`` keeps going until SIGKILL), ``pipe_size`` (shrink the stdout pipe to that
 many bytes, so the program cannot print far ahead of its reader), ``pace_by_database`` (a
 workspace's tether.db: before each new API message, wait until Tether has recorded a call for
-every message printed so far, as a real CLI's model calls outlast Tether's reading).
+every message printed so far, as a real CLI's model calls outlast Tether's reading),
+``rollout`` (a Codex rollout file to write, as Codex does, under
+``$CODEX_HOME/sessions/YYYY/MM/DD/`` of today with the name ``rollout_name``; ``rollout_zst``
+compresses it), ``codex_approval`` (with
+``mcp_calls``: decide each call as current ``codex exec`` does from the tool's annotations,
+cancelling a gated one, and print its ``mcp_tool_call`` items before the captured output).
 A check that fails prints ``fake CLI: ...`` on stderr and exits 97.
 """
 
@@ -62,7 +67,25 @@ def server_from(argv: list[str]) -> tuple[str, list[str]]:
     return str(command), list(args or [])
 
 
-async def call_tools(argv: list[str], calls: list[dict[str, Any]]) -> list[Any]:
+def requires_approval(annotations: Any) -> bool:
+    """Codex's rule (codex-rs core/src/mcp_tool_call.rs, ``requires_mcp_tool_approval``, in
+    the default ``auto`` mode): destructive -> ask; read-only -> run; otherwise ask unless the
+    tool says it is neither destructive nor open-world."""
+    hints = annotations or {}
+    destructive = hints.get("destructiveHint")
+    if destructive is True:
+        return True
+    if hints.get("readOnlyHint"):
+        return False
+    open_world = hints.get("openWorldHint")
+    return (destructive if destructive is not None else True) or (
+        open_world if open_world is not None else True
+    )
+
+
+async def call_tools(
+    argv: list[str], calls: list[dict[str, Any]], approval: bool = False
+) -> list[Any]:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -73,7 +96,15 @@ async def call_tools(argv: list[str], calls: list[dict[str, Any]]) -> list[Any]:
         await session.initialize()
         listed = await session.list_tools()
         names = sorted(t.name for t in listed.tools)
+        hints = {
+            t.name: t.annotations.model_dump(by_alias=True) if t.annotations else None
+            for t in listed.tools
+        }
         for call in calls:
+            if approval and requires_approval(hints.get(call["tool"])):
+                # exec mode has nobody to ask: the call is cancelled (openai/codex#16685).
+                results.append({"names": names, "cancelled": True})
+                continue
             result = await session.call_tool(call["tool"], call["arguments"])
             text = "".join(getattr(c, "text", "") for c in result.content)
             results.append({"names": names, "is_error": result.is_error, "text": text})
@@ -118,6 +149,37 @@ def pace(database: str, line: bytes, messages: set[str]) -> None:
     messages.add(str(message.get("id")))
 
 
+def codex_items(calls: list[dict[str, Any]], results: list[Any]) -> list[bytes]:
+    """The ``mcp_tool_call`` items Codex prints for each call (exec_events.rs shapes)."""
+    lines = []
+    for call, result in zip(calls, results, strict=True):
+        item: dict[str, Any] = {"type": "mcp_tool_call", "server": "tether", "tool": call["tool"]}
+        if result.get("cancelled"):
+            item.update(status="failed", error={"message": "user cancelled MCP tool call"})
+        else:
+            item.update(status="completed", result={"content": [{"text": result["text"]}]})
+        lines.append(json.dumps({"type": "item.completed", "item": item}).encode() + b"\n")
+    return lines
+
+
+def write_rollout(spec: dict[str, Any]) -> None:
+    """Write a rollout file where Codex writes it (today's local date under CODEX_HOME)."""
+    folder = os.path.join(
+        os.environ["CODEX_HOME"], "sessions", time.strftime("%Y"), time.strftime("%m"),
+        time.strftime("%d"),
+    )  # fmt: skip
+    os.makedirs(folder, exist_ok=True)
+    with open(spec["rollout"], "rb") as handle:
+        data = handle.read()
+    name = os.path.join(folder, spec["rollout_name"])
+    if spec.get("rollout_zst"):
+        import zstandard
+
+        data, name = zstandard.ZstdCompressor().compress(data), name + ".zst"
+    with open(name, "wb") as handle:
+        handle.write(data)
+
+
 def main() -> None:
     with open(os.environ["FAKE_CLI_SPEC"], encoding="utf-8") as handle:
         spec = json.load(handle)
@@ -147,14 +209,22 @@ def main() -> None:
     if spec.get("pipe_size"):
         # The smallest pipe Linux allows: the writer runs at most this far ahead of its reader.
         fcntl.fcntl(1, F_SETPIPE_SZ, int(spec["pipe_size"]))
+    items: list[bytes] = []
     if spec.get("mcp_calls"):
-        results = asyncio.run(call_tools(argv, spec["mcp_calls"]))
+        approval = bool(spec.get("codex_approval"))
+        results = asyncio.run(call_tools(argv, spec["mcp_calls"], approval))
         with open(spec["mcp_results"], "w", encoding="utf-8") as handle:
             json.dump(results, handle)
+        if approval:
+            items = codex_items(spec["mcp_calls"], results)
+    if spec.get("rollout"):
+        write_rollout(spec)
     with open(spec["stdout"], "rb") as handle:
         data = handle.read()
     lines = data.splitlines(keepends=True)
     out = sys.stdout.buffer
+    if items:
+        lines = [lines[0], *items, *lines[1:]]
     for _ in range(spec.get("repeat_line", 0)):
         out.write(lines[0])
     messages: set[str] = set()

@@ -35,7 +35,11 @@ def _count(value: Any) -> str:
 def _call(p: Mapping[str, Any]) -> str:
     usage = p.get("tokens") if isinstance(p.get("tokens"), dict) else {}
     assert isinstance(usage, dict)
-    parts = [f"{_count(p.get('context_tokens'))} context ({p.get('bucket', '?')})",
+    kind = p.get("kind", "model")
+    # A row that is no model call (a turn's or a session's totals) has no context window.
+    size = (f"{_count(p.get('context_tokens'))} context ({p.get('bucket', '?')})"
+            if kind == "model" else f"{kind} row, not one call (no bucket)")
+    parts = [size,
              f"{_count(usage.get('input_tokens'))} in",
              f"{_count(usage.get('cache_read_tokens'))} cache read",
              f"{_count(usage.get('output_tokens'))} out"]

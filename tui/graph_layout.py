@@ -13,7 +13,7 @@ Tokens (and cost, when the usage rows carry one) are summed over the box's node 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -63,6 +63,8 @@ class Member:
     attempts: int = 0
     cached: bool = False
     """Its output came from the task cache (no agent ran)."""
+    warned: bool = False
+    """An attempt recorded warnings (a memory tool call that did not run, ...)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,11 @@ class GraphBox:
         return sum(m.attempts for m in self.members)
 
     @property
+    def warnings(self) -> int:
+        """How many of its node iterations recorded warnings."""
+        return sum(1 for m in self.members if m.warned)
+
+    @property
     def focus_member(self) -> Member:
         """The node iteration the inspector shows for this box: the latest loop iteration, a
         running fan-out item, else the first item."""
@@ -140,10 +147,13 @@ class RunGraph:
 
 
 def build_graph(
-    nodes: Iterable[NodeRecord], usage: Mapping[str, NodeUsage] | None = None
+    nodes: Iterable[NodeRecord],
+    usage: Mapping[str, NodeUsage] | None = None,
+    warned: Collection[str] = (),
 ) -> RunGraph:
     """Group ``nodes`` (in start order) into boxes and place them in columns. ``usage`` maps a
-    node iteration's key to what its calls used (tokens, and cost when known)."""
+    node iteration's key to what its calls used (tokens, and cost when known); ``warned``
+    holds the keys of node iterations whose attempts recorded warnings."""
     usage = usage or {}
     order: list[str] = []
     members: dict[str, list[Member]] = {}
@@ -161,6 +171,7 @@ def build_graph(
             used.cost.usd if used else None,
             int(node.attempts or 0),
             bool(node.cached),
+            node.key in warned,
         ))
         for dep in node.depends_on:
             if dep not in deps[key]:

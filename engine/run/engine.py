@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.agents.agent import refusal as agent_refusal
 from engine.agents.agent import supports_tools
 from engine.agents.registry import AgentRegistry
 from engine.ceiling import CeilingGuard, ceiling_of
@@ -82,6 +83,12 @@ class Engine:
                     f"Task {spec.id!r} offers memory tools but agent {agent_name!r} cannot take "
                     "tools (a command agent takes them only with the claude-code or codex "
                     "preset); set tools=False or use another agent."
+                )
+            schema = spec.output.model_json_schema() if spec.output is not None else None
+            problem = agent_refusal(agent, schema)
+            if problem is not None:
+                raise InvalidInputError(
+                    f"Task {spec.id!r} cannot run on agent {agent_name!r}: {problem}."
                 )
 
     def registry_for(self, workflow: Workflow) -> AgentRegistry:

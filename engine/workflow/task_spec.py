@@ -13,6 +13,11 @@ from engine.workflow.policies import Backoff, CachePolicy
 if TYPE_CHECKING:
     from engine.workflow.context import TaskContext
 
+DEFAULT_TIMEOUT_S = 3600.0
+"""An attempt's time limit when the task sets no ``timeout_s``: one hour, so an agent that
+hangs (a stuck CLI, a server that never finishes its answer) ends and its node fails or
+retries instead of holding the run forever."""
+
 PromptFn = Callable[["TaskContext"], str]
 ItemsFn = Callable[["TaskContext"], Iterable[Any]]
 UntilFn = Callable[["TaskContext"], bool]
@@ -40,6 +45,11 @@ class TaskSpec:
     carry: bool = True
     """A handoff's successor takes this node over when an earlier generation finished it with
     the same inputs (``engine.run.carry``); False runs it in every generation."""
+
+    @property
+    def effective_timeout_s(self) -> float:
+        """The attempt's time limit: ``timeout_s``, else :data:`DEFAULT_TIMEOUT_S`."""
+        return self.timeout_s if self.timeout_s is not None else DEFAULT_TIMEOUT_S
 
     @property
     def is_fan_out(self) -> bool:

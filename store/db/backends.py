@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from store.workspace.layout import Workspace
 
 _NO_DRIVER = (
-    "This workspace lives in PostgreSQL; install the driver with pip install 'tether[postgres]'."
+    "This workspace lives in PostgreSQL; install the driver with "
+    "pip install 'psycopg[binary]' psycopg-pool."
 )
 
 

@@ -177,6 +177,12 @@ class DashboardReader:
         )
         return rows[0] if rows else None
 
+    async def warned_nodes(self, run_id: str) -> set[str]:
+        """The node iterations of a run (keyed like :attr:`NodeRecord.key`) with an attempt
+        that recorded warnings."""
+        rows = await self._rows(sql.WARNED_NODES_OF_RUN, (run_id, sql.WARNINGS_PATTERN))
+        return {f"{row[0]}#{row[1]}" for row in rows}
+
     async def memory_summaries(self, run_id: str) -> dict[str, MemorySummary]:
         """Per node iteration of a run: bytes used/budget, truncation and warning of its block."""
         rows = _rows_of(MemorySummary, await self._rows(sql.MEMORY_BLOCKS_OF_RUN, (run_id,)))

@@ -100,12 +100,17 @@ ORDER BY attempt DESC, call_id DESC LIMIT ?
 """
 
 # Largest calls: workspace through calls_context_idx; run and node through calls_node_idx.
-TOP_CALLS_WORKSPACE = f"SELECT {_CALL_COLUMNS} FROM calls ORDER BY context_tokens DESC LIMIT ?"
-TOP_CALLS_RUN = (
-    f"SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ? ORDER BY context_tokens DESC LIMIT ?"
+# Only model calls: a reconciliation row (session or turn totals) is no call, and its size is
+# no context window.
+TOP_CALLS_WORKSPACE = (
+    f"SELECT {_CALL_COLUMNS} FROM calls WHERE kind = 'model' ORDER BY context_tokens DESC LIMIT ?"
 )
+TOP_CALLS_RUN = f"""
+SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ? AND kind = 'model'
+ORDER BY context_tokens DESC LIMIT ?
+"""
 TOP_CALLS_NODE = f"""
-SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ? AND node_id = ?
+SELECT {_CALL_COLUMNS} FROM calls WHERE run_id = ? AND node_id = ? AND kind = 'model'
 ORDER BY context_tokens DESC LIMIT ?
 """
 
@@ -148,6 +153,13 @@ HANDOFF_FROM_RUN = (
     f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE from_run_id = ? "
     "ORDER BY handoff_id DESC LIMIT 1"
 )
+
+# Node iterations of a run with an attempt whose details hold warnings (a memory tool call the
+# agent CLI cancelled, a server that sent no usage): the attempts primary key by run_id.
+WARNED_NODES_OF_RUN = """
+SELECT DISTINCT node_id, iteration FROM attempts WHERE run_id = ? AND details_json LIKE ?
+"""
+WARNINGS_PATTERN = '%"warnings"%'
 
 # Memory block summary per node of one run (the UNIQUE (run_id, node_id, iteration) index).
 MEMORY_BLOCKS_OF_RUN = """

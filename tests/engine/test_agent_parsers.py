@@ -134,9 +134,10 @@ def test_a_message_is_recorded_once_its_conversation_moves_on() -> None:
     assert sum(c.cost_usd for c in calls) == pytest.approx(0.01, abs=1e-12)
 
 
-def test_a_reported_cost_below_the_table_is_one_negative_row() -> None:
+def test_a_reported_cost_below_the_table_is_a_note_never_a_negative_row() -> None:
     # Both messages are recorded while the session runs, at list price (0.00666 together);
-    # Claude Code reported 0.006: nothing is left to share, so one row holds -0.00066.
+    # Claude Code reported 0.006. Dollars cannot go back below what was recorded: the calls
+    # keep their table prices, and the reported figure is a note.
     lines = [
         _said("m1", SONNET_45, 100), _tool_results(),
         _said("m2", SONNET_45, 300), _tool_results(),
@@ -146,10 +147,11 @@ def test_a_reported_cost_below_the_table_is_one_negative_row() -> None:
     live, outcome = _feed(lines)
     recorded = [c for batch in live for c in batch]
     assert [c.cost_usd for c in recorded] == pytest.approx([0.00183, 0.00483])
-    (row,) = outcome.calls
-    assert row.kind == "reconciliation" and row.usage == TokenUsage()
-    assert row.cost_usd == pytest.approx(-0.00066)
-    assert row.detail["reason"] == "reported cost beyond the table prices of the calls"
+    assert outcome.calls == []
+    assert outcome.details["notes"] == [
+        f"Claude Code reported $0.006000 for {SONNET_45}; its calls are priced by the price "
+        "table at $0.006660"
+    ]
 
 
 def test_a_model_without_a_price_is_recorded_at_the_end_with_its_reported_cost() -> None:
@@ -274,6 +276,7 @@ def test_codex_fatal_errors_are_read_from_the_events_and_permanent(
 
 
 def test_codex_thread_totals_across_two_turns_are_recorded_as_growth() -> None:
+    # Without a rollout file (no CODEX_HOME given) each turn is one aggregate row.
     session = CodexSession()
     first = {"type": "turn.completed", "usage": {"input_tokens": 100, "output_tokens": 10}}
     second = {"type": "turn.completed", "usage": {"input_tokens": 250, "output_tokens": 30}}
@@ -282,6 +285,10 @@ def test_codex_thread_totals_across_two_turns_are_recorded_as_growth() -> None:
     assert [c.usage for c in a + b] == [
         TokenUsage(input=100, output=10),
         TokenUsage(input=150, output=20),
+    ]
+    assert [(c.kind, c.detail["aggregate"], c.detail["turn"]) for c in a + b] == [
+        ("reconciliation", "turn", 1),
+        ("reconciliation", "turn", 2),
     ]
 
 
@@ -412,3 +419,31 @@ def test_strict_schema_only_when_the_schema_allows() -> None:
     assert strict_schema({"type": "object"}) is None
     assert strict_schema({**closed, "additionalProperties": True}) is None
     assert strict_schema({**closed, "oneOf": []}) is None
+
+
+def test_strict_schema_closes_every_object_and_says_why_one_cannot_be() -> None:
+    from pydantic import BaseModel
+
+    from engine.structured import strict_problem
+
+    class Finding(BaseModel):
+        path: str
+        line: int
+
+    class Review(BaseModel):
+        verdict: str
+        findings: list[Finding]
+
+    class Loose(BaseModel):
+        verdict: str
+        tags: dict[str, str]
+
+    schema = strict_schema(Review.model_json_schema())
+    assert schema is not None
+    for node in (schema, schema["$defs"]["Finding"]):  # nested objects too (Codex's rule)
+        assert node["additionalProperties"] is False
+        assert sorted(node["required"]) == sorted(node["properties"])
+    assert strict_problem(Review.model_json_schema()) is None
+    assert strict_problem(Loose.model_json_schema()) == (
+        "field 'tags' is a free-form object (no fixed fields)"
+    )

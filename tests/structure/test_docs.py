@@ -63,3 +63,20 @@ def test_readme_keeps_the_setup_and_test_commands() -> None:
     )
     assert 'eval "$(.ci/postgres-up)" && python -m pytest --postgresql' in readme
     assert "python -m pytest --run-slow -m slow" in readme
+
+
+def test_every_install_hint_works_from_a_checkout() -> None:
+    """`tether` is not on PyPI: `pip install 'tether[x]'` fails ("No matching distribution
+    found for tether"). Hints name `.[x]` (from a checkout) or the real package names."""
+    wrong = re.compile(r"pip install [\"']?tether\[")
+    offenders = []
+    for folder in ("store", "engine", "tui", "tools", "docs", "bench", "tests"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in (".py", ".md") and path.is_file() and path != Path(__file__):
+                for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                    if wrong.search(line):
+                        offenders.append(f"{path.relative_to(ROOT)}:{number}")
+    for name in ("README.md", "pyproject.toml", "ARCHITECTURE.md"):
+        if wrong.search((ROOT / name).read_text()):
+            offenders.append(name)
+    assert offenders == []

@@ -7,10 +7,11 @@ import json
 
 from store.model.run_records import CallRecord, NodeRecord
 from store.model.token_lanes import CostTotal, TokenUsage
-from store.read.dashboard_rows import NodeUsage
+from store.read.dashboard_rows import BucketUsage, NodeUsage
 from tui.event_text import event_line, event_summary
 from tui.format import plural
 from tui.graph_layout import build_graph, combined_state, group_key, move
+from tui.screens.tokens_view import totals_text
 from tui.widgets.run_chart import (
     axis_ticks,
     call_ticks,
@@ -104,6 +105,14 @@ def test_tokens_per_minute_bins_by_start_time():
     assert steady.bin_s == 60 and set(steady.per_minute) == {110.0}
     assert tokens_per_minute([]).starts == ()
     assert context_per_call(calls) == (1000, 1000, 2000)
+    # A turn total (Codex without its rollout file) counts per minute but has no context.
+    total = CallRecord(4, "r", "n", 0, 1, "agent", tokens=TokenUsage(input=1_751_428),
+                       started_at_ms=5200, context_tokens=1_751_428, kind="reconciliation")
+    assert context_per_call([*calls, total]) == (1000, 1000, 2000)
+    assert tokens_per_minute([*calls, total]).per_minute[5] == 1100 + 1100 + 2100 + 1_751_428
+    # Calls months apart (times an agent CLI reported): the newest bins only.
+    far = tokens_per_minute([call(1, 0, 10), call(2, 270 * 86400.0, 20)])
+    assert len(far.starts) == 40 and far.bin_s == 3600
 
 
 def test_axis_and_call_ticks():
@@ -133,6 +142,11 @@ def test_feed_lines_are_sentences_not_json():
                                          "output_tokens": 273}}, node_id="step"))
     assert "52.4k context (50k–100k) · 353 in · 46.9k cache read · 273 out" in line
     assert "step#0 a1" in line and "{" not in line
+    turn = event_summary("call", json.dumps({
+        "agent": "review", "kind": "reconciliation", "context_tokens": 1751428, "bucket": "≥1M",
+        "tokens": {"input_tokens": 99460, "cache_read_tokens": 1651968, "output_tokens": 10307}}))
+    assert turn.startswith("reconciliation row, not one call (no bucket) · 99.5k in")
+    assert "≥1M" not in turn
     assert event_summary("handoff", json.dumps(
         {"to_run_id": "r-2", "trigger": "ceiling", "reason": "too big"})) == (
         "→ r-2 · ceiling · too big")
@@ -157,3 +171,17 @@ def test_a_box_without_calls_says_why():
             for column in graph.columns for box in column}
     assert said == {"plan": "output from cache", "draft": "no calls yet",
                     "check": "no model calls"}
+
+
+def test_a_box_whose_attempt_recorded_warnings_shows_it():
+    graph = build_graph([node("learn"), node("review")], warned={"learn#0"})
+    progress = {box.key: box_lines(box)[2].plain for column in graph.columns for box in column}
+    assert progress == {"learn": "⚠ finished", "review": "finished"}
+
+
+def test_the_lanes_panel_of_turn_totals_alone_shows_their_tokens_and_says_they_are_no_call():
+    assert totals_text([]).plain.startswith("No model calls yet.")
+    turn = BucketUsage("≥1M", calls=0, tokens=TokenUsage(input=99_460, cache_read=1_651_968))
+    said = totals_text([turn]).plain
+    assert said.startswith("0 calls · 1.75M tokens\nno model call: these are turn or session")
+    assert "fresh input     99.5k" in said and "94% read from cache" in said

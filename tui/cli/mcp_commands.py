@@ -1,7 +1,7 @@
 """``tether mcp``: serve the memory tools to an agent CLI over the Model Context Protocol.
 
 Exit codes: 0 when the client closed the connection; 2 invalid options (a bad bank, tag or
-budget, a missing ``mcp`` extra) or an unusable workspace.
+budget, a missing MCP SDK) or an unusable workspace.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ async def mcp_command(
     """
     if importlib.util.find_spec("mcp") is None:
         raise InvalidInputError(
-            "tether mcp needs the MCP SDK; install it with: pip install 'tether[mcp]'."
+            "tether mcp needs the MCP SDK, a dependency of Tether that is missing from this "
+            "installation; install it with: pip install 'mcp>=2.3,<3'."
         )
     options = McpOptions(
         banks=banks,

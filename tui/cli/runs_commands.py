@@ -106,9 +106,20 @@ def _call_line(call: CallRecord) -> str:
             f"{visible(str(detail.get('error', '')), keep_newlines=False)[:160]}"
         )
     sim = " simulated" if call.simulated else ""
+    if detail.get("usage") == "not reported":
+        return (
+            f"    call {call.call_id}: usage not reported by the server ({visible(call.agent)}"
+            f"{'/' + visible(call.model) if call.model else ''}) cost unknown"
+        )
     kind = "reconciliation " if call.kind == "reconciliation" else ""
+    # A whole turn's usage is no context window: never shown with a bucket.
+    where = (
+        "turn total (several model requests; no bucket)"
+        if detail.get("aggregate")
+        else f"{call.bucket:<10} context"
+    )
     return (
-        f"    call {call.call_id}: {kind}{call.bucket:<10} context {call.context_tokens:>8,} = "
+        f"    call {call.call_id}: {kind}{where} {call.context_tokens:>8,} = "
         f"input {t.input:,} + cache read {t.cache_read:,} + cache write {t.cache_write:,}; "
         f"output {t.output:,}, reasoning {t.reasoning:,} ({visible(call.agent)}"
         f"{'/' + visible(call.model) if call.model else ''}{sim}) "
@@ -130,7 +141,7 @@ def _invocation_lines(details: Any) -> list[str]:
         for key, label in (("session_id", "id"), ("thread_id", "thread")):
             if invocation.get(key):
                 facts.append(f"{label} {invocation[key]}")
-        for key in ("num_turns", "turns", "messages", "reconnects", "exit_status"):
+        for key in ("num_turns", "turns", "requests", "messages", "reconnects", "exit_status"):
             if invocation.get(key) is not None:
                 facts.append(f"{key.replace('_', ' ')} {invocation[key]}")
         if invocation.get("total_cost_usd") is not None:
@@ -146,8 +157,32 @@ def _invocation_lines(details: Any) -> list[str]:
                     f"      model {visible(str(name))}: {spent:,} tokens, cost "
                     f"{format_cost(reported if isinstance(reported, int | float) else None)}"
                 )
+        lines.extend(_tool_lines(invocation.get("tool_calls"), invocation.get("tool_calls_total")))
         for note in invocation.get("notes") or []:
             lines.append(f"      note: {visible(str(note), keep_newlines=False)}")
+    return lines
+
+
+def _tool_lines(records: Any, total: Any) -> list[str]:
+    """The tool calls an agent CLI made: how many of each status, then each that did not
+    complete."""
+    records = [r for r in records if isinstance(r, dict)] if isinstance(records, list) else []
+    if not records:
+        return []
+    statuses: dict[str, int] = {}
+    for record in records:
+        statuses[str(record.get("status"))] = statuses.get(str(record.get("status")), 0) + 1
+    count = total if isinstance(total, int) else len(records)
+    said = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+    lines = [f"      tool calls: {count} ({visible(said, keep_newlines=False)})"]
+    for record in records:
+        if record.get("status") not in ("completed", None):
+            why = record.get("error") or (
+                f"exit code {record['exit_code']}" if "exit_code" in record else ""
+            )
+            text = f"{record.get('type')} {record.get('name')} {record.get('status')}"
+            text += f": {why}" if why else ""
+            lines.append(f"      tool: {visible(text, keep_newlines=False)}")
     return lines
 
 
@@ -179,6 +214,9 @@ def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]
         f"    cost: {format_cost(sum(priced) if priced else None, unpriced)}",
     ]
     lines.extend(_invocation_lines(attempt.details))
+    details = attempt.details if isinstance(attempt.details, dict) else {}
+    for warning in details.get("warnings") or []:
+        lines.append(f"    warning: {visible(str(warning), keep_newlines=False)}")
     if attempt.error:
         lines.append(f"    error: {visible(attempt.error)}")
     lines.extend(_call_line(c) for c in mine)

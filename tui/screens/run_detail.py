@@ -37,6 +37,7 @@ from tui.screens.run_detail_render import (
     CALL_COLUMNS,
     NODE_COLUMNS,
     attempt_cells,
+    attempt_warnings,
     call_cells,
     memory_block_text,
     node_cells,
@@ -160,17 +161,18 @@ class RunDetailScreen(LiveScreen):
         nodes = await reader.nodes(self.run_id)
         usage = await reader.node_usage(self.run_id)
         memory = await reader.memory_summaries(self.run_id)
+        warned = await reader.warned_nodes(self.run_id)
         self.nodes = {node.key: node for node in nodes}
         needle = self.filter_text
         rows = [
-            (n.key, node_cells(n, usage.get(n.key), memory.get(n.key), now))
+            (n.key, node_cells(n, usage.get(n.key), memory.get(n.key), now, n.key in warned))
             for n in nodes
             if matches(needle, n.node_id, n.state)
         ]
         table = self.query_one("#nodes-table", KeyedTable)
         table.sync(rows)
         shown = [n for n in nodes if matches(needle, n.node_id, n.state)]
-        self.query_one(WorkflowGraph).show(build_graph(shown, usage), table.cursor_key)
+        self.query_one(WorkflowGraph).show(build_graph(shown, usage, warned), table.cursor_key)
         self._show_summary(now)
         node = self.selected_node
         if node is not None and (
@@ -220,9 +222,14 @@ class RunDetailScreen(LiveScreen):
         else:
             prompt.append(
                 f"attempt {latest.attempt} of {max(node.attempts, len(attempts))} · agent "
-                f"{latest.agent or '–'}\n\n",
+                f"{latest.agent or '–'}",
                 style="dim",
             )
+            warnings = attempt_warnings(latest)
+            if warnings:
+                prompt.append(f" · ⚠ {plural(len(warnings), 'warning')} (Attempts tab)",
+                              style="bold yellow")  # fmt: skip
+            prompt.append("\n\n")
             prompt.append_text(literal(latest.prompt or "(prompt not recorded)"))
         self.query_one("#prompt-text", Static).update(prompt)
         self.query_one("#memory-text", Static).update(memory_block_text(block))
@@ -249,6 +256,10 @@ class RunDetailScreen(LiveScreen):
             if attempt.error:
                 errors.append(f"attempt {attempt.attempt}: ", style="bold red")
                 errors.append_text(literal(attempt.error))
+                errors.append("\n")
+            for warning in attempt_warnings(attempt):
+                errors.append(f"attempt {attempt.attempt} warning: ", style="bold yellow")
+                errors.append_text(literal(warning))
                 errors.append("\n")
         self.query_one("#attempt-errors", Static).update(errors)
         self.query_one("#calls-table", KeyedTable).sync(

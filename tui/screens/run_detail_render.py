@@ -67,11 +67,19 @@ CALL_COLUMNS = (
 
 
 def node_cells(
-    node: NodeRecord, usage: NodeUsage | None, memory: MemorySummary | None, now_ms: int
+    node: NodeRecord,
+    usage: NodeUsage | None,
+    memory: MemorySummary | None,
+    now_ms: int,
+    warned: bool = False,
 ) -> list[Text]:
-    """The cells of one node-table row."""
+    """The cells of one node-table row (``warned``: an attempt recorded warnings, shown as ⚠
+    beside the state)."""
+    state = status_text(node.state)
+    if warned:
+        state.append(" ⚠", style="bold yellow")
     return [
-        status_text(node.state),
+        state,
         one_line(node.node_id),
         Text(str(node.iteration), justify="right"),
         Text(str(node.attempts), justify="right"),
@@ -120,8 +128,16 @@ def memory_cell(memory: MemorySummary | None) -> Text:
     return cell
 
 
+def attempt_warnings(attempt: AttemptRecord) -> list[str]:
+    """The warnings an attempt recorded (a memory tool call that did not run, ...)."""
+    details = attempt.details if isinstance(attempt.details, dict) else {}
+    warnings = details.get("warnings")
+    return [str(w) for w in warnings] if isinstance(warnings, list) else []
+
+
 def attempt_cells(attempt: AttemptRecord) -> list[Text]:
-    """The cells of one attempts-table row."""
+    """The cells of one attempts-table row (a warning shows in the error column when there is
+    no error)."""
     elapsed = (
         duration(attempt.finished_at_ms - attempt.started_at_ms)
         if attempt.finished_at_ms is not None
@@ -129,6 +145,11 @@ def attempt_cells(attempt: AttemptRecord) -> list[Text]:
     )
     details = attempt.details if isinstance(attempt.details, dict) else {}
     stopped = details.get("stopped_by") == "budget"
+    warnings = attempt_warnings(attempt)
+    error = one_line(attempt.error or "", "red")
+    if not attempt.error and warnings:
+        error = Text(f"⚠ {plural(len(warnings), 'warning')}: ", style="bold yellow")
+        error.append_text(one_line(warnings[0], "yellow"))
     return [
         Text(str(attempt.attempt), justify="right"),
         Text("stopped: budget", style="bold red") if stopped else status_text(attempt.state),
@@ -137,7 +158,7 @@ def attempt_cells(attempt: AttemptRecord) -> list[Text]:
         Text(elapsed, justify="right"),
         Text(tokens(attempt.tokens.total), justify="right"),
         Text(row_cost(attempt), justify="right"),
-        one_line(attempt.error or "", "red"),
+        error,
     ]
 
 
@@ -152,15 +173,23 @@ def call_cells(call: CallRecord) -> list[Text]:
     if call.kind == "retry":
         status = call.detail.get("status") if isinstance(call.detail, dict) else None
         agent.append(f" retry{f' HTTP {status}' if status else ''}", style="yellow")
+    detail = call.detail if isinstance(call.detail, dict) else {}
+    if detail.get("aggregate"):
+        # A whole turn (several model requests): no context window, so no bucket.
+        agent.append(" (turn total: not one call)", style="yellow")
     elif call.kind == "reconciliation":
         agent.append(" (session totals)", style="dim")
+    unknown = detail.get("usage") == "not reported"
+    if unknown:
+        agent.append(" (usage not reported)", style="yellow")
+    lanes = [Text("?" if unknown else tokens(lane), justify="right") for lane in call.tokens]
     return [
         Text(str(call.call_id), justify="right"),
         Text(str(call.attempt), justify="right"),
         agent,
-        Text(tokens(call.context_tokens), justify="right"),
-        literal(call.bucket),
-        *(Text(tokens(lane), justify="right") for lane in call.tokens),
+        Text("?" if unknown else tokens(call.context_tokens), justify="right"),
+        Text("–", style="dim") if detail.get("aggregate") or unknown else literal(call.bucket),
+        *lanes,
         Text(call_cost(call), justify="right"),
         Text(duration(call.finished_at_ms - call.started_at_ms), justify="right"),
     ]

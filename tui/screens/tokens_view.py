@@ -115,11 +115,15 @@ def totals_text(buckets: list[BucketUsage]) -> Text:
     """The lanes split: fresh vs cached input, output, reasoning, with shares."""
     usage = TokenUsage.sum(bucket.tokens for bucket in buckets)
     calls = sum(b.calls for b in buckets)
-    if not calls:
+    if not calls and not usage.total:
         return EMPTY_TOKENS
     total = usage.total or 1
     out = Text()
-    out.append(f"{plural(calls, 'call')} · {tokens(usage.total)} tokens\n\n", style="bold")
+    out.append(f"{plural(calls, 'call')} · {tokens(usage.total)} tokens\n", style="bold")
+    if not calls:
+        # Only rows that are no call: a Codex turn without its rollout file, session totals.
+        out.append("no model call: these are turn or session totals, in no bucket\n", style="dim")
+    out.append("\n")
     lanes = (
         ("fresh input", usage.input, "cyan"),
         ("cache read", usage.cache_read, "green"),

@@ -50,9 +50,14 @@ def tokens_per_minute(calls: Sequence[CallRecord]) -> RateSeries:
     if not calls:
         return RateSeries(60, (), ())
     first = min(call.started_at_ms for call in calls)
-    span_ms = max(call.started_at_ms for call in calls) - first
+    last = max(call.started_at_ms for call in calls)
+    span_ms = last - first
     bin_s = next((size for size in BIN_SIZES_S if span_ms // (size * 1000) < MAX_BINS),
                  BIN_SIZES_S[-1])
+    # Calls far apart (a thread resumed days later, times an agent CLI reported): the newest
+    # MAX_BINS bins only, never thousands of bars.
+    first = max(first, last - (MAX_BINS - 1) * bin_s * 1000)
+    span_ms = last - first
     count = span_ms // (bin_s * 1000) + 1
     starts = tuple(float(i * bin_s) for i in range(count))
     per_minute = []
@@ -91,8 +96,10 @@ def call_ticks(count: int) -> list[int]:
 
 
 def context_per_call(calls: Sequence[CallRecord]) -> tuple[int, ...]:
-    """The context window (input + cache read + cache write) of each call, in call order."""
-    return tuple(call.context_tokens for call in calls)
+    """The context window (input + cache read + cache write) of each model call, in call
+    order. A row that is no call (a turn's or a session's totals, a retry) has no context
+    window: its tokens count per minute, not here."""
+    return tuple(call.context_tokens for call in calls if call.kind == "model")
 
 
 def edges_in_view(highest: int) -> list[int]:
@@ -139,7 +146,8 @@ class RunChart(Vertical):
         else:
             title.append_text(one_line(run_id, "bold"))
             total = sum(call.tokens.total for call in calls)
-            title.append(f"  {plural(len(calls), 'call')} · {tokens(total)} tokens", style="dim")
+            model_calls = sum(1 for call in calls if call.kind == "model")
+            title.append(f"  {plural(model_calls, 'call')} · {tokens(total)} tokens", style="dim")
             if len(calls) >= CALLS_CHARTED:
                 title.append(f" (newest {CALLS_CHARTED})", style="dim")
         self.query_one("#chart-title", Static).update(title)
@@ -171,7 +179,7 @@ class RunChart(Vertical):
             # At least a minute wide, so the first bars of a young run are not page-wide.
             plt.xlim(-rate.bin_s, max(rate.starts[-1] + rate.bin_s, 60.0))
             positions, labels = axis_ticks(max(rate.per_minute), tick_count(rate_plot.size.height))
-            plt.ylim(0, positions[-1])
+            plt.ylim(0, max(positions[-1], 1.0))  # an empty range would divide by zero
             plt.yticks(positions, labels)
             plt.xlabel(f"seconds since the first call (trailing minute, every {rate.bin_s} s)")
         rate_plot.version += 1
@@ -188,7 +196,7 @@ class RunChart(Vertical):
             plt.plot(numbers, list(contexts), color="magenta", marker="braille")
             # From 0, so the labels are in view and a small change does not look like a cliff.
             positions, labels = axis_ticks(max(contexts), tick_count(context_plot.size.height))
-            plt.ylim(0, positions[-1])
+            plt.ylim(0, max(positions[-1], 1.0))
             plt.yticks(positions, labels)
             call_numbers = call_ticks(len(contexts))
             plt.xticks([float(n) for n in call_numbers], [str(n) for n in call_numbers])

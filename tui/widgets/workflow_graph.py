@@ -29,7 +29,8 @@ ROW_GAP = 1
 
 
 def box_lines(box: GraphBox) -> tuple[Text, Text, Text]:
-    """The box's three texts: state glyph and name; tokens (and cost); progress."""
+    """The box's three texts: state glyph and name; tokens (and cost); progress (after ⚠ when
+    an attempt recorded warnings)."""
     inner = BOX_WIDTH - 6
     style = STATUS_STYLES.get(box.state, "")
     name = Text(f"{STATUS_GLYPHS.get(box.state, '?')} ", style=style)
@@ -46,6 +47,8 @@ def box_lines(box: GraphBox) -> tuple[Text, Text, Text]:
         attempts = box.members[0].attempts
         progress = Text(box.state if attempts <= 1 else f"{box.state} · attempt {attempts}",
                         style="yellow" if attempts > 1 else "dim")
+    if box.warnings:  # first, so a long progress text cannot cut it off
+        progress = Text("⚠ ", style="bold yellow").append_text(progress)
     for line in (name, usage, progress):
         line.truncate(inner, overflow="ellipsis")
     return name, usage, progress
@@ -187,6 +190,11 @@ class WorkflowGraph(Widget, can_focus=True):
                 self.cursor = position
         self.cursor = move(graph, self.cursor, 0, 0)
         self._redraw()
+
+    @property
+    def drawn(self) -> str:
+        """The graph as it is drawn now, as plain text."""
+        return "\n".join(line.plain for line in self._lines)
 
     @property
     def selected(self) -> GraphBox | None:

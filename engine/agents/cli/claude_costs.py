@@ -3,23 +3,29 @@ its ``modelUsage`` totals, and how those authoritative totals and reported costs
 reconciled with the calls recorded per message (:mod:`engine.agents.cli.claude_session`
 reads the stream).
 
-* **Reconciliation.** The ``result`` event's ``modelUsage`` holds per-model session totals
-  (sub-agents and helper models included), and its ``costUSD`` values add up to
-  ``total_cost_usd``. They are authoritative for the attempt's total: per model, whatever the
-  totals hold beyond that model's per-message calls is recorded as one explicit
-  ``reconciliation`` call of that model (a model the stream never showed gets one for its
-  whole usage), so nothing is lost and nothing is counted twice. If the stream ever showed
-  more than the totals, the per-message figures are kept and the excess is written in the
-  attempt's details. Without ``modelUsage`` (older CLIs), the top-level ``usage`` plays that
-  role for the session.
-* **Cost.** What each model's ``costUSD`` holds beyond the table prices of its calls
-  recorded while the session ran is shared over the calls recorded with the result (and its
-  reconciliation row) in proportion to what each would cost at list price (the price table,
-  or Anthropic's lane ratios for an unknown model); when none is left to take it, or the
-  table priced the earlier calls above the reported cost, one reconciliation row holds the
-  difference, negative in the second case. Either way the per-call costs add up exactly to
-  what Claude Code reported. Cost that ``total_cost_usd`` holds beyond the per-model costs is
-  one more reconciliation row.
+One truth per model of the session, never a negative row; the other figures are a note in
+the attempt's details (``tether node`` shows them):
+
+* **Tokens.** The ``result`` event's ``modelUsage`` holds per-model session totals (sub-agents
+  and helper models included). A message's ``output_tokens`` already includes its thinking
+  (``output_tokens_details.thinking_tokens``, shown in the reasoning lane), and ``modelUsage``
+  has no thinking split, so the two are compared with thinking folded into output. When the
+  totals hold more than that model's per-message calls, they are the truth: the difference is
+  one explicit ``reconciliation`` call of that model (a model the stream never showed gets
+  one for its whole usage), so nothing is lost and nothing is counted twice. When the stream
+  shows more than the totals in any lane, the stream is the truth for that model: its calls
+  are kept as they are, and the totals are a note. Without ``modelUsage`` (older CLIs), the
+  top-level ``usage`` plays that role for the session.
+* **Cost.** When the totals are the truth, the dollars are Claude Code's: what the model's
+  ``costUSD`` holds beyond the table prices of its calls recorded while the session ran is
+  shared over the calls recorded with the result (and its reconciliation row) in proportion
+  to their list price (the price table, or Anthropic's lane ratios for an unknown model), or
+  is one cost-only reconciliation row when no call is left to take it; the per-call costs then
+  add up exactly to what Claude Code reported. When the stream is the truth, or the table
+  priced the calls recorded during the session above the reported cost, every call keeps its
+  table price and the reported cost is a note (a model the table has no price for keeps
+  Claude Code's cost: it is the only one there is). Cost that ``total_cost_usd`` holds beyond
+  the per-model ``costUSD`` values is one more (positive) reconciliation row.
 """
 
 from __future__ import annotations
@@ -166,18 +172,35 @@ def _group_of(groups: dict[str, _Group], model: str | None, notes: list[str]) ->
     return group
 
 
+def billable(usage: TokenUsage) -> TokenUsage:
+    """``usage`` with thinking folded into output, as ``modelUsage`` counts it: Anthropic's
+    ``output_tokens`` already includes thinking (``output_tokens_details.thinking_tokens`` is
+    a part of it), and ``modelUsage`` has no thinking split."""
+    return usage._replace(output=usage.output + usage.reasoning, reasoning=0)
+
+
 def _reconciled(
     group: _Group, prices: PriceTable, now_ms: int, notes: list[str]
 ) -> list[ModelCall]:
-    """The calls of ``group`` with what its total holds beyond them, costed (see the module
-    docstring)."""
+    """The calls of ``group`` with what its total holds beyond them, costed from one truth
+    (see the module docstring)."""
     calls = list(group.calls)
     recorded_usage = sum((usage for usage, _ in group.recorded), TokenUsage())
     recorded_cost = sum(cost for _, cost in group.recorded)
+    name = group.model or "session"
+    stream_truth = False
     if group.total is not None:
-        seen = sum((c.usage for c in calls), recorded_usage)
+        seen = billable(sum((c.usage for c in calls), recorded_usage))
         beyond, excess = subtract(group.total, seen)
-        if beyond.total:
+        if excess.total:
+            # The stream shows more than the totals: its per-message calls are the truth for
+            # this model (tokens, and the price table for dollars); the totals are a note.
+            stream_truth = True
+            notes.append(
+                f"the stream showed {excess.total:,} more {name} tokens than modelUsage "
+                f"({group.total.total:,}); the per-message figures are kept"
+            )
+        elif beyond.total:
             calls.append(
                 ModelCall(
                     beyond,
@@ -192,45 +215,41 @@ def _reconciled(
                     },
                 )
             )
-        if excess.total:
-            notes.append(
-                f"the stream showed {excess.total:,} more {group.model or 'session'} "
-                "tokens than the session totals; the per-message figures are kept"
-            )
     if group.cost is None:
         return calls
-    # What the reported cost holds beyond the table prices of the calls recorded while
-    # the session ran is shared by the calls recorded now (the last message, a
-    # reconciliation row), in proportion to their list prices.
     rest = group.cost - recorded_cost
-    if not calls and group.recorded and abs(rest) <= 1e-9:
-        return calls
-    # (No call at all and a reported cost, $0 included: one row keeps it, so the attempt's
-    # cost is that figure, not "unknown".)
-    price = prices.price_of(group.model) or ANTHROPIC_RELATIVE
-    if calls and rest >= 0:
-        shares = split_cost(rest, [price.cost(c.usage) for c in calls])
-        return [_with_cost(c, share) for c, share in zip(calls, shares, strict=True)]
-    # Nothing left to share it (or the table priced the recorded calls above what was
-    # reported): the calls recorded now keep their table price and one row holds the
-    # difference, negative when the table was the higher.
-    priced = [c if c.cost_usd is not None else
-              _with_cost(c, prices.cost(c.model, c.usage), "price table") for c in calls]
-    left = rest - sum(c.cost_usd or 0.0 for c in priced)
-    reason = ("cost reported without tokens" if not group.recorded and not calls
-              else "reported cost beyond the table prices of the calls")
-    priced.append(
-        ModelCall(
-            TokenUsage(),
-            group.model,
-            now_ms,
-            now_ms,
-            cost_usd=left,
-            kind="reconciliation",
-            detail={"reason": reason, "cost_source": "Claude Code costUSD"},
+    price = prices.price_of(group.model)
+    if rest < -1e-9 or (stream_truth and price is not None):
+        # The reported cost is not what these tokens cost at list price (the table priced
+        # the calls recorded during the session higher, or the stream holds more tokens):
+        # every call keeps its table price, and the reported cost is a note.
+        priced = [c if c.cost_usd is not None
+                  else _with_cost(c, prices.cost(c.model, c.usage), "price table")
+                  for c in calls]  # fmt: skip
+        table = recorded_cost + sum(c.cost_usd or 0.0 for c in priced)
+        notes.append(
+            f"Claude Code reported ${group.cost:.6f} for {name}; its calls are priced by the "
+            f"price table at ${table:.6f}"
         )
-    )
-    return priced
+        return priced
+    # What the reported cost holds beyond the table prices of the calls recorded while the
+    # session ran is shared by the calls recorded now, in proportion to their list prices.
+    if not calls:
+        # No call at all and a reported cost, $0 included: one row keeps it, so the
+        # attempt's cost is that figure, not "unknown".
+        if rest <= 1e-9 and group.recorded:
+            return calls
+        reason = "cost reported without tokens" if not group.recorded else (
+            "reported cost beyond the table prices of the calls"
+        )
+        return [
+            ModelCall(
+                TokenUsage(), group.model, now_ms, now_ms, cost_usd=rest, kind="reconciliation",
+                detail={"reason": reason, "cost_source": "Claude Code costUSD"},
+            )
+        ]  # fmt: skip
+    shares = split_cost(rest, [(price or ANTHROPIC_RELATIVE).cost(c.usage) for c in calls])
+    return [_with_cost(c, share) for c, share in zip(calls, shares, strict=True)]
 
 
 def reconcile(
@@ -242,8 +261,9 @@ def reconcile(
     notes: list[str],
 ) -> list[ModelCall]:
     """Every call still to record once the session's ``result`` arrived: the messages not
-    recorded yet, then the reconciliation rows, their costs adding up to what Claude Code
-    reported (see the module docstring); ``notes`` collects what the attempt's details say."""
+    recorded yet, then the reconciliation rows, costed from one truth per model and never
+    below zero (see the module docstring); ``notes`` collects what the attempt's details
+    say, including the figures of the truth not taken."""
     calls: list[ModelCall] = []
     for group in _groups(messages, init_model, result, notes):
         calls.extend(_reconciled(group, prices, now_ms, notes))
@@ -253,16 +273,22 @@ def reconcile(
         key=lambda c: (c.kind != "model", order.get(str((c.detail or {}).get("message_id")), 0))
     )
     total_cost = reported_cost(result.get("total_cost_usd"), "the session")
-    recorded = sum(m.recorded_cost or 0.0 for m in messages.values())
-    priced = recorded + sum(c.cost_usd or 0.0 for c in calls)
-    if total_cost is not None and total_cost - priced > 1e-9:
+    per_model = result.get("modelUsage")
+    if total_cost is None or not isinstance(per_model, dict) or not per_model:
+        return calls
+    models_cost = sum(
+        reported_cost(entry.get("costUSD"), str(name)) or 0.0
+        for name, entry in per_model.items()
+        if isinstance(entry, dict)
+    )
+    if total_cost - models_cost > 1e-9:
         calls.append(
             ModelCall(
                 TokenUsage(),
                 None,
                 now_ms,
                 now_ms,
-                cost_usd=total_cost - priced,
+                cost_usd=total_cost - models_cost,
                 kind="reconciliation",
                 detail={"reason": "total_cost_usd beyond the per-model costs"},
             )

@@ -44,6 +44,7 @@ from engine.agents.cli.claude_failures import (
     session_error,
     succeeded,
 )
+from engine.agents.cli.mcp_wiring import CLAUDE_TOOL_NAMES
 from engine.agents.cli.outcome import Outcome, json_values
 from engine.agents.cli.preset import OutputReader
 from engine.agents.reported_usage import one_hour_writes
@@ -65,6 +66,9 @@ class ClaudeSession(OutputReader):
         """What a rejected ``rate_limit_event`` said: reset time (epoch ms) and which limit."""
         self.late_results: list[str] = []
         """Error results that came after a successful one (kept out; see claude_failures)."""
+        self.memory_tool_ids: dict[str, str] = {}
+        """``tool_use`` id -> memory tool name, to match each call with its result."""
+        self.warnings: list[str] = []
 
     # -- reading -------------------------------------------------------------------------
 
@@ -88,6 +92,7 @@ class ClaudeSession(OutputReader):
         elif kind == "assistant":
             return self._assistant(event, now_ms)
         elif kind == "user":
+            self._tool_results(event)
             # Tool results: the conversation's message that asked for them is complete.
             return self._complete(_conversation(event), keep=None)
         elif kind == "result":
@@ -127,7 +132,10 @@ class ClaudeSession(OutputReader):
             return []
         for block in message.get("content") or []:
             if isinstance(block, dict) and block.get("type") == "tool_use":
-                self.tool_uses.append(str(block.get("name")))
+                name = str(block.get("name"))
+                self.tool_uses.append(name)
+                if name in CLAUDE_TOOL_NAMES and isinstance(block.get("id"), str):
+                    self.memory_tool_ids[block["id"]] = name.rsplit("__", 1)[-1]
         message_id = message.get("id")
         if not isinstance(message_id, str) or "usage" not in message:
             return []
@@ -146,6 +154,20 @@ class ClaudeSession(OutputReader):
         known.cache_write_1h = max(known.cache_write_1h, one_hour)
         # A new message in a conversation means its earlier one is complete.
         return self._complete(conversation, keep=message_id)
+
+    def _tool_results(self, event: dict[str, Any]) -> None:
+        """A memory tool call that came back as an error is a warning on the node."""
+        message = event.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            tool = self.memory_tool_ids.get(str(block.get("tool_use_id")))
+            if tool is not None and block.get("is_error"):
+                said = _result_text(block.get("content"))
+                self.warnings.append(
+                    f"Claude Code's call to the memory tool {tool} failed: {said[:200]}"
+                )
 
     def pending_calls(self) -> list[ModelCall]:
         """One call per API message seen and not recorded yet (no cost: priced by the
@@ -176,7 +198,16 @@ class ClaudeSession(OutputReader):
             status = tether[0].get("status")
             info["mcp_tether_status"] = status
             if status not in (None, "connected"):
-                notes.append(f"the tether MCP server did not connect ({status}): no memory tools")
+                warning = f"the tether MCP server did not connect ({status}): no memory tools"
+                if warning not in self.warnings:
+                    self.warnings.append(warning)
+        denied = result.get("permission_denials")
+        for denial in denied if isinstance(denied, list) else []:
+            name = denial.get("tool_name") if isinstance(denial, dict) else None
+            if name in CLAUDE_TOOL_NAMES:
+                warning = f"Claude Code was not allowed to run the memory tool {name}"
+                if warning not in self.warnings:
+                    self.warnings.append(warning)
         if self.late_results:
             notes.append(
                 "a result after the successful one was ignored (a Claude Code bug, "
@@ -199,6 +230,7 @@ class ClaudeSession(OutputReader):
                 ),
                 calls=self.pending_calls(),
                 details=self.details(notes),
+                warnings=self.warnings,
             )
         calls = reconcile(self.messages, self.init_model, self.prices, result, now_ms, notes)
         details = self.details(notes)
@@ -212,7 +244,7 @@ class ClaudeSession(OutputReader):
             exit_forgiven=bool(self.late_results) and succeeded(result),
         )
         if error is not None:
-            return Outcome(error=error, calls=calls, details=details)
+            return Outcome(error=error, calls=calls, details=details, warnings=self.warnings)
         structured = result.get("structured_output")
         text = result.get("result")
         model = self.init_model or next((c.model for c in calls if c.model), None)
@@ -221,7 +253,16 @@ class ClaudeSession(OutputReader):
             agent_result = AgentResult(answer, structured, model, self.session_id)
         else:
             agent_result = AgentResult(str(text), None, model, self.session_id)
-        return Outcome(result=agent_result, calls=calls, details=details)
+        return Outcome(result=agent_result, calls=calls, details=details, warnings=self.warnings)
+
+
+def _result_text(content: Any) -> str:
+    """A tool result's text (a string, or text blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
 
 
 def _conversation(event: dict[str, Any]) -> str | None:

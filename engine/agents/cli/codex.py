@@ -33,24 +33,36 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall, failure_error
+from engine.agents.cli.codex_items import error_warning, tool_record, tool_warning
+from engine.agents.cli.codex_rollout import (
+    RequestCounter,
+    RolloutFile,
+    codex_home,
+    codex_usage,
+    find_rollout,
+    last_total,
+    parse_line,
+    raw_counts,
+)
 from engine.agents.cli.outcome import Outcome, json_values
 from engine.agents.cli.preset import CommandSettings, Invocation, OutputReader, Preset
 from engine.agents.failures import classify
-from engine.agents.reported_usage import token_count
 from engine.agents.reset_times import reset_at_ms
-from engine.structured import strict_schema
-from store.model.token_lanes import TokenUsage
+from engine.structured import strict_problem, strict_schema
 
 PROTOCOL_ARGS = ["exec", "--json"]
 SCHEMA_FILE = "output-schema.json"
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
 SOURCE = "Codex"
+MAX_TOOL_RECORDS = 100
+"""Tool calls kept per invocation in the attempt's details (the rest are counted)."""
 
 
 @dataclass(frozen=True)
@@ -108,29 +120,6 @@ def codex_argv(
     return argv
 
 
-def turn_usage(usage: Any) -> TokenUsage:
-    """A ``turn.completed`` usage object as lanes (see the module docstring)."""
-    total_input = token_count(usage, "input_tokens", SOURCE)
-    cached = token_count(usage, "cached_input_tokens", SOURCE)
-    written = token_count(usage, "cache_write_input_tokens", SOURCE)
-    output = token_count(usage, "output_tokens", SOURCE)
-    reasoning = min(output, token_count(usage, "reasoning_output_tokens", SOURCE))
-    return TokenUsage(
-        input=max(0, total_input - cached - written),
-        cache_read=cached,
-        cache_write=written,
-        output=output - reasoning,
-        reasoning=reasoning,
-    )
-
-
-def _growth(now: TokenUsage, before: TokenUsage) -> TokenUsage:
-    lanes = list(zip(now, before, strict=True))
-    if all(a >= b for a, b in lanes):
-        return TokenUsage(*(a - b for a, b in lanes))
-    return now  # not a running total after all: take the turn as reported
-
-
 def error_text(message: Any) -> tuple[str, int | None]:
     """Codex's error message with the provider's JSON error unwrapped, and its HTTP status."""
     text = str(message or "").strip()
@@ -152,42 +141,66 @@ def error_text(message: Any) -> tuple[str, int | None]:
 
 
 class CodexSession(OutputReader):
-    """Reads one ``codex exec --json`` invocation line by line (see the module docstring)."""
+    """Reads one ``codex exec --json`` invocation line by line (see the module docstring).
 
-    def __init__(self, model: str | None = None) -> None:
+    ``home`` is the ``CODEX_HOME`` whose rollout files give one call per model request (None:
+    none is read, every turn is one aggregate row); ``started_s`` is when the invocation
+    started (the rollout's dated folder); ``resumed`` maps a thread this invocation continues
+    to its running total before it (usage of earlier invocations, never counted again).
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        home: Path | None = None,
+        started_s: float | None = None,
+        resumed: dict[str, dict[str, int]] | None = None,
+    ) -> None:
         self.model = model
+        self.home = home
+        self.started_s = time.time() if started_s is None else started_s
+        self.resumed = resumed or {}
         self.thread_id: str | None = None
         self.text = ""
         self.turns = 0
         self.reconnects = 0
+        self.codex_warnings: list[str] = []
         self.warnings: list[str] = []
+        self.tool_calls: list[dict[str, Any]] = []
+        self.tool_call_count = 0
         self.pending_error: tuple[str, int | None] | None = None
         self.failed: tuple[str, int | None] | None = None
-        self._total = TokenUsage()
+        self.counter = RequestCounter()
+        self.reported: dict[str, int] = dict(self.counter.total)
+        self.rollout: RolloutFile | None = None
+        self.rollout_problem: str | None = None if home is not None else "no CODEX_HOME given"
+        self.aggregated_turns = 0
         self._turn_started_ms: int | None = None
 
     def feed(self, line: str, now_ms: int) -> list[ModelCall]:
-        """Take one stdout line; returns the calls it completes (one per completed turn)."""
-        calls = []
+        """Take one stdout line; returns the calls it completes (each model request the
+        rollout file shows by now, or a whole turn when there is no rollout)."""
+        calls: list[ModelCall] = []
         for event in json_values(line):
-            call = self._event(event, now_ms)
-            if call is not None:
-                calls.append(call)
+            calls.extend(self._event(event, now_ms))
         return calls
 
-    def _event(self, event: dict[str, Any], now_ms: int) -> ModelCall | None:
+    def _event(self, event: dict[str, Any], now_ms: int) -> list[ModelCall]:
         kind = event.get("type")
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
             self.thread_id = event["thread_id"]
+            floor = self.resumed.get(self.thread_id)
+            if floor is not None:
+                self.counter = RequestCounter(floor)
+                self.reported = dict(self.counter.total)
         elif kind == "turn.started":
             self._turn_started_ms = now_ms
         elif kind == "item.completed":
             item = event.get("item")
             if isinstance(item, dict):
-                if item.get("type") in ("agent_message", "assistant_message"):
-                    self.text = str(item.get("text") or "")
-                elif item.get("type") == "error":
-                    self.warnings.append(str(item.get("message") or "")[:300])
+                self._item(item)
+            return self._poll(now_ms)
         elif kind == "error":
             message = str(event.get("message") or "")
             if message.lower().startswith("reconnecting"):
@@ -199,57 +212,175 @@ class CodexSession(OutputReader):
             self.failed = error_text(error.get("message") if isinstance(error, dict) else error)
         elif kind == "turn.completed":
             return self._turn(event.get("usage"), now_ms)
-        return None
+        return []
 
-    def _turn(self, usage: Any, now_ms: int) -> ModelCall:
-        reported = turn_usage(usage)
-        call_usage = _growth(reported, self._total)
-        self._total = reported
+    def _item(self, item: dict[str, Any]) -> None:
+        if item.get("type") in ("agent_message", "assistant_message"):
+            self.text = str(item.get("text") or "")
+            return
+        warning = error_warning(item)
+        if warning is not None:
+            self.codex_warnings.append(warning[:300])
+            self.warnings.append(warning)
+        record = tool_record(item)
+        if record is None:
+            return
+        self.tool_call_count += 1
+        if len(self.tool_calls) < MAX_TOOL_RECORDS:
+            self.tool_calls.append(record)
+        warning = tool_warning(record)
+        if warning is not None:
+            self.warnings.append(warning)
+
+    # -- usage: per model request from the rollout, else per turn -------------------------
+
+    def _open_rollout(self) -> RolloutFile | None:
+        if self.rollout is not None or self.home is None or self.thread_id is None:
+            return self.rollout
+        path = find_rollout(self.home, self.thread_id, self.started_s)
+        if path is None:
+            self.rollout_problem = (
+                f"no rollout file for thread {self.thread_id} under {self.home / 'sessions'}"
+            )
+            return None
+        self.rollout, self.rollout_problem = RolloutFile(path), None
+        return self.rollout
+
+    def _poll(self, now_ms: int, final: bool = False) -> list[ModelCall]:
+        """The model requests the rollout file shows beyond those already recorded."""
+        rollout = self._open_rollout()
+        if rollout is None:
+            return []
+        try:
+            lines = rollout.rest() if final else rollout.new_lines()
+        except OSError as error:
+            self.rollout_problem = f"the rollout file {rollout.path} cannot be read: {error}"
+            return []
+        calls = []
+        for line in lines:
+            request = self.counter.feed(parse_line(line))
+            if request is None:
+                continue
+            detail: dict[str, Any] = {"request": self.counter.requests, "turn": self.turns + 1}
+            if request.context_window is not None:
+                detail["context_window"] = request.context_window
+            calls.append(
+                ModelCall(
+                    request.usage,
+                    request.model or self.model,
+                    request.started_ms if request.started_ms is not None else now_ms,
+                    request.finished_ms if request.finished_ms is not None else now_ms,
+                    detail=detail,
+                )
+            )
+        return calls
+
+    def _turn(self, usage: Any, now_ms: int) -> list[ModelCall]:
+        reported = raw_counts(usage)
+        calls = self._poll(now_ms)
+        growth = {lane: reported[lane] - self.reported.get(lane, 0) for lane in reported}
+        if any(value < 0 for value in growth.values()):
+            growth = reported  # not a running total after all: take the turn as reported
+        self.reported = reported
         self.turns += 1
         self.pending_error = None  # an error before a turn that completed was not fatal
-        started = self._turn_started_ms if self._turn_started_ms is not None else now_ms
-        return ModelCall(call_usage, self.model, started, now_ms, detail={"turn": self.turns})
+        if self.rollout is None:
+            # No per-request counts to be had: the turn is one row, kept out of the
+            # per-call histogram (it is not one model call, and its size is no context).
+            self.aggregated_turns += 1
+            self.counter.raise_floor(reported)
+            started = self._turn_started_ms if self._turn_started_ms is not None else now_ms
+            reason = "Codex's usage for the whole turn (every model request in it): " + (
+                self.rollout_problem or "no rollout file"
+            )
+            calls.append(
+                self._row(growth, started, now_ms, aggregate="turn", turn=self.turns, reason=reason)
+            )
+        return calls
 
-    def details(self) -> dict[str, Any]:
+    def _row(self, raw: dict[str, int], started: int, finished: int, **detail: Any) -> ModelCall:
+        """A row of usage that is not one model request (kept out of the per-call counts)."""
+        model = self.counter.model or self.model
+        return ModelCall(
+            codex_usage(raw), model, started, finished, kind="reconciliation", detail=detail
+        )
+
+    def _beyond_requests(self, now_ms: int, notes: list[str]) -> list[ModelCall]:
+        """What the turn totals hold beyond the requests the rollout showed (one row), or
+        a note when the rollout showed more."""
+        if self.rollout is None or not self.turns:
+            return []
+        beyond = {k: max(0, v - self.counter.total.get(k, 0)) for k, v in self.reported.items()}
+        excess = {k: max(0, v - self.reported.get(k, 0)) for k, v in self.counter.total.items()}
+        if any(excess.values()):
+            notes.append(
+                f"the rollout file counts {sum(excess.values()):,} more tokens than Codex's "
+                "turn totals; the per-request figures are kept"
+            )
+        if not beyond["input_tokens"] and not beyond["output_tokens"]:
+            return []
+        reason = "Codex's turn totals beyond the model requests in its rollout file"
+        return [self._row(beyond, now_ms, now_ms, reason=reason, requests=self.counter.requests)]
+
+    def pending_calls(self) -> list[ModelCall]:
+        """The model requests the rollout shows that were not recorded yet (the process was
+        stopped: what it spent is still recorded)."""
+        return self._poll(int(time.time() * 1000), final=True)
+
+    def details(self, notes: list[str] | None = None) -> dict[str, Any]:
         """What this invocation reported about itself (stored with the attempt)."""
         info: dict[str, Any] = {"thread_id": self.thread_id, "turns": self.turns}
+        if self.rollout is not None or self.counter.requests:
+            # Without a rollout file the number of requests is unknown, not 0.
+            info["requests"] = self.counter.requests
+        if self.rollout is not None:
+            info["rollout"] = str(self.rollout.path)
+        if self.aggregated_turns:
+            info["aggregated_turns"] = self.aggregated_turns
         if self.reconnects:
             info["reconnects"] = self.reconnects
-        if self.warnings:
-            info["warnings"] = self.warnings[:5]
+        if self.codex_warnings:
+            info["warnings"] = self.codex_warnings[:5]
+        if self.tool_call_count:
+            info["tool_calls"] = self.tool_calls
+            if self.tool_call_count > len(self.tool_calls):
+                info["tool_calls_total"] = self.tool_call_count
+        notes = list(notes or [])
+        if self.rollout_problem and (self.turns or self.thread_id):
+            notes.append(f"no per-request usage: {self.rollout_problem}")
+        if notes:
+            info["notes"] = notes
         return info
 
     def finish(self, returncode: int, stderr_tail: str, now_ms: int) -> Outcome:
-        """The outcome once the process has exited (calls were already returned by feed)."""
+        """The outcome once the process has exited (the rollout is complete now)."""
+        notes: list[str] = []
+        calls = self._poll(now_ms, final=True)
+        calls += self._beyond_requests(now_ms, notes)
         failure = self.failed or self.pending_error
         if failure is None and returncode != 0:
             failure = (stderr_tail or f"exit status {returncode} with no error event", None)
+        outcome = Outcome(calls=calls, details=self.details(notes), warnings=self.warnings)
         if failure is not None:
             message, status = failure
             kind = classify(message, status)
-            return Outcome(
-                error=failure_error(
-                    f"Codex failed (exit status {returncode}): {message[:600]}",
-                    kind,
-                    resets_at_ms=reset_at_ms(message, now_ms) if kind == "limit" else None,
-                    session_id=self.thread_id,
-                ),
-                details=self.details(),
+            outcome.error = failure_error(
+                f"Codex failed (exit status {returncode}): {message[:600]}",
+                kind,
+                resets_at_ms=reset_at_ms(message, now_ms) if kind == "limit" else None,
+                session_id=self.thread_id,
             )
-        if not self.text.strip():
-            return Outcome(
-                error=AgentError(
-                    "Codex finished without an answer (no agent_message)"
-                    + ("" if self.turns else " and no completed turn")
-                    + ".",
-                    session_id=self.thread_id,
-                ),
-                details=self.details(),
+        elif not self.text.strip():
+            outcome.error = AgentError(
+                "Codex finished without an answer (no agent_message)"
+                + ("" if self.turns else " and no completed turn")
+                + ".",
+                session_id=self.thread_id,
             )
-        return Outcome(
-            result=AgentResult(self.text, None, self.model, self.thread_id),
-            details=self.details(),
-        )
+        else:
+            model = self.counter.model or self.model
+            outcome.result = AgentResult(self.text, None, model, self.thread_id)
+        return outcome
 
 
 class CodexPreset(Preset):
@@ -266,9 +397,14 @@ class CodexPreset(Preset):
         request, folder = invocation.request, invocation.folder
         schema_file = None
         if request.output_schema is not None and folder is not None:
-            # Codex reads the schema from a file: written (owner-only) into the attempt folder.
+            # Codex reads the schema from a file: written (owner-only) into the attempt folder,
+            # in the strict form Codex sends (refusal() has ruled out the others).
             schema_file = folder / SCHEMA_FILE
-            schema = strict_schema(request.output_schema) or request.output_schema
+            schema = strict_schema(request.output_schema)
+            if schema is None:
+                raise AgentError(
+                    self.refusal(agent, request.output_schema) or "not strict", retryable=False
+                )
             schema_file.write_text(json.dumps(schema, indent=2), encoding="utf-8")
             os.chmod(schema_file, 0o600)
         settings = CodexSettings(
@@ -283,5 +419,29 @@ class CodexPreset(Preset):
             resume_session=invocation.resume_session,
         )
 
+    def refusal(self, agent: CommandSettings, output_schema: dict[str, Any] | None) -> str | None:
+        """Codex sends ``--output-schema`` as strict structured output (``strict: true``:
+        every object closed, every field required); a schema that cannot be strict would be
+        refused by the API mid-run, so it is refused before the run."""
+        if output_schema is None:
+            return None
+        problem = strict_problem(output_schema)
+        if problem is None:
+            return None
+        title = output_schema.get("title") or "the output model"
+        return (
+            f"Codex needs a strict output schema (every field required, no free-form objects), "
+            f"and {title} cannot be one: {problem}; make every field required (use "
+            "Optional[...] without a default for a field that may be empty) or use another agent"
+        )
+
     def reader(self, agent: CommandSettings, request: AgentRequest) -> OutputReader:
-        return CodexSession(agent.model)
+        home = codex_home({**os.environ, **agent.env})
+        resumed: dict[str, dict[str, int]] = {}
+        if request.resume_session:
+            # A continued thread's rollout already holds the earlier invocations' usage.
+            path = find_rollout(home, request.resume_session, time.time())
+            total = last_total(path) if path is not None else None
+            if total is not None:
+                resumed[request.resume_session] = total
+        return CodexSession(agent.model, home=home, started_s=time.time(), resumed=resumed)

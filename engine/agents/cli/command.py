@@ -155,6 +155,11 @@ class CommandAgent:
         """Claude Code (``--json-schema``) and Codex (``--output-schema``) take the schema."""
         return self._preset.takes_schema_and_tools
 
+    def refusal(self, output_schema: dict[str, Any] | None) -> str | None:
+        """Why this agent cannot take a task with ``output_schema`` (checked before the run),
+        or None: Codex needs a schema that can be strict."""
+        return self._preset.refusal(self, output_schema)
+
     @property
     def supports_tools(self) -> bool:
         """Claude Code and Codex take the memory tools over MCP; other programs cannot."""
@@ -219,6 +224,9 @@ class CommandAgent:
             env["TETHER_MODEL"] = self.model
         if request.output_schema is not None:
             env["TETHER_OUTPUT_SCHEMA"] = json.dumps(request.output_schema)
+        # Made before the start: it reads what exists before the program writes (the usage a
+        # resumed Codex thread had already spent).
+        reader = self._preset.reader(self, request)
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -236,7 +244,6 @@ class CommandAgent:
             raise AgentError(
                 f"could not start {argv[0]!r}: {error.strerror or error}", retryable=False
             ) from error
-        reader = self._preset.reader(self, request)
         lines = _Lines(reader, request)
         stderr = TailBuffer()
         splitter = LineSplitter(self.max_line_bytes)
@@ -257,6 +264,8 @@ class CommandAgent:
             outcome.details["unparsed_long_lines"] = lines.long_lines
         invocation.update(outcome.details)
         invocation["exit_status"] = process.returncode
+        for warning in outcome.warnings:
+            request.warn(warning)
         for call in outcome.calls:
             await request.on_call(call)
         if outcome.error is not None:

@@ -12,13 +12,15 @@ from engine.agents.agent import AgentError, AgentResult, ModelCall
 
 @dataclass
 class Outcome:
-    """The answer (or the error) of one invocation, the calls still to record, and what the
-    invocation reported about itself (stored in the attempt's details)."""
+    """The answer (or the error) of one invocation, the calls still to record, what the
+    invocation reported about itself (stored in the attempt's details) and the warnings it
+    deserves on the node (a memory tool call that did not run, the CLI's own warnings)."""
 
     result: AgentResult | None = None
     error: AgentError | None = None
     calls: list[ModelCall] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def json_values(line: str) -> list[Any]:

@@ -24,6 +24,7 @@ class CommandSettings(Protocol):
     :class:`~engine.agents.cli.command.CommandAgent`)."""
 
     command: list[str]
+    env: dict[str, str]
     model: str | None
     extra_args: list[str]
     max_turns: int | None
@@ -87,8 +88,13 @@ class Preset:
         return [*agent.command, *agent.extra_args]
 
     def reader(self, agent: CommandSettings, request: AgentRequest) -> OutputReader:
-        """What reads one invocation's output."""
+        """What reads one invocation's output (made before the program starts)."""
         raise NotImplementedError
+
+    def refusal(self, agent: CommandSettings, output_schema: dict[str, Any] | None) -> str | None:
+        """Why this CLI cannot take a task with ``output_schema`` (one sentence, checked
+        before the run starts), or None."""
+        return None
 
 
 def exit_error(program: str, returncode: int, stderr_tail: str) -> Outcome:

@@ -1,10 +1,15 @@
 """The OpenAI-compatible agent: ``/chat/completions`` (OpenAI, vLLM, Ollama, llama.cpp server,
-LM Studio), one call per HTTP round trip.
+llama-cpp-python, LM Studio), one call per HTTP round trip.
 
-Usage lanes: ``prompt_tokens`` *includes* ``prompt_tokens_details.cached_tokens``, so fresh
-input = prompt − cached, and ``completion_tokens`` includes
-``completion_tokens_details.reasoning_tokens``, so output = completion − reasoning (nothing is
-counted twice).
+Requests stream (``stream: true`` with ``stream_options.include_usage``): the answer's text
+reaches the attempt's log as it is written, and the call is recorded as soon as the final
+usage chunk arrives (:mod:`engine.agents.http.openai_stream`). A server whose stream carries no
+usage (llama-cpp-python) gets that call recorded with its usage unknown, said so in a warning,
+and is asked without streaming from then on, so later calls are counted; one that answers a
+streamed request with tools by HTTP 200 and no event (llama-cpp-python's
+``chatml-function-calling``: "Automatic streaming tool choice is not supported") gets its tool
+requests without streaming. ``stream = false`` never streams. How lanes, limits and ignored
+settings are read: :mod:`engine.agents.http.openai_rules`.
 
 Structured output: OpenAI-compatible servers get ``response_format`` ``json_schema`` (with
 ``strict: true`` when the schema allows it, see :func:`engine.structured.strict_schema`). A
@@ -14,16 +19,20 @@ llama.cpp's ``schema`` extension) and the schema in the prompt, then with the pr
 that is rejected too; the agent remembers the mode that worked. ``structured_output =
 "json_object"`` or ``"prompt"`` starts there.
 
-Offered AgentTools become function tools (with ``tool_choice: "auto"``; llama-cpp-python
-ignores tools without it); tool calls run locally and the conversation continues (one call row
-per round); after ``max_tool_rounds`` rounds of tool calls, one last request sets
-``tool_choice`` to ``none`` to get the answer.
+Offered AgentTools become function tools with ``tool_choice: "auto"``; tool calls run locally
+and the conversation continues (one call row per round); after ``max_tool_rounds`` rounds of
+tool calls, one last request sets ``tool_choice`` to ``none`` to get the answer. When the first
+answer to a request with tools calls none, a server other than OpenAI's is checked once per
+agent (``check_tools``): the same request with and without the tools, at most one output token
+each; the same prompt size means the server never showed the model its tools, and the attempt
+fails saying so instead of finishing as if the model had chosen not to use them.
+
+How an answer ends (``finish_reason``): :mod:`engine.agents.http.stop_reasons`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 from collections.abc import Callable
@@ -33,7 +42,23 @@ from typing import Any
 import httpx
 
 from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall
+from engine.agents.http.http_exchange import Reply
+from engine.agents.http.openai_rules import (
+    assistant_turn,
+    is_official,
+    limit_fields,
+    openai_usage,
+    over_limit,
+    rejects_json_object,
+    rejects_json_schema,
+    rejects_second_limit,
+    tool_calls_of,
+    tools_were_ignored,
+)
+from engine.agents.http.openai_stream import ChatStream
+from engine.agents.http.stop_reasons import openai_ending
 from engine.agents.http.transport import (
+    MAX_RESPONSE_BYTES,
     HttpAgent,
     HttpFailure,
     Sleep,
@@ -41,67 +66,13 @@ from engine.agents.http.transport import (
     run_tool,
     unfinished,
 )
-from engine.agents.reported_usage import token_count
 from engine.prompting import json_instructions
 from engine.structured import strict_schema
 from store.model.token_lanes import TokenUsage
 
 STRUCTURED_MODES = ("native", "json_object", "prompt")
-
-
-def openai_usage(usage: Any) -> TokenUsage:
-    """Split an OpenAI-style usage object into the five lanes (see the module docstring)."""
-    source = "The server"
-    prompt = token_count(usage, "prompt_tokens", source)
-    completion = token_count(usage, "completion_tokens", source)
-    prompt_details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
-    completion_details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
-    cached = min(prompt, token_count(prompt_details, "cached_tokens", source))
-    reasoning = min(completion, token_count(completion_details, "reasoning_tokens", source))
-    return TokenUsage(
-        input=prompt - cached,
-        cache_read=cached,
-        output=completion - reasoning,
-        reasoning=reasoning,
-    )
-
-
-def rejects_json_schema(status: int | None, body: str) -> bool:
-    """Whether an error answer says the server does not take ``json_schema`` output."""
-    text = body.lower()
-    return status in (400, 422, 500) and (
-        "json_schema" in text or "response_format" in text or "'json_object'" in text
-    )
-
-
-def rejects_json_object(status: int | None, body: str) -> bool:
-    """Whether an error answer says the server does not take ``json_object`` output either."""
-    text = body.lower()
-    return status in (400, 422, 500) and ("response_format" in text or "json_object" in text)
-
-
-def _assistant_turn(content: str, tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
-    """The assistant message sent back with the tool results, rebuilt from the documented
-    fields only: servers add their own (llama-cpp-python a legacy ``function_call`` with a
-    mangled name) and then refuse them in the next request."""
-    calls = []
-    for call in tool_calls:
-        raw = call.get("function")
-        function: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        calls.append(
-            {
-                "id": str(call.get("id") or ""),
-                "type": "function",
-                "function": {
-                    "name": str(function.get("name") or ""),
-                    "arguments": function.get("arguments")
-                    if isinstance(function.get("arguments"), str)
-                    else json.dumps(function.get("arguments") or {}),
-                },
-            }
-        )
-    # A string, never null: llama-cpp-python refuses a null content.
-    return {"role": "assistant", "content": content, "tool_calls": calls}
+PATH = "/chat/completions"
+PROBE = "does the server show the model its tools? (the same request without them)"
 
 
 @dataclass
@@ -118,6 +89,9 @@ class OpenAIAgent(HttpAgent):
     max_completion_tokens: int | None = None
     temperature: float | None = None
     timeout_s: float = 600.0
+    max_response_bytes: int = MAX_RESPONSE_BYTES
+    stream: bool = True
+    check_tools: bool = True
     max_tool_rounds: int = 8
     headers: dict[str, str] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
@@ -130,6 +104,10 @@ class OpenAIAgent(HttpAgent):
         super().__post_init__()
         if self.max_tokens is not None and self.max_completion_tokens is not None:
             raise ValueError("set max_tokens or max_completion_tokens, not both")
+        self._both_limits = not is_official(self.base_url)
+        self._streams = bool(self.stream)
+        self._streams_tools = True
+        self._tools_checked = not self.check_tools or is_official(self.base_url)
 
     def _modes(self) -> tuple[str, ...]:
         return STRUCTURED_MODES
@@ -140,6 +118,25 @@ class OpenAIAgent(HttpAgent):
         if key:
             headers["Authorization"] = f"Bearer {key}"
         return headers
+
+    @property
+    def limit(self) -> int | None:
+        """The configured output token limit."""
+        return self.max_completion_tokens or self.max_tokens
+
+    # -- streaming -------------------------------------------------------------------------
+
+    def _accumulator(self) -> ChatStream:
+        return ChatStream()
+
+    def _interrupted(self, accumulator: Any, started: int, now: int) -> ModelCall | None:
+        if not isinstance(accumulator, ChatStream) or accumulator.usage is None:
+            return None  # the usage chunk comes last: a cut stream's cost is not known
+        usage = openai_usage(accumulator.usage)
+        detail = {"interrupted": "the stream was cut after its usage"}
+        return ModelCall(usage, accumulator.model or self.model, started, now, detail=detail)
+
+    # -- the request -----------------------------------------------------------------------
 
     def _response_format(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         if self._mode == "json_object":
@@ -160,10 +157,7 @@ class OpenAIAgent(HttpAgent):
             "model": self.model,
             "messages": [{"role": "user", "content": prompt}],
         }
-        if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
-        if self.max_completion_tokens is not None:
-            body["max_completion_tokens"] = self.max_completion_tokens
+        body.update(limit_fields(self.max_tokens, self.max_completion_tokens, self._both_limits))
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if request.output_schema is not None:
@@ -185,9 +179,53 @@ class OpenAIAgent(HttpAgent):
             body["tool_choice"] = "auto"
         return body
 
+    async def _ask(
+        self,
+        client: httpx.AsyncClient,
+        body: dict[str, Any],
+        request: AgentRequest,
+        refuses: Callable[[int | None, str], bool] | None = None,
+    ) -> Reply:
+        """One request, streamed when this server allows; falls back once when it refuses the
+        second limit name or sends nothing for a streamed request with tools."""
+        while True:
+            stream = self._streams and (self._streams_tools or "tools" not in body)
+            if stream:
+                body = {**body, "stream_options": {"include_usage": True}}
+            else:
+                body = {k: v for k, v in body.items() if k != "stream_options"}
+            second = self._both_limits and "max_tokens" in body
+
+            def refused(status: int | None, text: str, second: bool = second) -> bool:
+                if second and rejects_second_limit(status, text):
+                    return True
+                return refuses is not None and refuses(status, text)
+
+            try:
+                return await self._post(client, PATH, body, request, refused, stream=stream)
+            except HttpFailure as failure:
+                if failure.empty and "tools" in body:
+                    self._streams_tools = False
+                    change = "stream -> no stream for requests with tools"
+                elif second and rejects_second_limit(failure.status, failure.body):
+                    self._both_limits = False
+                    body = {k: v for k, v in body.items() if k != "max_tokens"}
+                    change = "max_completion_tokens and max_tokens -> max_completion_tokens"
+                else:
+                    raise
+                await self._fallback(request, change, failure)
+
+    async def _fallback(self, request: AgentRequest, change: str, failure: HttpFailure) -> None:
+        now = request.clock.now_ms()
+        detail = {"status": failure.status, "error": failure.body[:300] or str(failure)[:300],
+                  "fallback": change}  # fmt: skip
+        await request.on_call(ModelCall(TokenUsage(), self.model, now, now, kind="retry",
+                                        detail=detail))  # fmt: skip
+        request.stream(f"\n[{self.name}: {change} from now on]\n")
+
     async def _first_answer(
         self, client: httpx.AsyncClient, request: AgentRequest
-    ) -> tuple[dict[str, Any], Any]:
+    ) -> tuple[dict[str, Any], Reply]:
         """The first round, falling back from json_schema once when the server rejects it."""
         had_instructions = not self.native_structured_output
         while True:
@@ -200,79 +238,92 @@ class OpenAIAgent(HttpAgent):
             if "response_format" in body:
                 refuses = rejects_json_schema if self._mode == "native" else rejects_json_object
             try:
-                return body, await self._post(client, "/chat/completions", body, request, refuses)
+                return body, await self._ask(client, body, request, refuses)
             except HttpFailure as failure:
                 if refuses is None or not refuses(failure.status, failure.body):
                     raise
                 previous = self._mode
                 self._mode = "json_object" if previous == "native" else "prompt"
-                await request.on_call(
-                    ModelCall(
-                        TokenUsage(),
-                        self.model,
-                        request.clock.now_ms(),
-                        request.clock.now_ms(),
-                        kind="retry",
-                        detail={
-                            "status": failure.status,
-                            "error": failure.body[:300],
-                            "fallback": f"{previous} -> {self._mode}",
-                        },
-                    )
-                )
-                request.stream(
-                    f"[{self.name} does not take {previous} structured output; "
-                    f"using {self._mode} from now on]\n"
-                )
+                await self._fallback(request, f"{previous} -> {self._mode}", failure)
+
+    # -- the conversation ------------------------------------------------------------------
+
+    async def _record(
+        self, reply: Reply, request: AgentRequest, started: int, detail: dict[str, Any] | None
+    ) -> str:
+        """Record one answer's call; the model it names."""
+        data = reply.data
+        model = data.get("model") or self.model
+        usage = data.get("usage")
+        now = request.clock.now_ms()
+        if reply.streamed and not isinstance(usage, dict):
+            self._streams = False
+            request.warn(
+                f"{self.name}: the server sent no usage in its stream, so this call's tokens "
+                "are unknown; the agent asks without streaming from now on"
+            )
+            await request.on_call(
+                ModelCall(TokenUsage(), model, started, now, detail={**(detail or {}),
+                          "usage": "not reported"}, usage_known=False)  # fmt: skip
+            )
+            return str(model)
+        await request.on_call(ModelCall(openai_usage(usage), model, started, now, detail=detail))
+        spent = over_limit(usage, self.limit)
+        if spent is not None:
+            request.warn(
+                f"{self.name}: the server wrote {spent:,} output tokens although the limit is "
+                f"{self.limit:,}: it does not apply max_completion_tokens or max_tokens"
+            )
+        return str(model)
+
+    async def _check_tools(
+        self, client: httpx.AsyncClient, body: dict[str, Any], request: AgentRequest
+    ) -> None:
+        """Fail the attempt when the server never showed the model its tools (once per
+        agent; see the module docstring)."""
+        self._tools_checked = True
+        probe = {k: v for k, v in body.items() if k not in ("response_format", "stream_options")}
+        probe.update(limit_fields(None, 1, self._both_limits))
+        answers = []
+        for shape in (probe, {k: v for k, v in probe.items() if k not in ("tools", "tool_choice")}):
+            started = request.clock.now_ms()
+            reply = await self._post(client, PATH, shape, request)
+            await self._record(reply, request, started, {"probe": PROBE})
+            answers.append(reply.data.get("usage"))
+        if tools_were_ignored(*answers):
+            raise AgentError(
+                f"{self.name}: the server ignored the offered tools: the request counts the same "
+                "prompt tokens with them as without, so the model never saw them (for "
+                "llama-cpp-python start the server with --chat_format chatml-function-calling, "
+                "or use a chat template that renders tools)",
+                retryable=False,
+            )
 
     async def run(self, request: AgentRequest) -> AgentResult:
         """Chat until the model answers without tool calls (at most ``max_tool_rounds``)."""
-        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+        async with self.client() as client:
             started = request.clock.now_ms()
-            body, data = await self._first_answer(client, request)
+            body, reply = await self._first_answer(client, request)
             messages = body["messages"]
             for round_number in range(1, self.max_tool_rounds + 2):
-                model = data.get("model") or self.model
-                await request.on_call(
-                    ModelCall(
-                        openai_usage(data.get("usage")), model, started, request.clock.now_ms()
-                    )
-                )
+                model = await self._record(reply, request, started, None)
                 try:
-                    choice = data["choices"][0]
+                    choice = reply.data["choices"][0]
                     message = choice["message"]
                 except (KeyError, IndexError, TypeError) as error:
                     raise AgentError(
                         f"{self.name}: the response has no choices[0].message."
                     ) from error
                 content = message.get("content") or ""
-                request.stream(content)
-                finish = choice.get("finish_reason")
-                if message.get("refusal"):
-                    raise unfinished(
-                        self.name, request, f"the model refused: {message['refusal']}", content
-                    )
-                if finish == "content_filter":
-                    raise unfinished(
-                        self.name,
-                        request,
-                        "the answer was stopped by the content filter",
-                        content,
-                    )
-                if finish == "length":
-                    limit = self.max_completion_tokens or self.max_tokens
-                    raise unfinished(
-                        self.name,
-                        request,
-                        "the answer was cut off at the token limit (finish_reason 'length'"
-                        + (f", limit {limit}" if limit else "")
-                        + "); raise max_completion_tokens or max_tokens",
-                        content,
-                    )
-                tool_calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+                if not reply.streamed:
+                    request.stream(content)
+                self._ended(request, choice, reply.data, content)
+                tool_calls = tool_calls_of(message)
                 if not tool_calls:
+                    if round_number == 1 and "tools" in body and not self._tools_checked:
+                        await self._check_tools(client, body, request)
                     return AgentResult(text=content, model=model)
-                messages.append(_assistant_turn(content, tool_calls))
+                messages.append(assistant_turn(content, tool_calls))
                 for call in tool_calls:
                     function = call.get("function", {})
                     result = await run_tool(
@@ -285,5 +336,35 @@ class OpenAIAgent(HttpAgent):
                     # The tool-round budget is spent: the last request asks for the answer.
                     body["tool_choice"] = "none"
                 started = request.clock.now_ms()
-                data = await self._post(client, "/chat/completions", body, request)
+                reply = await self._ask(client, body, request)
         raise AgentError(f"{self.name}: still calling tools after {self.max_tool_rounds} rounds.")
+
+    def _ended(
+        self, request: AgentRequest, choice: dict[str, Any], data: dict[str, Any], content: str
+    ) -> None:
+        """Fail an answer that did not end as a finished one (see the stop reasons)."""
+        message = choice.get("message") or {}
+        finish = choice.get("finish_reason")
+        ending = openai_ending(finish, data.get("incomplete_details"))
+        if message.get("refusal"):
+            raise unfinished(
+                self.name, request, f"the model refused: {message['refusal']}", content
+            )
+        if ending == "refused":
+            raise unfinished(
+                self.name, request, "the answer was stopped by the content filter", content
+            )
+        if ending == "truncated":
+            limit = self.limit
+            raise unfinished(
+                self.name,
+                request,
+                f"the answer was cut off at the token limit (finish_reason {finish!r}"
+                + (f", limit {limit}" if limit else "")
+                + "); raise max_completion_tokens or max_tokens",
+                content,
+            )
+        if ending == "unknown":
+            request.details.setdefault("notes", []).append(
+                f"{self.name}: unknown finish_reason {str(finish)[:60]!r}; the answer is kept"
+            )

@@ -1,8 +1,17 @@
 """What the HTTP agents share: one httpx client per attempt, a POST retried per policy with
 every retry recorded, offered tools run locally, and the answers that end an attempt for good.
 
+Every request has a deadline, ``timeout_s`` for the whole exchange (connecting, the answer's
+first byte and its last), so a server that sends a byte every few seconds cannot hold a node;
+and a size bound, ``max_response_bytes`` for the body or the whole stream, so an endless body
+cannot fill memory (:mod:`engine.agents.http.http_exchange`). A streamed answer's text goes to
+the attempt's log as it arrives; a stream cut short (an error event, a dropped connection, the
+deadline, a cancel such as a budget's) still records what the server had said it cost.
+
 Retries inside one call follow the official SDKs (:mod:`engine.agents.http.http_retry`); every retry
 is recorded as a ``retry`` row in the node's calls (status, error, wait) and noted in the log.
+A deadline missed and a stream that fails after HTTP 200 are retried like a dropped connection
+(an error event by the status its type stands for); a body over the bound is not retried.
 The clock and the sleep are injectable, so tests do not wait.
 
 A truncated answer (``finish_reason: "length"``, ``stop_reason: "max_tokens"``) or a refusal
@@ -16,6 +25,8 @@ The agents: :mod:`engine.agents.http.openai` and :mod:`engine.agents.http.anthro
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import random
@@ -26,6 +37,13 @@ from typing import Any
 import httpx
 
 from engine.agents.agent import AgentError, AgentRequest, ModelCall, tool_by_name
+from engine.agents.http.http_exchange import (
+    Accumulator,
+    EmptyStream,
+    Reply,
+    ResponseTooLarge,
+    exchange,
+)
 from engine.agents.http.http_retry import (
     RetryPolicy,
     header_wait,
@@ -33,9 +51,13 @@ from engine.agents.http.http_retry import (
     retry_wait,
     should_retry,
 )
+from engine.agents.http.sse import StreamError
 from store.model.token_lanes import TokenUsage
 
 PARTIAL_OUTPUT = "partial-output.txt"
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""The most an HTTP agent reads of one answer (``max_response_bytes``): a JSON body or a whole
+stream. A long answer of 100k output tokens streams in a few megabytes."""
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -80,17 +102,22 @@ def unfinished(name: str, request: AgentRequest, what: str, text: str) -> AgentE
 
 
 class HttpFailure(AgentError):
-    """A request that failed for good (after the retries the policy allows)."""
+    """A request that failed for good (after the retries the policy allows); ``empty`` marks
+    a streamed request answered with no event at all."""
 
-    def __init__(self, message: str, status: int | None, body: str, **kwargs: Any) -> None:
+    def __init__(
+        self, message: str, status: int | None, body: str, *, empty: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(message, **kwargs)
         self.status = status
         self.body = body
+        self.empty = empty
 
 
 class HttpAgent:
-    """The HTTP agents' shared transport: one AsyncClient per attempt, retries per policy,
-    clear errors."""
+    """The HTTP agents' shared transport: one AsyncClient per attempt, one deadline and one
+    size bound per request, streaming when the agent asks for it, retries per policy, clear
+    errors."""
 
     name: str
     base_url: str
@@ -100,6 +127,7 @@ class HttpAgent:
     sleep: Sleep
     rng: random.Random
     wall_clock: Callable[[], float]
+    max_response_bytes: int
     simulated = False
     supports_tools = True
 
@@ -108,6 +136,10 @@ class HttpAgent:
             raise ValueError(f"structured_output must be one of {', '.join(self._modes())}")
         self.retry = RetryPolicy.from_setting(self.retry)
         self._mode = self.structured_output
+        for key in ("timeout_s", "max_response_bytes"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"{key} must be a positive number")
 
     def _modes(self) -> tuple[str, ...]:
         return ("native", "prompt")
@@ -116,6 +148,18 @@ class HttpAgent:
     def native_structured_output(self) -> bool:
         return self._mode == "native"
 
+    def client(self) -> httpx.AsyncClient:
+        """The attempt's HTTP client (``timeout_s`` also bounds each connect and read)."""
+        return httpx.AsyncClient(timeout=self.timeout_s)
+
+    def _accumulator(self) -> Accumulator | None:
+        """What a streamed answer of this agent is fed to (None: ask without streaming)."""
+        return None
+
+    def _interrupted(self, accumulator: Accumulator, started: int, now: int) -> ModelCall | None:
+        """The call a stream cut short still cost, when the server had said (None: unknown)."""
+        return None
+
     async def _post(
         self,
         client: httpx.AsyncClient,
@@ -123,28 +167,54 @@ class HttpAgent:
         body: dict[str, Any],
         request: AgentRequest,
         refuses: Callable[[int | None, str], bool] | None = None,
-    ) -> Any:
-        """POST ``body``; retries per policy, recording each retry. ``refuses`` marks error
-        answers to hand back at once (no retry) as HttpFailure."""
+        *,
+        stream: bool = False,
+    ) -> Reply:
+        """POST ``body`` (streamed when ``stream``) under the ``timeout_s`` deadline; retries
+        per policy, recording each retry. ``refuses`` marks error answers to hand back at once
+        (no retry) as HttpFailure."""
         url = self.base_url.rstrip("/") + path
         policy: RetryPolicy = self.retry
         retries, waited = 0, 0.0
         while True:
             started = request.clock.now_ms()
+            accumulator = self._accumulator() if stream else None
             status: int | None
+            headers = httpx.Headers()
+            cut = True  # unless the server answered with an error status
             try:
-                response = await client.post(url, json=body, headers=self._headers())
+                async with asyncio.timeout(self.timeout_s):
+                    answer = await exchange(
+                        client, url, {**body, **({"stream": True} if stream else {})},
+                        self._headers(), accumulator=accumulator,
+                        max_bytes=self.max_response_bytes, on_text=request.stream,
+                    )  # fmt: skip
+            except asyncio.CancelledError:
+                await self._record_cut(accumulator, started, request)
+                raise
+            except TimeoutError:
+                status = None
+                text = f"no complete answer within timeout_s ({self.timeout_s:g} s for the request)"
+            except EmptyStream as error:
+                raise HttpFailure(f"{self.name}: {url}: {error}", 200, "", empty=True) from None
+            except StreamError as error:
+                status, text = error.status, f"stream failed: {error}"
             except httpx.HTTPError as error:
-                status, text, headers = None, f"request failed: {error!r}", httpx.Headers()
+                status, text = None, f"request failed: {error!r}"
+            except ResponseTooLarge as error:
+                raise HttpFailure(
+                    f"{self.name}: {url}: {error} (max_response_bytes); stopped reading",
+                    None, "", retryable=False,
+                ) from None  # fmt: skip
+            except (ValueError, RecursionError) as error:
+                raise AgentError(f"{self.name}: {url} returned a body that is not JSON.") from error
             else:
-                if response.status_code < 400:
-                    try:
-                        return response.json()
-                    except ValueError as error:
-                        raise AgentError(
-                            f"{self.name}: {url} returned a body that is not JSON."
-                        ) from error
-                status, text, headers = response.status_code, response.text, response.headers
+                if isinstance(answer, Reply):
+                    return answer
+                status, text, headers = answer.status, answer.text, answer.headers
+                cut = False
+            if cut:
+                await self._record_cut(accumulator, started, request)
             said = f"HTTP {status}: {text[:300]}" if status is not None else text[:300]
             if refuses is not None and refuses(status, text):
                 raise HttpFailure(f"{self.name}: {url} returned {said}", status, text)
@@ -170,7 +240,7 @@ class HttpAgent:
                         )
                     )
                     request.stream(
-                        f"[retry {retries}/{policy.max_retries} in {wait:.2f}s] {said}\n"
+                        f"\n[retry {retries}/{policy.max_retries} in {wait:.2f}s] {said}\n"
                     )
                     await self.sleep(wait)
                     continue
@@ -186,6 +256,18 @@ class HttpAgent:
                 limit=kind == "limit",
                 resets_at_ms=resets,
             )
+
+    async def _record_cut(
+        self, accumulator: Accumulator | None, started: int, request: AgentRequest
+    ) -> None:
+        """Record what a stream cut short (by an error, the deadline or a cancel) had cost,
+        when the server had said; shielded, as the attempt may be being cancelled."""
+        if accumulator is None:
+            return
+        call = self._interrupted(accumulator, started, request.clock.now_ms())
+        if call is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(request.on_call(call))
 
     def _headers(self) -> dict[str, str]:
         raise NotImplementedError
