@@ -76,21 +76,13 @@ def rss_bytes() -> int:
 # -- Tether ------------------------------------------------------------------------------------
 
 
-async def run_tether(
-    shape: str, n: int, durability: str, *, trace_heap: bool = False
-) -> dict[str, Any]:
+def instant_agent() -> Any:
+    """An agent that answers immediately and reports one call, so metering is part of what is
+    measured (bench_otel_export runs the same one)."""
     from engine.agents.agent import AgentRequest, AgentResult, ModelCall
-    from engine.run.engine_config import EngineConfig
-    from engine.run.wiring import open_engine
-    from engine.workflow.context import TaskContext
-    from engine.workflow.definition import Workflow
-    from store.db.sqlite.sqlite_database import SqliteDatabase
     from store.model.token_lanes import TokenUsage
-    from store.workspace.layout import Workspace
 
     class InstantAgent:
-        """Answers immediately and reports one call, so metering is part of what is measured."""
-
         name = "instant"
         native_structured_output = False
         simulated = True
@@ -100,6 +92,19 @@ async def run_tether(
                 ModelCall(TokenUsage(input=10, cache_read=90, output=5), "instant")
             )
             return AgentResult(text="ok " + request.node_id)
+
+    return InstantAgent()
+
+
+async def run_tether(
+    shape: str, n: int, durability: str, *, trace_heap: bool = False
+) -> dict[str, Any]:
+    from engine.run.engine_config import EngineConfig
+    from engine.run.wiring import open_engine
+    from engine.workflow.context import TaskContext
+    from engine.workflow.definition import Workflow
+    from store.db.sqlite.sqlite_database import SqliteDatabase
+    from store.workspace.layout import Workspace
 
     def prompt_reading(deps: list[str], node: str) -> Any:
         def prompt(ctx: TaskContext) -> str:
@@ -115,7 +120,7 @@ async def run_tether(
             before = rss_bytes()
             workflow = Workflow(
                 "bench",
-                agents={"instant": InstantAgent()},
+                agents={"instant": instant_agent()},
                 default_agent="instant",
                 concurrency=WIDTH,
             )

@@ -41,6 +41,7 @@ from tui.screens.run_detail import RunDetailScreen
 from tui.screens.runs_view import RunsScreen
 from tui.screens.tokens_view import TokensScreen
 from tui.tailing import Batch, WorkspaceTailer
+from tui.widgets.export_status import ExportStatusPiece
 
 TICK_S = 1.0
 """How often the status line and time-dependent cells (elapsed, stale) are redrawn."""
@@ -106,6 +107,7 @@ class TetherApp(App[None]):
         self._background = list(background)
         """Coroutines started as workers once the app runs (the demo's embedded engine)."""
         self.tailer = WorkspaceTailer(workspace)
+        self.export_status = ExportStatusPiece(workspace)
         self.filters: dict[str, str] = {}
         self.paused = False
         self.held_events = 0
@@ -167,9 +169,12 @@ class TetherApp(App[None]):
         self.call_after_refresh(gc.freeze)
         for start in self._background:
             self.run_worker(start(self), group="engine", exit_on_error=False)
+        self.export_status.take_warnings(self)
+        self.export_status.start_checks(self)
 
     async def on_unmount(self) -> None:
         self._stop.set()
+        self.export_status.release()
         # The writable connection of the dashboard's actions and embedded engine (run_control):
         # closed even if it was never used, so a worker finishing late cannot open one.
         from tui.run_control import host_for
@@ -329,6 +334,8 @@ class TetherApp(App[None]):
             line.append("◌ reconnecting  ", style="bold yellow")
         else:
             line.append("● live  ", style="bold green")
+        export_problem, export_state = self.export_status.pieces()
+        line.append_text(export_problem)
         problem = self.read_problem or self.tailer.problem
         if problem:
             # First, so a narrow terminal still shows it.
@@ -349,6 +356,7 @@ class TetherApp(App[None]):
         if self.engine is not None:
             line.append(" ")
             line.append("· embedded engine", style="cyan")
+        line.append_text(export_state)
         return line
 
     # -- selection and navigation ---------------------------------------------------------------

@@ -25,6 +25,7 @@ its own ``recall`` call returned.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from engine.agents.agent_tool import AgentTool
@@ -185,7 +186,9 @@ def build_memory_tools(
     if config.banks:
         hints["bank"] = config.banks[0]
 
-    async def event(payload: dict[str, Any]) -> None:
+    async def event(payload: dict[str, Any], started: float) -> None:
+        # How long the tool took: its span in an OpenTelemetry export (engine.telemetry).
+        payload = {**payload, "duration_ms": round((time.monotonic() - started) * 1000)}
         if attempt is not None:
             payload = {**payload, "attempt": attempt}
         await runtime.runs.append_event(
@@ -198,6 +201,7 @@ def build_memory_tools(
         )
 
     async def remember(arguments: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
         try:
             content = _text_argument(arguments, "content", MAX_CONTENT_CHARS)
             bank = arguments.get("bank")
@@ -223,7 +227,7 @@ def build_memory_tools(
                 iteration=iteration if run_id else None,
             )
         except TetherError as error:
-            await event({"tool": "remember", "ok": False, "error": str(error)})
+            await event({"tool": "remember", "ok": False, "error": str(error)}, started)
             return {"ok": False, "error": str(error)}
         runtime.written()
         await event(
@@ -234,11 +238,13 @@ def build_memory_tools(
                 "namespace": namespace,
                 "status": note.status,
                 "supersedes": supersedes,
-            }
+            },
+            started,
         )
         return {"ok": True, "note_id": note.id, "bank": namespace, "status": note.status}
 
     async def recall(arguments: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
         try:
             query = _text_argument(arguments, "query", MAX_QUERY_CHARS)
             namespaces = config.namespace_of(arguments.get("bank"))
@@ -257,7 +263,7 @@ def build_memory_tools(
         ]
         # The simulated agent proposes its lesson as a replacement for what it just recalled.
         hints["supersedes"] = note_ids
-        await event({"tool": "recall", "ok": True, "items": list(block.item_ids)})
+        await event({"tool": "recall", "ok": True, "items": list(block.item_ids)}, started)
         return {
             "ok": True,
             "text": block.text or "",

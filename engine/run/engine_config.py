@@ -28,6 +28,9 @@ output = 0.60
 [budget]                    # per run and per UTC day (see engine.budget)
 run_usd = 5.0
 day_usd = 40.0
+
+[telemetry]                 # OpenTelemetry export (see engine.telemetry.otel_settings)
+endpoint = "http://127.0.0.1:4318"
 ```
 """
 
@@ -42,6 +45,7 @@ from typing import Any
 from engine.budget import BudgetConfig, parse_budget
 from engine.pricing import Price, PriceTable, parse_prices
 from engine.run.retry_plan import DEFAULT_LIMIT_WAIT_S
+from engine.telemetry.otel_settings import TelemetrySettings, parse_telemetry
 from store.errors import InvalidInputError
 
 _ENGINE_KEYS = {"concurrency", "heartbeat_interval_s", "poll_interval_s", "limit_wait_s"}
@@ -60,6 +64,8 @@ class EngineConfig:
     prices: dict[str, Price] = field(default_factory=dict)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     """``[budget]``: per-run and per-day limits (engine.budget)."""
+    telemetry: TelemetrySettings | None = None
+    """``[telemetry]``: OpenTelemetry export (see :mod:`engine.telemetry.otel_settings`)."""
 
     @property
     def price_table(self) -> PriceTable:
@@ -98,6 +104,7 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
         config.agents[name] = dict(spec)
     config.prices = parse_prices(data.get("prices"), source)
     config.budget = parse_budget(data.get("budget"), source)
+    config.telemetry = parse_telemetry(data.get("telemetry"), source)
     return config
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from engine.agents.registry import AgentRegistry
@@ -11,9 +12,11 @@ from engine.hooks import EngineHooks, ProgressCallback
 from engine.run.engine import Engine
 from engine.run.engine_config import EngineConfig, load_config
 from engine.run.task_settings import task_agent_name, task_memory
+from engine.telemetry.otel_settings import resolve_target
 from engine.workflow.definition import Workflow
 from engine.workflow.root_prompts import check_root_prompts
 from store.db.seam import Database
+from store.runs.owners import new_owner_id
 
 
 def build_hooks(db: Database, on_progress: ProgressCallback | None = None) -> EngineHooks:
@@ -41,9 +44,16 @@ def open_engine(
     config: EngineConfig | None = None,
     owner_id: str | None = None,
 ) -> Engine:
-    """An engine on ``db`` with the workspace's ``config.toml`` and the standard hooks."""
+    """An engine on ``db`` with the workspace's ``config.toml`` and the standard hooks; with
+    telemetry configured, its runs are exported as they record (:mod:`engine.telemetry`)."""
     config = config or load_config(db.workspace.config_path)
-    return Engine(db, config=config, hooks=build_hooks(db, on_progress), owner_id=owner_id)
+    owner_id = owner_id or new_owner_id()
+    engine = Engine(db, config=config, hooks=build_hooks(db, on_progress), owner_id=owner_id)
+    if resolve_target(config.telemetry, os.environ) is not None:
+        from engine.telemetry.otel_process import attach
+
+        attach(db.workspace, config.telemetry, owner_id, config.agents)
+    return engine
 
 
 def preflight(workflow: Workflow, config: EngineConfig, raw_input: Any = None, *,
@@ -58,6 +68,7 @@ def preflight(workflow: Workflow, config: EngineConfig, raw_input: Any = None, *
 
     workflow.validate()
     ceiling_of(workflow.ceiling)
+    resolve_target(config.telemetry, os.environ)  # a bad OTEL_* variable is one sentence
     registry = AgentRegistry(workflow.agents, config.agents)
     for spec in workflow.tasks.values():
         task_memory(spec, workflow)

@@ -22,3 +22,7 @@ RECENT_EVENTS_RUN = (
 )
 
 LAST_EVENT_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
+
+# The newest event written before a time, found walking back from the newest one (the events'
+# times grow with their sequence numbers, so the walk stops as soon as it reaches that time).
+LAST_EVENT_BEFORE = "SELECT seq FROM events WHERE at_ms < ? ORDER BY seq DESC LIMIT 1"

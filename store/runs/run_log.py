@@ -149,6 +149,16 @@ class RunLog(EventLog):
         rows = await self.db.fetch_all(query, params)
         return [RunRecord.from_row(r) for r in rows]
 
+    async def runs_since(
+        self, since_ms: int, *, after: RunRecord | None = None, limit: int = 500
+    ) -> list[RunRecord]:
+        """Runs created at ``since_ms`` or later, oldest first: the page after ``after``."""
+        at, last = (after.created_at_ms, after.run_id) if after else (since_ms - 1, "")
+        rows = await self.db.fetch_all(
+            sql.LIST_RUNS_SINCE, (since_ms, at, at, last, max(1, min(limit, MAX_READ_LIMIT)))
+        )
+        return [RunRecord.from_row(r) for r in rows]
+
     async def count_runs(self, *, status: str | None = None, upto: int = MORE_COUNT_CAP) -> int:
         """How many runs :meth:`list_runs` would list with ``limit=upto`` (a capped count)."""
         query, params = self._runs_query(status, upto, count=True)

@@ -87,6 +87,13 @@ SELECT * FROM runs WHERE status = 'running' AND (heartbeat_at_ms IS NULL OR hear
 ORDER BY created_at_ms DESC, run_id DESC LIMIT ?
 """
 
+# Oldest first from a creation time on, one page after (created_at_ms, run_id) of the last.
+LIST_RUNS_SINCE = """
+SELECT * FROM runs WHERE created_at_ms >= ?
+    AND (created_at_ms > ? OR (created_at_ms = ? AND run_id > ?))
+ORDER BY created_at_ms, run_id LIMIT ?
+"""
+
 # What a cut listing left out, counted on the listing's own query (its LIMIT caps the count).
 COUNT_RUNS = counted(LIST_RUNS)
 COUNT_RUNS_BY_STATUS = counted(LIST_RUNS_BY_STATUS)

@@ -246,7 +246,8 @@ def test_a_postgresql_workspace_goes_to_click(
 
 
 HEAVY = ("click", "dataclasses", "inspect", "asyncio", "uuid", "hashlib", "tomllib",
-         "subprocess", "shutil", "secrets", "numpy", "textual", "pydantic", "httpx", "engine")
+         "subprocess", "shutil", "secrets", "numpy", "textual", "pydantic", "httpx", "engine",
+         "opentelemetry", "grpc")
 
 PROBE = """
 import json, sys

@@ -4,6 +4,7 @@ nearest ``.tether/`` of the current directory (a decoy here, checked unchanged e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ from store.clock import SYSTEM_CLOCK
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
+from tools.otlp_receiver import HttpReceiver
 from tui.cli.main import cli
 
 WAYS = ("after", "before", "environment")
@@ -137,6 +139,11 @@ CASES["worker"] = Case(
     lambda o, r: None if sorted(x["status"] for x in runs(r).values()).count("finished") == 2
     and "target" in o.stderr else pytest.fail(o.stderr),  # r-target-done and the queued run
 )
+# The export names a run only the target has: the decoy would answer "no such run".
+CASES["export otlp"] = Case(
+    ("export", "otlp", "--run", "r-target-done", "--no-metrics", "--endpoint", "{otlp}"),
+    expect("(1 of 1 runs)"),
+)
 NEEDS_SEMANTIC = {"memory reindex"}
 SEPARATE = {"tui", "demo", "mcp", "serve", "migrate"}  # tested below
 
@@ -185,8 +192,9 @@ def fresh(templates: tuple[Path, Path, Path], where: Path) -> tuple[Path, Path, 
     return where / "target", where / "project", decoy
 
 
-def arguments(case: Case, way: str, target: Path, workflow: Path) -> tuple[list[str], dict]:
-    args = [a.replace("{workflow}", str(workflow))
+def arguments(case: Case, way: str, target: Path, workflow: Path,
+              otlp: str = "") -> tuple[list[str], dict]:
+    args = [a.replace("{workflow}", str(workflow)).replace("{otlp}", otlp)
             .replace("{notes}", str(workflow.with_name("notes.jsonl"))) for a in case.args]
     if way == "after":
         return [*args, "--workspace", str(target)], {}
@@ -203,8 +211,10 @@ def test_every_command_uses_the_named_workspace(
     if name in NEEDS_SEMANTIC and not semantic_available():
         pytest.skip("semantic recall is not installed: pip install '.[semantic]'")
     target, project, decoy = fresh(templates, tmp_path)
-    args, env = arguments(CASES[name], way, target, templates[2])
-    outcome = run_cli(args, cwd=project, env=env)
+    with contextlib.ExitStack() as stack:
+        otlp = stack.enter_context(HttpReceiver()).endpoint if name == "export otlp" else ""
+        args, env = arguments(CASES[name], way, target, templates[2], otlp)
+        outcome = run_cli(args, cwd=project, env=env)
     assert outcome.code == 0, (args, outcome.stderr)
     CASES[name].check(outcome, target)
     assert sqlite_dump(project / ".tether" / "tether.db") == decoy  # the decoy is untouched

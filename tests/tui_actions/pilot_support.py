@@ -14,8 +14,11 @@ S = TypeVar("S", bound=Screen[Any])
 
 
 async def until(pilot: Pilot[None], condition: Callable[[], Any], what: str,
-                tries: int = 400) -> None:
-    """Let the app work until ``condition()`` holds (bounded; no wall-clock assertion)."""
+                tries: int = 2000) -> None:
+    """Let the app work until ``condition()`` holds (bounded; no wall-clock assertion).
+
+    The bound is generous (40 s of pauses at least): a save or a review waits on another
+    process's write lock, and on a machine loaded far past its cores that can take seconds."""
     for _ in range(tries):
         if condition():
             return

@@ -77,6 +77,10 @@ COMMAND_MODULES = {
         "tui.cli.money_commands",
         "Show spend against every budget: the workspace's today ([budget]...",
     ),
+    "export": LazyCommand(
+        "tui.cli.export_commands",
+        "Send the workspace's runs to other tools (OpenTelemetry: tether...",
+    ),
     "migrate": LazyCommand(
         "tui.cli.migrate_commands",
         "Copy this SQLite workspace (every table, every artifact file)...",
