@@ -31,7 +31,6 @@ from store.model.run_records import RunRecord
 from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import Workspace
 from tui.actions.read_only import read_only
-from tui.budget_alerts import BudgetAlerts
 from tui.commands import RunsProvider
 from tui.format import ago, literal
 from tui.screens.handoffs_view import HandoffsScreen
@@ -106,7 +105,7 @@ class TetherApp(App[None]):
         """Called after the screen has been repainted with a batch (benchmarks use it)."""
         self._background = list(background)
         """Coroutines started as workers once the app runs (the demo's embedded engine)."""
-        self.tailer = WorkspaceTailer(workspace)
+        self.tailer = WorkspaceTailer(workspace, ring=self.bell)
         self.export_status = ExportStatusPiece(workspace)
         self.filters: dict[str, str] = {}
         self.paused = False
@@ -115,7 +114,6 @@ class TetherApp(App[None]):
         self.read_problem: str | None = None
         """The last read error (cleared by the next successful poll)."""
         self.changed_at_ms: int | None = None
-        self.budget_alerts = BudgetAlerts()
         self.known_runs: dict[str, RunRecord] = {}
         self.selected_run_id: str | None = None
         self.selected_node_id: str | None = None
@@ -215,8 +213,6 @@ class TetherApp(App[None]):
             if batch is None:
                 return None
             self.changed_at_ms = self.checked_at_ms
-            for _ in range(self.budget_alerts.take(batch.events)):
-                self.bell()  # once per alert, paused or not
             if self.paused:
                 self.held_events += len(batch.events)
                 self._update_chrome()
@@ -342,7 +338,7 @@ class TetherApp(App[None]):
             line.append("⚠ ", style="bold red")
             line.append_text(literal(problem, "red"))
             line.append("  ", style="red")
-        self.budget_alerts.status(line, now)
+        self.tailer.budget_alerts.status(line, now)
         line.append(f"checked {ago(now, self.checked_at_ms)}")
         line.append(f" · last change {ago(now, self.changed_at_ms)}")
         line.append(f" · event #{self.tailer.last_seq}")

@@ -4,7 +4,7 @@ the status line, red at 100 %."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rich.text import Text
 
@@ -15,14 +15,16 @@ from tui.format import ago, literal
 class BudgetAlerts:
     """The budget alerts one dashboard has seen since it opened."""
 
-    def __init__(self) -> None:
+    def __init__(self, ring: Callable[[], None] | None = None) -> None:
+        self.ring = ring
+        """Rings the terminal bell (the dashboard's ``bell``)."""
         self.newest: tuple[str, int, int] | None = None
         """The newest alert: its text, threshold and time (ms)."""
         self.bells = 0
         """How many alerts rang the bell."""
 
     def take(self, events: Iterable[EventRecord]) -> int:
-        """Note the alerts among ``events``; how many bells they ring (one each)."""
+        """Note the alerts among ``events`` and ring once for each; how many there were."""
         rung = 0
         for event in events:
             if event.type != "budget.alert":
@@ -35,6 +37,8 @@ class BudgetAlerts:
                 event.at_ms,
             )
             rung += 1
+            if self.ring is not None:
+                self.ring()
         self.bells += rung
         return rung
 

@@ -68,16 +68,17 @@ async def test_bell_and_status_line_at_each_threshold(tmp_path: Path) -> None:
             outcome = await engine.start(workflow())
             assert outcome.status == "finished"
             for _ in range(200):  # the dashboard polls every 20 ms: until it has read them all
-                if app.budget_alerts.bells == 3:
+                if app.tailer.budget_alerts.bells == 3:
                     break
                 await pilot.pause(0.02)
-            assert app.budget_alerts.bells == 3 and app.rung == 3
+            assert app.tailer.budget_alerts.bells == 3 and app.rung == 3
             await pilot.pause(0.05)
             line = app.screen.query_one(StatusLine).render()
             text = line.plain if isinstance(line, Text) else str(line)
             assert (f"⚠ budget 100% of the token ceiling: run {outcome.run_id} at 1,200 tokens "
                     "of 1,000 tokens; warn applies") in text
-            assert app.budget_alerts.newest is not None and app.budget_alerts.newest[1] == 100
+            newest = app.tailer.budget_alerts.newest
+            assert newest is not None and newest[1] == 100
             await pilot.pause(0.1)
             assert app.rung == 3  # once per alert, not on every refresh
     finally:
