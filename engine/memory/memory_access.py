@@ -77,6 +77,10 @@ class MemoryAccess:
     backend: RecallBackend
     timeout_ms: int
 
+    def backend_for_config(self, config: MemoryConfig) -> RecallBackend:
+        """The backend that answers for ``config`` (its mode; here: the one backend)."""
+        return self.backend
+
     def written(self) -> None:
         """A note or fact was written: a semantic backend embeds it in the background (a
         failure only leaves it to keyword recall until the next pass)."""
@@ -93,4 +97,5 @@ class MemoryAccess:
         combined = tuple(dict.fromkeys((*config.tags, *tags)))
         groups = {ns: recall_tag_groups(ns, config.tags, tags) for ns in namespaces}
         request = RecallRequest(namespaces, query, combined, RECALL_LIMIT, groups)
-        return await recall_with_timeout(self.backend, request, self.timeout_ms)
+        return await recall_with_timeout(self.backend_for_config(config), request,
+                                         self.timeout_ms)

@@ -3,8 +3,10 @@
 A :class:`MemoryConfig` names the bank(s) a task reads and writes, the tags that scope it, how it
 recalls (``auto`` = the task prompt is the query, a fixed query, or ``off``), the byte budget of
 the recalled block, whether a successful output is retained (and with which note status), and
-whether the agent is offered the ``remember``/``recall`` tools, and the ``primers``: ids of
-mental-model notes inserted verbatim before the recalled items (same block, same budget).
+whether the agent is offered the ``remember``/``recall`` tools, the ``primers``: ids of
+mental-model notes inserted verbatim before the recalled items (same block, same budget), and
+the recall ``mode`` (``hybrid``, ``semantic`` or ``keyword``; None: the workspace's default,
+:mod:`engine.memory.recall_mode`).
 Project (``project-*``) and user (``user-*``) banks follow their own tag rules
 (:mod:`engine.memory.tag_rules`); tags those rules would refuse fail here.
 
@@ -26,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from engine.memory.recall_mode import MODES
 from engine.memory.tag_rules import write_tags_for
 from engine.memory.tag_vocabulary import (
     MAX_TAG_CHARS,
@@ -145,6 +148,7 @@ class MemoryConfig:
     retain_status: NoteStatus | None = None
     tools: bool = False
     primers: tuple[str, ...] = ()
+    mode: str | None = None
     namespaces: tuple[str, ...] = field(default=(), init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -161,6 +165,11 @@ class MemoryConfig:
             raise config_error(
                 f"retain_status must be 'accepted' or 'pending', not {self.retain_status!r}."
             )
+        if self.mode is not None and self.mode not in MODES:
+            raise config_error(
+                f"mode must be one of {', '.join(MODES)} (or unset), not {self.mode!r}.")
+        if self.mode is not None and self.recall == "off" and not self.tools:
+            raise config_error("mode is set but recall is off and there are no tools to use it.")
         if not isinstance(self.tools, bool):
             raise config_error(f"tools must be true or false, not {self.tools!r}.")
         budget = self.budget_bytes
@@ -254,6 +263,7 @@ class MemoryConfig:
             "retain_status": self.effective_retain_status,
             "tools": self.tools,
             "primers": list(self.primers),
+            "mode": self.mode,
         }
 
     @classmethod
@@ -269,6 +279,7 @@ class MemoryConfig:
             "retain_status",
             "tools",
             "primers",
+            "mode",
         }
         unknown = sorted(set(data) - allowed)
         if unknown:

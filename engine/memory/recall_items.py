@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from store.memory.bank_tags import effective_tags
+
 ItemSource = Literal["note", "fact", "primer"]
 
 
@@ -92,6 +94,12 @@ class RecallRequest:
         if self.tag_groups is not None and namespace in self.tag_groups:
             return self.tag_groups[namespace]
         return tuple((tag,) for tag in self.tags)
+
+    def admits(self, namespace: str, tags: tuple[str, ...]) -> bool:
+        """True when a record of ``namespace`` with ``tags`` is inside the request's tag scope
+        (its derived scope counted: :func:`store.memory.bank_tags.effective_tags`)."""
+        have = set(effective_tags(namespace, tags))
+        return all(any(tag in have for tag in group) for group in self.groups_for(namespace))
 
     def scopes(self) -> dict[str, TagGroups]:
         """The tag scope of every namespace of the request."""

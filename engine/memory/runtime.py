@@ -17,22 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-
 from engine.agents.agent_tool import AgentTool
-from engine.memory.block import (
-    TRUNCATION_MARKER,
-    MemoryBlock,
-    build_block,
-    longest_prefix_within,
-    utf8_len,
-)
-from engine.memory.keyword_recall import RecallBackend
+from engine.memory.block import MemoryBlock, build_block, utf8_len
+from engine.memory.encoders import choose_kind
+from engine.memory.keyword_recall import KeywordRecallBackend, RecallBackend
 from engine.memory.memory_access import (
     RECALL_LIMIT,
     MemoryAccess,
@@ -42,93 +33,33 @@ from engine.memory.memory_access import (
 )
 from engine.memory.memory_config import MemoryConfig
 from engine.memory.memory_tools import build_memory_tools
+from engine.memory.prepared_block import (
+    RETAIN_MAX_BYTES,
+    PreparedBlock,
+    block_items_record,
+    retain_digest,
+)
 from engine.memory.recall_items import RecallItem
-from engine.memory.semantic_recall import default_backend
+from engine.memory.recall_mode import MemorySettings, ModeChoice, resolve_mode
+from engine.memory.semantic_recall import (
+    LOADING,
+    UNAVAILABLE,
+    EncoderSource,
+    HybridRecallBackend,
+    SemanticRecallBackend,
+)
 from engine.memory.tag_rules import write_tags_for
 from store.clock import Clock
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
-from store.model.history_records import MemoryBlockRecord
 from store.runs.run_store import RunStore
 
-RETAIN_MAX_BYTES = 4000
 MAX_CACHED_BLOCKS = 4096
+# The first recall of a process waits this share of the recall timeout for the model still
+# loading; the rest is left for the recall itself.
+LOAD_WAIT_SHARE = 0.75
 
 Key = tuple[str, str, int]
-
-
-def output_as_data(output: Any) -> Any:
-    """A task output as JSON data (pydantic models dumped)."""
-    if isinstance(output, BaseModel):
-        return output.model_dump(mode="json")
-    return output
-
-
-def retain_digest(node_id: str, output: Any, max_bytes: int = RETAIN_MAX_BYTES) -> str:
-    """The note body retained for a successful task: which task, then its output, bounded.
-
-    The output is compact JSON (strings as themselves); the whole body is cut at a code-point
-    boundary with the visible truncation marker when it exceeds ``max_bytes``.
-    """
-    data = output_as_data(output)
-    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-    body = f"Task {node_id} succeeded with: {text}"
-    if utf8_len(body) <= max_bytes:
-        return body
-    keep = longest_prefix_within(body, max_bytes - utf8_len(TRUNCATION_MARKER))
-    return body[:keep] + TRUNCATION_MARKER
-
-
-@dataclass(frozen=True)
-class PreparedBlock:
-    """What the scheduler gets for one attempt: the block text (or None) and its record."""
-
-    text: str | None
-    reused: bool
-    degraded: bool
-    warning: str | None
-    item_ids: tuple[str, ...] = ()
-    bytes_used: int = 0
-    budget_bytes: int = 0
-    truncated: bool = False
-    block_id: int | None = None
-
-    @classmethod
-    def from_record(cls, record: MemoryBlockRecord) -> PreparedBlock:
-        """A block persisted earlier (another attempt of the node iteration, or before a resume)."""
-        ids = tuple(
-            str(item.get("id"))
-            for item in record.items
-            if isinstance(item, dict) and item.get("included", True)
-        )
-        return cls(
-            text=record.text,
-            reused=True,
-            degraded=record.degraded,
-            warning=record.warning,
-            item_ids=ids,
-            bytes_used=record.bytes_used,
-            budget_bytes=record.budget_bytes,
-            truncated=record.truncated,
-            block_id=record.block_id,
-        )
-
-
-ITEM_TEXT_PREVIEW_CHARS = 500
-
-
-def block_items_record(block: MemoryBlock) -> list[dict[str, Any]]:
-    """The ``items_json`` of a stored block: every recalled item with its provenance, score, why
-    it was picked and a text preview; included ones first, then those the budget left out."""
-    included = [
-        {**entry.describe(), "included": True, "text": entry.item.text[:ITEM_TEXT_PREVIEW_CHARS]}
-        for entry in block.included
-    ]
-    omitted = [
-        {**item.describe(), "included": False, "text": item.text[:ITEM_TEXT_PREVIEW_CHARS]}
-        for item in block.omitted
-    ]
-    return included + omitted
 
 
 class MemoryRuntime(MemoryAccess):
@@ -143,12 +74,23 @@ class MemoryRuntime(MemoryAccess):
         timeout_ms: int | None = None,
         recall_backend: RecallBackend | None = None,
         retain_max_bytes: int = RETAIN_MAX_BYTES,
+        settings: MemorySettings | None = None,
+        encoder_source: EncoderSource | None = None,
     ) -> None:
         self.db = db
         self.memory = memory_store or MemoryStore(db)
         self.clock = clock or db.clock
         self.timeout_ms = timeout_ms if timeout_ms is not None else timeout_from_env()
-        self.backend = recall_backend or default_backend(db)
+        self.settings = settings or MemorySettings()
+        self._fixed = recall_backend
+        self.keyword = KeywordRecallBackend(db)
+        kind, self.encoder_why = choose_kind(self.settings.encoder)
+        self.semantic: SemanticRecallBackend | None = None
+        self.hybrid: HybridRecallBackend | None = None
+        if kind is not None:
+            self.semantic = SemanticRecallBackend(
+                db, kind=kind, source=encoder_source, requested=self.settings.encoder)
+            self.hybrid = HybridRecallBackend(db, keyword=self.keyword, semantic=self.semantic)
         self.runs = RunStore(db)
         self.retain_max_bytes = retain_max_bytes
         self._blocks: dict[Key, PreparedBlock] = {}
@@ -156,6 +98,52 @@ class MemoryRuntime(MemoryAccess):
         self._pending: set[asyncio.Task[None]] = set()
         self._pending_by_run: dict[str, set[asyncio.Task[None]]] = {}
         self._prompts: dict[Key, str] = {}
+
+    # -- which recall --------------------------------------------------------------------------
+
+    def choice(self, mode: str | None) -> ModeChoice:
+        """The recall mode in force for a task asking ``mode`` (None: the workspace's), and
+        why (:func:`engine.memory.recall_mode.resolve_mode`)."""
+        return resolve_mode(mode, self.settings, self.semantic is not None, self.encoder_why)
+
+    @property
+    def backend(self) -> RecallBackend:
+        """The backend of a task that names no mode (a backend set here answers every task)."""
+        return self._fixed or self._by_mode(self.choice(None).mode)
+
+    @backend.setter
+    def backend(self, value: RecallBackend) -> None:
+        self._fixed = value
+
+    def _by_mode(self, mode: str) -> RecallBackend:
+        if mode == "hybrid" and self.hybrid is not None:
+            return self.hybrid
+        if mode == "semantic" and self.semantic is not None:
+            return self.semantic
+        return self.keyword
+
+    def backend_for_config(self, config: MemoryConfig) -> RecallBackend:
+        """The backend that answers a task with ``config`` (a backend given to the runtime
+        answers every task)."""
+        if self.semantic is not None:  # the model still loading is waited for within the timeout
+            self.semantic.load_wait_s = self.timeout_ms * LOAD_WAIT_SHARE / 1000
+        return self._fixed or self._by_mode(self.choice(config.mode).mode)
+
+    def warm_up(self, configs: list[MemoryConfig]) -> None:
+        """Start loading the encoder now when any of ``configs`` will recall with it (called
+        at engine and server start), so the first recall is not keyword-only."""
+        if self._fixed is not None or self.semantic is None:
+            return
+        if any((c.recall != "off" or c.tools) and self.choice(c.mode).mode != "keyword"
+               for c in configs):
+            self.semantic.start_loading()
+
+    def written(self) -> None:
+        """A note or fact was written: the encoder embeds it in the background."""
+        if self._fixed is not None:
+            super().written()
+        elif self.semantic is not None and self.settings.mode != "keyword":
+            self.semantic.written().add_done_callback(_ignore)
 
     # -- the recall block --------------------------------------------------------------------
 
@@ -208,6 +196,17 @@ class MemoryRuntime(MemoryAccess):
             if lock is not None and not lock.locked():
                 del self._locks[oldest]
 
+    def forget_run(self, run_id: str) -> None:
+        """Drop what this process keeps of a run's blocks once it stops executing here (the
+        persisted records stay; a resume reads them back). A dashboard's engine runs for hours:
+        without this every finished run's blocks and prompts stayed in memory."""
+        for key in [k for k in self._prompts if k[0] == run_id]:
+            self._prompts.pop(key, None)
+            self._blocks.pop(key, None)
+            lock = self._locks.get(key)
+            if lock is not None and not lock.locked():
+                del self._locks[key]
+
     async def _recall_and_store(
         self,
         run_id: str,
@@ -233,7 +232,16 @@ class MemoryRuntime(MemoryAccess):
         else:
             await self.settle_retains(run_id)
             request = recall_request(config, query, RECALL_LIMIT)
-            result = await recall_with_timeout(self.backend, request, self.timeout_ms)
+            choice = self.choice(config.mode)
+            result = await recall_with_timeout(self.backend_for_config(config), request,
+                                               self.timeout_ms)
+            loading = result.details.get("mode") == LOADING
+            if choice.fallback_from and self._fixed is None:
+                notes.append(choice.why)
+            elif loading:
+                notes.append("semantic model loading: recalled by keyword only")
+            elif result.details.get("mode") == UNAVAILABLE:
+                notes.append("the semantic model could not be loaded: recalled by keyword only")
             if result.degraded:
                 degraded = True
                 warning = f"{result.reason}; the task ran without recalled memory"
@@ -241,8 +249,11 @@ class MemoryRuntime(MemoryAccess):
                 primer_ids = {p.id for p in primers}
                 items = tuple(i for i in result.items if i.id not in primer_ids)
                 if not items and not primers:
-                    warning = (f"no block: nothing in {', '.join(config.namespaces)} matched "
-                               "the query")
+                    warning = (
+                        f"no block: keyword recall found nothing in "
+                        f"{', '.join(config.namespaces)} while the semantic model was loading"
+                        if loading else
+                        f"no block: nothing in {', '.join(config.namespaces)} matched the query")
         if (items or primers) and not degraded:
             block = build_block(items, budget, primers=primers)
             if not block.text:
@@ -398,7 +409,7 @@ class MemoryRuntime(MemoryAccess):
         finished (used at shutdown and in tests)."""
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
-        drain = getattr(self.backend, "drain", None)
+        drain = getattr(self._fixed or self.semantic, "drain", None)
         if drain is not None:
             with contextlib.suppress(Exception):
                 await drain()
@@ -413,3 +424,8 @@ class MemoryRuntime(MemoryAccess):
             return []
         prompt = self._prompts.get((run_id, node_id, iteration), "")
         return build_memory_tools(self, run_id, node_id, iteration, config, prompt)
+
+
+def _ignore(task: asyncio.Future[Any]) -> None:
+    with contextlib.suppress(BaseException):
+        task.exception()

@@ -18,33 +18,23 @@ User banks hold what is known about a person, which is no project's business:
 
 Every other bank keeps the plain rule: the configured tags are written and required.
 
-A bank's type comes from its namespace: ``user:<id>`` is a user bank (``user-alice`` names
-``user:alice``); a namespace whose id starts with ``project-`` is a project bank
-(``project-payments`` names ``workflow:project-payments``).
+A bank's type comes from its namespace (:func:`store.memory.bank_tags.bank_type`):
+``user:<id>`` is a user bank (``user-alice`` names ``user:alice``); a namespace whose id starts
+with ``project-`` is a project bank (``project-payments`` names ``workflow:project-payments``).
+Records written without the runtime (``tether notes add``, ``notes import``, ``memory set``)
+get the derived scope when recall reads them (:func:`store.memory.bank_tags.effective_tags`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal
 
 from engine.memory.recall_items import TagGroups
 from engine.memory.tag_vocabulary import validate_tags
 from store.errors import InvalidInputError
-from store.memory.namespaces import parse_namespace
+from store.memory.bank_tags import MAIN_SCOPE, bank_type, derived_scope
 
-BankType = Literal["project", "user", "plain"]
 PROJECT_TAG_KINDS = ("branch:", "scope:", "stream:")
-
-
-def bank_type(namespace: str) -> BankType:
-    """``project``, ``user`` or ``plain`` for a canonical namespace."""
-    parsed = parse_namespace(namespace)
-    if parsed.kind == "user":
-        return "user"
-    if parsed.id.startswith("project-"):
-        return "project"
-    return "plain"
 
 
 def _error(message: str) -> InvalidInputError:
@@ -58,10 +48,7 @@ def _project_tags(tags: Sequence[str]) -> tuple[str, ...]:
         raise _error(f"a project-bank note carries at most one branch tag ({', '.join(branches)}).")
     if len(scopes) > 1:
         raise _error(f"a project-bank note carries at most one scope tag ({', '.join(scopes)}).")
-    if branches:
-        expected = "scope:main" if branches[0] == "branch:main" else "scope:branch"
-    else:
-        expected = "scope:main"
+    expected = derived_scope(branches)
     if scopes and scopes[0] != expected:
         where = f"on {branches[0]}" if branches else "without a branch tag"
         raise _error(f"{scopes[0]} contradicts {expected}, which a note {where} gets.")
@@ -100,5 +87,5 @@ def recall_tag_groups(
         branches = tuple(t for t in configured if t.startswith("branch:"))
         others = tuple((t,) for t in configured
                        if not t.startswith(("branch:", "scope:")))
-        return (("scope:main", *branches), *others, *extra_groups)
+        return ((MAIN_SCOPE, *branches), *others, *extra_groups)
     return (*((t,) for t in dict.fromkeys(configured)), *extra_groups)

@@ -10,12 +10,14 @@ every task's memory config and agent, and the ceiling. The loop of one run is
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from engine.agents.agent import refusal as agent_refusal
 from engine.agents.agent import supports_tools
 from engine.agents.registry import AgentRegistry
 from engine.ceiling import CeilingGuard, ceiling_of
+from engine.executors.executors import Executors, check_placement
 from engine.hooks import EngineHooks
 from engine.run.engine_config import EngineConfig
 from engine.run.execution import EngineServices
@@ -53,6 +55,8 @@ class Engine:
         self.owner_id = owner_id or new_owner_id()
         self.interruption_wait_s = INTERRUPTION_WAIT_S
         """How long a run waits for the workspace to take writes again (engine.run.interruption)."""
+        self.executors = Executors(self.config.execution)
+        """Where attempts run: in this process, or the Ray cluster (connected once)."""
 
     def prepare(self, workflow: Workflow) -> None:
         """Validate the definition, every task's memory config and its agent, before running."""
@@ -66,6 +70,9 @@ class Engine:
                 "open it with engine.open_engine (or add engine.CeilingGuard)."
             )
         registry = self.registry_for(workflow)
+        configs: list[Any] = []
+        agents = {s.id: registry.get(task_agent_name(s, workflow)) for s in workflow.tasks.values()}
+        check_placement(self.config.execution, workflow, agents, self.db.backend)
         for spec in workflow.tasks.values():
             memory = task_memory(spec, workflow)
             if memory_is_active(memory) and self.hooks.memory is None:
@@ -75,6 +82,8 @@ class Engine:
                     "runtime; open it with engine.open_engine (or pass "
                     "EngineHooks(memory=MemoryRuntime(db)))."
                 )
+            if memory is not None:
+                configs.append(memory)
             agent_name = task_agent_name(spec, workflow)
             agent = registry.get(agent_name)
             if getattr(memory, "tools", False) and not supports_tools(agent):
@@ -90,6 +99,11 @@ class Engine:
                 raise InvalidInputError(
                     f"Task {spec.id!r} cannot run on agent {agent_name!r}: {problem}."
                 )
+        warm_up = getattr(self.hooks.memory, "warm_up", None)
+        if warm_up is not None and configs:
+            # The encoder loads while the run starts, so the first recall is hybrid.
+            with contextlib.suppress(RuntimeError):  # no running loop: the first recall loads
+                warm_up(configs)
 
     def registry_for(self, workflow: Workflow) -> AgentRegistry:
         return AgentRegistry(workflow.agents, self.config.agents)
@@ -106,6 +120,7 @@ class Engine:
             registry=self.registry_for(workflow),
             db=self.db,
             interruption_wait_s=self.interruption_wait_s,
+            executors=self.executors,
         )
         return ScheduledRun(services, workflow, run, parsed)
 

@@ -21,6 +21,10 @@ base_url = "http://127.0.0.1:8000/v1"
 model = "qwen2.5-coder"
 api_key_env = "OPENAI_API_KEY"
 
+[execution]                 # where attempts run (see engine.executors.settings)
+backend = "ray"             # in-process (default) | ray
+address = "head:6379"       # or RAY_ADDRESS
+
 [prices."qwen2.5-coder"]    # USD per million tokens (see engine.pricing)
 input = 0.20
 output = 0.60
@@ -28,6 +32,10 @@ output = 0.60
 [budget]                    # per run and per UTC day (see engine.budget)
 run_usd = 5.0
 day_usd = 40.0
+
+[memory]                    # see engine.memory.recall_mode
+mode = "auto"               # auto | hybrid | semantic | keyword
+encoder = "auto"            # auto | minilm-onnx-int8 | minilm-numpy | e5-small-q4
 
 [telemetry]                 # OpenTelemetry export (see engine.telemetry.otel_settings)
 endpoint = "http://127.0.0.1:4318"
@@ -43,6 +51,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.budget import BudgetConfig, parse_budget
+from engine.executors.settings import ExecutionConfig, parse_execution
+from engine.memory.recall_mode import MemorySettings, memory_settings_from
 from engine.pricing import Price, PriceTable, parse_prices
 from engine.run.retry_plan import DEFAULT_LIMIT_WAIT_S
 from engine.telemetry.otel_settings import TelemetrySettings, parse_telemetry
@@ -64,8 +74,11 @@ class EngineConfig:
     prices: dict[str, Price] = field(default_factory=dict)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     """``[budget]``: per-run and per-day limits (engine.budget)."""
+    memory: MemorySettings = field(default_factory=MemorySettings)
     telemetry: TelemetrySettings | None = None
     """``[telemetry]``: OpenTelemetry export (see :mod:`engine.telemetry.otel_settings`)."""
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    """Where attempts run (``[execution]``: in-process, or a Ray cluster)."""
 
     @property
     def price_table(self) -> PriceTable:
@@ -104,7 +117,9 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
         config.agents[name] = dict(spec)
     config.prices = parse_prices(data.get("prices"), source)
     config.budget = parse_budget(data.get("budget"), source)
+    config.memory = memory_settings_from(data, source)
     config.telemetry = parse_telemetry(data.get("telemetry"), source)
+    config.execution = parse_execution(data.get("execution"), source)
     return config
 
 

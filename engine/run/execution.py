@@ -18,6 +18,8 @@ from typing import Any
 from engine.agents.agent import Agent
 from engine.agents.registry import AgentRegistry
 from engine.artifact_files import AttemptFolders, RunArtifacts
+from engine.executors.executors import Executors
+from engine.executors.remote_events import Placed
 from engine.hooks import (
     DispatchContext,
     DispatchDecision,
@@ -61,6 +63,8 @@ class EngineServices:
     db: Database
     interruption_wait_s: float
     """How long a run waits for the workspace to take writes again (engine.run.interruption)."""
+    executors: Executors
+    """Where attempts run: in this process, or a Ray cluster (engine.executors)."""
 
 
 class RunExecution:
@@ -97,6 +101,8 @@ class RunExecution:
         """Set when the workspace stopped taking writes: the run stops and is interrupted."""
         self.cancelled = False
         self.lost = False
+        self.cluster_changed = asyncio.Event()
+        """Set when a Ray node running an attempt was lost: the cluster's nodes are re-read."""
         self.stop: DispatchDecision | None = None
         self.continuation: Any = None
         self.carried: dict[Key, Finished] = {}
@@ -317,6 +323,39 @@ class RunExecution:
             task.cancel()
 
     # -- one attempt's steps ----------------------------------------------------------------
+
+    def placed_agent(self, spec: TaskSpec, agent_name: str) -> Agent:
+        """The agent an attempt of ``spec`` calls: the registry's, or a stand-in that runs it
+        on the Ray cluster (engine.executors) and records where it ran."""
+        agent = self.registry.get(agent_name)
+        return self.services.executors.place(
+            agent, self.workflow, spec, self._placed, self.cluster_changed.set
+        )
+
+    async def _placed(self, request: Any, placed: Placed) -> None:
+        """A remote attempt started on a Ray node: record where, and say so."""
+        await self.store.place_attempt(
+            self.run_id,
+            request.node_id,
+            request.iteration,
+            request.attempt,
+            executor="ray",
+            host=placed.host,
+            executor_node=placed.node_id,
+            address=placed.address,
+        )
+        callback = self.hooks.on_progress
+        if callback is not None:
+            callback(
+                Progress(
+                    kind="attempt",
+                    node_id=request.node_id,
+                    iteration=request.iteration,
+                    attempt=request.attempt,
+                    state="placed",
+                    detail=f"on {placed.host} ({placed.address}, ray node {placed.node_id[:8]})",
+                )
+            )
 
     async def dispatch_check(self, unit: Unit, attempt: int) -> DispatchDecision:
         """Decide whether the attempt may start: stop requests first, then every guard.

@@ -47,7 +47,7 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
     limit_waits = 0
     resume: Resume | None = None
     agent_name = task_agent_name(spec, execution.workflow)
-    agent = execution.registry.get(agent_name)
+    agent = execution.placed_agent(spec, agent_name)
     memory = task_memory(spec, execution.workflow)
     policy = spec.cache or execution.workflow.cache
     carried = await _carry_over(execution, unit, agent_name, attempt)

@@ -33,6 +33,7 @@ import contextlib
 from collections import deque
 from typing import Any
 
+from engine.executors.run_on_cluster import prepare_cluster, record_nodes, watch_cluster
 from engine.run.carry import carry_candidates
 from engine.run.execution import EngineServices, RunExecution
 from engine.run.interruption import record_interruption
@@ -121,8 +122,12 @@ class ScheduledRun(RunExecution):
         self.known.update((n, 0) for n, *_ in static)
         await self.store.upsert_nodes(self.run_id, static, nodes_total=len(self.known))
         await self.meter.start()
+        # Tasks placed on a Ray cluster: connected (or the run is interrupted) before anything
+        # is dispatched; a resumed run's leftovers on the nodes are stopped first.
+        cluster = await prepare_cluster(self, fresh=fresh)
         self.progress("run", None, "running", self.run_id)
         monitor = asyncio.create_task(monitor_run(self))
+        watch = asyncio.create_task(watch_cluster(self, cluster)) if cluster else None
         mirror = self._artifact_mirror()
         mirroring = asyncio.create_task(mirror.run()) if mirror is not None else None
         try:
@@ -143,9 +148,14 @@ class ScheduledRun(RunExecution):
                 await asyncio.gather(*self.running, return_exceptions=True)
             raise
         finally:
-            monitor.cancel()
-            with contextlib.suppress(BaseException):
-                await monitor
+            for helper in (monitor, watch):
+                if helper is not None:
+                    helper.cancel()
+                    with contextlib.suppress(BaseException):
+                        await helper
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    await record_nodes(self, cluster)  # as the run leaves the cluster
             if mirroring is not None and mirror is not None:
                 mirroring.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -160,6 +170,9 @@ class ScheduledRun(RunExecution):
         if drain is not None:
             # Background retention writes land before the run reports its end.
             await drain()
+        forget = getattr(self.hooks.memory, "forget_run", None)
+        if forget is not None:
+            forget(self.run_id)  # its blocks are persisted; a long-lived engine keeps none
         return await finish_run(self)
 
     def _artifact_mirror(self) -> Any:

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from engine.budget import Budget, workflow_budget
+from engine.executors.settings import execution_from
 from engine.workflow.definition_error import WorkflowDefinitionError
 from engine.workflow.policies import Backoff, CachePolicy
 from engine.workflow.task_spec import ItemsFn, PromptFn, TaskSpec, UntilFn
@@ -103,6 +104,14 @@ def _dep_ids(depends_on: DependsOn) -> tuple[str, ...]:
     return tuple(ids)
 
 
+def _execution(value: Any, where: str) -> Any:
+    """A workflow's or task's ``execution=`` checked now (a definition error otherwise)."""
+    try:
+        return execution_from(value, where)
+    except InvalidInputError as error:
+        raise WorkflowDefinitionError(str(error)) from None
+
+
 def _check_id(kind: str, value: object) -> str:
     if not isinstance(value, str) or not _ID_RE.match(value):
         raise WorkflowDefinitionError(
@@ -121,7 +130,8 @@ class Workflow:
     the memory runtime and ceiling guard. ``budget`` (a :class:`engine.budget.Budget` or a
     mapping with ``[budget]``'s keys) holds each run, and the workspace per UTC day while this
     workflow runs, to dollars and tokens beside the ceiling. ``concurrency`` caps tasks running
-    at once.
+    at once. ``execution`` says where tasks' attempts run (in-process, or a Ray cluster; see
+    :mod:`engine.executors.settings`); a task's own ``execution=`` wins field by field.
     """
 
     def __init__(
@@ -137,8 +147,10 @@ class Workflow:
         concurrency: int = 8,
         cache: CachePolicy | None = None,
         description: str = "",
+        execution: Any = None,
     ) -> None:
         self.name = _check_id("Workflow", name)
+        self.execution = _execution(execution, f"Workflow {name!r}")
         self.input_model = input_model
         self.memory = memory
         self.ceiling = ceiling
@@ -202,6 +214,7 @@ class Workflow:
         loop: str | None = None,
         description: str = "",
         carry: bool = True,
+        execution: Any = None,
     ) -> Callable[[PromptFn | str], TaskSpec]:
         if not isinstance(carry, bool):
             raise WorkflowDefinitionError(f"Task {id!r}: carry must be true or false.")
@@ -251,6 +264,7 @@ class Workflow:
                     loop=loop,
                     description=description or (getattr(fn, "__doc__", None) or "").strip(),
                     carry=carry,
+                    execution=_execution(execution, f"Task {task_id!r}"),
                 )
             )
 
@@ -264,7 +278,9 @@ class Workflow:
         or :class:`Backoff`), ``timeout_s`` (per attempt), ``cache`` (:class:`CachePolicy`),
         ``memory`` (memory config, handed to the memory runtime), ``isolation`` (a worktree
         path: adds the isolation notice to the prompt), ``carry`` (False: run again in every
-        generation of a handoff chain instead of taking over an earlier generation's output).
+        generation of a handoff chain instead of taking over an earlier generation's output),
+        ``execution`` (where its attempts run: an :class:`~engine.executors.settings.Execution`
+        or a table, e.g. ``{"backend": "ray", "resources": {"claude": 1}}``).
         """
         if "items" in options:
             raise WorkflowDefinitionError("Use workflow.fan_out(...) for tasks made from a list.")

@@ -45,6 +45,8 @@ class TaskSpec:
     carry: bool = True
     """A handoff's successor takes this node over when an earlier generation finished it with
     the same inputs (``engine.run.carry``); False runs it in every generation."""
+    execution: Any = None
+    """Where its attempts run (an :class:`engine.executors.settings.Execution` or a table)."""
 
     @property
     def effective_timeout_s(self) -> float:

@@ -69,3 +69,27 @@ CREATE TABLE budget_alerts (
     PRIMARY KEY (budget_key, threshold)
 );
 """
+
+
+def executor_schema(text: str, integer: str, json_check: str) -> str:
+    """Where attempts ran and the executor's nodes (``text``/``integer``: the backend's types;
+    ``json_check``: its JSON check with ``{0}`` for the column).
+
+    An attempt sent to a Ray cluster records the executor, the host and the Ray node that ran
+    it; ``executor_nodes`` keeps the cluster's nodes as the orchestrators last saw them (alive
+    or lost, resources in total and available) for the dashboard and a timeline."""
+    return f"""ALTER TABLE attempts ADD COLUMN executor {text};
+ALTER TABLE attempts ADD COLUMN host {text};
+ALTER TABLE attempts ADD COLUMN executor_node {text};
+CREATE TABLE executor_nodes (
+    node_id         {text} PRIMARY KEY,
+    executor        {text} NOT NULL,
+    host            {text} NOT NULL,
+    address         {text} NOT NULL,
+    alive           {integer} NOT NULL,
+    resources_json  {text} NOT NULL CHECK ({json_check.format("resources_json")}),
+    available_json  {text} CHECK (available_json IS NULL OR {json_check.format("available_json")}),
+    first_seen_ms   {integer} NOT NULL,
+    updated_at_ms   {integer} NOT NULL,
+    lost_at_ms      {integer}
+);"""

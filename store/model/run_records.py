@@ -311,6 +311,11 @@ class AttemptRecord(NamedTuple):
     tokens: TokenUsage = TokenUsage()
     cost: CostTotal = CostTotal()
     details_json: str | None = None
+    executor: str | None = None
+    """Where the agent ran: None in the orchestrating process, ``ray`` on a Ray cluster."""
+    host: str | None = None
+    executor_node: str | None = None
+    """The Ray node id that ran it (None in-process)."""
 
     @classmethod
     def from_row(cls, row: RowLike) -> AttemptRecord:
@@ -334,7 +339,21 @@ class AttemptRecord(NamedTuple):
             tokens=TokenUsage.from_row(v),
             cost=CostTotal.from_row(v),
             details_json=v.get("details_json"),
+            executor=v.get("executor"),
+            host=v.get("host"),
+            executor_node=v.get("executor_node"),
         )
+
+    @property
+    def ran_on(self) -> str:
+        """Where it ran, in words: ``host · ray node 5094f00f`` for a Ray attempt, the
+        orchestrating process's host (from its owner id) otherwise, ``–`` when unknown."""
+        if self.executor is not None:
+            node = f" · {self.executor} node {self.executor_node[:8]}" if self.executor_node else ""
+            return f"{self.host or '?'}{node}"
+        if self.owner_id:
+            return f"{self.owner_id.split(':', 1)[0]} (in-process)"
+        return "–"
 
     @property
     def details(self) -> Any:
@@ -356,6 +375,9 @@ class AttemptRecord(NamedTuple):
             "tokens": self.tokens.as_dict(),
             **self.cost.as_dict(),
             "details": self.details,
+            "executor": self.executor,
+            "host": self.host,
+            "executor_node": self.executor_node,
         }
 
 

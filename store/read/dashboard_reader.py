@@ -17,6 +17,7 @@ import aiosqlite
 from store.db.sqlite.database_file import database_file_exists, read_file_info, readonly_uri
 from store.db.sqlite.sqlite_database import BUSY_TIMEOUT_MS
 from store.errors import NotFoundError
+from store.model.executor_records import ExecutorNodeRecord
 from store.model.history_records import EventRecord, HandoffRecord, MemoryBlockRecord
 from store.model.run_records import AttemptRecord, CallRecord, NodeRecord, RunRecord, row_values
 from store.read import dashboard_sql as sql
@@ -28,6 +29,7 @@ from store.read.dashboard_rows import (
     WorkerRow,
     histogram,
 )
+from store.runs import executor_sql
 from store.workspace.layout import Workspace
 
 T = TypeVar("T")
@@ -202,6 +204,15 @@ class DashboardReader:
             return _rows_of(WorkerRow, await self._rows(sql.WORKERS_RECENT, (limit,)))
         except sqlite3.OperationalError:
             return []
+
+    async def executor_nodes(self, limit: int = 50) -> list[ExecutorNodeRecord]:
+        """The executor's nodes as last seen by an orchestrator, alive first (none on a
+        workspace that predates executors)."""
+        try:
+            rows = await self._rows(executor_sql.SELECT_EXECUTOR_NODES, (limit,))
+        except sqlite3.OperationalError:
+            return []
+        return _records(ExecutorNodeRecord.from_row, rows)
 
     # -- tokens --------------------------------------------------------------------------------
 

@@ -81,7 +81,7 @@ ATTEMPTS_OF_NODE = """
 SELECT run_id, node_id, iteration, attempt, state, agent, model, prompt, response_text, error,
        cached, started_at_ms, finished_at_ms, input_tokens, cache_read_tokens,
        cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, unpriced_calls,
-       details_json
+       details_json, owner_id, executor, host, executor_node
 FROM attempts WHERE run_id = ? AND node_id = ? AND iteration = ?
 ORDER BY attempt DESC LIMIT ?
 """

@@ -20,9 +20,10 @@ than ``STALE_AFTER_MS`` is *stale*: :meth:`RunRecord.display_status` reports it 
 Event types written here (``EventRecord.type``):
 ``run.created``, ``run.status``, ``run.cancel-requested``, ``run.clear-requested``,
 ``run.resumed``, ``run.deleted``, ``node.state``, ``attempt.started``, ``attempt.finished``,
-``attempt.abandoned``, ``call``, ``memory.block``, ``handoff``, ``budget.alert``, plus
-whatever callers append with :meth:`RunStore.append_events` (the engine adds ``cache.hit``,
-``cache.invalid`` and ``warning``).
+``attempt.abandoned``, ``attempt.placed``, ``executor.nodes``, ``call``, ``memory.block``,
+``handoff``, ``budget.alert``, plus whatever callers append with
+:meth:`RunStore.append_events` (the engine adds ``cache.hit``, ``cache.invalid``, ``warning``
+and ``executor.reaped``).
 
 Where the parts live: value types in :mod:`store.model.run_records` and
 :mod:`store.model.history_records`; runs in :mod:`store.runs.run_log`, nodes in
@@ -39,10 +40,11 @@ from store.memory.memory_blocks import MemoryBlockLog
 from store.runs.attempt_log import AttemptLog
 from store.runs.budget_log import BudgetLog
 from store.runs.call_usage import CallLog
+from store.runs.executor_log import ExecutorLog
 from store.runs.handoff_log import HandoffLog
 
 
-class RunStore(HandoffLog, AttemptLog, CallLog, BudgetLog, MemoryBlockLog):
+class RunStore(HandoffLog, AttemptLog, CallLog, BudgetLog, MemoryBlockLog, ExecutorLog):
     """Reads and writes run records on an open workspace database (:mod:`store.db.seam`):
     runs (:mod:`store.runs.run_log`), handoffs (:mod:`store.runs.handoff_log`), nodes and
     attempts (:mod:`store.runs.node_log`, :mod:`store.runs.attempt_log`), calls

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from store.db.seam import RowLike
+from store.memory.bank_tags import effective_tags
 from store.search import snapshot_sql as snapshot_sql
 from store.search.bank_arrays import (
     DENSE_MIN_NOTES,
@@ -141,7 +142,7 @@ class BankIndex:
             superseded.append(bool(row["superseded"]))
             spaces.append(self.space_names.code(row["namespace"]))
             kinds.append(self.kind_names.code(row["kind"]))
-            for tag in _tags(row["tags_json"]):
+            for tag in effective_tags(row["namespace"], _tags(row["tags_json"])):
                 self.extra_tags.setdefault(self.tag_names.code(tag), []).append(doc)
         if not rowids:
             return 0

@@ -50,19 +50,30 @@ WEAK_TERM_SHARE = 0.2
 # ...and in more than this many notes (so a handful of notes in a tiny bank are not all weak).
 WEAK_MIN_NOTES = 5
 
-# Question echo: a note that is itself a question sharing at least this share of the query's
-# terms repeats the question rather than answering it; its score is multiplied by the penalty.
+# Question echo: a note whose question sentences share at least this share of the query's terms
+# repeats the question rather than answering it, unless at least ECHO_ANSWER_TERMS query terms
+# also occur outside them (chat answers often end with a counter-question); an echo's score is
+# multiplied by the penalty. The answer-terms rule was chosen on the tuning splits
+# (docs/benchmarks/recall-quality.md): the older rule, any "?" in the note, demoted the
+# evidence of about a sixth of real chat questions.
 ECHO_SHARE = 0.5
+ECHO_ANSWER_TERMS = 2
 ECHO_PENALTY = 0.25
 
 # Note search modes (shown by the CLI and the dashboard: which one answered).
 MODE_ALL_WORDS = "all words"
 MODE_ANY_WORD = "any word"
 
-# Hybrid recall: the weight of each ranking in the fused score (normalised score fusion, chosen
-# over reciprocal-rank fusion on the dev set: bench/bench_recall_quality.py --sweep), and the
-# reciprocal-rank constant for RRF.
-KEYWORD_WEIGHT = 0.5
+# Hybrid recall fuses its two rankings by reciprocal rank with a small constant and equal
+# weights: on the tuning splits (bench/bench_recall_quality.py --sweep, docs/benchmarks/
+# recall-quality.md) k = 2..5 form a plateau (mean hit@10 0.729-0.730 over chat, docs and
+# LoCoMo) above normalised score fusion at any weight (best 0.721, equal weights) and the
+# textbook k = 60 (0.686): a small k lets the top few of either ranking lead, so the signal
+# that works on a set (keyword on LoCoMo, meaning on chat) is not drowned by the other's
+# long tail. RRF_K is the textbook constant for other callers of the function.
+HYBRID_FUSION = "rrf"
+HYBRID_RRF_K = 5
+KEYWORD_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 1.0
 RRF_K = 60
 
@@ -94,9 +105,11 @@ def fold(word: str) -> str:
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
-# Bump when index_terms changes what it returns for some text: persisted term-index snapshots
-# (store/search/term_snapshot.py) made by another version are then rebuilt instead of trusted.
-INDEX_TERMS_VERSION = 1
+# Bump when index_terms changes what it returns for some text, or the index's tags change
+# (2: project-bank notes carry their derived scope, store/memory/bank_tags.py): persisted
+# term-index snapshots (store/search/term_snapshot.py) made by another version are then rebuilt
+# instead of trusted.
+INDEX_TERMS_VERSION = 2
 
 
 def index_terms(text: str) -> list[str]:
@@ -220,13 +233,24 @@ def admitted(matched: Iterable[str], weak: frozenset[str]) -> bool:
     return any(term not in weak for term in matched)
 
 
+_QUESTION_SENTENCE = re.compile(r"[^.!?\n]*\?")
+
+
 def is_question_echo(terms: Sequence[str], matched: Iterable[str], text: str) -> bool:
-    """True when ``text`` is a question that repeats most of the query's terms: it restates
-    what was asked and must not outrank a note that answers it."""
+    """True when ``text`` restates the question rather than answering it: its question
+    sentences hold most of the query's terms (:data:`ECHO_SHARE`) and fewer than
+    :data:`ECHO_ANSWER_TERMS` of the terms it matched occur anywhere else in it."""
     if not terms or "?" not in text:
         return False
-    shared = len(set(matched) & set(terms))
-    return shared >= max(2, math.ceil(ECHO_SHARE * len(terms)))
+    wanted = set(matched) & set(terms)
+    if len(wanted) < max(2, math.ceil(ECHO_SHARE * len(terms))):
+        return False
+    asked = set(index_terms(" ".join(_QUESTION_SENTENCE.findall(text))))
+    in_questions = wanted & asked
+    if len(in_questions) < max(2, math.ceil(ECHO_SHARE * len(terms))):
+        return False
+    elsewhere = set(index_terms(_QUESTION_SENTENCE.sub(" ", text))) & wanted
+    return len(elsewhere) < ECHO_ANSWER_TERMS
 
 
 def needs_fallback(found: int, limit: int) -> bool:

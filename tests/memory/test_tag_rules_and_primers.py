@@ -103,7 +103,8 @@ async def test_primers_come_first_verbatim_under_the_same_budget(db: Database) -
     lines = block.text.splitlines()
     assert lines[1] == PRIMERS_HEADING and lines[2] == "### model (workflow:code-review)"
     assert "\n".join(lines[3:6]) == model  # verbatim, line breaks kept
-    assert lines[6] == RECALLED_HEADING and "rounding twice" in lines[7]
+    assert lines[6] == RECALLED_HEADING and lines[7] == "[workflow:code-review]"
+    assert "rounding twice" in lines[8]
     assert block.items[0]["why"] == "primer (configured)"
     assert "words" in block.items[1]["why"]
     assert block.warning is not None and "primer foreign" in block.warning

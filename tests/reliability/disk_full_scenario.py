@@ -53,7 +53,9 @@ def main(mount: Path, workflow: str) -> dict[str, object]:
 
     results["started"] = wait_for("finished")  # at least one node done before the disk fills
     filler = mount / "filler"
-    with open(filler, "wb") as handle:
+    # Unbuffered: a buffered file keeps what a partial write left and raises ENOSPC again when
+    # it closes (whether it does depends on how the free space divides, i.e. on the schema).
+    with open(filler, "wb", buffering=0) as handle:
         try:
             while True:
                 handle.write(b"\0" * 65536)

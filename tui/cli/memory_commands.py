@@ -83,6 +83,7 @@ def styled(text: str, **style: object) -> str:
         "summarize": "tui.cli.memory_summarize_commands",
         "reindex": "tui.cli.memory_semantic_commands",
         "status": "tui.cli.memory_semantic_commands",
+        "encoder": "tui.cli.memory_semantic_commands",
     },
 )
 def memory() -> None:

@@ -14,10 +14,13 @@ import sys
 
 import click
 
-from engine.memory.encoder import describe, load_encoder, semantic_available, unavailable_reason
+from engine.memory.encoders import load_encoder, unavailable_reason
+from engine.memory.recall_mode import MemorySettings, recall_status
 from engine.memory.semantic_recall import Embedder
+from engine.run.engine_config import load_config
 from store.errors import TetherError
 from store.search import vectors_sql as vector_sql
+from store.workspace.layout import Workspace
 from tui.cli.background import embedder_lock
 from tui.cli.common import format_option, run_async, workspace_from, workspace_option
 from tui.cli.database_access import reading
@@ -37,23 +40,29 @@ class SemanticUnavailableError(TetherError):
 @run_async
 async def reindex_command(quiet: bool, workspace_dir: str | None) -> None:
     """Embed every note and fact that has no semantic vector yet (local model, no network)."""
-    encoder = load_encoder()
-    if encoder is None:
-        raise SemanticUnavailableError(f"Semantic recall is unavailable: {unavailable_reason()}.")
     workspace = workspace_from(workspace_dir)
+    settings = workspace_memory_settings(workspace)
+    if quiet:
+        # Detached after a write: one embedder per workspace. A running encoder service (the
+        # dashboard's) embeds it with the model it holds; else the lock is taken before the
+        # model loads, so a burst of writes never loads more than one model.
+        from engine.memory.encoder_service import ask_catch_up
+
+        if ask_catch_up(workspace, settings.encoder):
+            return
+        with embedder_lock(workspace.root) as held:
+            if held and workspace.exists():
+                await _embed_until_done(workspace, settings)
+        return
+    encoder = load_encoder(settings.encoder)
+    if encoder is None:
+        raise SemanticUnavailableError(
+            f"Semantic recall is unavailable: {unavailable_reason(settings.encoder)}.")
     if not workspace.exists():
-        if not quiet:
-            click.echo("Nothing to embed: there is no workspace yet.")
+        click.echo("Nothing to embed: there is no workspace yet.")
         return
     async with open_store(workspace, create=False) as store:
         embedder = Embedder(store.db, encoder)
-        if quiet:
-            # Detached after a write: one embedder per workspace, looping until nothing is
-            # left (notes written meanwhile included).
-            with embedder_lock(workspace.root) as held:
-                while held and await embedder.catch_up():
-                    pass
-            return
         total = await embedder.store.pending_count()
         with click.progressbar(length=max(total, 1), label="embedding", show_pos=True,
                                file=sys.stderr) as bar:
@@ -72,11 +81,12 @@ async def reindex_command(quiet: bool, workspace_dir: str | None) -> None:
 @format_option
 @run_async
 async def status_command(workspace_dir: str | None, output_format: str) -> None:
-    """Which recall tasks get (hybrid or keyword, and why), and how many vectors exist."""
-    state = describe()
-    vectors = 0
+    """Which recall tasks get (hybrid, semantic or keyword, and why), the encoder, and how many
+    records have vectors for its model."""
     workspace = workspace_from(workspace_dir)
-    if semantic_available():
+    state = recall_status(workspace_memory_settings(workspace))
+    vectors = 0
+    if state["model"]:
         async with reading(workspace) as db:  # read-only: a status never changes anything
             if db is not None:
                 vectors = int(await db.fetch_value(
@@ -86,7 +96,40 @@ async def status_command(workspace_dir: str | None, output_format: str) -> None:
         return
     click.echo(state["line"])
     if state["model"]:
-        click.echo(f"vectors: {vectors} notes and facts embedded")
+        click.echo(f"vectors: {vectors} notes and facts embedded with {state['model']}")
 
 
-COMMANDS = [reindex_command, status_command]
+async def _embed_until_done(workspace: Workspace, settings: MemorySettings) -> None:
+    """Embed what lacks a vector, looping until nothing is left (notes written meanwhile
+    included); nothing when no encoder can load (keyword recall still finds everything)."""
+    encoder = load_encoder(settings.encoder)
+    if encoder is None:
+        return
+    async with open_store(workspace, create=False) as store:
+        embedder = Embedder(store.db, encoder)
+        while await embedder.catch_up():
+            pass
+
+
+def workspace_memory_settings(workspace: Workspace) -> MemorySettings:
+    """The workspace's ``[memory]`` settings (defaults when it has no config file)."""
+    return load_config(workspace.config_path).memory
+
+
+@memory.command("encoder", hidden=True)
+@click.option("--encoder", "encoder_name", default="auto", help="The encoder to serve.")
+@click.option("--catch-up", is_flag=True, help="Embed what lacks a vector first.")
+@workspace_option
+@run_async
+async def encoder_command(encoder_name: str, catch_up: bool, workspace_dir: str | None) -> None:
+    """Serve the workspace's encoder on a local socket until idle (started on demand by the
+    dashboard; see engine/memory/encoder_service.py)."""
+    from engine.memory.encoder_service import serve
+
+    status = await serve(workspace_from(workspace_dir), encoder_name, catch_up=catch_up)
+    if status:
+        raise SemanticUnavailableError(
+            f"Semantic recall is unavailable: {unavailable_reason(encoder_name)}.")
+
+
+COMMANDS = [reindex_command, status_command, encoder_command]

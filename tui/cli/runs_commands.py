@@ -163,6 +163,13 @@ def _invocation_lines(details: Any) -> list[str]:
     return lines
 
 
+def _ran_on(attempt: AttemptRecord) -> str:
+    """Where the attempt's agent ran: the Ray node in full (host and id), or in-process."""
+    if attempt.executor is not None:
+        return f"{attempt.host or '?'}, {attempt.executor} node {attempt.executor_node or '?'}"
+    return attempt.ran_on
+
+
 def _tool_lines(records: Any, total: Any) -> list[str]:
     """The tool calls an agent CLI made: how many of each status, then each that did not
     complete."""
@@ -212,6 +219,7 @@ def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]
         f"    tokens: input {t.input:,}, cache read {t.cache_read:,}, cache write "
         f"{t.cache_write:,}, output {t.output:,}, reasoning {t.reasoning:,}",
         f"    cost: {format_cost(sum(priced) if priced else None, unpriced)}",
+        f"    ran on: {visible(_ran_on(attempt), keep_newlines=False)}",
     ]
     lines.extend(_invocation_lines(attempt.details))
     details = attempt.details if isinstance(attempt.details, dict) else {}

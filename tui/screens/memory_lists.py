@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import ClassVar
 
 from rich.console import RenderableType
@@ -45,11 +46,18 @@ from tui.tailing import Batch
 from tui.widgets.keyed_table import KeyedTable
 
 
-def recall_line() -> str:
-    """Which recall tasks get (hybrid or keyword), without loading the model."""
-    from engine.memory.encoder import describe
+def recall_line(config_path: Path) -> str:
+    """Which recall tasks get (hybrid, semantic or keyword) and why, without loading the
+    model; a config that cannot be read says so."""
+    from engine.memory.recall_mode import recall_status
+    from engine.run.engine_config import load_config
+    from store.errors import TetherError
 
-    return str(describe()["line"])
+    try:
+        settings = load_config(config_path).memory
+    except TetherError as error:
+        return f"recall settings unreadable: {error}"
+    return str(recall_status(settings)["line"])
 
 
 FACTS_LIMIT = 1_000
@@ -302,7 +310,8 @@ class MemoryListsScreen(LiveScreen):
         banner.set_class(bool(self._search), "-visible")
         banner.update(Text.assemble("search: ", (self._search, "bold"),
                                     f" — {plural(len(book.notes), 'note')} "
-                                    f"({self._search_mode}); {recall_line()}; "
+                                    f"({self._search_mode}); "
+                                    f"{recall_line(self.tether.workspace.config_path)}; "
                                     "s to change, empty to clear"))
         self.update_chrome()
 

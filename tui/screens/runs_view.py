@@ -14,6 +14,7 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
+from store.model.executor_records import ExecutorNodeRecord
 from store.model.run_records import RunRecord
 from store.read.dashboard_rows import WorkerRow
 from tui.actions.run_actions import RunControlScreen
@@ -28,6 +29,7 @@ from tui.format import (
     status_text,
     tokens,
 )
+from tui.screens.cluster_render import cluster_text
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
@@ -137,6 +139,7 @@ class RunsScreen(RunControlScreen):
                 yield RunChart(id="run-chart")
             yield Static(id="runs-empty")
             yield Static(id="workers-line")
+            yield Static(id="cluster-line")
             yield Static(Text("Activity", style="bold"), id="feed-title", classes="pane-title")
             yield FollowLog(id="activity-feed", max_lines=500)
 
@@ -169,6 +172,7 @@ class RunsScreen(RunControlScreen):
         if batch.first_read or not batch.events:
             # On the clock tick, not on every commit: heartbeats age by the second anyway.
             self._show_workers(await reader.workers(), now)
+            self._show_cluster(await reader.executor_nodes(), now)
         table = self.query_one(KeyedTable)
         if not batch.first_read and not batch.events and not self.filter_text:
             # A clock tick, or a commit without events (heartbeats, memory edits): only the
@@ -220,6 +224,13 @@ class RunsScreen(RunControlScreen):
         line.display = bool(workers)
         if workers:
             line.update(workers_text(workers, now_ms))
+
+    def _show_cluster(self, nodes: list[ExecutorNodeRecord], now_ms: int) -> None:
+        line = self.query_one("#cluster-line", Static)
+        text = cluster_text(nodes, now_ms)
+        line.display = text is not None
+        if text is not None:
+            line.update(text)
 
     def _patch(self, runs: Iterable[RunRecord], table: KeyedTable, now: int) -> None:
         """Rewrite the rows of ``runs`` in place. The run keys read the same records

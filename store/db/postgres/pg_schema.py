@@ -23,6 +23,7 @@ from store.db.schema_parts import (
     ATTEMPTS_KEYS,
     COST_BACKFILL,
     RUNS_INDEXES,
+    executor_schema,
     money_schema,
     queue_columns,
 )
@@ -421,6 +422,9 @@ ALTER TABLE notes DROP COLUMN IF EXISTS search_vector, DROP COLUMN IF EXISTS bod
 _MIGRATION_MONEY = money_schema(
     TEXT, "BIGINT", "DOUBLE PRECISION", "{0} IS NULL OR ({0}::json) IS NOT NULL"
 )
+# Where each attempt ran (executor, host, Ray node) and the executor's nodes
+# (engine/executors/).
+_MIGRATION_EXECUTOR = executor_schema(TEXT, "BIGINT", "({0}::json) IS NOT NULL")
 
 # The ordered, append-only list. Index i takes schema_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
@@ -430,6 +434,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_COST,
     _MIGRATION_RECALL,
     _MIGRATION_UNREAD_NOTES_SEARCH,
+    _MIGRATION_EXECUTOR,
     _MIGRATION_MONEY,
 )
 

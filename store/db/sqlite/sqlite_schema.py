@@ -15,6 +15,7 @@ from store.db.schema_parts import (
     ATTEMPTS_KEYS,
     COST_BACKFILL,
     RUNS_INDEXES,
+    executor_schema,
     money_schema,
     queue_columns,
 )
@@ -469,6 +470,9 @@ DROP TABLE IF EXISTS notes_fts;
 _MIGRATION_MONEY = money_schema(
     "TEXT", "INTEGER", "REAL", "{0} IS NULL OR json_valid({0})"
 )
+# Where each attempt ran (executor, host, Ray node) and the executor's nodes
+# (engine/executors/).
+_MIGRATION_EXECUTOR = executor_schema("TEXT", "INTEGER", "json_valid({0})")
 
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
@@ -478,6 +482,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_QUEUE,
     _MIGRATION_UNREAD_INDEXES,
     _MIGRATION_UNREAD_NOTES_FTS,
+    _MIGRATION_EXECUTOR,
     _MIGRATION_MONEY,
 )
 
