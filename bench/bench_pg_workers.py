@@ -83,7 +83,8 @@ def measure(workers: int, runs: int, concurrency: int, sync_commit: str) -> dict
         processes = [
             subprocess.Popen(
                 [sys.executable, "-m", "tui.cli.main", "worker", "--exit-when-idle",
-                 "--concurrency", str(concurrency), "--poll-seconds", "0.5"],
+                 "--concurrency", str(concurrency), "--poll-seconds", "0.5",
+                 "--workflows", folder],
                 cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
             for _ in range(workers)

@@ -35,6 +35,7 @@ from store.db.seam import Database
 from store.errors import InvalidInputError
 from store.model.run_records import RunRecord
 from store.runs.owners import running_elsewhere
+from store.runs.run_params import check_clear_reason
 from store.runs.run_store import RunStore
 
 MAX_LEARNINGS = 10
@@ -266,8 +267,7 @@ async def clear_run(db: Database, run_id: str, reason: str) -> ClearResult:
         NotFoundError: there is no such run.
         InvalidInputError: an empty reason, or a run that was already handed off.
     """
-    if not reason.strip():
-        raise InvalidInputError("A clear needs a reason; pass some text.")
+    check_clear_reason(reason)
     runs = RunStore(db)
     run = await runs.get_run(run_id)
     if run.status == "handed-off":

@@ -62,8 +62,11 @@ class LeaseLost(TetherError):
     exit_code = 3
 
 
-class DatabaseUnavailable(TetherError):
+class DatabaseUnavailable(StorageError):
     """The workspace's database server could not complete a request (down, unreachable, the
-    connection dropped). Exit code 3: could not complete."""
+    connection dropped, a privilege revoked) for longer than its retries wait. Exit code 3:
+    could not complete. A storage error: a run that meets it stops and is interrupted like one
+    whose disk is full, never failed by the outage itself."""
 
-    exit_code = 3
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message, reason or "the workspace database could not be reached")

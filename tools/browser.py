@@ -51,17 +51,22 @@ class Step:
 
 
 @asynccontextmanager
-async def served(workspace: Path, host: str = "127.0.0.1") -> AsyncIterator[str]:
-    """Run ``tether serve`` on ``workspace`` (port chosen by the system); yields its URL."""
+async def served(
+    workspace: Path, host: str = "127.0.0.1", *, extra: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[str]:
+    """Run ``tether serve`` on ``workspace`` (port chosen by the system); yields the address it
+    prints first (with its token). ``extra``: more options; ``env``: more variables."""
     process = subprocess.Popen(
         [sys.executable, "-m", "tui.cli.main", "serve", "--workspace", str(workspace),
-         "--host", host, "--port", "0"],
+         "--host", host, "--port", "0", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        env={**os.environ, **(env or {})},
     )
     try:
         assert process.stdout is not None
         first = await asyncio.to_thread(process.stdout.readline)
-        match = re.search(r"(http://\S+)", first)
+        match = re.search(r"(https?://\S+)", first)
         if match is None:
             rest = await asyncio.to_thread(process.stdout.read)
             raise RuntimeError(f"tether serve did not start: {first}{rest}")
@@ -159,3 +164,18 @@ async def _wait_for(received: bytearray, start: int, expect: str, timeout_s: flo
             tail = screen_text(bytes(received[start:]))[-600:]
             raise TimeoutError(f"{expect!r} was not drawn within {timeout_s:.0f} s; got {tail!r}")
         await asyncio.sleep(0.1)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m tools.browser URL EXPECT SCREENSHOT``: open URL, wait until EXPECT is drawn,
+    print what was drawn as JSON (used to drive a browser from another network namespace)."""
+    import json
+
+    url, expect, screenshot = argv
+    seen = asyncio.run(drive(url, [Step(None, expect)], Path(screenshot)))
+    print(json.dumps(seen))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

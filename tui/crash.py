@@ -1,6 +1,7 @@
 """When the dashboard stops on an internal error: the traceback goes to a file under the
 workspace (``crashes/dashboard-<time>-<pid>.log``, owner-only), the terminal gets one sentence
-naming it, and the process exits with code 3."""
+naming it, and the process exits with code 3. Both are masked like everything Tether records
+(a traceback may quote a database URL or a token)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import time
 from pathlib import Path
 
+from store.model.secret_mask import mask_secrets
 from store.workspace.layout import Workspace, make_private_dirs
 
 CRASH_EXIT_CODE = 3
@@ -22,7 +24,7 @@ def write_crash_report(workspace: Workspace, report: str) -> Path:
     path = folder / f"dashboard-{stamp}-{os.getpid()}.log"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(report)
+        handle.write(mask_secrets(report) or "")
     return path
 
 
@@ -32,4 +34,4 @@ def crash_sentence(summary: str, saved: Path | None, problem: str | None = None)
         f"the traceback is in {saved}" if saved is not None
         else f"the traceback could not be saved ({problem})"
     )
-    return f"The dashboard stopped on an internal error ({summary}); {where}."
+    return f"The dashboard stopped on an internal error ({mask_secrets(summary)}); {where}."

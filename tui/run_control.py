@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,12 @@ from engine.handoff import ClearResult, clear_run
 from engine.run.engine import Engine
 from engine.run.run_end import RunOutcome
 from engine.run.wiring import open_engine
+from engine.workflow.declaration import (
+    DeclarationError,
+    WorkflowDeclaration,
+    input_problem,
+    read_declaration,
+)
 from engine.workflow.definition import Workflow
 from engine.workflow.loader import load_workflow
 from store.clock import SYSTEM_CLOCK, Clock
@@ -47,40 +53,39 @@ RECENT_RUNS_SCANNED = 500
 
 @dataclass(frozen=True)
 class KnownWorkflow:
-    """A workflow file the dashboard can launch, loaded, with an input to start editing from."""
+    """A workflow file the dashboard can launch, as read without running it
+    (:mod:`engine.workflow.declaration`), with an input to start editing from."""
 
     path: Path
-    workflow: Workflow
+    declaration: WorkflowDeclaration
     example_input: Any
+    bundled: bool = False
+    """One of the examples shipped with Tether (any other file is named by its full path)."""
 
     @property
     def name(self) -> str:
         """The workflow's name (what ``tether runs`` shows)."""
-        return self.workflow.name
+        return self.declaration.name
 
     def problem(self, value: Any) -> str | None:
-        """Why ``value`` is not a valid input for this workflow (its input type), or None."""
-        try:
-            self.workflow.parse_input(value)
-        except InvalidInputError as error:
-            return str(error)
-        return None
+        """Why ``value`` does not fit the workflow's declared input, or None (the workflow's
+        own validation runs once the file is loaded, at launch)."""
+        return input_problem(self.declaration, value)
 
+    def load(self) -> Workflow:
+        """Import the file (the one a person chose, its path shown) and check it is the
+        workflow that was listed.
 
-def placeholder_input(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A starting input from a JSON Schema: defaults where given, empty values of the right
-    type for the other required fields (so the person sees every field to fill in)."""
-    empty: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False,
-                             "array": [], "object": {}}
-    required = set(schema.get("required", ()))
-    value: dict[str, Any] = {}
-    for name, field in schema.get("properties", {}).items():
-        if "default" in field:
-            value[name] = field["default"]
-        elif name in required:
-            kind = field.get("type")
-            value[name] = empty.get(kind) if isinstance(kind, str) else None
-    return value
+        Raises:
+            InvalidInputError: it does not load, or now defines another workflow.
+        """
+        workflow = load_workflow(self.path)
+        if workflow.name != self.name:
+            raise InvalidInputError(
+                f"{self.path} now defines workflow {workflow.name!r}, not {self.name!r}; "
+                "open the launch dialog again."
+            )
+        return workflow
 
 
 def workflow_files(examples_dir: Path, recorded: Iterable[str | None]) -> list[Path]:
@@ -180,7 +185,8 @@ class EngineHost:
         return self._engine
 
     async def known_workflows(self) -> tuple[list[KnownWorkflow], list[str]]:
-        """Workflows that can be launched, and one sentence per file that failed to load."""
+        """Workflows that can be launched, read without running any of them, and one sentence
+        per file that could not be read."""
         recorded: list[str | None] = []
         if self.workspace.exists():
             runs = await RunStore(await self.database()).list_runs(limit=RECENT_RUNS_SCANNED)
@@ -190,14 +196,15 @@ class EngineHost:
         problems: list[str] = []
         for path in workflow_files(self.examples_dir, recorded):
             try:
-                workflow = load_workflow(path)
-            except InvalidInputError as error:
+                declaration = read_declaration(path)
+            except DeclarationError as error:
                 problems.append(str(error))
                 continue
-            example = inputs.get(path.name)
-            if example is None and workflow.input_model is not None:
-                example = placeholder_input(workflow.input_model.model_json_schema())
-            known.append(KnownWorkflow(path, workflow, example if example is not None else {}))
+            bundled = path.parent == self.examples_dir.resolve()
+            example = inputs.get(path.name) if bundled else None
+            if example is None:
+                example = declaration.example_input()
+            known.append(KnownWorkflow(path, declaration, example, bundled))
         return known, problems
 
     def _spawn(self, work: Any) -> asyncio.Task[RunOutcome | None]:
@@ -220,14 +227,15 @@ class EngineHost:
             self.on_problem(message)
 
     async def launch(self, known: KnownWorkflow, value: Any) -> str:
-        """Start a run of ``known`` with ``value`` in the embedded engine (it follows handoffs);
-        returns the new run's id, so the dashboard can put the cursor on it.
+        """Load the chosen workflow file and start a run of it with ``value`` in the embedded
+        engine (it follows handoffs); returns the new run's id, so the dashboard can put the
+        cursor on it.
 
         The input is validated first (InvalidInputError, nothing written).
         """
-        known.workflow.parse_input(value)
+        workflow = known.load()
+        workflow.parse_input(value)
         engine = await self.engine()
-        workflow = known.workflow
         run_id = new_run_id()
 
         async def run() -> RunOutcome:
@@ -249,9 +257,9 @@ class EngineHost:
         from engine.structured import to_jsonable
         from store.runs.run_queue import RunQueue
 
-        parsed = known.workflow.parse_input(value)
+        parsed = known.load().parse_input(value)
         return await RunQueue(await self.database(create=True)).enqueue(
-            known.workflow.name, input=to_jsonable(parsed), workflow_path=str(known.path)
+            known.name, input=to_jsonable(parsed), workflow_path=str(known.path)
         )
 
     async def resume(self, run_id: str) -> asyncio.Task[RunOutcome | None]:

@@ -17,6 +17,7 @@ from engine.agents.agent_tool import AgentTool
 from engine.artifact_files import append_private_text, ensure_private_folder
 from engine.pricing import PriceTable
 from store.clock import SYSTEM_CLOCK, Clock
+from store.model.secret_mask import process_mask
 from store.model.token_lanes import TokenUsage
 
 
@@ -135,7 +136,8 @@ class AgentRequest:
     per model); stored with the attempt and shown by ``tether node``. Shared by a repair."""
 
     def stream(self, text: str) -> None:
-        """Append text to the attempt's stream log (if any), flushed so tails see it at once.
+        """Append text to the attempt's stream log (if any), flushed so tails see it at once,
+        with secrets masked (:mod:`store.model.secret_mask`).
 
         The attempt folder and log are created by the first write (an agent that prints nothing
         costs no file-system work); failing to create them raises, loudly.
@@ -143,7 +145,7 @@ class AgentRequest:
         if self.stream_path is None or not text:
             return
         self.ensure_folder()
-        append_private_text(self.stream_path, text)
+        append_private_text(self.stream_path, process_mask().mask(text))
 
     def warn(self, message: str) -> None:
         """Record a warning about this attempt (shown on the node by the dashboard and

@@ -33,6 +33,7 @@ from engine.memory.memory_tools import build_memory_tools
 from engine.memory.runtime import MemoryRuntime
 from store.db.backends import open_database
 from store.errors import InvalidInputError
+from store.model.json_text import repair_surrogate_escapes
 from store.workspace.layout import Workspace
 
 SERVER_NAME = "tether"
@@ -163,6 +164,30 @@ async def serve_stdio(workspace: Workspace, options: McpOptions) -> None:
             default_status=options.status,
         )
         server = build_server(tools)
-        async with stdio_server() as (read, write):
+        async with stdio_server(stdin=repaired_stdin()) as (read, write):
             await server.run(read, write, server.create_initialization_options())
         await runtime.drain()
+
+
+class _RepairedLines:
+    """stdin's lines with escaped lone surrogates made U+FFFD: the SDK's parser refuses such a
+    message outright and then answers nothing, so a ``remember`` holding one would never be
+    answered (its note is saved with the replacement character instead)."""
+
+    def __init__(self, lines: Any) -> None:
+        self._lines = lines
+
+    async def __aiter__(self) -> Any:
+        async for line in self._lines:
+            yield repair_surrogate_escapes(line)
+
+
+def repaired_stdin() -> Any:
+    """The server's stdin, read as UTF-8 text (undecodable bytes replaced), lines repaired."""
+    import io
+    import sys
+
+    import anyio
+
+    text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    return _RepairedLines(anyio.wrap_file(text))

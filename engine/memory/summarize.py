@@ -8,12 +8,12 @@ summary; :func:`agent_summarize_fn` adapts an engine agent to that shape, and
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from engine.agents.agent import Agent, AgentError, AgentRequest
 from store.errors import InvalidInputError
+from store.workspace.config_file import read_config
 
 DEFAULT_SUMMARIZER_AGENT = "simulated"
 
@@ -22,12 +22,7 @@ def summarizer_agent_name(config_path: Path, explicit: str | None = None) -> str
     """The agent to summarise with (see the module docstring)."""
     if explicit:
         return explicit
-    if not config_path.exists():
-        return DEFAULT_SUMMARIZER_AGENT
-    try:
-        data = tomllib.loads(config_path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise InvalidInputError(f"{config_path} is not valid TOML ({error}).") from error
+    data = read_config(config_path)
     section = data.get("memory", {})
     name = section.get("summarizer_agent") if isinstance(section, dict) else None
     if name is not None and (not isinstance(name, str) or not name.strip()):

@@ -28,8 +28,10 @@ from engine.prompting import continue_prompt, repair_prompt
 from engine.run.carry import input_key
 from engine.run.units import NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.structured import OutputInvalid, to_jsonable, validate_output
+from engine.workflow.user_code import USER_CODE_ERRORS, raised
 from store.db.storage_errors import os_storage_error
 from store.errors import StorageError
+from store.model.json_text import without_lone_surrogates
 from store.model.run_records import CallUsage
 from store.model.token_lanes import TokenUsage
 
@@ -114,6 +116,7 @@ async def run_attempt(
             cost_usd=cost,
             kind=call.kind,
             detail=call.detail,
+            seq=len(calls),
         )
         writes.append(execution.store.queue_calls([usage]))
         execution.progress("call", unit, "call", tokens=call.usage.context_tokens, attempt=attempt)
@@ -158,12 +161,15 @@ async def run_attempt(
     try:
         async with asyncio.timeout(spec.effective_timeout_s):
             result = await _agent_call(execution, unit, agent, request)
-            text = result.text
-            output: Any = result.text
+            # What an agent says is kept, never refused: a lone surrogate in its JSON becomes
+            # U+FFFD here, so the output, its row and every later prompt can hold it.
+            text = without_lone_surrogates(result.text)
+            output: Any = text
             if spec.output is not None:
                 try:
                     output = validate_output(
-                        spec.output, result.output if result.output is not None else text
+                        spec.output,
+                        text if result.output is None else without_lone_surrogates(result.output),
                     )
                 except OutputInvalid as problem:
                     schema = request.output_schema or {}
@@ -184,9 +190,11 @@ async def run_attempt(
                     try:
                         output = validate_output(
                             spec.output,
-                            repaired.output if repaired.output is not None else repaired.text,
+                            without_lone_surrogates(
+                                repaired.output if repaired.output is not None else repaired.text
+                            ),
                         )
-                        text = repaired.text
+                        text = without_lone_surrogates(repaired.text)
                     except OutputInvalid as second:
                         request.ensure_folder()
                         raw = write_private_bytes(
@@ -223,11 +231,11 @@ async def run_attempt(
             AgentError(f"the agent raised {type(error).__name__}: {error}"), total(), text,
             request.details, writes, model(),
         ) from error
-    except Exception as error:
+    except USER_CODE_ERRORS as error:
         # A bug or unexpected error inside an agent fails the attempt (retries apply); it
-        # never leaves the attempt marked running.
+        # never leaves the attempt marked running (sys.exit() in a custom agent included).
         raise _AttemptError(
-            AgentError(f"the agent raised {type(error).__name__}: {error}"),
+            AgentError(f"the agent {raised(error)}"),
             total(),
             text,
             request.details,

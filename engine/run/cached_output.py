@@ -11,6 +11,7 @@ from engine.run.units import Unit
 from engine.structured import to_jsonable
 from engine.workflow.context import TaskContext
 from engine.workflow.policies import CachePolicy
+from engine.workflow.user_code import USER_CODE_ERRORS
 from store.model.run_records import NewEvent
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ async def lookup_cached_output(
     the key None when the task's key function failed (then nothing is cached)."""
     try:
         key_value = policy.key(ctx) if policy.key else None
-    except Exception as error:
+    except USER_CODE_ERRORS as error:
         await execution.store.append_event(
             "warning",
             run_id=execution.run_id,

@@ -1,4 +1,4 @@
-"""Engine settings from ``.tether/config.toml`` (read with tomllib).
+"""Engine settings from ``.tether/config.toml`` (read by :mod:`store.workspace.config_file`).
 
 ```toml
 [engine]
@@ -6,6 +6,7 @@ concurrency = 8             # tasks running at once (a workflow may set its own)
 heartbeat_interval_s = 5    # how often a running run refreshes its heartbeat
 poll_interval_s = 0.25      # how often it checks for cancel/clear requests
 limit_wait_s = 300          # the longest a node waits for a usage limit to reset
+max_prompt_bytes = 8388608  # a task prompt larger than this (8 MiB) fails its node
 
 [agents.sim]
 type = "simulated"          # simulated | command | openai | anthropic
@@ -44,8 +45,6 @@ endpoint = "http://127.0.0.1:4318"
 
 from __future__ import annotations
 
-import stat
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,8 +56,14 @@ from engine.pricing import Price, PriceTable, parse_prices
 from engine.run.retry_plan import DEFAULT_LIMIT_WAIT_S
 from engine.telemetry.otel_settings import TelemetrySettings, parse_telemetry
 from store.errors import InvalidInputError
+from store.workspace.config_file import read_config
 
-_ENGINE_KEYS = {"concurrency", "heartbeat_interval_s", "poll_interval_s", "limit_wait_s"}
+_ENGINE_KEYS = {
+    "concurrency", "heartbeat_interval_s", "poll_interval_s", "limit_wait_s", "max_prompt_bytes",
+}
+DEFAULT_MAX_PROMPT_BYTES = 8 * 1024 * 1024
+"""No model takes more (a million tokens is about 4 MB of text); a bigger prompt is a bug in
+what it interpolates, and would be stored whole with its attempt."""
 
 
 @dataclass
@@ -70,6 +75,7 @@ class EngineConfig:
     poll_interval_s: float = 0.25
     limit_wait_s: float = DEFAULT_LIMIT_WAIT_S
     """The longest a node waits for a usage limit to reset (engine.run.retry_plan)."""
+    max_prompt_bytes: int = DEFAULT_MAX_PROMPT_BYTES
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
@@ -100,6 +106,13 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise InvalidInputError(f"{source}: engine.concurrency must be a whole number >= 1.")
         config.concurrency = value
+    if "max_prompt_bytes" in engine:
+        value = engine["max_prompt_bytes"]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InvalidInputError(
+                f"{source}: engine.max_prompt_bytes must be a whole number >= 1."
+            )
+        config.max_prompt_bytes = value
     for key in ("heartbeat_interval_s", "poll_interval_s", "limit_wait_s"):
         if key in engine:
             value = engine[key]
@@ -123,30 +136,10 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
     return config
 
 
-MAX_CONFIG_BYTES = 1024 * 1024
 
 
 def load_config(path: Path) -> EngineConfig:
-    """Read ``path`` (a missing file gives the defaults). A folder, a FIFO, a file over 1 MiB,
-    bad UTF-8 or bad TOML is one InvalidInputError sentence."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return EngineConfig()
-    except OSError as error:
-        raise InvalidInputError(f"Cannot read {path}: {error.strerror or error}.") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InvalidInputError(f"{path} is not a regular file; the config must be a TOML file.")
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as error:
-        raise InvalidInputError(f"Cannot read {path}: {error.strerror or error}.") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise InvalidInputError(f"{path} is larger than 1 MiB; that is not a config file.")
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
-        reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
-        raise InvalidInputError(f"{path} is not valid TOML ({reason}).") from None
-    return parse_config(data, str(path))
+    """Read ``path`` (a missing file gives the defaults). A folder, a FIFO, a device, a file
+    over 1 MiB, bad UTF-8 or bad TOML is one InvalidInputError sentence
+    (:mod:`store.workspace.config_file`)."""
+    return parse_config(read_config(path), str(path))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import Awaitable
 from typing import Any
 
@@ -103,6 +104,7 @@ class RunExecution:
         self.lost = False
         self.cluster_changed = asyncio.Event()
         """Set when a Ray node running an attempt was lost: the cluster's nodes are re-read."""
+        self.progress_failed = False
         self.stop: DispatchDecision | None = None
         self.continuation: Any = None
         self.carried: dict[Key, Finished] = {}
@@ -198,20 +200,30 @@ class RunExecution:
     def progress(
         self, kind: str, unit: Unit | None, state: str, detail: str = "", **kw: Any
     ) -> None:
-        """Tell the ``on_progress`` hook (the CLI's progress lines) what just happened."""
+        """Tell the ``on_progress`` hook (the CLI's progress lines) what just happened.
+
+        The hook only watches: one that raises (a closed pipe, a bug) is logged once and not
+        called again for this run, which goes on as if nobody watched."""
         callback = self.hooks.on_progress
-        if callback is None:
+        if callback is None or self.progress_failed:
             return
-        callback(
-            Progress(
-                kind=kind,
-                node_id=unit.node_id if unit else None,
-                iteration=unit.iteration if unit else 0,
-                state=state,
-                detail=detail,
-                **kw,
+        try:
+            callback(
+                Progress(
+                    kind=kind,
+                    node_id=unit.node_id if unit else None,
+                    iteration=unit.iteration if unit else 0,
+                    state=state,
+                    detail=detail,
+                    **kw,
+                )
             )
-        )
+        except Exception as error:
+            self.progress_failed = True
+            logging.getLogger("tether.engine").warning(
+                "Progress reports of run %s stopped: the hook raised %s: %s",
+                self.run_id, type(error).__name__, error,
+            )
 
     def halting(self) -> bool:
         """True once the run stops dispatching (failed, cancelled, handing off, lost, or the

@@ -1,12 +1,15 @@
 """When the workspace stops taking writes mid-run (disk full, an I/O error): stop dispatching,
 wait a bounded time for writing to work again, then mark the run interrupted.
 
-A run is never left ``running`` by a process that gave up on it: the engine keeps trying to
-record the interruption (status ``failed`` with an error that starts with "Interrupted") for
-:data:`INTERRUPTION_WAIT_S`; the run is then resumable like any failed run. If the workspace
-never takes the write, the storage error is raised (the CLI prints it as one sentence, exit 3),
-and the run, whose owner process is then gone, is resumable at once. A damaged database is not
-waited for: nothing more is written to it.
+A run of a worker (held under a lease) whose database stayed unreachable is the exception: it
+is left as it is, and its lapsed lease puts it back on the queue for the next claim.
+
+Otherwise a run is never left ``running`` by a process that gave up on it: the engine keeps
+trying to record the interruption (status ``failed`` with an error that starts with
+"Interrupted") for :data:`INTERRUPTION_WAIT_S`; the run is then resumable like any failed
+run. If the workspace never takes the write, the storage error is raised (the CLI prints it
+as one sentence, exit 3), and the run, whose owner process is then gone, is resumable at once.
+A damaged database is not waited for: nothing more is written to it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from engine.run.run_end import RunOutcome
-from store.errors import DamagedDatabaseError, StorageError
+from store.errors import DamagedDatabaseError, DatabaseUnavailable, StorageError
+from store.runs.fences import held_tokens
 
 if TYPE_CHECKING:
     from engine.run.execution import RunExecution
@@ -40,6 +44,13 @@ async def record_interruption(execution: RunExecution, problem: StorageError) ->
     execution.progress("run", None, "interrupted", str(problem))
     if isinstance(problem, DamagedDatabaseError):
         raise problem
+    if isinstance(problem, DatabaseUnavailable) and execution.run_id in held_tokens(
+        execution.services.db
+    ):
+        # A leased run (a worker's): left as it is, its lease lapses and the next claim of
+        # any worker resumes it; failing it would only take it off the queue.
+        error = f"Interrupted because {problem.reason}; it goes back to the queue."
+        return RunOutcome(execution.run_id, "interrupted", error)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + execution.services.interruption_wait_s
     delay = _FIRST_RETRY_S

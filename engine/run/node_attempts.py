@@ -17,6 +17,7 @@ from engine.run.units import NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.run.upstream import task_context
 from engine.structured import to_jsonable
 from engine.workflow.context import TaskContext
+from engine.workflow.user_code import USER_CODE_ERRORS, raised
 
 
 class Slots(Protocol):
@@ -196,8 +197,8 @@ async def _render(execution: RunExecution, unit: Unit, ctx: TaskContext) -> str:
     """The task prompt of ``unit``; a prompt that raises or renders empty fails the node."""
     try:
         text = unit.spec.prompt(ctx)
-    except Exception as error:
-        message = f"The prompt of {unit.node_id} raised {type(error).__name__}: {error}"
+    except USER_CODE_ERRORS as error:
+        message = f"The prompt of {unit.node_id} {raised(error)}"
         await execution.store.upsert_node(
             execution.run_id, unit.node_id, unit.iteration, "failed", error=message
         )
@@ -206,6 +207,18 @@ async def _render(execution: RunExecution, unit: Unit, ctx: TaskContext) -> str:
         message = (
             f"Task {unit.node_id} rendered an empty prompt; usually an upstream value it "
             "interpolates was empty."
+        )
+        await execution.store.upsert_node(
+            execution.run_id, unit.node_id, unit.iteration, "failed", error=message
+        )
+        raise UnitFailed(message)
+    limit = execution.config.max_prompt_bytes
+    size = len(text) if len(text) * 4 <= limit else len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        message = (
+            f"The prompt of {unit.node_id} is {size:,} bytes; prompts are limited to "
+            f"{limit:,} bytes ([engine] max_prompt_bytes): put large inputs in artifacts and "
+            "let the agent read them."
         )
         await execution.store.upsert_node(
             execution.run_id, unit.node_id, unit.iteration, "failed", error=message

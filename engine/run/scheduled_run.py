@@ -44,7 +44,9 @@ from engine.run.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.run.upstream import task_context
 from engine.workflow.definition import Workflow
 from engine.workflow.task_spec import TaskSpec
-from store.errors import LeaseLost, StorageError
+from engine.workflow.user_code import USER_CODE_ERRORS, raised
+from store.errors import ConflictError, InvalidInputError, LeaseLost, StorageError
+from store.model.ids import validate_node_id
 from store.model.run_records import RunRecord
 from store.runs.artifact_paths import run_dir
 
@@ -97,6 +99,11 @@ class ScheduledRun(RunExecution):
             outcome = await self._execute(fresh)
         except StorageError as problem:
             self.storage_problem = self.storage_problem or problem
+        except (InvalidInputError, ConflictError) as refused:
+            # The store refused something of the run's own making (an id, a value): the run
+            # fails with that sentence rather than being left running by a process gone.
+            self.failure = self.failure or str(refused)
+            return await finish_run(self)
         else:
             if self.storage_problem is None:
                 return outcome
@@ -291,16 +298,23 @@ class ScheduledRun(RunExecution):
         try:
             assert spec.items is not None
             items = list(spec.items(ctx))
-        except Exception as error:
-            self.failure = (
-                f"The items of fan-out {spec.id!r} raised {type(error).__name__}: {error}"
-            )
+        except USER_CODE_ERRORS as error:
+            self.failure = f"The items of fan-out {spec.id!r} {raised(error)}"
             return None
         units: list[Unit] = []
         seen: set[str] = set()
         for index, item in enumerate(items):
-            key = spec.item_key(item) if spec.item_key else str(index)
+            try:
+                key = spec.item_key(item) if spec.item_key else str(index)
+            except USER_CODE_ERRORS as error:
+                self.failure = f"The item key of fan-out {spec.id!r} {raised(error)}"
+                return None
             node_id = f"{spec.id}[{key}]"
+            try:
+                validate_node_id(node_id)
+            except InvalidInputError as error:
+                self.failure = f"An item key of fan-out {spec.id!r} is unusable: {error}"
+                return None
             if node_id in seen:
                 self.failure = f"Fan-out {spec.id!r} produced the node id {node_id!r} twice."
                 return None
@@ -364,10 +378,8 @@ class ScheduledRun(RunExecution):
         ctx = task_context(self, Unit(probe_spec, probe_spec.id, iteration))
         try:
             stop = bool(loop.until(ctx))
-        except Exception as error:
-            self.failure = (
-                f"The until condition of loop {loop_id!r} raised {type(error).__name__}: {error}"
-            )
+        except USER_CODE_ERRORS as error:
+            self.failure = f"The until condition of loop {loop_id!r} {raised(error)}"
             return
         if stop or iteration + 1 >= loop.max_iterations:
             if not stop and loop.fail_on_max:

@@ -15,6 +15,11 @@ runs table; see :mod:`store.runs.run_queue`). A worker:
 Workflow files: a run records the path of its workflow file; a worker loads that path, or a
 bundled example of the same file name. Run workers where the workflow files are at the same
 path (a shared checkout), or a run fails with a sentence saying which file is missing.
+
+A worker runs only files it was told to trust: those under the folders given with
+``--workflows DIR`` (:func:`trusted_workflow_file`), and the bundled examples. Anyone who can
+write the workspace's ``runs`` table chooses the path a run records, so any other file is
+refused, never imported: the run fails with a sentence saying why, recorded on the run.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 from engine.examples import EXAMPLES_DIR
@@ -33,8 +38,9 @@ from engine.run.wiring import open_engine
 from engine.workflow.definition import Workflow
 from engine.workflow.loader import load_workflow
 from store.db.seam import Database
-from store.errors import DatabaseUnavailable, InvalidInputError, LeaseLost, TetherError
+from store.errors import InvalidInputError, LeaseLost, StorageError, TetherError
 from store.model.run_records import RunRecord
+from store.runs.fences import holding
 from store.runs.owners import new_owner_id
 from store.runs.run_log import DEFAULT_LEASE_MS
 from store.runs.run_queue import Claim, RunQueue
@@ -54,6 +60,28 @@ class WorkerSummary:
     def runs(self) -> int:
         """How many runs it executed (to any end)."""
         return len(self.outcomes)
+
+
+def trusted_workflow_file(
+    run: RunRecord, trusted: Sequence[Path], examples_dir: Path = EXAMPLES_DIR
+) -> Path:
+    """The run's workflow file (:func:`workflow_file_for`), resolved, when it lies under one of
+    the ``trusted`` folders or the bundled examples.
+
+    Raises:
+        InvalidInputError: no such file here, or it lies elsewhere (the sentence names the
+            folders this worker trusts).
+    """
+    path = workflow_file_for(run, examples_dir).resolve()
+    folders = [folder.resolve() for folder in (*trusted, examples_dir)]
+    if any(path.is_relative_to(folder) for folder in folders):
+        return path
+    named = ", ".join(str(folder) for folder in folders[:-1]) or "none"
+    raise InvalidInputError(
+        f"This worker runs only workflow files under the folders it trusts ({named}; "
+        f"tether worker --workflows DIR) and the bundled examples; {path} is not under them, "
+        f"so run {run.run_id} was not run."
+    )
 
 
 def workflow_file_for(run: RunRecord, examples_dir: Path = EXAMPLES_DIR) -> Path:
@@ -92,10 +120,12 @@ class Worker:
         on_outcome: Callable[[str, RunOutcome], None] | None = None,
         on_problem: Callable[[str], None] | None = None,
         worker_id: str | None = None,
+        trusted: Sequence[Path] = (),
     ) -> None:
         if concurrency < 1:
             raise InvalidInputError("A worker runs at least one run at a time.")
         self.db = db
+        self.trusted = tuple(trusted)
         self.worker_id = worker_id or new_owner_id()
         self.queue = RunQueue(db, lease_ms=lease_ms)
         self.concurrency = concurrency
@@ -109,6 +139,10 @@ class Worker:
             engine.config.heartbeat_interval_s, lease_ms / 3000
         )
         engine.store.lease_ms = lease_ms
+        if hasattr(db, "retry_window_s"):
+            # A dropped connection is ridden out for as long as the lease lasts: a drop
+            # shorter than that never fails a run (store/db/postgres/pg_retry.py).
+            db.retry_window_s = lease_ms / 1000
         self.engine: Engine = engine
         self.active: dict[asyncio.Task[RunOutcome | None], str] = {}
         self.summary = WorkerSummary(self.worker_id)
@@ -121,11 +155,12 @@ class Worker:
         listener = asyncio.create_task(self._listen(stop))
         reporter = asyncio.create_task(self._report(stop))
         try:
-            await self.queue.report_worker(self.worker_id, 0)
+            with contextlib.suppress(StorageError):  # reported again every few seconds
+                await self.queue.report_worker(self.worker_id, 0)
             while not stop.is_set():
                 try:
                     claimed = await self._fill()
-                except DatabaseUnavailable as error:
+                except StorageError as error:
                     # The server restarted or the link dropped: say so, wait, try again (runs
                     # this worker held keep their leases until they expire or it renews them).
                     if self.on_problem is not None:
@@ -184,7 +219,10 @@ class Worker:
                 await self.queue.set_run_status(run.run_id, "failed", error=str(error))
                 outcome = RunOutcome(run.run_id, "failed", str(error))
             else:
-                outcome = await self.engine.run_claimed(workflow, run)
+                # This execution's writes carry its own claim's token, so should this worker
+                # claim the run again after an outage, the stale execution writes nothing.
+                with holding(run.run_id, claim.token):
+                    outcome = await self.engine.run_claimed(workflow, run)
                 if outcome.status == "handed-off" and outcome.next_run_id:
                     await self.queue.enqueue_existing(outcome.next_run_id)
         except LeaseLost as error:
@@ -200,7 +238,7 @@ class Worker:
         return outcome
 
     def _workflow(self, run: RunRecord) -> Workflow:
-        path = workflow_file_for(run).resolve()
+        path = trusted_workflow_file(run, self.trusted)
         workflow = self._workflows.get(path)
         if workflow is None:
             workflow = self._workflows[path] = load_workflow(path)

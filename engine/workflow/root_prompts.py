@@ -12,6 +12,7 @@ from engine.workflow.context import TaskContext
 from engine.workflow.definition import Workflow
 from engine.workflow.definition_error import WorkflowDefinitionError
 from engine.workflow.task_spec import TaskSpec
+from engine.workflow.user_code import USER_CODE_ERRORS, raised
 
 
 def check_root_prompts(workflow: Workflow, parsed: Any) -> None:
@@ -37,9 +38,9 @@ def check_root_prompts(workflow: Workflow, parsed: Any) -> None:
 def _dry_render(spec: TaskSpec, ctx: TaskContext) -> None:
     try:
         text = spec.prompt(ctx)
-    except Exception as error:
+    except USER_CODE_ERRORS as error:
         raise WorkflowDefinitionError(
-            f"The prompt of task {spec.id!r} raised {type(error).__name__}: {error}"
+            f"The prompt of task {spec.id!r} {raised(error)}"
         ) from error
     if not isinstance(text, str) or not text.strip():
         raise WorkflowDefinitionError(

@@ -53,18 +53,9 @@ def durability_from_config(data: dict[str, object], source: str) -> str:
 
 def read_durability(config_path: Path) -> str:
     """The durability level of the workspace whose ``config.toml`` is ``config_path``."""
-    try:
-        text = config_path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
-        return DEFAULT_DURABILITY  # no config (or no workspace folder): opening says the rest
-    except (OSError, UnicodeDecodeError) as error:
-        raise InvalidInputError(f"Cannot read {config_path}: {error}.") from error
-    if "durability" not in text:
-        return DEFAULT_DURABILITY  # most configs only name agents: skip parsing them here
-    import tomllib
+    from store.workspace.config_file import parse_config_text, read_config_text
 
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise InvalidInputError(f"{config_path} is not valid TOML ({error}).") from error
-    return durability_from_config(data, str(config_path))
+    text = read_config_text(config_path)
+    if text is None or "durability" not in text:
+        return DEFAULT_DURABILITY  # most configs only name agents: skip parsing them here
+    return durability_from_config(parse_config_text(text, config_path), str(config_path))

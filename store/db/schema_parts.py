@@ -93,3 +93,11 @@ CREATE TABLE executor_nodes (
     updated_at_ms   {integer} NOT NULL,
     lost_at_ms      {integer}
 );"""
+def call_key(integer: str) -> str:
+    """Each call of an attempt gets its number (``call_seq``, from 1), unique per attempt
+    (calls_seq_idx): a call recorded twice (a write retried after a dropped connection) keeps
+    one row. Calls recorded before have their id as number. calls_node_idx stays as it is, so
+    reads still walk an attempt's calls in id order."""
+    return f"""ALTER TABLE calls ADD COLUMN call_seq {integer};
+UPDATE calls SET call_seq = call_id;
+CREATE UNIQUE INDEX calls_seq_idx ON calls (run_id, node_id, iteration, attempt, call_seq);"""

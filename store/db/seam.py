@@ -46,7 +46,7 @@ class RowLike(Protocol):
 class Connection(Protocol):
     """The part of ``sqlite3.Connection`` the store's transaction callbacks use.
 
-    ``sqlite3.Connection`` satisfies it as is; :class:`store.db.postgres.pg_database.PgConnection`
+    ``sqlite3.Connection`` satisfies it as is; :class:`store.db.postgres.pg_connection.PgConnection`
     adapts a psycopg connection to it.
     """
 
@@ -144,6 +144,7 @@ class Database(abc.ABC):
             return await self.run_in_transaction(work)
 
         task = asyncio.ensure_future(in_order())
+        task.add_done_callback(retrieved)
         self.__dict__["_last_submitted"] = task
         return task
 
@@ -163,3 +164,11 @@ class Database(abc.ABC):
 
         return await self.run_in_transaction(work)
 
+
+def retrieved(write: Any) -> None:
+    """Mark a queued write's failure as seen (a done callback). Whoever awaits the write still
+    gets the error; one nobody awaits any more (its execution already stopped for another
+    reason: a lost lease, an outage) must not print "Task exception was never retrieved" with
+    a traceback on the terminal."""
+    if not write.cancelled():
+        write.exception()

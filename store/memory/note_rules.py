@@ -27,6 +27,7 @@ from store.memory.note_values import (
     StatusFilter,
 )
 from store.model.ids import random_hex
+from store.model.secret_mask import process_mask
 from store.model.states import NOTE_STATUSES
 
 
@@ -48,7 +49,9 @@ def status_list(status: StatusFilter) -> list[str] | None:
 
 
 def validate_body(body: str) -> str:
-    """Return ``body`` if it is non-empty, clean text within the size limit."""
+    """Return ``body`` if it is non-empty, clean text within the size limit, with secrets
+    masked (:mod:`store.model.secret_mask`): a note reaches every future prompt and every
+    teammate, never a password an agent saw."""
     ensure_clean_text(body, "the note body", allow="\t\n\r")
     if not body.strip():
         raise InvalidInputError("The note body is empty.")
@@ -57,7 +60,7 @@ def validate_body(body: str) -> str:
         raise InvalidInputError(
             f"The note body is {size} bytes; a note holds at most {MAX_BODY_BYTES} bytes."
         )
-    return body
+    return process_mask().mask(body)
 
 
 def validate_label(value: str, what: str) -> str:
@@ -104,6 +107,52 @@ def check_targets(
                 f"Note {target!r} is in namespace {found[target]!r}; a note can only "
                 f"supersede notes of its own namespace ({namespace!r})."
             )
+
+
+def supersession_cycle(edges: Iterable[tuple[str, str]]) -> list[str] | None:
+    """A circle of supersession among ``edges`` (``(note, target)`` pairs) as the ids along it,
+    first id repeated at the end (``["n1", "n2", "n1"]``), or None when there is none.
+
+    A circle would hide every note on it from every default read (each is superseded by an
+    accepted note), so no writer may close one, whatever its length. Only a batch can: an edge
+    points at a note that already exists (a foreign key on both backends) and notes are
+    append-only, so a single new note is never on a circle."""
+    targets: dict[str, list[str]] = {}
+    for note, target in edges:
+        targets.setdefault(note, []).append(target)
+    done: set[str] = set()
+    for start in sorted(targets):
+        if start in done:
+            continue
+        # Iterative depth-first walk: a chain of any length never meets the recursion limit.
+        path: list[str] = [start]
+        on_path = {start}
+        pending = [iter(sorted(targets.get(start, ())))]
+        while pending:
+            following = next(pending[-1], None)
+            if following is None:
+                pending.pop()
+                done.add(path[-1])
+                on_path.discard(path.pop())
+                continue
+            if following in on_path:
+                return [*path[path.index(following):], following]
+            if following in done:
+                continue
+            path.append(following)
+            on_path.add(following)
+            pending.append(iter(sorted(targets.get(following, ()))))
+    return None
+
+
+def refuse_cycle(cycle: Sequence[str] | None) -> None:
+    """Raise the one sentence for a supersession circle (see :func:`supersession_cycle`)."""
+    if cycle:
+        chain = " -> ".join(repr(note) for note in cycle)
+        raise InvalidInputError(
+            f"These notes would supersede each other in a circle ({chain}), which would hide "
+            "all of them; nothing was written."
+        )
 
 
 def namespace_kind_range(kind: str) -> tuple[str, str]:

@@ -34,7 +34,9 @@ from store.memory.note_rules import (
     filter_params,
     namespace_kind_range,
     note_params,
+    refuse_cycle,
     status_list,
+    supersession_cycle,
     validate_body,
     validate_label,
     validate_reason,
@@ -152,6 +154,8 @@ class NoteOps:
         ids = [params["id"] for params, _ in prepared]
         if len(set(ids)) != len(ids):
             raise InvalidInputError("The batch holds the same note id twice.")
+        refuse_cycle(supersession_cycle(
+            (params["id"], target) for params, targets in prepared for target in targets))
         clock = self.db.clock
 
         def write(conn: Connection) -> list[str]:
@@ -400,3 +404,4 @@ def notes_by_rowid(conn: Connection, rowids: Sequence[int]) -> dict[int, RowLike
         return {}
     rows = conn.execute(term_sql.NOTES_BY_ROWID, {"rowids": json.dumps(list(rowids))})
     return {int(row["rowid"]): row for row in rows}
+

@@ -29,3 +29,33 @@ def dump_json(value: Any) -> str:
         raise InvalidInputError("A value cannot be stored as JSON: it is nested too deeply.") \
             from None
     return text
+
+
+def dump_recorded_json(value: Any) -> str:
+    """:func:`dump_json` of a value recorded from a run (an output, an event's payload, what an
+    agent reported): secrets masked (:mod:`store.model.secret_mask`) and lone surrogates
+    replaced (:func:`store.model.json_text.without_lone_surrogates`), so what an agent says
+    is recorded, never refused."""
+    from store.model.secret_mask import mask_value, process_mask
+
+    try:
+        text = dump_json(value)
+    except InvalidInputError:
+        from store.model.json_text import without_lone_surrogates
+
+        value = without_lone_surrogates(value)
+        text = dump_json(value)
+    mask = process_mask()
+    # One look at the whole text first: most payloads hold nothing that could be a secret.
+    return dump_json(mask_value(value, mask)) if mask.might_hold(text) else text
+
+
+def recorded_text(text: str | None) -> str | None:
+    """A text column recorded from a run (a prompt, an answer, an error): secrets masked and
+    lone surrogates replaced, as :func:`dump_recorded_json` does for JSON."""
+    if text is None:
+        return None
+    from store.model.json_text import without_lone_surrogates
+    from store.model.secret_mask import process_mask
+
+    return process_mask().mask(without_lone_surrogates(text))

@@ -108,3 +108,43 @@ def describe(what: str, error: JsonTextError) -> str:
     """One sentence: ``what`` is not usable JSON, why, and where when known."""
     where = f" at line {error.line} column {error.column}" if error.line else ""
     return f"{what[:1].upper()}{what[1:]} is not valid JSON: {error.reason}{where}."
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` (text or a JSON value) with every lone surrogate replaced by U+FFFD.
+
+    For what programs hand back rather than what people type: an agent's JSON may say
+    ``"\\ud800"``, which no UTF-8 encoder takes. Refusing it would fail the node for a character;
+    it is kept as the replacement character instead, like undecodable bytes of its output."""
+    if isinstance(value, str):
+        if _SURROGATE.search(value) is None:
+            return value
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_lone_surrogates(item) for item in value]
+    return value
+
+
+_ESCAPE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"  # a proper pair: kept
+    r"|\\u([dD][89a-fA-F][0-9a-fA-F]{2})"  # a surrogate on its own: replaced
+    r"|\\.",  # any other escape (\\, \", \n, \u0041...): kept, consumed whole
+    re.DOTALL,
+)
+
+
+def _repair(match: re.Match[str]) -> str:
+    return "\\ufffd" if match.group(1) is not None else match.group(0)
+
+
+def repair_surrogate_escapes(text: str) -> str:
+    """JSON text with every escaped lone surrogate (``"\\ud800"`` without its pair) written as
+    ``\\ufffd`` instead; proper pairs, other escapes and everything else are kept.
+
+    For JSON from programs parsed by a library that refuses such escapes outright (the MCP
+    SDK's message parser), so the message is answered rather than dropped."""
+    if "\\ud" not in text and "\\uD" not in text:
+        return text
+    return _ESCAPE.sub(_repair, text)

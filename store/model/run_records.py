@@ -58,6 +58,9 @@ class CallUsage(NamedTuple):
     cost_usd: float | None = None
     kind: str = "model"
     detail: Mapping[str, Any] | None = None
+    seq: int | None = None
+    """The call's number in its attempt (from 1): recording it again keeps one row. None for a
+    call recorded without one (never deduplicated)."""
 
 
 class NewEvent(NamedTuple):

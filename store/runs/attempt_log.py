@@ -6,12 +6,13 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from store.db.seam import Connection
-from store.model.json_columns import dump_json
+from store.model.json_columns import dump_recorded_json, recorded_text
 from store.model.run_records import AttemptRecord, NewEvent, RunRequests
 from store.model.states import ATTEMPT_STATES
 from store.model.token_lanes import TokenUsage
 from store.runs import runs_sql as sql
 from store.runs.event_log import insert_events
+from store.runs.fences import held_tokens
 from store.runs.node_log import NodeLog
 from store.runs.run_params import (
     check_choice,
@@ -59,10 +60,10 @@ class AttemptLog(NodeLog):
                     "attempt": attempt,
                     "agent": agent,
                     "model": model,
-                    "prompt": prompt,
+                    "prompt": recorded_text(prompt),
                     "cached": int(cached),
                     "owner_id": owner_id,
-                    "lease_token": self.db.leases.get(run_id),
+                    "lease_token": held_tokens(self.db).get(run_id),
                     "now": now,
                 },
             )
@@ -119,6 +120,7 @@ class AttemptLog(NodeLog):
         """
         check_choice(state, ATTEMPT_STATES, "attempt state")
         now = self.now_ms
+        error = recorded_text(error)
 
         def work(conn: Connection) -> Any:
             conn.execute(
@@ -129,13 +131,15 @@ class AttemptLog(NodeLog):
                     "iteration": iteration,
                     "attempt": attempt,
                     "state": state,
-                    "response_text": response_text,
+                    "response_text": recorded_text(response_text),
                     "error": error,
                     "model": model,
                     "cached": int(cached),
                     "now": now,
                     **usage.as_dict(),
-                    "details_json": None if details is None else dump_json(dict(details)),
+                    "details_json": None
+                    if details is None
+                    else dump_recorded_json(dict(details)),
                 },
             )
             payload: dict[str, Any] = {"state": state, "tokens": usage.as_dict()}

@@ -10,7 +10,7 @@ from typing import Any
 
 from store.db.seam import Connection
 from store.model.buckets import bucket_for
-from store.model.json_columns import dump_json
+from store.model.json_columns import dump_recorded_json
 from store.model.run_records import CallRecord, CallUsage, NewEvent
 from store.model.token_lanes import TokenUsage
 from store.runs import calls_sql as sql
@@ -79,7 +79,7 @@ class CallLog(EventLog):
                     "cost_usd": call.cost_usd,
                     "unpriced": int(call.cost_usd is None and call.kind != "retry"),
                 }
-                conn.execute(
+                inserted = conn.execute(
                     sql.INSERT_CALL,
                     {
                         "run_id": call.run_id,
@@ -102,9 +102,12 @@ class CallLog(EventLog):
                         "kind": call.kind,
                         "detail_json": None
                         if call.detail is None
-                        else dump_json(dict(call.detail)),
+                        else dump_recorded_json(dict(call.detail)),
+                        "call_seq": call.seq,
                     },
-                )
+                ).rowcount
+                if not inserted:
+                    continue  # this call of this attempt is recorded already: counted once
                 for rollup_run_id in (call.run_id, WORKSPACE_ROLLUP):
                     conn.execute(
                         sql.UPSERT_ROLLUP,

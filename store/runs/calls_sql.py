@@ -10,11 +10,12 @@ INSERT_CALL = """
 INSERT INTO calls (run_id, node_id, iteration, attempt, agent, model, simulated, input_tokens,
                    cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
                    context_tokens, bucket, started_at_ms, finished_at_ms, cost_usd, kind,
-                   detail_json)
+                   detail_json, call_seq)
 VALUES (:run_id, :node_id, :iteration, :attempt, :agent, :model, :simulated, :input_tokens,
         :cache_read_tokens, :cache_write_tokens, :output_tokens, :reasoning_tokens,
         :context_tokens, :bucket, :started_at_ms, :finished_at_ms, :cost_usd, :kind,
-        :detail_json)
+        :detail_json, :call_seq)
+ON CONFLICT (run_id, node_id, iteration, attempt, call_seq) DO NOTHING
 """
 
 UPSERT_ROLLUP = f"""

@@ -13,10 +13,11 @@ from typing import Any, TypeVar
 from store.db.seam import Connection, Database
 from store.errors import LeaseLost
 from store.model.history_records import EventRecord
-from store.model.json_columns import dump_json
+from store.model.json_columns import dump_recorded_json
 from store.model.run_records import NewEvent
 from store.runs import events_sql as sql
 from store.runs import queue_sql
+from store.runs.fences import held_tokens
 
 T = TypeVar("T")
 
@@ -34,7 +35,7 @@ def insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> Non
             e.node_id,
             e.iteration,
             e.attempt,
-            None if e.payload is None else dump_json(dict(e.payload)),
+            None if e.payload is None else dump_recorded_json(dict(e.payload)),
         )
         for e in events
     ]
@@ -64,7 +65,7 @@ class EventLog:
     ) -> Awaitable[T]:
         """:meth:`_write` as a queued write (:meth:`Database.submit`): committed in submission
         order; await the result to know it is committed."""
-        held = self.db.leases
+        held = held_tokens(self.db)
         fences = [
             (run_id, held[run_id])
             for run_id in dict.fromkeys(run_ids)

@@ -6,7 +6,7 @@ from typing import Any
 
 from store.db.seam import Connection
 from store.model.history_records import HandoffRecord
-from store.model.json_columns import dump_json
+from store.model.json_columns import dump_recorded_json
 from store.model.run_records import NewEvent, RunRecord
 from store.runs import runs_sql as sql
 from store.runs.event_log import insert_events
@@ -64,7 +64,7 @@ class HandoffLog(RunLog):
         tokens_at_handoff: int | None,
     ) -> int:
         check_choice(trigger, ("ceiling", "person"), "handoff trigger")
-        carried = dump_json(carried_state)
+        carried = dump_recorded_json(carried_state)
         carried_bytes = len(carried.encode("utf-8"))
         cursor = conn.execute(
             sql.INSERT_HANDOFF,

@@ -8,7 +8,7 @@ from typing import Any
 from store.db.seam import Connection
 from store.errors import NotFoundError
 from store.model.ids import validate_node_id, validate_run_id
-from store.model.json_columns import dump_json
+from store.model.json_columns import dump_json, dump_recorded_json, recorded_text
 from store.model.run_records import NewEvent, NodeRecord
 from store.model.states import NODE_STATES
 from store.runs import runs_sql as sql
@@ -54,9 +54,9 @@ class NodeLog(EventLog):
             "attempts": attempts,
             "cached": None if cached is None else int(cached),
             "depends_on_json": None if depends_on is None else dump_json(list(depends_on)),
-            "output_json": dump_json(output) if set_output else None,
+            "output_json": dump_recorded_json(output) if set_output else None,
             "set_output": set_output,
-            "error": error,
+            "error": recorded_text(error),
             "set_error": set_error or error is not None,
             "input_key": input_key,
             "carried_from": carried_from,

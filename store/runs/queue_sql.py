@@ -73,3 +73,9 @@ FROM workers WHERE stopped_at_ms IS NULL OR stopped_at_ms >= :since
 ORDER BY started_at_ms DESC LIMIT :limit
 """
 
+
+# The runs marked running with their leases, newest first (what `tether doctor` reports).
+RUNNING_LEASES = """
+SELECT run_id, owner_id, heartbeat_at_ms, lease_expires_at_ms FROM runs WHERE status = 'running'
+ORDER BY created_at_ms DESC LIMIT :limit
+"""

@@ -16,10 +16,12 @@ from store.runs import queue_sql
 from store.runs import runs_sql as sql
 from store.runs.artifact_paths import delete_run_dir
 from store.runs.event_log import MAX_READ_LIMIT, EventLog, insert_events
+from store.runs.fences import held_tokens
 from store.runs.owners import running_elsewhere
 from store.runs.run_params import (
     abandon_attempts,
     check_choice,
+    check_clear_reason,
     new_run_id,
     status_params,
 )
@@ -275,7 +277,7 @@ class RunLog(EventLog):
         heartbeat is not a state change.
         """
 
-        token = self.db.leases.get(run_id)
+        token = held_tokens(self.db).get(run_id)
 
         def work(conn: Connection) -> Any:
             params = {"run_id": run_id, "now": self.now_ms, "owner_id": owner_id}
@@ -320,8 +322,7 @@ class RunLog(EventLog):
 
         Raises NotFoundError; a terminal run raises InvalidInputError.
         """
-        if not reason.strip():
-            raise InvalidInputError("A clear needs a reason; pass some text.")
+        check_clear_reason(reason)
         run = await self.get_run(run_id)
         if run.is_terminal:
             raise InvalidInputError(f"Run {run_id} is already {run.status}; nothing to clear.")

@@ -8,7 +8,7 @@ from typing import Any
 from store.db.seam import Connection
 from store.errors import InvalidInputError
 from store.model.ids import random_hex
-from store.model.json_columns import dump_json
+from store.model.json_columns import dump_recorded_json, recorded_text
 from store.model.run_records import NewEvent
 from store.runs import runs_sql as sql
 from store.runs.event_log import insert_events
@@ -17,6 +17,22 @@ from store.runs.event_log import insert_events
 def new_run_id() -> str:
     """A fresh run id: short, unique, sortable enough to read in a terminal."""
     return "r-" + random_hex(12)
+
+
+MAX_CLEAR_REASON_CHARS = 2_000
+
+
+def check_clear_reason(reason: str) -> str:
+    """The reason a person gives for a durable /clear, checked: not empty, clean text (tabs and
+    newlines only; no escape sequence or other control character reaches a row, a prompt or a
+    screen) and at most :data:`MAX_CLEAR_REASON_CHARS` characters."""
+    from store.memory.namespaces import ensure_clean_text, ensure_length
+
+    if not reason.strip():
+        raise InvalidInputError("A clear needs a reason; pass some text.")
+    ensure_clean_text(reason, "the clear reason", allow="\t\n")
+    ensure_length(reason, "the clear reason", MAX_CLEAR_REASON_CHARS)
+    return reason
 
 
 def check_choice(value: str, allowed: tuple[str, ...], what: str) -> None:
@@ -41,9 +57,9 @@ def status_params(
         "status": status,
         "now": now,
         "set_error": error is not None,
-        "error": error,
+        "error": recorded_text(error),
         "set_output": set_output,
-        "output_json": dump_json(output) if set_output else None,
+        "output_json": dump_recorded_json(output) if set_output else None,
     }
 
 

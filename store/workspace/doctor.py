@@ -14,7 +14,12 @@ import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from store.db.sqlite.database_file import database_file_exists, read_file_info, readonly_uri
+from store.db.sqlite.database_file import (
+    cannot_change,
+    database_file_exists,
+    read_file_info,
+    readonly_uri,
+)
 from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
 from store.db.storage_errors import storage_error
 from store.errors import TetherError
@@ -125,7 +130,10 @@ def _database_checks(workspace: Workspace, now_ms: int) -> list[Finding]:
         mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
         wal = db.with_name("tether.db-wal")
         wal_size = wal.stat().st_size if wal.exists() else 0
-        if mode == "wal":
+        if cannot_change(db):
+            found.append(Finding(OK, "journal", "Read as it is on disk: its folder takes no new "
+                                 "file, so nothing can write it now (journal mode not checked)."))
+        elif mode == "wal":
             found.append(Finding(OK, "journal", f"WAL mode; the WAL holds {wal_size:,} bytes."))
         else:
             found.append(Finding(WARN, "journal", f"Journal mode is {mode}, not WAL: writers may "

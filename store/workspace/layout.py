@@ -16,7 +16,7 @@ folder that is itself a workspace (holds ``tether.db``, as ``tether-demo/`` does
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -93,18 +93,54 @@ def find_workspace_root(start: Path) -> Path | None:
     current = start.resolve()
     for folder in (current, *current.parents):
         candidate = folder / WORKSPACE_DIRNAME
-        if candidate.is_dir():
+        if _looked_at(candidate, Path.is_dir):
             return candidate
-        if (folder / DATABASE_FILENAME).is_file():
+        if _looked_at(folder / DATABASE_FILENAME, Path.is_file):
             return folder
     return None
+
+
+def _looked_at(path: Path, test: Callable[[Path], bool]) -> bool:
+    try:
+        return test(path)
+    except PermissionError:
+        raise permission_denied(path) from None
+
+
+def permission_denied(path: Path) -> Exception:
+    """The one sentence (a StorageError, exit 3) for a workspace path this user may not look
+    at: usually another user's workspace, whose folder is owner-only."""
+    import pwd
+
+    from store.errors import StorageError
+
+    owner = ""
+    for candidate in (path, *path.parents):
+        try:
+            info = candidate.stat()
+        except OSError:
+            continue
+        try:
+            name = pwd.getpwuid(info.st_uid).pw_name
+        except KeyError:
+            name = f"user {info.st_uid}"
+        if info.st_uid != os.geteuid():
+            owner = f" ({candidate} belongs to {name}, mode {info.st_mode & 0o777:o})"
+        break
+    return StorageError(
+        f"Permission denied for {path}{owner}; run Tether as the workspace's owner, or share "
+        "it with a team through PostgreSQL (see docs/team-setup.md).",
+        "permission was denied",
+    )
 
 
 def named_workspace(folder: Path) -> Path:
     """The workspace a person named: ``folder`` itself, or its ``.tether/`` when ``folder`` is
     a project folder (no ``tether.db`` of its own, a ``.tether/`` holding one)."""
     inner = folder / WORKSPACE_DIRNAME
-    if not (folder / DATABASE_FILENAME).exists() and (inner / DATABASE_FILENAME).is_file():
+    if not _looked_at(folder / DATABASE_FILENAME, Path.exists) and _looked_at(
+        inner / DATABASE_FILENAME, Path.is_file
+    ):
         return inner
     return folder
 
@@ -140,21 +176,15 @@ def configured_database_url(root: Path) -> str | None:
     Raises:
         InvalidInputError: the file is not valid TOML or the value is not a string.
     """
-    path = root / CONFIG_FILENAME
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if "database_url" not in text:
-        return None
-    import tomllib  # only for a config naming a database: most commands never parse TOML
+    from store.workspace.config_file import parse_config_text, read_config_text
 
+    path = root / CONFIG_FILENAME
+    text = read_config_text(path)
+    if text is None or "database_url" not in text:
+        return None
     from store.errors import InvalidInputError
 
-    try:
-        value = tomllib.loads(text).get("database_url")
-    except tomllib.TOMLDecodeError as error:
-        raise InvalidInputError(f"{path} is not valid TOML ({error}).") from None
+    value = parse_config_text(text, path).get("database_url")
     if value is not None and not isinstance(value, str):
         raise InvalidInputError(f"{path}: database_url must be a string.")
     return value or None

@@ -101,6 +101,8 @@ async def test_the_batch_api_is_one_transaction(db: Database) -> None:
         ([NoteInput("workflow:x", "other text", id="a")], ConflictError),
         ([NoteInput("workflow:x", "e", id="dup"), NoteInput("workflow:x", "f", id="dup")],
          InvalidInputError),
+        ([NoteInput("workflow:x", "g", id="g", supersedes=("h",)),
+          NoteInput("workflow:x", "h", id="h", supersedes=("g",))], InvalidInputError),
     ):
         try:
             await memory.save_notes(bad)
@@ -109,3 +111,24 @@ async def test_the_batch_api_is_one_transaction(db: Database) -> None:
         else:
             raise AssertionError(f"{bad} was accepted")
     assert {n.id for n in await memory.list_notes(status="any")} == {"a", ids[1]}
+
+
+def test_import_refuses_a_supersession_circle_of_any_length(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    assert tether("notes", "add", "workflow:x", "already here", "--workspace",
+                  str(ws)).returncode == 0
+    before = fingerprint(ws)
+    for length in (2, 3, 40):
+        ids = [f"n{index}" for index in range(length)]
+        circle = write_lines(tmp_path / f"circle{length}.jsonl", [
+            json.dumps({"namespace": "workflow:x", "body": f"note {index}", "id": note,
+                        "supersedes": [ids[(index + 1) % length]]})
+            for index, note in enumerate(ids)
+        ])
+        refused = tether("notes", "import", str(circle), "--workspace", str(ws))
+        assert refused.returncode == 2, refused.stderr
+        sentence = one_sentence(refused.stderr)
+        assert "circle ('n0' -> 'n1' -> " in sentence and "nothing was written" in sentence
+        assert fingerprint(ws) == before
+    listed = tether("notes", "list", "--workspace", str(ws))
+    assert "already here" in listed.stdout

@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall
@@ -90,3 +91,13 @@ async def run_workflow(
         **engine_kw,
     )
     return await engine.start(workflow, raw_input)
+
+
+def agent_script(tmp_path: Path, body: str) -> list[str]:
+    """The command line of a Python program written from ``body`` (a command agent's CLI)."""
+    import sys
+    import textwrap
+
+    path = tmp_path / "agent.py"
+    path.write_text(textwrap.dedent(body))
+    return [sys.executable, str(path)]

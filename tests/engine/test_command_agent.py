@@ -4,12 +4,10 @@ the whole process group on timeout."""
 from __future__ import annotations
 
 import os
-import sys
-import textwrap
 import time
 from pathlib import Path
 
-from engine_test_support import run_workflow
+from engine_test_support import agent_script, run_workflow
 from pydantic import BaseModel
 
 from engine.agents.cli.command import CommandAgent
@@ -25,12 +23,6 @@ class Summary(BaseModel):
     lines: int
 
 
-def _script(tmp_path: Path, body: str) -> list[str]:
-    path = tmp_path / "agent.py"
-    path.write_text(textwrap.dedent(body))
-    return [sys.executable, str(path)]
-
-
 def _workflow(agent: CommandAgent, **task: object) -> Workflow:
     wf = Workflow("cmd", agents={"cli": agent}, default_agent="cli")
     wf.add_task("sum", "Summarise the prompt.", output=Summary, **task)  # type: ignore[arg-type]
@@ -38,7 +30,7 @@ def _workflow(agent: CommandAgent, **task: object) -> Workflow:
 
 
 async def test_json_preset_streams_and_reports_usage(db: Database, tmp_path: Path) -> None:
-    command = _script(
+    command = agent_script(
         tmp_path,
         """
         import json, sys
@@ -63,7 +55,7 @@ async def test_json_preset_streams_and_reports_usage(db: Database, tmp_path: Pat
 
 
 async def test_failing_command_reports_its_stderr(db: Database, tmp_path: Path) -> None:
-    command = _script(
+    command = agent_script(
         tmp_path,
         """
         import sys
@@ -92,7 +84,7 @@ def _alive(pid: int) -> bool:
 
 async def test_timeout_kills_the_whole_process_group(db: Database, tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
-    command = _script(
+    command = agent_script(
         tmp_path,
         f"""
         import subprocess, sys, time

@@ -61,7 +61,8 @@ def test_two_workers_and_a_dashboard_a_killed_worker_is_replaced(tmp_path: Path)
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         assert follower.stdout is not None and follower.stdout.readline().strip() == "ready"
-        workers = [tether("worker", "--lease-seconds", "2", "--poll-seconds", "0.5")
+        workers = [tether("worker", "--lease-seconds", "2", "--poll-seconds", "0.5",
+                          "--workflows", str(WORKFLOW.parent))
                    for _ in range(2)]
         conn = psycopg.connect(url, autocommit=True)
         try:
@@ -138,7 +139,8 @@ def test_a_worker_rides_out_a_dropped_database_connection(tmp_path: Path) -> Non
         env = {**os.environ, DATABASE_URL_ENV_VAR: url, "WORKER_LOG": str(log),
                "PYTHONPATH": str(ROOT), "WORKER_LATENCY_MS": "10"}
         worker = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli.entry", "worker", "--poll-seconds", "0.2"],
+            [sys.executable, "-m", "tui.cli.entry", "worker", "--poll-seconds", "0.2",
+             "--workflows", str(WORKFLOW.parent)],
             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         try:
@@ -149,8 +151,8 @@ def test_a_worker_rides_out_a_dropped_database_connection(tmp_path: Path) -> Non
                     "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM "
                     "pg_stat_activity WHERE application_name LIKE 'tether%%' "
                     # Only this workspace's: other databases on the server are not ours.
-                    "AND datname = current_database() "
-                    "AND pid <> pg_backend_pid()) AS k").fetchone()
+                    "AND pid <> pg_backend_pid() AND usename = current_user "
+                    "AND datname = current_database()) AS k").fetchone()
                 assert killed is not None and killed[0] >= 1
                 queued = subprocess.run(
                     [sys.executable, "-m", "tui.cli.entry", "run", str(WORKFLOW), "--queue"],

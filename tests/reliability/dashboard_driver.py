@@ -27,7 +27,7 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-from store.workspace.layout import Workspace
+from store.workspace.layout import DATABASE_URL_ENV_VAR, Workspace
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, NewFactForm
 from tui.modals.launch import LaunchRunDialog
@@ -119,7 +119,8 @@ async def quit_app(app: TetherApp, pilot: Pilot[None]) -> None:
 
 
 async def main(root: Path) -> int:
-    app = TetherApp(Workspace(root))
+    # A PostgreSQL workspace when TETHER_DATABASE_URL names one (the PostgreSQL torture test).
+    app = TetherApp(Workspace(root, os.environ.get(DATABASE_URL_ENV_VAR) or None))
     loop = asyncio.get_running_loop()
     commands: asyncio.Queue[str | None] = asyncio.Queue()
 

@@ -256,7 +256,7 @@ CORPUS: list[Hostile] = [
             2, "must be a table with a type",
             files={**TINY_FILE, "ws/config.toml": "[agents.x]\nmodel = 'm'\n"}),
     Hostile("config-bad-utf8", ("run", "{dir}/tiny.py", "--input", '{"files": []}'), 2,
-            "not valid TOML", files={**TINY_FILE, "ws/config.toml": b"[engine]\n# \xff\n"}),
+            "is not UTF-8 text", files={**TINY_FILE, "ws/config.toml": b"[engine]\n# \xff\n"}),
     Hostile("config-huge", ("run", "{dir}/tiny.py", "--input", '{"files": []}'), 2,
             "larger than 1 MiB",
             files={**TINY_FILE, "ws/config.toml": "# " + "x" * (2 * 1024 * 1024) + "\n"}),

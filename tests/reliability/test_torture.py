@@ -116,11 +116,34 @@ class Acknowledged:
     finished_runs: set[str] = field(default_factory=set)
     launched_runs: set[str] = field(default_factory=set)
 
+    def record(self, kind: str, key: str, stdout: str, facts: dict[str, Any]) -> None:
+        """What a CLI process that exited 0 acknowledged: a fact (``key`` of ``facts``), a
+        note (the printed id) or a finished run (``--format json``)."""
+        if kind == "fact":
+            self.facts[key] = facts[key]
+        elif kind == "note":
+            self.notes.add(stdout.strip())
+        elif kind == "run":
+            self.finished_runs.add(json.loads(stdout)["run_id"])
+
 
 def read_only(db: Path) -> sqlite3.Connection:
     # A reader in this process: it holds no other connection to the file, and SQLite is the
     # only thing that ever touches it here.
     return sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+
+
+def assert_acknowledged(acked: Acknowledged, facts: dict[str, str], notes: set[str],
+                        runs: dict[str, str]) -> None:
+    """Every acknowledged write is among the stored facts (key: value JSON), note ids and runs
+    (id: status)."""
+    for key, value in acked.facts.items():
+        assert key in facts, f"acknowledged fact {key} is missing"
+        assert json.loads(facts[key]) == value, key
+    assert acked.notes <= notes, acked.notes - notes
+    for run_id in acked.finished_runs:
+        assert runs.get(run_id) == "finished", (run_id, runs.get(run_id))
+    assert acked.launched_runs <= set(runs), acked.launched_runs - set(runs)
 
 
 def check_workspace(db: Path, acked: Acknowledged) -> int:
@@ -131,15 +154,9 @@ def check_workspace(db: Path, acked: Acknowledged) -> int:
         assert verdict == [("ok",)], verdict
         facts = dict(conn.execute(
             "SELECT key, value_json FROM facts WHERE namespace = ?", (NS,)).fetchall())
-        for key, value in acked.facts.items():
-            assert key in facts, f"acknowledged fact {key} is missing"
-            assert json.loads(facts[key]) == value, key
         notes = {row[0] for row in conn.execute("SELECT id FROM notes")}
-        assert acked.notes <= notes, acked.notes - notes
         runs = dict(conn.execute("SELECT run_id, status FROM runs").fetchall())
-        for run_id in acked.finished_runs:
-            assert runs.get(run_id) == "finished", (run_id, runs.get(run_id))
-        assert acked.launched_runs <= set(runs), acked.launched_runs - set(runs)
+        assert_acknowledged(acked, facts, notes, runs)
         return int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
     finally:
         conn.close()
@@ -164,12 +181,7 @@ def cli_round(workspace: Path, round_no: int, acked: Acknowledged) -> None:
         stdout, stderr = process.communicate(timeout=REPLY_DEADLINE_S)
         assert process.returncode == 0, (kind, key, stderr)
         assert "locked" not in stderr.lower(), stderr
-        if kind == "fact":
-            acked.facts[key] = facts[key]
-        elif kind == "note":
-            acked.notes.add(stdout.strip())
-        elif kind == "run":
-            acked.finished_runs.add(json.loads(stdout)["run_id"])
+        acked.record(kind, key, stdout, facts)
 
 
 def wait_for_event(dashboard: Dashboard, newest: int) -> dict[str, Any]:

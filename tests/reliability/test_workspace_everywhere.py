@@ -135,7 +135,7 @@ CASES = {
                            lambda o, r: None if _vectors(r) > 0 else pytest.fail("reindex")),
 }
 CASES["worker"] = Case(
-    ("worker", "--exit-when-idle", "--poll-seconds", "0.2"),
+    ("worker", "--exit-when-idle", "--poll-seconds", "0.2", "--workflows", "{folder}"),
     lambda o, r: None if sorted(x["status"] for x in runs(r).values()).count("finished") == 2
     and "target" in o.stderr else pytest.fail(o.stderr),  # r-target-done and the queued run
 )
@@ -198,7 +198,8 @@ def fresh(templates: tuple[Path, Path, Path], where: Path) -> tuple[Path, Path, 
 def arguments(case: Case, way: str, target: Path, workflow: Path,
               otlp: str = "") -> tuple[list[str], dict]:
     args = [a.replace("{workflow}", str(workflow)).replace("{otlp}", otlp)
-            .replace("{notes}", str(workflow.with_name("notes.jsonl"))) for a in case.args]
+            .replace("{notes}", str(workflow.with_name("notes.jsonl")))
+            .replace("{folder}", str(workflow.parent)) for a in case.args]
     if way == "after":
         return [*args, "--workspace", str(target)], {}
     if way == "before":

@@ -119,6 +119,12 @@ def convention_problems(span: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+# The end of a process waits for its export at most shutdown_timeout_s (5 s by default); on a
+# machine loaded far past its cores the export process's start-up alone can take longer, so
+# tests that count every span give it this much.
+PATIENT_SHUTDOWN = "[telemetry]\nshutdown_timeout_s = 120\n"
+
+
 def otel_env(endpoint: str | None, **extra: str) -> dict[str, str]:
     """The environment of a Tether process exporting to ``endpoint`` (none of the caller's own
     OTEL_* variables)."""

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from otel_support import ROOT, otel_env, tether
+from otel_support import PATIENT_SHUTDOWN, ROOT, otel_env, tether
 
 from tools.otlp_receiver import HttpReceiver, latest
 
@@ -22,6 +22,8 @@ REVIEW = ("run", str(TINY))
 def exported(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One run exported live, then back-filled to a second receiver."""
     workspace = tmp_path_factory.mktemp("otel-cli") / "ws"
+    workspace.mkdir()
+    (workspace / "config.toml").write_text(PATIENT_SHUTDOWN)
     with HttpReceiver() as live:
         done = tether(ROOT, otel_env(live.endpoint), *REVIEW, "--workspace", str(workspace))
         assert done.returncode == 0, done.stderr

@@ -16,6 +16,7 @@ from otel_support import (
     DURATION_BOUNDS,
     METRIC_ATTRIBUTES,
     OPT_IN,
+    PATIENT_SHUTDOWN,
     ROOT,
     TOKEN_BOUNDS,
     convention_problems,
@@ -58,6 +59,8 @@ async def _tokens_view(folder: Path) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("otel-demo")
+    (folder / "tether-demo").mkdir()
+    (folder / "tether-demo" / "config.toml").write_text(PATIENT_SHUTDOWN)
     with HttpReceiver() as receiver:
         done = tether(folder, otel_env(receiver.endpoint), "demo", "--headless")
         assert done.returncode == 0, done.stderr
@@ -184,6 +187,8 @@ def test_grpc_export_with_content_opted_in(tmp_path: Path):
     env = {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
     workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "config.toml").write_text(PATIENT_SHUTDOWN)
     seeded = tether(ROOT, otel_env(None), "notes", "add", "workflow:code-review",
                     "Run the fixtures twice before blaming a flaky test.", "--workspace",
                     str(workspace))

@@ -12,7 +12,7 @@ from threading import Thread
 from typing import Any
 
 import pytest
-from otel_support import ROOT, convention_problems, otel_env, tether
+from otel_support import PATIENT_SHUTDOWN, ROOT, convention_problems, otel_env, tether
 
 from store.db.sqlite.direct import DirectDatabase, run_now
 from store.runs.run_store import RunStore
@@ -62,7 +62,7 @@ def _workspace(tmp_path: Path, base_url: str) -> Path:
         f'[agents.priced]\ntype = "openai"\nbase_url = "{base_url}"\nmodel = "gpt-4o-mini"\n'
         'api_key_env = "TETHER_TEST_KEY"\n\n'
         f'[agents.unpriced]\ntype = "openai"\nbase_url = "{base_url}"\nmodel = "house-model"\n'
-        'api_key_env = "TETHER_TEST_KEY"\n'
+        'api_key_env = "TETHER_TEST_KEY"\n\n' + PATIENT_SHUTDOWN
     )
     return folder
 

@@ -11,7 +11,16 @@ import pytest
 
 from store.workspace.layout import Workspace
 from tools.browser import Step, chromium_path, drive, served
-from tui.serve import announcement, is_loopback, url_for
+from tui.serve_access import (
+    Served,
+    addresses,
+    host_allowed,
+    is_loopback,
+    open_refusal,
+    origin_allowed,
+    reach_sentence,
+    token_matches,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -31,10 +40,37 @@ def _need_browser() -> None:
 def test_serve_binds_localhost_unless_told_and_says_so() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
-    assert "127.0.0.1 only" in announcement("127.0.0.1", url_for("127.0.0.1", 8000))
-    wide = announcement("0.0.0.0", url_for("0.0.0.0", 8000))
-    assert "anyone who can reach this port controls the dashboard" in wide
-    assert url_for("::1", 80) == "http://[::1]:80"
+    local = Served("127.0.0.1", 8000)
+    assert "127.0.0.1 only" in reach_sentence(local, False)
+    wide = reach_sentence(Served("0.0.0.0", 8000), True)
+    assert "plain HTTP" in wide and "TETHER_SERVE_TOKEN" in wide
+    assert addresses(Served("::1", 80), "t") == ["http://[::1]:80/?token=t"]
+    assert addresses(Served("0.0.0.0", 80, names=("box",)), "t", ["box"]) == [
+        "http://127.0.0.1:80/?token=t", "http://box:80/?token=t"]
+    assert open_refusal("0.0.0.0", tls=False, chosen_token=False)
+    assert open_refusal("0.0.0.0", tls=True, chosen_token=False) is None
+    assert open_refusal("127.0.0.1", tls=False, chosen_token=False) is None
+
+
+def test_hosts_and_origins_that_may_drive_the_dashboard() -> None:
+    local = Served("127.0.0.1", 8000)
+    assert host_allowed(local, "127.0.0.1:8000") and host_allowed(local, "localhost:8000")
+    assert host_allowed(local, "[::1]:8000")
+    for refused in ("evil.example:8000", "127.0.0.1:9999", "10.0.0.2:8000", "", None):
+        assert not host_allowed(local, refused), refused  # DNS rebinding names another host
+    wide = Served("0.0.0.0", 8000, names=("box",))
+    assert host_allowed(wide, "10.0.0.2:8000") and host_allowed(wide, "box:8000")
+    assert not host_allowed(wide, "evil.example:8000")
+    proxied = Served("127.0.0.1", 8000, public_url="https://dash.example.com")
+    assert host_allowed(proxied, "dash.example.com")
+    assert host_allowed(proxied, "dash.example.com:443")
+    assert origin_allowed(local, "http://127.0.0.1:8000", "127.0.0.1:8000")
+    assert not origin_allowed(local, "http://evil.example", "127.0.0.1:8000")
+    assert not origin_allowed(local, None, "127.0.0.1:8000")
+    assert not origin_allowed(local, "https://127.0.0.1:8000", "127.0.0.1:8000")
+    assert origin_allowed(proxied, "https://dash.example.com", "dash.example.com")
+    assert token_matches("secret-token", "secret-token")
+    assert not token_matches("secret-token", "secret-tokeX") and not token_matches("s", None)
 
 
 async def test_dashboard_in_headless_chromium(sample_workspace: Workspace, tmp_path: Path):

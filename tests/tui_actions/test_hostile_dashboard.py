@@ -214,7 +214,7 @@ class Exploding(TetherApp):
     CSS_PATH = str(Path(tui.app.__file__).with_name("app.tcss"))
 
     def on_mount(self):
-        raise ValueError("boom while mounting")
+        raise ValueError("boom while mounting postgresql://team:pw-crash-4417@db/x")
 
 sys.exit(run_dashboard(Workspace(Path(sys.argv[1])), app_class=Exploding))
 """
@@ -231,10 +231,12 @@ def test_a_dashboard_crash_exits_3_and_keeps_the_traceback_under_the_workspace(
     assert code == 3, output[-2000:]
     text = output.decode("utf-8", "replace")
     assert "Traceback" not in text
-    assert "tether: The dashboard stopped on an internal error (ValueError: boom while mounting)" \
-        in text
+    assert "tether: The dashboard stopped on an internal error (ValueError: boom while mounting " \
+        "postgresql://team:***@db/x)" in text
     (report,) = (workspace.root / "crashes").iterdir()
-    assert "raise ValueError(\"boom while mounting\")" in report.read_text()
+    saved = report.read_text()
+    assert "boom while mounting postgresql://team:***@db/x" in saved
+    assert "pw-crash-4417" not in saved + text  # secrets masked in the report and the sentence
     assert stat.S_IMODE(report.stat().st_mode) == 0o600
     assert stat.S_IMODE((workspace.root / "crashes").stat().st_mode) == 0o700
 

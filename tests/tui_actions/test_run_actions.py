@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Button, Static, TextArea
+from textual.widgets import Button, Select, Static, TextArea
 
 from engine.run.wiring import open_engine
 from engine.workflow.loader import load_workflow
@@ -25,7 +25,7 @@ from tests.tui_actions.pilot_support import dialog_target, press_for, shown_keys
 from tui.actions.run_actions import allowed_run_actions
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, LaunchRunDialog, ReasonDialog
-from tui.run_control import EXAMPLES_DIR, host_for, placeholder_input, workflow_files
+from tui.run_control import EXAMPLES_DIR, host_for, workflow_files
 from tui.screens.runs_view import RunsScreen
 from tui.widgets.keyed_table import KeyedTable
 
@@ -66,10 +66,7 @@ def test_which_run_keys_apply(status: str, now: int, allowed: set[str]) -> None:
     assert allowed_run_actions(None, now) == {"launch_run"}
 
 
-def test_placeholder_input_and_workflow_files(tmp_path: Path) -> None:
-    schema = {"properties": {"goal": {"type": "string"}, "n": {"type": "integer", "default": 3},
-                             "tags": {"type": "array"}}, "required": ["goal", "tags"]}
-    assert placeholder_input(schema) == {"goal": "", "n": 3, "tags": []}
+def test_workflow_files(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("")
     (tmp_path / "_private.py").write_text("")
     extra = tmp_path / "elsewhere" / "b.py"
@@ -231,11 +228,53 @@ async def test_resume_continues_a_stale_run_in_the_embedded_engine(
 ) -> None:
     stale = await make_run(workspace, clock)
     clock.advance(31_000)
-    async with runs_view(make_app, stale.run_id) as (app, pilot, _screen):
-        await pilot.press("R")
+    async with runs_view(make_app, stale.run_id) as (app, pilot, screen):
+        # The confirmation names the workflow file the dashboard would load and run.
+        dialog = await press_for(pilot, app, "R", ConfirmDialog)
+        assert str(CODE_REVIEW) in " ".join(str(w.render()) for w in dialog.query(Static))
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen, "the dialog to close")
+        assert (await (await host_for(app).runs()).get_run(stale.run_id)).status == "running"
+        await press_for(pilot, app, "R", ConfirmDialog)
+        await pilot.press("y")
         await until_run(app, pilot, "the resumed run to finish", lambda runs: any(
             r.run_id == stale.run_id and r.status == "finished" for r in runs))
     assert cli_runs(workspace)[stale.run_id]["status"] == "finished"
+
+
+HOSTILE = """
+import os
+from pathlib import Path
+from engine import Workflow
+Path(os.environ["IMPORT_MARKER"]).touch()  # what a planted file would do on import
+workflow = Workflow("planted", description="Looks harmless.")
+workflow.add_task("only", "Do one thing.")
+"""
+
+
+async def test_the_launch_dialog_lists_workflow_files_without_running_them(
+    make_app: MakeApp, workspace: Workspace, clock: ManualClock, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(HOSTILE)
+    marker = tmp_path / "imported"
+    monkeypatch.setenv("IMPORT_MARKER", str(marker))
+    async with await open_database(workspace, clock=clock) as db:
+        # Anyone who can write runs can record any path (a team workspace's teammate).
+        await RunStore(db).create_run("planted", workflow_path=str(planted), owner_id="x:1:y")
+    async with runs_view(make_app) as (app, pilot, _screen):
+        dialog = await press_for(pilot, app, "n", LaunchRunDialog)
+        select = dialog.query_one("#launch-workflow", Select)
+        assert str(planted.resolve()) in [value for _label, value in select._options]
+        assert not marker.exists()  # listed, not imported
+        select.value = str(planted.resolve())
+        await pilot.pause()
+        description = str(dialog.query_one("#launch-description", Static).render())
+        assert "Looks harmless." in description and f"runs {planted.resolve()}" in description
+        assert not marker.exists()
+        await pilot.press("ctrl+s")  # the person chose it: now it is loaded
+        await until(pilot, lambda: marker.exists(), "the chosen file to be loaded")
 
 
 async def test_delete_asks_first_and_removes_rows_and_artifacts(

@@ -67,12 +67,13 @@ def run_target(run: RunRecord) -> Text:
 
 
 def workflow_choice(known: KnownWorkflow) -> WorkflowChoice:
-    """How a loadable workflow file is offered in the launch dialog."""
+    """How a workflow file is offered in the launch dialog: by its name and its full path (the
+    file is only loaded, and so run, once the person launches it)."""
     return WorkflowChoice(
         key=str(known.path),
         name=known.name,
-        source=known.path.name,
-        description=known.workflow.description,
+        source=f"the bundled example {known.path.name}" if known.bundled else str(known.path),
+        description=known.declaration.description,
         example_input=json.dumps(known.example_input, indent=2, ensure_ascii=False),
         validate=known.problem,
     )
@@ -134,6 +135,14 @@ class RunControlScreen(LiveScreen):
             return None
         return run
 
+    async def _recorded(self, run: RunRecord) -> RunRecord | None:
+        """The run as stored, with the workflow file it records (the list leaves it out)."""
+
+        async def read() -> RunRecord:
+            return await (await self.host.runs()).get_run(run.run_id)
+
+        return await write_safely(self, read)
+
     # -- the keys -------------------------------------------------------------------------
 
     @work(group="run-action", exclusive=True)
@@ -172,10 +181,13 @@ class RunControlScreen(LiveScreen):
     @work(group="run-action", exclusive=True)
     async def action_clear_run(self) -> None:
         """Durable /clear of the selected run, with an optional reason."""
-        run = self._target("clear_run")
+        listed = self._target("clear_run")
+        run = None if listed is None else await self._recorded(listed)
         if run is None:
             return
-        answer = await self.app.push_screen_wait(clear_run_dialog(run.run_id, run.workflow))
+        answer = await self.app.push_screen_wait(
+            clear_run_dialog(run.run_id, run.workflow, run.workflow_path)
+        )
         if answer is None:
             return
         reason = answer.reason or DEFAULT_CLEAR_REASON
@@ -226,8 +238,22 @@ class RunControlScreen(LiveScreen):
     @work(group="run-action", exclusive=True)
     async def action_resume_run(self) -> None:
         """Resume the selected stale (or failed/cancelled) run in the embedded engine."""
-        run = self._target("resume_run")
+        listed = self._target("resume_run")
+        run = None if listed is None else await self._recorded(listed)
         if run is None:
+            return
+        # The run's workflow file is whatever its row records (anyone who can write the
+        # workspace chose it): name it before this process loads and runs it.
+        confirmed = await self.app.push_screen_wait(
+            ConfirmDialog(
+                "Resume this run here?", run_target(run), confirm_label="Resume",
+                cancel_label="Leave it",
+                detail="It continues in this dashboard's engine, which loads and runs "
+                       f"{run.workflow_path or 'its workflow file (none is recorded)'}; "
+                       "finished nodes never run again.",
+            )
+        )
+        if not confirmed:
             return
         started = await write_safely(self, lambda: self.host.resume(run.run_id))
         if started is not None:

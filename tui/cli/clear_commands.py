@@ -15,6 +15,7 @@ import click
 from engine.handoff import DEFAULT_CLEAR_REASON, clear_run
 from store.db.backends import open_database
 from store.errors import InvalidInputError
+from store.runs.run_params import check_clear_reason
 from store.runs.run_store import RunStore
 from tui.cli.common import format_option, run_async, workspace_from, workspace_option
 from tui.cli.output import print_json
@@ -33,6 +34,7 @@ async def clear_command(run_id: str, reason: str, workspace_dir: str | None,
     """Durable /clear: hand RUN off to a fresh run carrying only distilled state."""
     if not reason.strip():
         raise InvalidInputError("A clear needs a reason; pass some text with --reason.")
+    check_clear_reason(reason)  # refused before the workspace is opened
     workspace = workspace_from(workspace_dir)
     async with await open_database(workspace, create=False) as db:
         result = await clear_run(db, run_id, reason)

@@ -23,7 +23,13 @@ from store.workspace.doctor import (
 )
 from store.workspace.layout import Workspace
 from store.workspace.salvage import salvage
-from tui.cli.common import format_option, run_async, workspace_from, workspace_option
+from tui.cli.common import (
+    database_url_option,
+    format_option,
+    run_async,
+    workspace_from,
+    workspace_option,
+)
 from tui.cli.output import print_json
 from tui.format import visible
 
@@ -46,18 +52,28 @@ def _exit_code(findings: list[Finding]) -> int:
     help="Copy every readable row into a new workspace at DIR (the damaged one is only read).",
 )
 @workspace_option
+@database_url_option
 @format_option
 def doctor_command(
     clear_damage_mark: bool, salvage_dir: str | None, workspace_dir: str | None,
-    output_format: str,
+    database_url: str | None, output_format: str,
 ) -> None:
     """Check the workspace and say how to recover; changes nothing (see --clear-damage-mark,
     --salvage-to)."""
-    workspace = workspace_from(workspace_dir)
-    if salvage_dir is not None:
+    workspace = workspace_from(workspace_dir, database_url)
+    if salvage_dir is not None and not workspace.is_shared:
         _salvage(workspace, Workspace(Path(salvage_dir).expanduser().resolve()), output_format)
         return
-    findings = examine(workspace, int(time.time() * 1000))
+    now_ms = int(time.time() * 1000)
+    if workspace.is_shared:
+        if salvage_dir is not None or clear_damage_mark:
+            raise InvalidInputError(
+                "--salvage-to and --clear-damage-mark are for a SQLite workspace; PostgreSQL "
+                "keeps its own integrity."
+            )
+        findings = _examine_postgres(workspace, now_ms)
+    else:
+        findings = examine(workspace, now_ms)
     cleared = clear_damage_mark and clear_stale_damage_mark(workspace, findings)
     if cleared:
         findings = [f for f in findings if f.check != "damage"]
@@ -66,7 +82,7 @@ def doctor_command(
     steps = recovery_steps(workspace) if damaged else []
     if output_format == "json":
         print_json({
-            "workspace": str(workspace.root),
+            "workspace": workspace.describe(),
             "healthy": code == 0,
             "findings": [f.as_dict() for f in findings],
             "damage_mark_cleared": bool(cleared),
@@ -84,6 +100,13 @@ def doctor_command(
                 click.echo(f"  {line}")
     if code:
         raise SystemExit(code)
+
+
+@run_async
+async def _examine_postgres(workspace: Workspace, now_ms: int) -> list[Finding]:
+    from store.workspace.pg_doctor import examine_postgres
+
+    return await examine_postgres(workspace, now_ms)
 
 
 @run_async

@@ -206,8 +206,9 @@ def main(*, fast_exit: bool = True) -> None:
         if code is not None:
             if not fast_exit:
                 sys.exit(code)
-            sys.stdout.flush()
-            sys.stderr.flush()
+            from tui.cli.output import flush_quietly
+
+            flush_quietly()
             os._exit(code)
     from tui.cli.main import main as click_main
 

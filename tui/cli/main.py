@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import click
 
+from store.errors import TetherError
 from tui.cli import common
 from tui.cli.common import database_url_option, workspace_option
 from tui.cli.lazy import LazyCommand, LazyGroup
+from tui.cli.output import fail_with, flush_quietly, silence
 
 # Each command's module is imported only when that command runs (see tui/cli/lazy.py); the
 # one-line help shown by `tether --help` is given here so the help imports none of them (a
@@ -88,8 +91,28 @@ COMMAND_MODULES = {
 }
 
 
+class TetherGroup(LazyGroup):
+    """The top-level group: commands load lazily, a Tether error is one sentence whatever
+    raised it, and output nobody reads is dropped."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TetherError as error:
+            # Commands turn their errors into one sentence themselves; this catches what is
+            # raised before a command's own handling starts (its workspace's config, say).
+            fail_with(error)
+        except BrokenPipeError:
+            # The reader of stdout or stderr went away (`tether node ... | head`): what it did
+            # not read is dropped, quietly, and the command ends as it would have (click
+            # itself would exit 1 here).
+            silence(sys.stdout)
+            silence(sys.stderr)
+            raise click.exceptions.Exit(0) from None
+
+
 @click.group(
-    cls=LazyGroup,
+    cls=TetherGroup,
     lazy_commands=COMMAND_MODULES,
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -146,8 +169,7 @@ def main(*, fast_exit: bool = True) -> None:
 
 def _finish(code: int, fast_exit: bool) -> None:
     if fast_exit and common.direct_command_finished:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        flush_quietly()
         os._exit(code)
     if code:
         sys.exit(code)  # ctx.exit(code) inside a command, or a command's sys.exit

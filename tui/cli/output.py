@@ -9,6 +9,7 @@ flushed at once, as ``click.echo`` does, so output interleaves correctly with a 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -24,10 +25,45 @@ MAX_LIMIT = 100_000
 
 
 def echo(text: str, *, err: bool = False) -> None:
-    """Write one line to stdout (or stderr) and flush it."""
-    stream = sys.stderr if err else sys.stdout
-    stream.write(text + "\n")
-    stream.flush()
+    """Write one line to stdout (or stderr) and flush it; dropped once its reader is gone."""
+    write_line(sys.stderr if err else sys.stdout, text)
+
+
+def write_line(stream: Any, text: str) -> bool:
+    """Write and flush one line; False (and nothing raised) when the reader closed the pipe
+    (``tether runs | head``): output nobody reads is dropped, never fatal."""
+    try:
+        stream.write(text + "\n")
+        stream.flush()
+    except BrokenPipeError:
+        silence(stream)
+        return False
+    return True
+
+
+def silence(stream: Any) -> None:
+    """Point ``stream``'s file descriptor at /dev/null: what is still buffered, and any later
+    write or the flush at exit, goes nowhere instead of raising BrokenPipeError again."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file (a test's StringIO): nothing to redirect
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+def flush_quietly() -> None:
+    """Flush stdout and stderr before the process ends, dropping what a closed pipe refuses."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            silence(stream)
+        except (OSError, ValueError):
+            pass
 
 
 def one_line(message: str) -> str:

@@ -27,6 +27,7 @@ from engine.workflow.loader import load_workflow
 from store.db.backends import open_database
 from store.errors import InvalidInputError
 from store.model.ids import validate_run_id
+from store.model.json_columns import recorded_text
 from store.model.json_text import JsonTextError, describe, parse_json_text
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
@@ -38,7 +39,7 @@ from tui.cli.common import (
     workspace_from,
     workspace_option,
 )
-from tui.cli.output import print_json
+from tui.cli.output import echo, print_json, write_line
 from tui.plain import cost as format_cost
 from tui.plain import tokens, visible
 
@@ -59,7 +60,7 @@ class ProgressPrinter:
     """Prints one line per state change to stderr (plain text: works in logs and terminals)."""
 
     def __init__(self, stream: Any = None) -> None:
-        self.stream = stream or sys.stderr
+        self.stream: Any = stream or sys.stderr
         self.started = time.monotonic()
         self.run_id: str | None = None
 
@@ -74,10 +75,12 @@ class ProgressPrinter:
             node = f"{node}#{update.iteration}"
         parts = [f"{elapsed:7.2f}s", f"{visible(node, keep_newlines=False):<28}", update.state]
         if update.detail:
-            parts.append(visible(update.detail, keep_newlines=False)[:160])
+            # Details quote what agents and servers said: secrets are masked, as in the rows.
+            parts.append(visible(recorded_text(update.detail) or "", keep_newlines=False)[:160])
         if update.tokens and update.state == "finished":
             parts.append(f"{tokens(update.tokens)} tokens")
-        print("  ".join(parts), file=self.stream, flush=True)
+        if self.stream is not None and not write_line(self.stream, "  ".join(parts)):
+            self.stream = None  # its reader went away: the run goes on without progress lines
 
 
 def _summary(run: dict[str, Any], outcome: RunOutcome) -> str:
@@ -91,7 +94,7 @@ def _summary(run: dict[str, Any], outcome: RunOutcome) -> str:
         f"cost {spent}",
     ]
     if outcome.error:
-        lines.append(f"error: {visible(outcome.error)}")
+        lines.append(f"error: {visible(recorded_text(outcome.error) or '')}")
     if outcome.next_run_id:
         lines.append(f"continued in run {outcome.next_run_id}")
     return "\n".join(lines)
@@ -144,7 +147,7 @@ async def run_command(
         except asyncio.CancelledError:
             # Ctrl-C: the run stays resumable (its owner process is gone).
             if printer.run_id:
-                click.echo(
+                echo(
                     f"tether: interrupted; resume with: tether run {workflow_file} "
                     f"--resume {printer.run_id}",
                     err=True,
@@ -154,9 +157,9 @@ async def run_command(
     if output_format == "json":
         print_json({**run, "outcome": outcome.status, "next_run_id": outcome.next_run_id})
     else:
-        click.echo(_summary(run, outcome), err=True)
+        echo(_summary(run, outcome), err=True)
         if run["output"] is not None:
-            click.echo(visible(json.dumps(run["output"], ensure_ascii=False, indent=2)))
+            echo(visible(json.dumps(run["output"], ensure_ascii=False, indent=2)))
     if outcome.status != "finished":
         sys.exit(EXIT_NOT_COMPLETED)
 
@@ -183,7 +186,7 @@ async def enqueue_run(
     if output_format == "json":
         print_json(document)
     else:
-        click.echo(run.run_id)
+        echo(run.run_id)
 
 
 COMMANDS = [run_command]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from pathlib import Path
 
 import click
 
@@ -12,6 +13,7 @@ from engine.run.run_end import RunOutcome
 from engine.run.worker import DEFAULT_POLL_S, Worker
 from store.db.backends import open_database
 from store.errors import InvalidInputError
+from store.model.json_columns import recorded_text
 from tui.cli.common import database_url_option, run_async, workspace_from, workspace_option
 
 
@@ -23,6 +25,10 @@ from tui.cli.common import database_url_option, run_async, workspace_from, works
               "resumed by another worker after this.")
 @click.option("--poll-seconds", default=DEFAULT_POLL_S, show_default=True, type=float,
               help="Fallback check for claimable runs (notifications wake it sooner).")
+@click.option("--workflows", "workflow_dirs", multiple=True, metavar="DIR",
+              type=click.Path(exists=True, file_okay=False, resolve_path=True),
+              help="Run workflow files under DIR (repeatable); a run of any other file (except "
+              "the bundled examples) is refused, never imported.")
 @click.option("--exit-when-idle", is_flag=True,
               help="Stop once the queue is empty and nothing runs (batch jobs, benchmarks).")
 @workspace_option
@@ -33,6 +39,7 @@ async def worker_command(
     lease_seconds: float,
     poll_seconds: float,
     exit_when_idle: bool,
+    workflow_dirs: tuple[str, ...],
     workspace_dir: str | None,
     database_url: str | None,
 ) -> None:
@@ -53,7 +60,8 @@ async def worker_command(
         loop.add_signal_handler(signum, stop.set)
 
     def report(run_id: str, outcome: RunOutcome) -> None:
-        detail = f" ({outcome.error})" if outcome.error and outcome.status != "finished" else ""
+        failed = outcome.error and outcome.status != "finished"
+        detail = f" ({recorded_text(outcome.error)})" if failed else ""
         click.echo(f"{run_id} {outcome.status}{detail}", err=True)
 
     async with await open_database(workspace) as db:
@@ -65,8 +73,11 @@ async def worker_command(
             exit_when_idle=exit_when_idle,
             on_outcome=report,
             on_problem=lambda message: click.echo(f"tether worker: {message}", err=True),
+            trusted=[Path(folder) for folder in workflow_dirs],
         )
-        click.echo(f"worker {worker.worker_id} on {workspace.describe()}", err=True)
+        trusted = ", ".join(workflow_dirs) or "no folder"
+        click.echo(f"worker {worker.worker_id} on {workspace.describe()}; runs workflow files "
+                   f"under {trusted} and the bundled examples", err=True)
         summary = await worker.run(stop)
     click.echo(f"worker {summary.worker_id} stopped after {summary.runs} run(s)", err=True)
 

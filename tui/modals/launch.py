@@ -1,4 +1,5 @@
-"""Launching a run: pick a workflow the workspace knows, edit its JSON input, validated live."""
+"""Launching a run: pick a workflow the workspace knows (listed without running any of them),
+edit its JSON input, validated live; the chosen file is loaded only when launched."""
 
 from __future__ import annotations
 
@@ -102,9 +103,12 @@ class LaunchRunDialog(Dialog[LaunchRequest | None]):
 
     def _describe(self) -> None:
         choice = self._current()
-        self.query_one("#launch-description", Static).update(
-            Text(choice.description if choice is not None else "", style="italic")
-        )
+        text = Text()
+        if choice is not None:
+            text.append(choice.description, style="italic")
+            # Listing read the file without running it; launching loads (runs) it.
+            text.append(f"\nLaunch loads and runs {choice.source}", style="dim")
+        self.query_one("#launch-description", Static).update(text)
 
     @on(Select.Changed, "#launch-workflow")
     def _workflow_changed(self, event: Select.Changed) -> None:

@@ -119,16 +119,23 @@ def bulk_decision_dialog(verb: str, notes: Sequence[Any]) -> ReasonDialog:
     )
 
 
-def clear_run_dialog(run_id: str, workflow: str) -> ReasonDialog:
-    """The dialog shown before a durable /clear of a run: names the run; the reason is kept."""
+def clear_run_dialog(run_id: str, workflow: str, workflow_path: str | None = None) -> ReasonDialog:
+    """The dialog shown before a durable /clear of a run: names the run, and the workflow file
+    the new generation loads when it starts here; the reason is kept."""
     target = Text.assemble(("run ", "dim"), (run_id, "bold"), ("  of  ", "dim"), workflow)
+    detail = Text(
+        "The run stops dispatching, hands its distilled state to a new run and is marked "
+        "handed-off."
+    )
+    if workflow_path:
+        detail.append(
+            f"\nUnless an engine still runs it, the new run starts here and loads {workflow_path}.",
+            style="dim",
+        )
     return ReasonDialog(
         "Clear this run into a fresh generation?",
         target,
-        detail=Text(
-            "The run stops dispatching, hands its distilled state to a new run and is marked "
-            "handed-off."
-        ),
+        detail=detail,
         confirm_label="Clear",
         placeholder="Reason (optional, recorded with the handoff)",
         danger=True,

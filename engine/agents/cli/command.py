@@ -23,6 +23,12 @@ the attempt (``tether node`` shows it).
 The process runs in its own session (process group); on timeout or cancel the whole group gets
 SIGTERM, then SIGKILL after ``kill_grace_s``, so no grandchild outlives the attempt. Calls the
 session had shown before it was stopped are still recorded.
+
+Bounds: the program starts with a short environment, never the workspace database's
+credentials (:mod:`engine.agents.cli.agent_env`; ``pass_env`` and ``env`` add to it); each log
+keeps at most ``max_log_bytes`` (:mod:`engine.agents.cli.bounded_log`, secrets masked); and a
+program that prints more than ``max_output_bytes`` (or, for the ``text`` preset, more than its
+answer may hold, ``max_answer_bytes``) is stopped there and the attempt fails for good.
 """
 
 from __future__ import annotations
@@ -36,9 +42,11 @@ import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from engine.agents.agent import AgentError, AgentRequest, AgentResult
+from engine.agents.cli.agent_env import agent_environment, check_agent_variables
+from engine.agents.cli.bounded_log import DEFAULT_MAX_LOG_BYTES, BoundedLog
 from engine.agents.cli.claude_code import ClaudeCodePreset
 from engine.agents.cli.codex import SANDBOX_MODES, CodexPreset
 from engine.agents.cli.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, TailBuffer
@@ -56,6 +64,9 @@ STREAM_LIMIT = 4096
 """Bytes of stdout asyncio buffers ahead of the reader before it stops reading the pipe."""
 DRAIN_WAIT_S = 2.0
 """How long a killed process's last output may take to arrive (its pipes close at its end)."""
+DEFAULT_MAX_OUTPUT_BYTES = 256 * 1024 * 1024
+"""A program that prints more than this is stopped: no agent answers with a quarter gigabyte,
+and its log keeps only the first max_log_bytes anyway."""
 _WORD = re.compile(r"^[A-Za-z][A-Za-z-]*$")
 
 
@@ -113,6 +124,9 @@ class CommandAgent:
     skip_git_repo_check: bool = False
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     max_answer_bytes: int = 4 * 1024 * 1024
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
+    pass_env: list[str] = field(default_factory=list)
     simulated: bool = False
 
     def __post_init__(self) -> None:
@@ -129,6 +143,16 @@ class CommandAgent:
         self.extra_args = _string_list(self.extra_args, "extra_args")
         self.allowed_tools = _string_list(self.allowed_tools, "allowed_tools")
         self.disallowed_tools = _string_list(self.disallowed_tools, "disallowed_tools")
+        self.pass_env = _string_list(self.pass_env, "pass_env")
+        if not isinstance(self.env, dict) or not all(
+            isinstance(v, str) for v in self.env.values()
+        ):
+            raise ValueError("env must be a table of text values")
+        check_agent_variables(self.pass_env, self.env)
+        for key in ("max_answer_bytes", "max_output_bytes", "max_log_bytes"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{key} must be a whole number of bytes >= 1")
         for other in PRESETS.values():
             for key in other.own_settings:
                 if other is not preset and getattr(self, key) not in other.unset:
@@ -212,18 +236,19 @@ class CommandAgent:
         if resume is not None:
             invocation["resumed_session"] = resume
         request.details.setdefault("invocations", []).append(invocation)
-        env = {
-            **os.environ,
-            **self.env,
+        tether = {
             "TETHER_RUN_ID": request.run_id,
             "TETHER_NODE_ID": request.node_id,
             "TETHER_ATTEMPT": str(request.attempt),
             "TETHER_ITERATION": str(request.iteration),
         }
         if self.model:
-            env["TETHER_MODEL"] = self.model
+            tether["TETHER_MODEL"] = self.model
         if request.output_schema is not None:
-            env["TETHER_OUTPUT_SCHEMA"] = json.dumps(request.output_schema)
+            tether["TETHER_OUTPUT_SCHEMA"] = json.dumps(request.output_schema)
+        env = agent_environment(
+            os.environ, preset=self.preset, pass_env=self.pass_env, env=self.env, tether=tether
+        )
         # Made before the start: it reads what exists before the program writes (the usage a
         # resumed Codex thread had already spent).
         reader = self._preset.reader(self, request)
@@ -296,10 +321,15 @@ class CommandAgent:
 
         async def pump_out() -> None:
             assert process.stdout
-            with _append(stream_path) as log:
+            printed = 0
+            with _logging(stream_path, self.max_log_bytes) as log:
                 while chunk := await process.stdout.read(READ_CHUNK):
                     log.write(chunk)
+                    printed += len(chunk)
                     lines.reader.take_chunk(chunk)
+                    stop = lines.reader.stop_reason() or self._over_output_limit(printed)
+                    if stop is not None:
+                        raise AgentError(stop, retryable=False)
                     for line in splitter.feed(chunk):
                         await lines.line(line.text, line.truncated)
                 for line in splitter.finish():
@@ -307,12 +337,21 @@ class CommandAgent:
 
         async def pump_err() -> None:
             assert process.stderr
-            with _append(stderr_path) as log:
+            with _logging(stderr_path, self.max_log_bytes) as log:
                 while chunk := await process.stderr.read(READ_CHUNK):
                     log.write(chunk)
                     stderr.add(chunk.decode("utf-8", errors="replace"))
 
-        await asyncio.gather(feed(), pump_out(), pump_err())
+        pumps = [asyncio.ensure_future(step) for step in (feed(), pump_out(), pump_err())]
+        try:
+            await asyncio.gather(*pumps)
+        except BaseException:
+            # Stopped (a limit, a timeout, a cancel): the other pumps end here too, so none
+            # outlives the attempt holding the program's pipes.
+            for pump in pumps:
+                pump.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
+            raise
         await process.wait()
 
     async def _drain(
@@ -321,7 +360,7 @@ class CommandAgent:
         """After the process was killed: read what is left of its stdout (a pipe's worth at
         most) into the reader, so the pipes close and no printed call goes unrecorded."""
         assert process.stdout
-        with _append(lines.request.stream_path) as log:
+        with _logging(lines.request.stream_path, self.max_log_bytes) as log:
             while chunk := await asyncio.wait_for(process.stdout.read(READ_CHUNK), DRAIN_WAIT_S):
                 log.write(chunk)
                 for line in splitter.feed(chunk):
@@ -329,10 +368,28 @@ class CommandAgent:
         for line in splitter.finish():
             await lines.line(line.text, line.truncated)
 
+    def _over_output_limit(self, printed: int) -> str | None:
+        if printed <= self.max_output_bytes:
+            return None
+        return (
+            f"{self.command[0]} printed more than {self.max_output_bytes:,} bytes "
+            "(max_output_bytes) and was stopped; the start of its output is in the attempt's "
+            "stream.log."
+        )
+
     async def _kill_group(self, process: asyncio.subprocess.Process) -> None:
         """SIGTERM the process group, then SIGKILL it if it does not exit in time."""
-        if process.returncode is not None:
-            return
+        try:
+            if process.returncode is None:
+                await self._signal_group(process)
+        finally:
+            # Its pipes may be left unread (a limit stopped the reading): close them, or the
+            # loop keeps their transport until the loop itself is closed.
+            transport = getattr(process, "_transport", None)
+            if transport is not None:
+                transport.close()
+
+    async def _signal_group(self, process: asyncio.subprocess.Process) -> None:
         for sig, wait in ((signal.SIGTERM, self.kill_grace_s), (signal.SIGKILL, 5.0)):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, sig)
@@ -346,29 +403,9 @@ class CommandAgent:
             os.killpg(process.pid, signal.SIGKILL)
 
 
-class _Log:
-    """An append-only log file opened on the first write (no file for silent output)."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.handle: IO[bytes] | None = None
-
-    def write(self, chunk: bytes) -> None:
-        if self.path is None or not chunk:
-            return
-        if self.handle is None:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            self.handle = os.fdopen(fd, "ab", buffering=0)
-        self.handle.write(chunk)
-
-    def close(self) -> None:
-        if self.handle is not None:
-            self.handle.close()
-
-
 @contextlib.contextmanager
-def _append(path: Path | None) -> Any:
-    log = _Log(path)
+def _logging(path: Path | None, limit: int) -> Any:
+    log = BoundedLog(path, limit)
     try:
         yield log
     finally:

@@ -90,17 +90,18 @@ class TextReader(OutputReader):
             return
         self.parts.append(chunk.decode("utf-8", errors="replace"))
 
+    def stop_reason(self) -> str | None:
+        if not self.overflow:
+            return None
+        return (
+            f"{self.program} printed more than {self.max_answer_bytes:,} bytes, more than an "
+            "answer may hold (max_answer_bytes), and was stopped; the start of its output is in "
+            "the attempt's stream.log."
+        )
+
     def finish(self, returncode: int, stderr_tail: str, now_ms: int) -> Outcome:
         if returncode != 0:
             return exit_error(self.program, returncode, stderr_tail)
-        if self.overflow:
-            return Outcome(
-                error=AgentError(
-                    f"{self.program} printed more than {self.max_answer_bytes:,} bytes; the "
-                    "full output is in the attempt's stream.log.",
-                    retryable=False,
-                )
-            )
         return Outcome(result=AgentResult("".join(self.parts).strip(), None, None))
 
 

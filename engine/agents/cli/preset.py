@@ -59,6 +59,10 @@ class OutputReader:
     def take_chunk(self, chunk: bytes) -> None:
         """Take a raw stdout chunk (ignored unless the answer is stdout itself)."""
 
+    def stop_reason(self) -> str | None:
+        """Why the program must be stopped now (its answer can no longer be used), or None."""
+        return None
+
     def pending_calls(self) -> list[ModelCall]:
         """Calls shown before the process was stopped and not recorded yet."""
         return []

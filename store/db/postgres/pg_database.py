@@ -25,139 +25,53 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import itertools
+import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from store.clock import SYSTEM_CLOCK, Clock
 from store.db.database_url import redact_url, scrub
-from store.db.dialect import postgres_params, postgres_text
 from store.db.durability import DEFAULT_DURABILITY, PG_SYNCHRONOUS_COMMIT, read_durability
 from store.db.postgres import pg_schema as schema
+from store.db.postgres.pg_connection import PgConnection, one_transaction, row_factory
+from store.db.postgres.pg_retry import (
+    DEFAULT_RETRY_WINDOW_S,
+    FIRST_RETRY_S,
+    MAX_RETRY_S,
+    CommitUnknown,
+    is_transient,
+    outage_reason,
+    outage_sentence,
+    unresolved_sentence,
+)
 from store.db.retry import backoff_s
 from store.db.seam import Database, Params
-from store.errors import DatabaseUnavailable, NotFoundError, WorkspaceError
-from store.runs.events_sql import INSERT_EVENT
+from store.errors import DatabaseUnavailable, NotFoundError, StorageError, WorkspaceError
 from store.workspace.layout import Workspace
 
 T = TypeVar("T")
 
+# psycopg-pool warns on stderr ("discarding closed connection: <psycopg.Connection [BAD]>")
+# about each connection a drop broke; Tether rides those out and says in one sentence what
+# outlasts its retries, so the driver's own log lines stay out of the terminal.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
 POOL_MAX = 4
 """Connections per process: enough for concurrent tasks, few enough for many workers."""
 CONNECT_TIMEOUT_S = 10.0
+POOL_WAIT_S = 5.0
+"""How long one try waits for a pooled connection (the pool reconnects in the background)."""
 _RETRY_ATTEMPTS = 8
 _RETRY_BASE_S = 0.01
 _RETRY_MAX_S = 1.0
 _MIGRATION_LOCK = 0x54455448  # "TETH": serialises concurrent migrations of one database
 _RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
-
-
-# -- rows -------------------------------------------------------------------------------------
-
-
-class PgRow(tuple[Any, ...]):
-    """A result row by index or column name, like ``sqlite3.Row``."""
-
-    __slots__ = ()
-    _names: ClassVar[tuple[str, ...]] = ()
-    _index: ClassVar[dict[str, int]] = {}
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, str):
-            return tuple.__getitem__(self, self._index[key])
-        return tuple.__getitem__(self, key)
-
-    def keys(self) -> list[str]:
-        """The column names, in order."""
-        return list(self._names)
-
-
-@functools.lru_cache(maxsize=1024)
-def _row_class(names: tuple[str, ...]) -> type[PgRow]:
-    return type(
-        "PgRow", (PgRow,), {"__slots__": (), "_names": names, "_index": _first_index(names)}
-    )
-
-
-def _first_index(names: tuple[str, ...]) -> dict[str, int]:
-    index: dict[str, int] = {}
-    for position, name in enumerate(names):
-        index.setdefault(name, position)
-    return index
-
-
-def row_factory(cursor: Any) -> Callable[[Sequence[Any]], PgRow]:
-    """psycopg row factory building :class:`PgRow` s."""
-    names = tuple(column.name for column in cursor.description or ())
-    return _row_class(names)
-
-
-# -- the connection the store's callbacks see ---------------------------------------------------
-
-
-class PgCursor:
-    """The result of one statement: rows read eagerly and ``rowcount``."""
-
-    def __init__(self, rows: list[Any], rowcount: int) -> None:
-        self._rows = rows
-        self._next = 0
-        self.rowcount = rowcount
-
-    def fetchone(self) -> Any:
-        if self._next >= len(self._rows):
-            return None
-        row = self._rows[self._next]
-        self._next += 1
-        return row
-
-    def fetchall(self) -> list[Any]:
-        rows, self._next = self._rows[self._next :], len(self._rows)
-        return rows
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.fetchall())
-
-    def close(self) -> None:
-        """Nothing to release (rows were read eagerly)."""
-
-
-class PgConnection:
-    """Adapts a psycopg connection to what the store's callbacks use of ``sqlite3.Connection``:
-    each statement is rendered for PostgreSQL by :mod:`store.db.dialect` (its variant where it
-    has one), parameters derived where it says so, and event inserts remembered for the
-    commit's notification."""
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self._conn = conn
-        self.wrote_events = False
-
-    def _translate(self, sql: str, params: Any) -> tuple[str, Any]:
-        if sql == INSERT_EVENT:
-            self.wrote_events = True
-        return postgres_text(sql), postgres_params(sql, params)
-
-    def execute(self, sql: str, parameters: Params = (), /) -> PgCursor:
-        text, params = self._translate(sql, parameters)
-        with self._conn.cursor() as cursor:
-            if params:
-                cursor.execute(text, params)
-            else:  # no markers to bind: sent as written, one or more statements
-                cursor.execute(text.replace("%%", "%"))
-            rows = cursor.fetchall() if cursor.description is not None else []
-            return PgCursor(rows, cursor.rowcount)
-
-    def executemany(self, sql: str, parameters: Iterable[Params], /) -> PgCursor:
-        batch = list(parameters)
-        if not batch:
-            return PgCursor([], 0)
-        text = postgres_text(sql)
-        with self._conn.cursor() as cursor:
-            cursor.executemany(text, [self._translate(sql, one)[1] for one in batch])
-            return PgCursor([], cursor.rowcount)
 
 
 # -- the database --------------------------------------------------------------------------------
@@ -197,6 +111,8 @@ class PostgresDatabase(Database):
         synchronous_commit."""
         self.role_can_write = True
         """Whether the role may write the workspace (a dashboard hides write keys if not)."""
+        self.retry_window_s = DEFAULT_RETRY_WINDOW_S
+        """How long reads and writes ride out a dropped connection (pg_retry)."""
 
     @property
     def url(self) -> str:
@@ -243,13 +159,19 @@ class PostgresDatabase(Database):
         except Exception as error:
             await asyncio.to_thread(pool.close)
             raise DatabaseUnavailable(connection_problem(_root_cause(error), url) + ".") from None
+        def opening(call: Callable[[], T]) -> Awaitable[T]:
+            # A session cut while the workspace opens (an administrator, a restart) is
+            # ridden out like any later one.
+            return asyncio.to_thread(
+                ride_out, call, pool, url, CONNECT_TIMEOUT_S, role_can_write=False)
+
         try:
-            schema_name = await asyncio.to_thread(_inspect, pool)
+            schema_name = await opening(functools.partial(_inspect, pool))
             db = cls(pool, workspace, clock, schema_name)
             db.durability = level
-            db.role_can_write = await asyncio.to_thread(_role_can_write, pool)
+            db.role_can_write = await opening(functools.partial(_role_can_write, pool))
             db.read_only = read_only or not db.role_can_write
-            await asyncio.to_thread(db._check_and_migrate, create and not read_only)
+            await opening(functools.partial(db._check_and_migrate, create and not read_only))
         except BaseException:
             await asyncio.to_thread(pool.close)
             raise
@@ -268,6 +190,11 @@ class PostgresDatabase(Database):
                 )
             if version == schema.SCHEMA_VERSION:
                 return
+            if self.read_only and self.role_can_write:
+                raise WorkspaceError(
+                    f"{where} holds schema {version} of {schema.SCHEMA_VERSION}; the next "
+                    "command that writes upgrades it (this session only reads)."
+                )
             if self.read_only:
                 raise WorkspaceError(
                     f"{where} needs migrating and this role may only read; open it once with a "
@@ -296,21 +223,43 @@ class PostgresDatabase(Database):
         return PgConnection(conn)
 
     async def _in_thread(self, call: Callable[[], T]) -> T:
-        try:
-            return await asyncio.to_thread(call)
-        except psycopg.OperationalError as error:
-            raise DatabaseUnavailable(connection_problem(error, self.url) + ".") from error
+        return await asyncio.to_thread(self._retrying, call)
+
+    def _retrying(self, call: Callable[[], T]) -> T:
+        """Run ``call`` on this thread, again on a fresh connection while it fails for a
+        reason worth waiting out, for up to :attr:`retry_window_s` (pg_retry)."""
+        return ride_out(call, self._pool, self.url, self.retry_window_s,
+                        role_can_write=self.role_can_write, committed=self._committed)
+
+    def _committed(self, xid: str, deadline: float) -> bool:
+        """Whether transaction ``xid``, whose commit was cut off, committed (asked again on a
+        fresh connection until the server says, or the window closes)."""
+        for attempt in itertools.count():
+            status: Any = None
+            with (
+                contextlib.suppress(psycopg.OperationalError, PoolTimeout),
+                self._pool.connection(timeout=_pool_wait(deadline)) as conn,
+            ):
+                row = conn.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
+                status = "unknown" if row is None or row[0] is None else row[0]
+            if status in ("committed", "aborted"):
+                return bool(status == "committed")
+            if status == "unknown" or time.monotonic() >= deadline:
+                raise DatabaseUnavailable(unresolved_sentence(self.url))
+            # Not reachable yet, or the cut session is still ending ("in progress").
+            time.sleep(backoff_s(attempt, first_s=FIRST_RETRY_S, max_s=MAX_RETRY_S))
+        raise AssertionError("unreachable")
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Any]:
         def read() -> list[Any]:
-            with self._pool.connection() as conn:
+            with self._pool.connection(timeout=POOL_WAIT_S) as conn:
                 return self._adapter(conn).execute(sql, params).fetchall()
 
         return await self._in_thread(read)
 
     async def run_read(self, work: Callable[[Any], T]) -> T:
         def read() -> T:
-            with self._pool.connection() as conn:
+            with self._pool.connection(timeout=POOL_WAIT_S) as conn:
                 return work(self._adapter(conn))
 
         return await self._in_thread(read)
@@ -325,33 +274,56 @@ class PostgresDatabase(Database):
         return int(value)
 
     async def run_in_transaction(self, work: Callable[[Any], T]) -> T:
-        return await self._in_thread(functools.partial(self.transact, work))
+        self.check_writable()
+        return await asyncio.to_thread(self.transact, work)  # transact rides out drops itself
+
+    def check_writable(self) -> None:
+        """Refuse a write, with one sentence, on a session or role that may only read."""
+        if not self.read_only:
+            return
+        if not self.role_can_write:
+            raise StorageError(
+                f"The database role may only read {self.workspace.describe()}, so this change "
+                "was not made (reading commands still work; use a role that may write).",
+                "the database role may only read",
+            )
+        raise StorageError(
+            f"{self.workspace.describe()} was opened read-only; this change was not made."
+        )
 
     def transact(self, work: Callable[[Any], T]) -> T:
-        """Run ``work`` in one transaction on this thread (retrying serialization failures and
-        deadlocks from the start) and notify the workspace's channel at commit."""
-        with self._pool.connection() as conn:
+        """Run ``work`` in one transaction on this thread and notify the workspace's channel at
+        commit; a dropped connection is ridden out (:meth:`_retrying`), serialization failures
+        and deadlocks re-run ``work`` from the start."""
+        return self._retrying(functools.partial(self._transact_once, work))
+
+    def _transact_once(self, work: Callable[[Any], T]) -> T:
+        with self._pool.connection(timeout=POOL_WAIT_S) as conn:
             for attempt in range(_RETRY_ATTEMPTS):
+                adapter = self._adapter(conn)
                 try:
-                    with conn.transaction():
-                        adapter = self._adapter(conn)
-                        result = work(adapter)
-                    # Committed: a lost notification must not turn the write into an error
-                    # (listeners catch up at the next one, or when they reconnect).
-                    with contextlib.suppress(psycopg.Error):
-                        self._notify(conn, adapter.wrote_events)
-                    return result
+                    result = one_transaction(conn, adapter, work)
                 except _RETRYABLE:
                     if attempt == _RETRY_ATTEMPTS - 1:
                         raise
                     time.sleep(backoff_s(attempt, first_s=_RETRY_BASE_S, max_s=_RETRY_MAX_S))
+                    continue
+                # Committed: a lost notification must not turn the write into an error
+                # (listeners catch up at the next one, or when they reconnect).
+                with contextlib.suppress(psycopg.Error):
+                    self._notify(conn, adapter.wrote_events)
+                return result
         raise AssertionError("unreachable")
 
     def transact_read(self, work: Callable[[Any], T]) -> T:
         """Run ``work`` (reads only) on a pooled connection on the calling thread: for the
         rare synchronous caller; everything else uses :meth:`run_read`."""
-        with self._pool.connection() as conn:
-            return work(self._adapter(conn))
+
+        def read() -> T:
+            with self._pool.connection(timeout=POOL_WAIT_S) as conn:
+                return work(self._adapter(conn))
+
+        return self._retrying(read)
 
     def _notify(self, conn: psycopg.Connection[Any], wrote_events: bool) -> None:
         # currval is the session's: after the commit it still names this transaction's last
@@ -369,10 +341,48 @@ class PostgresDatabase(Database):
         PostgreSQL-only operations (migration copies with ``COPY``)."""
 
         def call() -> T:
-            with self._pool.connection() as conn:
+            with self._pool.connection(timeout=POOL_WAIT_S) as conn:
                 return work(conn)
 
         return self._in_thread(call)
+
+
+def ride_out(
+    call: Callable[[], T], pool: ConnectionPool[Any], url: str, window_s: float, *,
+    role_can_write: bool, committed: Callable[[str, float], bool] | None = None,
+) -> T:
+    """Run ``call``, again on a fresh connection of ``pool`` while it fails for a reason worth
+    waiting out (:func:`is_transient`), for up to ``window_s``; a commit cut off is resolved by
+    ``committed`` (its transaction id, the deadline). Past the window: one sentence."""
+    started = time.monotonic()
+    deadline = started + window_s
+    for attempt in itertools.count():
+        try:
+            return call()
+        except CommitUnknown as unknown:
+            if committed is not None and committed(unknown.xid, deadline):
+                return cast(T, unknown.result)
+            error: BaseException = unknown.cause  # rolled back: run it again
+        except Exception as failure:
+            if not is_transient(failure, role_can_write=role_can_write):
+                raise
+            error = failure
+        if time.monotonic() >= deadline:
+            raise DatabaseUnavailable(
+                outage_sentence(error, url, time.monotonic() - started), outage_reason(error)
+            ) from None
+        if attempt == 0:
+            # Every pooled connection may have been cut at once: drop the dead ones now.
+            with contextlib.suppress(Exception):
+                pool.check()
+        else:
+            time.sleep(min(backoff_s(attempt - 1, first_s=FIRST_RETRY_S, max_s=MAX_RETRY_S),
+                           max(0.0, deadline - time.monotonic())))
+    raise AssertionError("unreachable")
+
+
+def _pool_wait(deadline: float) -> float:
+    return max(0.1, min(POOL_WAIT_S, deadline - time.monotonic()))
 
 
 def _probe(url: str) -> None:

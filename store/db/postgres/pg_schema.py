@@ -23,6 +23,7 @@ from store.db.schema_parts import (
     ATTEMPTS_KEYS,
     COST_BACKFILL,
     RUNS_INDEXES,
+    call_key,
     executor_schema,
     money_schema,
     queue_columns,
@@ -425,6 +426,8 @@ _MIGRATION_MONEY = money_schema(
 # Where each attempt ran (executor, host, Ray node) and the executor's nodes
 # (engine/executors/).
 _MIGRATION_EXECUTOR = executor_schema(TEXT, "BIGINT", "({0}::json) IS NOT NULL")
+# Calls keyed by their number in the attempt, so a retried write cannot record one twice.
+_MIGRATION_CALL_KEY = call_key("BIGINT")
 
 # The ordered, append-only list. Index i takes schema_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
@@ -435,6 +438,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_RECALL,
     _MIGRATION_UNREAD_NOTES_SEARCH,
     _MIGRATION_EXECUTOR,
+    _MIGRATION_CALL_KEY,
     _MIGRATION_MONEY,
 )
 

@@ -84,8 +84,49 @@ def database_file_exists(path: Path) -> bool:
 
 
 def readonly_uri(path: Path) -> str:
-    """A ``file:`` URI opening ``path`` read-only (``mode=ro``): SQLite never writes through it."""
-    return f"{path.absolute().as_uri()}?mode=ro"
+    """A ``file:`` URI opening ``path`` read-only (``mode=ro``): SQLite never writes through it.
+
+    When nothing can change the database while it is read (:func:`cannot_change`), the URI also
+    says ``immutable=1``: SQLite then reads it without the ``-shm`` file it would otherwise
+    create, which a read-only folder (or file system) refuses."""
+    uri = f"{path.absolute().as_uri()}?mode=ro"
+    return f"{uri}&immutable=1" if cannot_change(path) else uri
+
+
+def probe_uri(path: Path) -> str:
+    """The URI for looking at a file before deciding to use it (:func:`read_file_info`): when
+    no ``-wal`` or ``-shm`` lies beside it, no connection has it open in WAL mode and it holds
+    all its pages, so it is read immutable and nothing is created beside it; a file Tether
+    refuses is left exactly as it was found."""
+    uri = readonly_uri(path)
+    if "immutable" not in uri and not _beside(path, "-wal") and not _beside(path, "-shm"):
+        return f"{uri}&immutable=1"
+    return uri
+
+
+def cannot_change(path: Path) -> bool:
+    """True when nobody can write the database at ``path`` now: no ``-wal`` waits to be
+    checkpointed into it, and its folder takes no new file (no write permission for anyone, or
+    a read-only file system), so no writer can create the ``-wal`` a change starts with."""
+    folder = path.parent
+    try:
+        mode = os.stat(folder).st_mode
+        read_only_fs = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+    if mode & 0o222 and not read_only_fs:
+        return False
+    return not _beside(path, "-wal")
+
+
+def _beside(path: Path, suffix: str) -> bool:
+    try:
+        os.lstat(f"{path}{suffix}")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: assume it is there (the safe way for both callers)
+    return True
 
 
 def _read_info(conn: sqlite3.Connection) -> DatabaseFileInfo:
@@ -123,7 +164,7 @@ def read_file_info(path: Path, *, quick_check_max_bytes: int = 0) -> DatabaseFil
         StorageError: damaged (DamagedDatabaseError), unreadable, or an I/O error.
     """
     try:
-        conn = sqlite3.connect(readonly_uri(path), uri=True, timeout=OPEN_TIMEOUT_S)
+        conn = sqlite3.connect(probe_uri(path), uri=True, timeout=OPEN_TIMEOUT_S)
         try:
             info = _read_info(conn)
             _check_identity(path, info)

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from store.clock import SYSTEM_CLOCK, Clock
-from store.db.seam import Database, Params
+from store.db.seam import Database, Params, retrieved
 from store.db.sqlite.database_file import DatabaseFileInfo, inspect_database_file, readonly_uri
 from store.db.sqlite.sqlite_connection import (
     BUSY_TIMEOUT_MS,
@@ -271,6 +271,7 @@ class SqliteDatabase(StorageGuard, Database):
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        future.add_done_callback(retrieved)
         try:
             self.check_writable()
         except StorageError as refused:

@@ -15,6 +15,7 @@ from store.db.schema_parts import (
     ATTEMPTS_KEYS,
     COST_BACKFILL,
     RUNS_INDEXES,
+    call_key,
     executor_schema,
     money_schema,
     queue_columns,
@@ -473,6 +474,8 @@ _MIGRATION_MONEY = money_schema(
 # Where each attempt ran (executor, host, Ray node) and the executor's nodes
 # (engine/executors/).
 _MIGRATION_EXECUTOR = executor_schema("TEXT", "INTEGER", "json_valid({0})")
+# Calls keyed by their number in the attempt, so a retried write cannot record one twice.
+_MIGRATION_CALL_KEY = call_key("INTEGER")
 
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
@@ -483,6 +486,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_UNREAD_INDEXES,
     _MIGRATION_UNREAD_NOTES_FTS,
     _MIGRATION_EXECUTOR,
+    _MIGRATION_CALL_KEY,
     _MIGRATION_MONEY,
 )
 

@@ -140,3 +140,23 @@ async def test_resuming_in_process_takes_the_run_off_the_queue_and_fences_the_wo
         await queue.set_run_status(run.run_id, "failed", error="late")
     clock.advance(LEASE_MS + 1)
     assert await queue.claim_next("another-worker") is None  # no longer queued
+
+
+async def test_a_worker_that_claims_its_own_run_again_fences_its_stale_execution(
+    db: Database, clock: ManualClock
+) -> None:
+    from store.runs.fences import holding
+
+    queue = RunQueue(db, lease_ms=LEASE_MS)
+    run = await queue.enqueue("wf", workflow_path="/x/wf.py")
+    first = await queue.claim_next("worker-a")
+    assert first is not None
+    clock.advance(LEASE_MS + 1)  # an outage outlasted the lease: the same worker claims again
+    second = await queue.claim_next("worker-a")
+    assert second is not None and second.token == first.token + 1
+    store = RunStore(db)
+    with holding(run.run_id, first.token), pytest.raises(LeaseLost):
+        await store.set_run_status(run.run_id, "failed", error="the stale execution")
+    with holding(run.run_id, second.token):
+        await store.set_run_status(run.run_id, "finished")
+    assert (await store.get_run(run.run_id)).status == "finished"

@@ -146,3 +146,42 @@ async def test_a_run_whose_owner_process_died_is_cancelled_at_once(db: Database)
     store = RunStore(db)
     run = await store.create_run("wf", owner_id=dead)
     assert (await store.request_cancel(run.run_id)).status == "cancelled"
+
+
+async def test_a_call_recorded_twice_is_counted_once(db: Database) -> None:
+    store = RunStore(db)
+    run = await store.create_run("wf", nodes_total=1, owner_id="me")
+    await store.upsert_nodes(run.run_id, [("a", 0, "pending", [])])
+    await store.start_attempt(run.run_id, "a", 0, 1, agent="sim", prompt="p")
+    first = CallUsage(run.run_id, "a", 0, 1, "sim", TokenUsage(input=7), seq=1)
+    # The same call again (a retried write), then the attempt's next call.
+    for call in (first, first, first._replace(seq=2, usage=TokenUsage(input=5))):
+        await store.record_call(call)
+    calls = await store.list_calls(run.run_id, "a")
+    assert [c.tokens.input for c in calls] == [7, 5]
+    assert (await store.get_run(run.run_id)).tokens.input == 12
+    unnumbered = CallUsage(run.run_id, "a", 0, 1, "sim", TokenUsage(input=1))
+    await store.record_call(unnumbered)
+    await store.record_call(unnumbered)  # no number: each is a call of its own
+    assert len(await store.list_calls(run.run_id, "a")) == 4
+
+
+async def test_a_queued_write_that_fails_unawaited_prints_no_traceback(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    import asyncio
+    import gc
+
+    from store.errors import StorageError
+
+    def refused(conn: object) -> None:
+        raise StorageError("The write was refused.")
+
+    awaited = db.submit(refused)
+    with pytest.raises(StorageError, match="refused"):
+        await awaited  # whoever awaits it still gets the error
+    forgotten = db.submit(refused)  # its execution stopped before awaiting it
+    await asyncio.wait([forgotten])
+    del forgotten, awaited
+    gc.collect()
+    assert "never retrieved" not in caplog.text

@@ -1,0 +1,153 @@
+"""The connection the store's transaction callbacks see on PostgreSQL: rows like
+``sqlite3.Row``, a cursor read eagerly, each statement rendered by :mod:`store.db.dialect`, and
+one transaction run between ``BEGIN`` and ``COMMIT`` with its commit's fate kept knowable
+(:mod:`store.db.postgres.pg_retry`)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, ClassVar, TypeVar
+
+import psycopg
+
+from store.db.dialect import postgres_params, postgres_text
+from store.db.postgres.pg_retry import CommitUnknown, writes
+from store.db.seam import Params
+from store.runs.events_sql import INSERT_EVENT
+
+T = TypeVar("T")
+
+
+# -- rows -------------------------------------------------------------------------------------
+
+
+class PgRow(tuple[Any, ...]):
+    """A result row by index or column name, like ``sqlite3.Row``."""
+
+    __slots__ = ()
+    _names: ClassVar[tuple[str, ...]] = ()
+    _index: ClassVar[dict[str, int]] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._index[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        """The column names, in order."""
+        return list(self._names)
+
+
+@functools.lru_cache(maxsize=1024)
+def _row_class(names: tuple[str, ...]) -> type[PgRow]:
+    return type(
+        "PgRow", (PgRow,), {"__slots__": (), "_names": names, "_index": _first_index(names)}
+    )
+
+
+def _first_index(names: tuple[str, ...]) -> dict[str, int]:
+    index: dict[str, int] = {}
+    for position, name in enumerate(names):
+        index.setdefault(name, position)
+    return index
+
+
+def row_factory(cursor: Any) -> Callable[[Sequence[Any]], PgRow]:
+    """psycopg row factory building :class:`PgRow` s."""
+    names = tuple(column.name for column in cursor.description or ())
+    return _row_class(names)
+
+
+# -- the connection the store's callbacks see ---------------------------------------------------
+
+
+class PgCursor:
+    """The result of one statement: rows read eagerly and ``rowcount``."""
+
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
+        self._rows = rows
+        self._next = 0
+        self.rowcount = rowcount
+
+    def fetchone(self) -> Any:
+        if self._next >= len(self._rows):
+            return None
+        row = self._rows[self._next]
+        self._next += 1
+        return row
+
+    def fetchall(self) -> list[Any]:
+        rows, self._next = self._rows[self._next :], len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+    def close(self) -> None:
+        """Nothing to release (rows were read eagerly)."""
+
+
+class PgConnection:
+    """Adapts a psycopg connection to what the store's callbacks use of ``sqlite3.Connection``:
+    each statement is rendered for PostgreSQL by :mod:`store.db.dialect` (its variant where it
+    has one), parameters derived where it says so, and event inserts remembered for the
+    commit's notification."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+        self.wrote_events = False
+        self.wrote = False
+        """Whether a statement that may write ran (its transaction then has an id to look up
+        should the commit be cut off, see store/db/postgres/pg_retry.py)."""
+
+    def _translate(self, sql: str, params: Any) -> tuple[str, Any]:
+        if sql == INSERT_EVENT:
+            self.wrote_events = True
+        self.wrote = self.wrote or writes(sql)
+        return postgres_text(sql), postgres_params(sql, params)
+
+    def execute(self, sql: str, parameters: Params = (), /) -> PgCursor:
+        text, params = self._translate(sql, parameters)
+        with self._conn.cursor() as cursor:
+            if params:
+                cursor.execute(text, params)
+            else:  # no markers to bind: sent as written, one or more statements
+                cursor.execute(text.replace("%%", "%"))
+            rows = cursor.fetchall() if cursor.description is not None else []
+            return PgCursor(rows, cursor.rowcount)
+
+    def executemany(self, sql: str, parameters: Iterable[Params], /) -> PgCursor:
+        batch = list(parameters)
+        if not batch:
+            return PgCursor([], 0)
+        text = postgres_text(sql)
+        self.wrote = True
+        with self._conn.cursor() as cursor:
+            cursor.executemany(text, [self._translate(sql, one)[1] for one in batch])
+            return PgCursor([], cursor.rowcount)
+
+
+def one_transaction(conn: psycopg.Connection[Any], adapter: PgConnection,
+                     work: Callable[[Any], T]) -> T:
+    """``work`` between ``BEGIN`` and ``COMMIT``; a commit cut off by a dropped connection is
+    :class:`CommitUnknown` (with the transaction's id) when the transaction wrote."""
+    conn.execute("BEGIN")
+    try:
+        result = work(adapter)
+        xid = None
+        if adapter.wrote:
+            row = conn.execute("SELECT pg_current_xact_id_if_assigned()::text").fetchone()
+            xid = None if row is None else row[0]
+    except BaseException:
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("ROLLBACK")
+        raise
+    try:
+        conn.execute("COMMIT")
+    except psycopg.OperationalError as error:
+        if xid is None:
+            return result  # nothing was written: nothing can be lost or doubled
+        raise CommitUnknown(str(xid), result, error) from error
+    return result
