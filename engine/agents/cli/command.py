@@ -360,7 +360,10 @@ class CommandAgent:
         """After the process was killed: read what is left of its stdout (a pipe's worth at
         most) into the reader, so the pipes close and no printed call goes unrecorded."""
         assert process.stdout
-        with _logging(lines.request.stream_path, self.max_log_bytes) as log:
+        path = lines.request.stream_path
+        # The log keeps its one bound: what the attempt's log already holds counts.
+        kept = path.stat().st_size if path is not None and path.exists() else 0
+        with _logging(path, max(0, self.max_log_bytes - kept)) as log:
             while chunk := await asyncio.wait_for(process.stdout.read(READ_CHUNK), DRAIN_WAIT_S):
                 log.write(chunk)
                 for line in splitter.feed(chunk):
