@@ -6,8 +6,9 @@ author writes and runs with, importable as ``from engine import Workflow, Ceilin
 * defining a workflow: :class:`Workflow`, :class:`TaskSpec` and :class:`LoopSpec` (what the
   decorators return), :class:`TaskContext` (what a prompt function receives, with its
   :class:`RunArtifacts`), :class:`Backoff`, :class:`CachePolicy`, :class:`MemoryConfig`,
-  :class:`Ceiling`, a distiller's :class:`DistillInput` and :class:`FinishedNode` (and
-  :func:`default_distill`), :class:`WorkflowDefinitionError`, :func:`load_workflow`;
+  :class:`Ceiling`, :class:`Budget`, a distiller's :class:`DistillInput` and
+  :class:`FinishedNode` (and :func:`default_distill`), :class:`WorkflowDefinitionError`,
+  :func:`load_workflow`;
 * agents: :class:`SimulatedAgent`, :class:`CommandAgent`, :class:`OpenAIAgent`,
   :class:`AnthropicAgent` (with :class:`RetryPolicy`), and for an agent of your own the
   :class:`Agent` protocol with :class:`AgentRequest`, :class:`AgentResult`,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from engine.agents.http.openai import OpenAIAgent
     from engine.agents.simulated import SimulatedAgent
     from engine.artifact_files import RunArtifacts
+    from engine.budget import Budget
     from engine.ceiling import Ceiling, CeilingGuard
     from engine.handoff import DistillInput, FinishedNode, default_distill
     from engine.hooks import (
@@ -76,6 +78,7 @@ _PUBLIC: dict[str, str] = {
     "OpenAIAgent": "engine.agents.http.openai",
     "SimulatedAgent": "engine.agents.simulated",
     "RunArtifacts": "engine.artifact_files",
+    "Budget": "engine.budget",
     "Ceiling": "engine.ceiling",
     "CeilingGuard": "engine.ceiling",
     "DistillInput": "engine.handoff",
@@ -114,6 +117,7 @@ __all__ = [
     "AgentTool",
     "AnthropicAgent",
     "Backoff",
+    "Budget",
     "CachePolicy",
     "Ceiling",
     "CeilingGuard",

@@ -1,22 +1,31 @@
-"""Token ceilings: a per-run token budget checked at task dispatch.
+"""Ceilings: a run's budget in tokens (and dollars), checked at dispatch and while calls stream.
 
 A :class:`Ceiling` on a workflow (``Workflow(..., ceiling=Ceiling(150_000, "handoff"))``) caps
-the tokens one run may spend. What counts is every token a call carried or produced: fresh
-input + cache read + cache write + output (the reference counted only input and output, so a
-loop re-reading a huge cached context looked free). Reasoning tokens are not added on top:
+the tokens one run may spend; ``max_usd`` caps its dollars too (or alone:
+``Ceiling(max_usd=2.0)``). What counts is every token a call carried or produced: fresh input +
+cache read + cache write + output (the reference counted only input and output, so a loop
+re-reading a huge cached context looked free). Reasoning tokens are not added on top:
 providers report them as part of output already.
 
-The check happens before an attempt starts (:func:`check_ceiling`, pure), against the run's
-totals re-read from the database, so usage recorded by the attempt that just ended is included.
-When the run is at or over its budget:
+The token check happens before an attempt starts (:func:`check_ceiling`, pure), against the
+run's totals re-read from the database, so usage recorded by the attempt that just ended is
+included; both limits are also checked while an attempt's calls stream, with the other budgets
+(:mod:`engine.budget`, :mod:`engine.run.budget_meter`). When the run is at or over its budget:
 
-* ``fail``: the node and the run fail with a clear sentence;
+* ``fail``: the node and the run fail with a clear sentence (running attempts are stopped);
 * ``warn``: the task runs; a warning event is recorded;
-* ``skip-remaining``: this and every later task is recorded as skipped;
-* ``handoff``: the run stops dispatching and hands off to a fresh run (durable ``/clear``).
+* ``skip-remaining``: this and every later task is recorded as skipped (running attempts are
+  stopped and skipped);
+* ``handoff``: the run stops dispatching and hands off to a fresh run (durable ``/clear``);
+  attempts already running finish (their work carries over) unless one alone passes the
+  ceiling, which is stopped.
 
-``max_generations`` stops an endless chain of handoffs: at that generation a breach fails
-instead. ``distill`` lets a workflow supply its own distiller (see :mod:`engine.handoff`).
+A successor generation carries every node its predecessors finished with the same inputs
+(:mod:`engine.run.carry`), so a chain makes progress or stops: a generation that finished no
+node fails with "no progress in generation N" instead of handing off, and generation 0 says
+the run cannot fit its ceiling (:func:`handoff_refusal`). ``max_generations`` (default 10)
+bounds the chain: at that generation a breach fails instead. ``distill`` lets a workflow supply
+its own distiller (see :mod:`engine.handoff`).
 """
 
 from __future__ import annotations
@@ -33,26 +42,39 @@ from store.runs.dispatch_guard import dispatch_state
 
 OnExceeded = Literal["fail", "warn", "skip-remaining", "handoff"]
 ON_EXCEEDED: tuple[OnExceeded, ...] = ("fail", "warn", "skip-remaining", "handoff")
-DEFAULT_MAX_GENERATIONS = 50
+DEFAULT_MAX_GENERATIONS = 10
 
 
 @dataclass(frozen=True)
 class Ceiling:
-    """A run's token budget and what happens when it is reached (see the module docstring)."""
+    """A run's budget in tokens and/or dollars and what happens when it is reached (see the
+    module docstring)."""
 
-    max_tokens: int
+    max_tokens: int | None = None
     on_exceeded: OnExceeded = "fail"
     max_generations: int = DEFAULT_MAX_GENERATIONS
     distill: Callable[..., Any] | None = None
+    max_usd: float | None = None
+    """Dollars one run may spend (the recorded cost of its calls); None: no dollar limit."""
 
     def __post_init__(self) -> None:
-        if (
+        if self.max_tokens is None and self.max_usd is None:
+            raise InvalidInputError("Ceiling: give max_tokens, max_usd or both.")
+        if self.max_tokens is not None and (
             isinstance(self.max_tokens, bool)
             or not isinstance(self.max_tokens, int)
             or self.max_tokens <= 0
         ):
             raise InvalidInputError(
                 f"Ceiling: max_tokens must be a positive whole number, not {self.max_tokens!r}."
+            )
+        if self.max_usd is not None and (
+            isinstance(self.max_usd, bool)
+            or not isinstance(self.max_usd, int | float)
+            or not self.max_usd > 0
+        ):
+            raise InvalidInputError(
+                f"Ceiling: max_usd must be a number of dollars > 0, not {self.max_usd!r}."
             )
         if self.on_exceeded not in ON_EXCEEDED:
             raise InvalidInputError(
@@ -71,8 +93,9 @@ def counted_tokens(usage: TokenUsage) -> int:
 
 
 def check_ceiling(ceiling: Ceiling | None, usage: TokenUsage, generation: int) -> DispatchDecision:
-    """Decide what to do with the next dispatch of a run that has used ``usage`` so far."""
-    if ceiling is None:
+    """Decide what to do with the next dispatch of a run that has used ``usage`` so far (the
+    token limit; dollars are checked by :mod:`engine.run.budget_meter`)."""
+    if ceiling is None or ceiling.max_tokens is None:
         return RUN
     used = counted_tokens(usage)
     if used < ceiling.max_tokens:
@@ -106,6 +129,47 @@ def check_ceiling(ceiling: Ceiling | None, usage: TokenUsage, generation: int) -
             "handoff", f"Token ceiling reached: {summary}.", trigger="ceiling", details=details
         )
     return DispatchDecision("fail", f"Token ceiling exceeded: {summary}.", details=details)
+
+
+def handoff_refusal(
+    ceiling: Ceiling,
+    *,
+    generation: int,
+    used_tokens: int,
+    finished_here: int,
+    uncarried_tokens: int,
+    largest_attempt: int,
+) -> str | None:
+    """Why a ceiling's handoff must not happen (the sentence the run fails with), or None.
+
+    A successor carries what this generation finished (``engine.run.carry``), so a handoff
+    helps only when this generation finished something: one that finished no node would be
+    repeated by its successor with the same ceiling. In generation 0 that means the run
+    cannot fit its ceiling at all; later, that the chain stopped making progress. The same
+    holds when the tasks that run in every generation (``carry=False``) alone reach the
+    ceiling."""
+    limit = (f"{ceiling.max_tokens:,}-token" if ceiling.max_tokens is not None
+             else f"${ceiling.max_usd:,.2f}")
+    if finished_here == 0 and generation == 0:
+        return (
+            f"This run cannot fit its {limit} ceiling: generation 0 used "
+            f"{used_tokens:,} tokens without finishing a node (its largest attempt used "
+            f"{largest_attempt:,}), and a fresh generation would start over; raise the ceiling "
+            "or split the task."
+        )
+    if finished_here == 0:
+        return (
+            f"No progress in generation {generation}: it used {used_tokens:,} tokens of its "
+            f"{limit} ceiling without finishing a node, so another handoff would "
+            "repeat it; the chain ends here (raise the ceiling or split the task)."
+        )
+    if ceiling.max_tokens is not None and uncarried_tokens >= ceiling.max_tokens:
+        return (
+            f"This run cannot fit its {limit} ceiling: the tasks that run again in "
+            f"every generation (carry=False) used {uncarried_tokens:,} tokens on their own, "
+            "so no generation could get further; raise the ceiling or let them carry."
+        )
+    return None
 
 
 def ceiling_of(value: Any) -> Ceiling | None:

@@ -7,9 +7,11 @@ attempts end, and calls :class:`HandoffManager`. It distils the run, then in one
 workflow
 (same input, ``parent_run_id`` and ``generation + 1``), records the handoff with its reason,
 generation and carried bytes, and marks the old run ``handed-off``. The successor's task prompts
-read the distilled state as ``ctx.continuation``. Prior typed outputs are deliberately *not*
-copied (the reference copied them, which quietly carried the old context along): whatever
-should survive has to be in the distilled state.
+read the distilled state as ``ctx.continuation``. Finished work is not lost: the successor
+*carries* every node an earlier generation finished with the same inputs (recorded finished
+with that output, never run again: :mod:`engine.run.carry`), while prompts that read the
+distilled state run again with it; the distilled state is what a fresh context starts from, not
+the old context copied along.
 
 The default distiller keeps the goal, the new generation, the last summary and at most ten
 learnings, bounded to :data:`MAX_CARRIED_BYTES`. A workflow supplies its own with

@@ -67,3 +67,14 @@ def repair_prompt(raw_text: str, problem: str, schema: dict[str, Any]) -> str:
         "Your previous answer could not be used: "
         f"{problem}\n\nPrevious answer:\n{shown}\n\n" + json_instructions(schema)
     )
+
+
+def continue_prompt(error: str) -> str:
+    """What a retry sends into the session it resumes: the session already holds the task and
+    the work done so far, so only why it stopped and what to do now."""
+    shown = error if len(error) <= 600 else error[:600] + "…"
+    return (
+        f"Your previous turn in this session stopped with an error: {shown}\n\n"
+        "Continue the same task from where you stopped; do not redo work that is already "
+        "done. Finish with the final answer in exactly the form the task asked for."
+    )

@@ -40,6 +40,27 @@ def capture(name: str) -> Path:
     return FIXTURES / name
 
 
+V10 = "claude-code/V_20260114122959423.jsonl"
+V10_SESSION = "e567210c-1158-4d20-b973-7dd50723b178"
+
+
+def api_500_after_ten_messages(tmp_path: Path) -> Path:
+    """Derived from capture V_20260114122959423 (10 assistant events, 4 API messages, $0.36):
+    the same session, ending in the API Error 500 the issue saw instead of its success."""
+    lines = capture(V10).read_text().splitlines()
+    result = json.loads(lines[-1])
+    result.update(
+        is_error=True,
+        api_error_status=500,
+        terminal_reason="api_error",
+        result='API Error: 500 {"type":"error","error":{"type":"api_error","message":'
+        '"Internal server error"},"request_id":"req_011CY156CgekdKXjNP84kfFx"}',
+    )
+    path = tmp_path / "api500.jsonl"
+    path.write_text("\n".join([*lines[:-1], json.dumps(result)]) + "\n")
+    return path
+
+
 def fake_agent(tmp_path: Path, preset: str, spec: dict[str, Any], **settings: Any) -> CommandAgent:
     """A command agent whose program is the fake CLI following ``spec`` (paths as strings).
 
@@ -57,6 +78,23 @@ def fake_agent(tmp_path: Path, preset: str, spec: dict[str, Any], **settings: An
         env=env,
         **settings,
     )
+
+
+def sequenced(
+    tmp_path: Path, preset: str, steps: list[dict[str, Any]], name: str = "argv", **settings: Any
+) -> CommandAgent:
+    """A fake CLI agent whose invocations follow ``steps`` in turn, each recorded (see
+    :func:`invocations`)."""
+    spec = {"counter": tmp_path / f"{name}.n", "record": tmp_path / f"{name}.json",
+            "sequence": steps}
+    return fake_agent(tmp_path, preset, spec, **settings)
+
+
+def invocations(tmp_path: Path, name: str = "argv") -> list[dict[str, Any]]:
+    """What each invocation of a :func:`sequenced` agent received, in order: the count of
+    agent runs a test checks."""
+    found = sorted(tmp_path.glob(f"{name}.json.*"), key=lambda p: int(p.suffix[1:]))
+    return [recorded(p) for p in found]
 
 
 def _plain(value: Any) -> Any:

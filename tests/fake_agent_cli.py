@@ -13,9 +13,15 @@ many lines, then wait until the file ``wait_for`` exists), ``mcp_calls`` (tool c
 through the MCP server named by ``--mcp-config`` or ``-c mcp_servers.tether.*``; the results go
 to ``mcp_results``), ``repeat_line`` (print the first line this many extra times first),
 ``sequence`` (a list of spec overrides, one per invocation, counted in the file ``counter``;
-``record`` then gets one file per invocation, suffixed ``.1``, ``.2``...), ``rollout`` (a Codex
-rollout file to write, as Codex does, under ``$CODEX_HOME/sessions/YYYY/MM/DD/`` of today
-with the name ``rollout_name``; ``rollout_zst`` compresses it), ``codex_approval`` (with
+``record`` then gets one file per invocation, suffixed ``.1``, ``.2``...), ``on_sigterm`` (a file
+to which a SIGTERM writes how many stdout lines were printed; the program then exits, or with
+``ignore_sigterm`` keeps going until SIGKILL), ``pipe_size`` (shrink the stdout pipe to that
+many bytes, so the program cannot print far ahead of its reader), ``pace_by_database`` (a
+workspace's tether.db: before each new API message, wait until Tether has recorded a call for
+every message printed so far, as a real CLI's model calls outlast Tether's reading),
+``rollout`` (a Codex rollout file to write, as Codex does, under
+``$CODEX_HOME/sessions/YYYY/MM/DD/`` of today with the name ``rollout_name``; ``rollout_zst``
+compresses it), ``codex_approval`` (with
 ``mcp_calls``: decide each call as current ``codex exec`` does from the tool's annotations,
 cancelling a gated one, and print its ``mcp_tool_call`` items before the captured output).
 A check that fails prints ``fake CLI: ...`` on stderr and exits 97.
@@ -24,8 +30,12 @@ A check that fails prints ``fake CLI: ...`` on stderr and exits 97.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import os
+import signal
+import sqlite3
 import sys
 import time
 from typing import Any
@@ -101,6 +111,44 @@ async def call_tools(
     return results
 
 
+PRINTED = [0]
+F_SETPIPE_SZ = 1031
+
+
+def watch_sigterm(path: str, ignore: bool) -> None:
+    """On SIGTERM write how many stdout lines were printed to ``path``; then exit, or (with
+    ``ignore``) keep going so that only SIGKILL ends the program."""
+
+    def handler(signum: int, frame: Any) -> None:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"SIGTERM after {PRINTED[0]} lines\n")
+        if not ignore:
+            os._exit(143)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def pace(database: str, line: bytes, messages: set[str]) -> None:
+    """Before a new API message, wait (bounded) until Tether has recorded a call for every
+    message printed so far: a model call takes longer than Tether takes to read the last one,
+    as with the real CLI, however fast the replay."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return
+    message = event.get("message") if event.get("type") == "assistant" else None
+    if not isinstance(message, dict) or message.get("id") in messages:
+        return
+    deadline = time.monotonic() + 20
+    while messages and time.monotonic() < deadline:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as conn:
+            recorded = conn.execute("SELECT count(*) FROM calls WHERE kind = 'model'").fetchone()
+        if recorded[0] >= len(messages):
+            break
+        time.sleep(0.005)
+    messages.add(str(message.get("id")))
+
+
 def codex_items(calls: list[dict[str, Any]], results: list[Any]) -> list[bytes]:
     """The ``mcp_tool_call`` items Codex prints for each call (exec_events.rs shapes)."""
     lines = []
@@ -154,8 +202,13 @@ def main() -> None:
         if not contains(argv, part):
             fail(f"expected {part} in {argv}")
     for arg in spec.get("forbid", []):
-        if arg in argv:
+        if arg in argv or any(a.startswith(arg + "=") for a in argv):
             fail(f"did not expect {arg} in {argv}")
+    if spec.get("on_sigterm"):
+        watch_sigterm(spec["on_sigterm"], bool(spec.get("ignore_sigterm")))
+    if spec.get("pipe_size"):
+        # The smallest pipe Linux allows: the writer runs at most this far ahead of its reader.
+        fcntl.fcntl(1, F_SETPIPE_SZ, int(spec["pipe_size"]))
     items: list[bytes] = []
     if spec.get("mcp_calls"):
         approval = bool(spec.get("codex_approval"))
@@ -174,9 +227,13 @@ def main() -> None:
         lines = [lines[0], *items, *lines[1:]]
     for _ in range(spec.get("repeat_line", 0)):
         out.write(lines[0])
+    messages: set[str] = set()
     for number, line in enumerate(lines, start=1):
+        if spec.get("pace_by_database"):
+            pace(spec["pace_by_database"], line, messages)
         out.write(line)
         out.flush()
+        PRINTED[0] = number
         if number == spec.get("pause_after"):
             while not os.path.exists(spec["wait_for"]):
                 time.sleep(0.01)

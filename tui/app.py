@@ -107,7 +107,7 @@ class TetherApp(App[None]):
         """Called after the screen has been repainted with a batch (benchmarks use it)."""
         self._background = list(background)
         """Coroutines started as workers once the app runs (the demo's embedded engine)."""
-        self.tailer = WorkspaceTailer(workspace)
+        self.tailer = WorkspaceTailer(workspace, ring=self.bell)
         self.export_status = ExportStatusPiece(workspace)
         self.filters: dict[str, str] = {}
         self.paused = False

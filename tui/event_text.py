@@ -121,7 +121,9 @@ SUMMARIES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "attempt.abandoned": lambda p: "was abandoned (its process is gone)",
     "node.state": lambda p: f"is now {p.get('state', '?')}"
     + (" (from the task cache)" if p.get("cached") else "")
+    + (f" (carried from {p['carried_from']})" if p.get("carried_from") else "")
     + (f": {p['error']}" if p.get("error") else ""),
+    "budget.alert": lambda p: str(p["text"]),
     "run.created": _run_created,
     "run.status": _run_status,
     "run.deleted": lambda p: f"run {p.get('run_id', '?')} was deleted",

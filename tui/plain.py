@@ -98,3 +98,21 @@ def cost(usd: float | None, unpriced_calls: int = 0) -> str:
 def percent(share: float) -> str:
     """A fraction as a whole percentage."""
     return f"{share * 100:.0f}%"
+
+
+def budget_used(run: Any) -> str:
+    """How much of its tightest budget a run has used: ``81%/$2.00``, ``64%/120.0k``
+    (empty when it has none). Tokens count as budgets count them (all but reasoning)."""
+    shown, worst = "", -1.0
+    for budget in run.budgets:
+        maximum = budget.get("max")
+        if not isinstance(maximum, int | float) or isinstance(maximum, bool) or maximum <= 0:
+            continue
+        if budget.get("unit") == "usd":
+            used, limit = (run.cost.usd or 0.0) / maximum, f"${maximum:,.2f}"
+        else:
+            counted = run.tokens.total - run.tokens.reasoning
+            used, limit = counted / maximum, tokens(int(maximum))
+        if used > worst:
+            worst, shown = used, f"{int(used * 100)}%/{limit}"
+    return shown

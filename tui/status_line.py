@@ -36,6 +36,7 @@ def status_line(app: Any) -> Text:
         line.append("⚠ ", style="bold red")
         line.append_text(literal(problem, "red"))
         line.append("  ", style="red")
+    app.tailer.budget_alerts.status(line, now)
     line.append(f"checked {ago(now, app.checked_at_ms)}")
     line.append(f" · last change {ago(now, app.changed_at_ms)}")
     line.append(f" · event #{app.tailer.last_seq}")

@@ -20,7 +20,7 @@ says "reconnecting" and polls fall back to querying on the slow timer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from store.errors import NotFoundError, TetherError
 from store.model.history_records import EventRecord
 from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import DATABASE_FILENAME, Workspace
+from tui.budget_alerts import BudgetAlerts
 
 EVENT_PAGE = 1000
 """Events read per query; a poll reads at most :data:`EVENT_PAGES_PER_POLL` pages."""
@@ -59,8 +60,10 @@ class Batch:
 class WorkspaceTailer:
     """Owns the read-only connection and turns commits by anyone into :class:`Batch` es."""
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: Workspace, ring: Callable[[], None] | None = None) -> None:
         self.workspace = workspace
+        self.budget_alerts = BudgetAlerts(ring)
+        """The budget alerts read so far (``ring`` rings the bell for each, paused or not)."""
         self.reader: DashboardReader | None = None
         self.last_seq = 0
         self.problem: str | None = None
@@ -173,6 +176,7 @@ class WorkspaceTailer:
             self.last_seq = page[-1].seq
             if len(page) < EVENT_PAGE:
                 break
+        self.budget_alerts.take(batch.events)
         return batch
 
 

@@ -26,15 +26,48 @@ class AgentError(Exception):
 
     ``retryable`` False marks a permanent failure (bad model, quota, auth, max turns): the node
     fails at once. A transient one is retried by the engine with the task's backoff, waiting
-    at least ``retry_after_s`` when the provider said how long to wait.
+    at least ``retry_after_s`` when the provider said how long to wait. ``limit`` marks a
+    subscription or usage limit (never retried at once): the engine waits for
+    ``resets_at_ms`` when it is near, and otherwise fails saying when the limit resets.
+    ``session_id`` is the agent CLI session the failed invocation ran in (a retry resumes it).
     """
 
     def __init__(
-        self, message: str, *, retryable: bool = True, retry_after_s: float | None = None
+        self,
+        message: str,
+        *,
+        retryable: bool = True,
+        retry_after_s: float | None = None,
+        limit: bool = False,
+        resets_at_ms: int | None = None,
+        session_id: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.retryable = retryable
+        self.retryable = retryable and not limit
         self.retry_after_s = retry_after_s
+        self.limit = limit
+        self.resets_at_ms = resets_at_ms
+        self.session_id = session_id
+
+
+def failure_error(
+    message: str,
+    kind: str,
+    *,
+    resets_at_ms: int | None = None,
+    retry_after_s: float | None = None,
+    session_id: str | None = None,
+) -> AgentError:
+    """The AgentError for a failure of ``kind`` (permanent, transient or limit; see
+    :mod:`engine.agents.failures`)."""
+    return AgentError(
+        message,
+        retryable=kind == "transient",
+        retry_after_s=retry_after_s,
+        limit=kind == "limit",
+        resets_at_ms=resets_at_ms,
+        session_id=session_id,
+    )
 
 
 @dataclass(frozen=True)
@@ -46,7 +79,8 @@ class ModelCall:
     no tokens) or ``reconciliation`` (session totals beyond the per-message calls, or a whole
     turn that cannot be split into calls); ``detail`` explains a retry or a reconciliation.
     ``usage_known`` False marks a call whose server reported no usage: its lanes are zero and
-    its cost is unknown, never $0.
+    its cost is unknown, never $0. ``cache_write_1h`` says how many of the cache-write tokens
+    had the 1-hour TTL (priced at their own rate).
     """
 
     usage: TokenUsage
@@ -56,6 +90,7 @@ class ModelCall:
     cost_usd: float | None = None
     kind: str = "model"
     detail: dict[str, Any] | None = None
+    cache_write_1h: int = 0
     usage_known: bool = True
 
 
@@ -87,6 +122,14 @@ class AgentRequest:
     before its reported cost is known, use the same one)."""
     repair: bool = False
     resume_session: str | None = None
+    """The agent session to continue (a repair turn, or a retry after a transient failure);
+    agents that cannot resume one ignore it."""
+    resume_prompt: str | None = None
+    """What to send instead of ``prompt`` when ``resume_session`` is continued (the session
+    already holds the task; None: send ``prompt``)."""
+    max_budget_usd: float | None = None
+    """Dollars this attempt may still spend before a budget stops it (agents that can cap
+    their own spending take it as a second line of defence; None: no dollar budget)."""
     metadata: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     """What the agent passed and learned during the attempt (command line, session id, cost

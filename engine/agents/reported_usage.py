@@ -48,6 +48,15 @@ def token_count(mapping: Any, key: str, source: str) -> int:
     return int(value)
 
 
+def one_hour_writes(usage: Any, source: str) -> int:
+    """How many of an Anthropic usage object's cache-write tokens had the 1-hour TTL
+    (``cache_creation.ephemeral_1h_input_tokens``; 0 when not reported), never more than the
+    cache writes it reports."""
+    split = usage.get("cache_creation") if isinstance(usage, Mapping) else None
+    one_hour = token_count(split, "ephemeral_1h_input_tokens", source)
+    return min(one_hour, token_count(usage, "cache_creation_input_tokens", source))
+
+
 def check_usage(usage: TokenUsage, source: str) -> None:
     """Refuse a usage whose lanes are not whole counts within bounds (custom agents)."""
     for lane, value in zip(usage._fields, usage, strict=True):

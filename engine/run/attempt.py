@@ -7,15 +7,26 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.agents.agent import Agent, AgentError, AgentRequest, ModelCall, calls_model
+from engine.agents.agent import (
+    Agent,
+    AgentError,
+    AgentRequest,
+    AgentResult,
+    ModelCall,
+    calls_model,
+)
 from engine.agents.reported_usage import check_usage
 from engine.artifact_files import RAW_OUTPUT, write_private_bytes
+from engine.budget import Spend
+from engine.ceiling import counted_tokens
 from engine.pricing import PriceTable
-from engine.prompting import repair_prompt
-from engine.run.units import StopDispatch, Unit
+from engine.prompting import continue_prompt, repair_prompt
+from engine.run.carry import input_key
+from engine.run.units import NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.structured import OutputInvalid, to_jsonable, validate_output
 from engine.workflow.user_code import USER_CODE_ERRORS, raised
 from store.db.storage_errors import os_storage_error
@@ -28,6 +39,15 @@ if TYPE_CHECKING:
     from engine.run.execution import RunExecution
 
 
+@dataclass(frozen=True)
+class Resume:
+    """A retry that continues the failed attempt's agent session."""
+
+    session_id: str
+    continues_attempt: int
+    error: str
+
+
 async def run_attempt(
     execution: RunExecution,
     unit: Unit,
@@ -36,9 +56,11 @@ async def run_attempt(
     agent_name: str,
     task_prompt: str,
     memory: Any,
+    resume: Resume | None = None,
 ) -> Any:
     """One attempt: prompt, agent call(s) with a timeout, validation with one repair, and
-    the attempt's end written together with the node's state."""
+    the attempt's end written together with the node's state. ``resume`` continues the
+    session of an earlier attempt (recorded in the attempt's details)."""
     spec = unit.spec
     prompt, tools = await execution.prepare_prompt(unit, agent, task_prompt, attempt, memory)
     # The attempt's start is committed before the agent runs (an agent never runs without a
@@ -70,6 +92,7 @@ async def run_attempt(
         raise StopDispatch("the run stopped dispatching")
     execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
     calls: list[ModelCall] = []
+    spent_usd = [0.0]
     simulated = bool(getattr(agent, "simulated", False))
     prices = execution.prices
 
@@ -77,6 +100,8 @@ async def run_attempt(
         # Agent output is outside input: a bogus count fails the attempt, never the engine.
         check_usage(call.usage, f"Agent {agent_name}")
         calls.append(call)
+        cost = call_cost(call, simulated, prices)
+        spent_usd[0] += cost or 0.0
         usage = CallUsage(
             execution.run_id,
             unit.node_id,
@@ -88,13 +113,17 @@ async def run_attempt(
             simulated=simulated,
             started_at_ms=call.started_at_ms,
             finished_at_ms=call.finished_at_ms,
-            cost_usd=call_cost(call, simulated, prices),
+            cost_usd=cost,
             kind=call.kind,
             detail=call.detail,
             seq=len(calls),
         )
         writes.append(execution.store.queue_calls([usage]))
         execution.progress("call", unit, "call", tokens=call.usage.context_tokens, attempt=attempt)
+        # Budgets are enforced here, as each call is recorded (engine.run.budget_meter).
+        execution.meter.add(
+            unit, call.usage, cost, Spend(counted_tokens(total()), spent_usd[0])
+        )
 
     def total() -> TokenUsage:
         usage = TokenUsage()
@@ -121,11 +150,17 @@ async def run_attempt(
         on_call=on_call,
         clock=execution.clock,
         prices=prices,
+        max_budget_usd=execution.meter.remaining_usd(),
     )
+    if resume is not None:
+        request.resume_session = resume.session_id
+        request.resume_prompt = continue_prompt(resume.error)
+        request.details["resumed_session"] = resume.session_id
+        request.details["continues_attempt"] = resume.continues_attempt
     text = ""
     try:
         async with asyncio.timeout(spec.effective_timeout_s):
-            result = await agent.run(request)
+            result = await _agent_call(execution, unit, agent, request)
             # What an agent says is kept, never refused: a lone surrogate in its JSON becomes
             # U+FFFD here, so the output, its row and every later prompt can hold it.
             text = without_lone_surrogates(result.text)
@@ -140,12 +175,16 @@ async def run_attempt(
                     schema = request.output_schema or {}
                     # A repair continues the same session when the agent has one (Claude
                     # Code: --resume), so the model keeps the work it already did.
-                    repaired = await agent.run(
+                    repaired = await _agent_call(
+                        execution,
+                        unit,
+                        agent,
                         dataclasses.replace(
                             request,
                             prompt=repair_prompt(text, str(problem), schema),
                             repair=True,
                             resume_session=result.session_id,
+                            resume_prompt=None,
                         )
                     )
                     try:
@@ -204,6 +243,12 @@ async def run_attempt(
             model(),
         ) from error
     except asyncio.CancelledError:
+        stop = execution.budget_stops.pop(unit.key, None)
+        if stop is not None:
+            # A budget stopped the agent: not a cancellation of the run (engine.run.budget_meter).
+            raise await _end_budget_stopped(
+                execution, unit, attempt, stop, total(), text, request.details, writes, model()
+            ) from None
         await _end_cancelled(
             execution,
             unit,
@@ -221,6 +266,11 @@ async def run_attempt(
         execution.progress("node", unit, "cancelled")
         raise
     execution.done_count += 1
+    execution.finished_here += 1
+    used = counted_tokens(total())
+    execution.largest_attempt = max(execution.largest_attempt, used)
+    if not spec.carry:
+        execution.uncarried_tokens += used
     # The node's end is queued, not waited for: the scheduler may dispatch its dependents at
     # once; their starts queue behind this end, so none of their agents runs before it is
     # committed (and, at durability "full", flushed). The node counts as finished (progress,
@@ -238,6 +288,7 @@ async def run_attempt(
         set_node_output=True,
         nodes_done=execution.done_count,
         details=request.details or None,
+        input_key=input_key(agent_name, task_prompt, request.output_schema),
         model=model(),
     )
     execution.acknowledge(unit, end, writes, tokens=total().total, attempt=attempt)
@@ -245,6 +296,22 @@ async def run_attempt(
 
 
 _NOT_RUN = "Not run: the run stopped dispatching before the agent started."
+
+
+async def _agent_call(
+    execution: RunExecution, unit: Unit, agent: Agent, request: AgentRequest
+) -> AgentResult:
+    """``agent.run(request)`` as a task of its own, which a budget can stop
+    (:meth:`RunExecution.stop_attempts`) without cancelling the node: stopping it once it has
+    answered changes nothing."""
+    task = asyncio.ensure_future(agent.run(request))
+    execution.in_agent[unit.key] = task
+    try:
+        return await task
+    finally:
+        execution.in_agent.pop(unit.key, None)
+        if not task.cancelled():
+            execution.budget_stops.pop(unit.key, None)  # it answered before the stop landed
 
 
 async def _end_cancelled(
@@ -257,6 +324,7 @@ async def _end_cancelled(
     usage: TokenUsage = TokenUsage(),
     text: str | None = None,
     details: dict[str, Any] | None = None,
+    nodes_done: int | None = None,
     model: str | None = None,
 ) -> None:
     """Record an attempt as cancelled (shielded: the task itself may be being cancelled)."""
@@ -273,9 +341,47 @@ async def _end_cancelled(
                 error=error,
                 node_state=node_state,
                 details=details,
+                nodes_done=nodes_done,
                 model=model,
             )
         )
+
+
+async def _end_budget_stopped(
+    execution: RunExecution,
+    unit: Unit,
+    attempt: int,
+    stop: tuple[str, str],
+    usage: TokenUsage,
+    text: str,
+    details: dict[str, Any],
+    writes: list[Awaitable[None]],
+    model: str | None = None,
+) -> Exception:
+    """Record an attempt a budget stopped (its tokens and cost kept) and say how its node
+    ends: failed, skipped, or pending again for a handoff's successor."""
+    reason, node_state = stop
+    if node_state == "skipped":
+        execution.done_count += 1
+    await _end_cancelled(
+        execution,
+        unit,
+        attempt,
+        reason,
+        node_state=node_state,
+        usage=usage,
+        text=text or None,
+        details={**details, "stopped_by": "budget"},
+        nodes_done=execution.done_count if node_state == "skipped" else None,
+        model=model,
+    )
+    await _committed(writes)
+    execution.progress("node", unit, node_state, reason, attempt=attempt)
+    if node_state == "failed":
+        return UnitFailed(reason)
+    if node_state == "skipped":
+        return NodeSkipped(reason)
+    return StopDispatch(reason)
 
 
 async def _committed(writes: list[Awaitable[None]]) -> None:
@@ -302,10 +408,18 @@ def _consume(write: asyncio.Future[None]) -> None:
 
 
 async def record_failed_attempt(
-    execution: RunExecution, unit: Unit, attempt: int, error: AgentError, retry: bool
+    execution: RunExecution,
+    unit: Unit,
+    attempt: int,
+    error: AgentError,
+    retry: bool,
+    node_state: str | None = None,
 ) -> None:
-    """Write a failed attempt's end: the node goes to ``retrying`` or ``failed``."""
+    """Write a failed attempt's end: the node goes to ``retrying`` or ``failed`` (or
+    ``node_state``: ``pending`` when the run stops to hand off and the retry is left to its
+    successor)."""
     usage = error.usage if isinstance(error, _AttemptError) else TokenUsage()
+    execution.largest_attempt = max(execution.largest_attempt, counted_tokens(usage))
     text = error.text if isinstance(error, _AttemptError) else None
     details = error.details if isinstance(error, _AttemptError) else None
     writes = error.writes if isinstance(error, _AttemptError) else []
@@ -319,13 +433,14 @@ async def record_failed_attempt(
         usage=usage,
         response_text=text or None,
         error=str(error),
-        node_state="retrying" if retry else "failed",
+        node_state=node_state or ("retrying" if retry else "failed"),
         details=details or None,
         model=model,
     )
     await _committed(writes)
     execution.absorb_requests(requests)
-    execution.progress("node", unit, "retrying" if retry else "failed", str(error), attempt=attempt)
+    shown = node_state or ("retrying" if retry else "failed")
+    execution.progress("node", unit, shown, str(error), attempt=attempt)
 
 
 def call_cost(call: ModelCall, simulated: bool, prices: PriceTable) -> float | None:
@@ -338,7 +453,14 @@ def call_cost(call: ModelCall, simulated: bool, prices: PriceTable) -> float | N
         return None
     if call.cost_usd is not None:
         return call.cost_usd
-    return prices.cost(call.model, call.usage)
+    # A reconciliation row sums several requests: no long-context tier can be told for it.
+    return prices.cost(
+        call.model,
+        call.usage,
+        cache_write_1h=call.cache_write_1h,
+        at_ms=call.finished_at_ms,
+        request=call.kind == "model",
+    )
 
 
 class _AttemptError(AgentError):
@@ -354,7 +476,14 @@ class _AttemptError(AgentError):
         writes: list[Awaitable[None]],
         model: str | None = None,
     ) -> None:
-        super().__init__(str(cause), retryable=cause.retryable, retry_after_s=cause.retry_after_s)
+        super().__init__(
+            str(cause),
+            retryable=cause.retryable,
+            retry_after_s=cause.retry_after_s,
+            limit=cause.limit,
+            resets_at_ms=cause.resets_at_ms,
+            session_id=cause.session_id,
+        )
         self.usage = usage
         self.text = text
         self.details = details

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.run.cache_key import cache_key, is_fresh
+from engine.run.carry import input_key
 from engine.run.units import Unit
 from engine.structured import to_jsonable
 from engine.workflow.context import TaskContext
@@ -73,7 +74,12 @@ async def lookup_cached_output(
 
 
 async def record_cache_hit(
-    execution: RunExecution, unit: Unit, attempt: int, agent_name: str, prompt: str, output: Any
+    execution: RunExecution,
+    unit: Unit,
+    attempt: int,
+    agent_name: str,
+    task_prompt: str,
+    output: Any,
 ) -> None:
     """Record a cache hit as a finished, cached attempt of the node (with a ``cache.hit``
     event)."""
@@ -83,11 +89,12 @@ async def record_cache_hit(
         unit.iteration,
         attempt,
         agent=agent_name,
-        prompt=prompt,
+        prompt=task_prompt,
         owner_id=execution.owner_id,
         cached=True,
     )
     execution.done_count += 1
+    execution.finished_here += 1
     execution.absorb_requests(
         await execution.store.finish_attempt(
             execution.run_id,
@@ -103,6 +110,11 @@ async def record_cache_hit(
             extra_events=[
                 NewEvent("cache.hit", execution.run_id, unit.node_id, unit.iteration, attempt)
             ],
+            input_key=input_key(
+                agent_name,
+                task_prompt,
+                unit.spec.output.model_json_schema() if unit.spec.output else None,
+            ),
         )
     )
     execution.progress("node", unit, "finished", "cached")

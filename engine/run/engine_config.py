@@ -5,6 +5,7 @@
 concurrency = 8             # tasks running at once (a workflow may set its own)
 heartbeat_interval_s = 5    # how often a running run refreshes its heartbeat
 poll_interval_s = 0.25      # how often it checks for cancel/clear requests
+limit_wait_s = 300          # the longest a node waits for a usage limit to reset
 max_prompt_bytes = 8388608  # a task prompt larger than this (8 MiB) fails its node
 
 [agents.sim]
@@ -29,9 +30,14 @@ address = "head:6379"       # or RAY_ADDRESS
 input = 0.20
 output = 0.60
 
+[budget]                    # per run and per UTC day (see engine.budget)
+run_usd = 5.0
+day_usd = 40.0
+
 [memory]                    # see engine.memory.recall_mode
 mode = "auto"               # auto | hybrid | semantic | keyword
 encoder = "auto"            # auto | minilm-onnx-int8 | minilm-numpy | e5-small-q4
+
 [telemetry]                 # OpenTelemetry export (see engine.telemetry.otel_settings)
 endpoint = "http://127.0.0.1:4318"
 ```
@@ -43,14 +49,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.budget import BudgetConfig, parse_budget
 from engine.executors.settings import ExecutionConfig, parse_execution
 from engine.memory.recall_mode import MemorySettings, memory_settings_from
 from engine.pricing import Price, PriceTable, parse_prices
+from engine.run.retry_plan import DEFAULT_LIMIT_WAIT_S
 from engine.telemetry.otel_settings import TelemetrySettings, parse_telemetry
 from store.errors import InvalidInputError
 from store.workspace.config_file import read_config
 
-_ENGINE_KEYS = {"concurrency", "heartbeat_interval_s", "poll_interval_s", "max_prompt_bytes"}
+_ENGINE_KEYS = {
+    "concurrency", "heartbeat_interval_s", "poll_interval_s", "limit_wait_s", "max_prompt_bytes",
+}
 DEFAULT_MAX_PROMPT_BYTES = 8 * 1024 * 1024
 """No model takes more (a million tokens is about 4 MB of text); a bigger prompt is a bug in
 what it interpolates, and would be stored whole with its attempt."""
@@ -63,9 +73,13 @@ class EngineConfig:
     concurrency: int | None = None
     heartbeat_interval_s: float = 5.0
     poll_interval_s: float = 0.25
+    limit_wait_s: float = DEFAULT_LIMIT_WAIT_S
+    """The longest a node waits for a usage limit to reset (engine.run.retry_plan)."""
     max_prompt_bytes: int = DEFAULT_MAX_PROMPT_BYTES
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    """``[budget]``: per-run and per-day limits (engine.budget)."""
     memory: MemorySettings = field(default_factory=MemorySettings)
     telemetry: TelemetrySettings | None = None
     """``[telemetry]``: OpenTelemetry export (see :mod:`engine.telemetry.otel_settings`)."""
@@ -99,11 +113,13 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
                 f"{source}: engine.max_prompt_bytes must be a whole number >= 1."
             )
         config.max_prompt_bytes = value
-    for key in ("heartbeat_interval_s", "poll_interval_s"):
+    for key in ("heartbeat_interval_s", "poll_interval_s", "limit_wait_s"):
         if key in engine:
             value = engine[key]
-            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-                raise InvalidInputError(f"{source}: engine.{key} must be a positive number.")
+            low = 0 if key == "limit_wait_s" else 1e-9
+            if not isinstance(value, int | float) or isinstance(value, bool) or value < low:
+                what = "a number >= 0" if key == "limit_wait_s" else "a positive number"
+                raise InvalidInputError(f"{source}: engine.{key} must be {what}.")
             setattr(config, key, float(value))
     agents = data.get("agents", {})
     if not isinstance(agents, dict):
@@ -113,6 +129,7 @@ def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
             raise InvalidInputError(f"{source}: agents.{name} must be a table with a type.")
         config.agents[name] = dict(spec)
     config.prices = parse_prices(data.get("prices"), source)
+    config.budget = parse_budget(data.get("budget"), source)
     config.memory = memory_settings_from(data, source)
     config.telemetry = parse_telemetry(data.get("telemetry"), source)
     config.execution = parse_execution(data.get("execution"), source)

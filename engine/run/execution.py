@@ -29,6 +29,8 @@ from engine.hooks import (
     Progress,
 )
 from engine.prompting import assemble_prompt
+from engine.run.budget_meter import BudgetMeter
+from engine.run.carry import Finished
 from engine.run.engine_config import EngineConfig
 from engine.run.units import Key, StopDispatch, Unit
 from engine.workflow.definition import Workflow
@@ -40,6 +42,11 @@ from store.model.run_records import NodeRecord, RunRecord, RunRequests
 from store.runs.run_store import RunStore
 from store.runs.task_cache import TaskCache
 from store.workspace.layout import Workspace
+
+
+def _cancel_if_running(task: asyncio.Future[Any]) -> None:
+    if not task.done():
+        task.cancel()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +107,19 @@ class RunExecution:
         self.progress_failed = False
         self.stop: DispatchDecision | None = None
         self.continuation: Any = None
+        self.carried: dict[Key, Finished] = {}
+        """What earlier generations of a handoff chain finished (engine.run.carry)."""
+        self.finished_here = 0
+        """Nodes this generation finished by running them (carried ones not counted)."""
+        self.uncarried_tokens = 0
+        """Tokens spent by finished nodes that run in every generation (``carry=False``)."""
+        self.largest_attempt = 0
+        """The most tokens one attempt of this run used (said when a run cannot fit)."""
+        self.in_agent: dict[Key, asyncio.Future[Any]] = {}
+        """The agent call of each attempt talking to an agent right now (engine.run.attempt)."""
+        self.budget_stops: dict[Key, tuple[str, str]] = {}
+        """Attempts a budget stopped: the reason and the state their node goes to."""
+        self.meter = BudgetMeter(self)
         self.top_ids = workflow.top_level_ids()
         self.top_deps = {n: workflow.top_level_deps(n) for n in self.top_ids}
         self.dependents: dict[str, list[str]] = {n: [] for n in self.top_ids}
@@ -296,6 +316,19 @@ class RunExecution:
         while self.pending_ends:
             await asyncio.gather(*self.pending_ends, return_exceptions=True)
 
+    def stop_attempts(self, keys: list[Key], reason: str, node_state: str) -> None:
+        """Stop the attempts of ``keys`` that are talking to an agent, for a budget: each is
+        recorded cancelled with ``reason`` and its node goes to ``node_state``
+        (engine.run.attempt)."""
+        for key in keys:
+            task = self.in_agent.get(key)
+            if task is None or key in self.budget_stops or task.done():
+                continue
+            self.budget_stops[key] = (reason, node_state)
+            # On the next loop turn: an agent that answers without waiting again (the call that
+            # crossed the budget was its last) keeps its answer; any other stops there.
+            asyncio.get_running_loop().call_soon(_cancel_if_running, task)
+
     def cancel_all(self) -> None:
         """Cancel every running task of this run (their attempts are recorded as cancelled)."""
         for task in self.running:
@@ -353,6 +386,9 @@ class RunExecution:
             return DispatchDecision(
                 "handoff", self.run.clear_reason or "cleared by a person", trigger="person"
             )
+        budget = await self.meter.dispatch_decision()
+        if budget is not None:
+            return budget
         decision = DispatchDecision()
         for guard in self.hooks.guards:
             context = DispatchContext(

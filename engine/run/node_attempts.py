@@ -7,9 +7,11 @@ import asyncio
 from typing import Any, Protocol
 
 from engine.agents.agent import AgentError
-from engine.run.attempt import record_failed_attempt, run_attempt
+from engine.run.attempt import Resume, record_failed_attempt, run_attempt
 from engine.run.cached_output import lookup_cached_output, record_cache_hit
+from engine.run.carry import input_key
 from engine.run.execution import RunExecution
+from engine.run.retry_plan import plan_retry
 from engine.run.task_settings import memory_is_active, task_agent_name, task_memory
 from engine.run.units import NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.run.upstream import task_context
@@ -36,16 +38,22 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
     """Run ``unit`` to its end: each attempt after the dispatch check (a guard may skip it,
     fail it or stop dispatching), from the task cache when it may, on the agent otherwise;
     retries wait out the task's backoff with their place under the concurrency limit given
-    back. Returns the output (then cached and retained); raises to end the unit otherwise."""
+    back (a limit's reset is waited for when near, :mod:`engine.run.retry_plan`), and a retry
+    of an agent CLI resumes the failed attempt's session. Returns the output (then cached and
+    retained); raises to end the unit otherwise."""
     spec = unit.spec
     prior = execution.prior.get(unit.key)
     attempt = (prior.attempts if prior else 0) + 1
     failures = 0
-    wait_at_least = 0.0
+    limit_waits = 0
+    resume: Resume | None = None
     agent_name = task_agent_name(spec, execution.workflow)
     agent = execution.placed_agent(spec, agent_name)
     memory = task_memory(spec, execution.workflow)
     policy = spec.cache or execution.workflow.cache
+    carried = await _carry_over(execution, unit, agent_name, attempt)
+    if carried is not _NOT_CARRIED:
+        return carried
     while True:
         decision = await execution.dispatch_check(unit, attempt)
         if decision.action == "handoff":
@@ -84,21 +92,51 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
                 raise StopDispatch("the run is stopping")
             try:
                 output = await run_attempt(
-                    execution, unit, attempt, agent, agent_name, task_prompt, memory
+                    execution, unit, attempt, agent, agent_name, task_prompt, memory, resume
                 )
                 break
             except AgentError as error:
-                failures += 1
-                retry = error.retryable and failures <= spec.retries and not execution.halting()
+                counted = failures + (0 if error.limit else 1)
+                plan = plan_retry(
+                    error,
+                    failures=counted,
+                    retries=spec.retries,
+                    limit_waits=limit_waits,
+                    backoff_s=spec.backoff.delay_for(counted),
+                    now_ms=execution.clock.now_ms(),
+                    limit_wait_s=execution.config.limit_wait_s,
+                    can_resume=bool(getattr(agent, "resumes_sessions", False)),
+                )
+                failures, limit_waits = counted, limit_waits + int(plan.waits_for_limit)
+                if plan.why_not:
+                    error.args = (f"{error} — {plan.why_not}",)
+                if plan.retry and execution.stop is not None and not (
+                    execution.failure or execution.cancelled or execution.lost
+                ):
+                    # The run is handing off: the successor runs this node again.
+                    await record_failed_attempt(
+                        execution, unit, attempt, error, False, node_state="pending"
+                    )
+                    raise StopDispatch(execution.stop.reason) from error
+                retry = plan.retry and not execution.halting()
                 await record_failed_attempt(execution, unit, attempt, error, retry)
                 if not retry:
                     raise UnitFailed(
                         f"Node {unit.node_id} failed after {attempt} attempt(s): {error}"
                     ) from error
-                # The provider's own "retry after" wins over a shorter backoff.
-                wait_at_least = error.retry_after_s or 0.0
-        delay = max(spec.backoff.delay_for(failures), wait_at_least)
-        execution.progress("node", unit, "retrying", f"in {delay:.1f}s")
+                resume = (
+                    Resume(plan.resume_session, attempt, str(error))
+                    if plan.resume_session
+                    else None
+                )
+        delay = plan.wait_s
+        execution.progress(
+            "node",
+            unit,
+            "retrying",
+            f"waiting {delay:.0f}s for the limit to reset" if plan.waits_for_limit
+            else f"in {delay:.1f}s",
+        )
         slots.park()
         try:
             await asyncio.sleep(delay)
@@ -121,6 +159,38 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
             execution.run_id, unit.node_id, unit.iteration, memory, task_prompt, output
         )
     return output
+
+
+_NOT_CARRIED = object()
+
+
+async def _carry_over(
+    execution: RunExecution, unit: Unit, agent_name: str, attempt: int
+) -> Any:
+    """Take the node over from an earlier generation of the chain when it finished there with
+    the same inputs (``engine.run.carry``); :data:`_NOT_CARRIED` when it must run."""
+    found = execution.carried.get(unit.key)
+    if found is None or not unit.spec.carry or execution.cancelled or execution.lost:
+        return _NOT_CARRIED
+    task_prompt = await _render(execution, unit, task_context(execution, unit, attempt))
+    schema = unit.spec.output.model_json_schema() if unit.spec.output else None
+    key = input_key(agent_name, task_prompt, schema)
+    if key != found.input_key:
+        return _NOT_CARRIED  # its inputs changed since: it runs again
+    execution.done_count += 1
+    await execution.store.upsert_node(
+        execution.run_id,
+        unit.node_id,
+        unit.iteration,
+        "finished",
+        output=found.output,
+        set_output=True,
+        nodes_done=execution.done_count,
+        input_key=key,
+        carried_from=found.made_in,
+    )
+    execution.progress("node", unit, "finished", f"carried from {found.made_in}")
+    return execution.load_output(unit.spec, found.output)
 
 
 async def _render(execution: RunExecution, unit: Unit, ctx: TaskContext) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.ceiling import ceiling_of, handoff_refusal
 from engine.hooks import DispatchDecision, HandoffRequest
 from engine.structured import to_jsonable
 from store.model.run_records import RunRecord
@@ -43,6 +44,11 @@ async def finish_run(execution: RunExecution) -> RunOutcome:
         execution.progress("run", None, "failed", execution.failure)
         return RunOutcome(execution.run_id, "failed", execution.failure)
     if execution.stop is not None:
+        refusal = _handoff_refusal(execution, execution.stop)
+        if refusal is not None:
+            await execution.store.set_run_status(execution.run_id, "failed", error=refusal)
+            execution.progress("run", None, "failed", refusal)
+            return RunOutcome(execution.run_id, "failed", refusal)
         return await _hand_off(execution, execution.stop, outputs)
     unfinished = [n for n in execution.top_ids if n not in execution.top_outputs]
     if unfinished:
@@ -55,6 +61,24 @@ async def finish_run(execution: RunExecution) -> RunOutcome:
     )
     execution.progress("run", None, "finished")
     return RunOutcome(execution.run_id, "finished", outputs=outputs)
+
+
+def _handoff_refusal(execution: RunExecution, decision: DispatchDecision) -> str | None:
+    """Why the ceiling's handoff would repeat this generation (engine.ceiling), or None."""
+    if decision.trigger != "ceiling":
+        return None  # a person asked for the clear: theirs to decide
+    ceiling = ceiling_of(execution.workflow.ceiling)
+    if ceiling is None:
+        return None
+    used = decision.details.get("used_tokens")
+    return handoff_refusal(
+        ceiling,
+        generation=execution.run.generation,
+        used_tokens=int(used) if isinstance(used, int) else 0,
+        finished_here=execution.finished_here,
+        uncarried_tokens=execution.uncarried_tokens,
+        largest_attempt=execution.largest_attempt,
+    )
 
 
 def _sink_outputs(execution: RunExecution) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from collections import deque
 from typing import Any
 
 from engine.executors.run_on_cluster import prepare_cluster, record_nodes, watch_cluster
+from engine.run.carry import carry_candidates
 from engine.run.execution import EngineServices, RunExecution
 from engine.run.interruption import record_interruption
 from engine.run.monitor import monitor_run
@@ -116,6 +117,8 @@ class ScheduledRun(RunExecution):
             handoffs = await self.store.list_handoffs(to_run_id=self.run_id)
             if handoffs:
                 self.continuation = handoffs[-1].carried_state
+            if self.run.generation > 0:
+                self.carried = await carry_candidates(self.store, self.run)
         static = [
             (i, 0, "pending", list(self.workflow.tasks[i].depends_on))
             for i in self.top_ids
@@ -125,6 +128,7 @@ class ScheduledRun(RunExecution):
         ]
         self.known.update((n, 0) for n, *_ in static)
         await self.store.upsert_nodes(self.run_id, static, nodes_total=len(self.known))
+        await self.meter.start()
         # Tasks placed on a Ray cluster: connected (or the run is interrupted) before anything
         # is dispatched; a resumed run's leftovers on the nodes are stopped first.
         cluster = await prepare_cluster(self, fresh=fresh)
@@ -166,6 +170,7 @@ class ScheduledRun(RunExecution):
                 with contextlib.suppress(Exception):
                     await mirror.sync()  # the last lines of every log
         await self.settle_ends()
+        await self.meter.settle()
         if self.storage_problem is not None:
             raise self.storage_problem
         drain = getattr(self.hooks.memory, "drain", None)

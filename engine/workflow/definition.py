@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from engine.budget import Budget, workflow_budget
 from engine.executors.settings import execution_from
 from engine.workflow.definition_error import WorkflowDefinitionError
 from engine.workflow.policies import Backoff, CachePolicy
@@ -126,8 +127,10 @@ class Workflow:
     ``input_model`` validates the run input (a dict or JSON when omitted). ``agents`` maps agent
     names to agent objects or config dicts (overriding ``.tether/config.toml``);
     ``default_agent`` is used by tasks that name none. ``memory`` and ``ceiling`` are stored for
-    the memory runtime and ceiling guard. ``concurrency`` caps tasks running at once.
-    ``execution`` says where tasks' attempts run (in-process, or a Ray cluster; see
+    the memory runtime and ceiling guard. ``budget`` (a :class:`engine.budget.Budget` or a
+    mapping with ``[budget]``'s keys) holds each run, and the workspace per UTC day while this
+    workflow runs, to dollars and tokens beside the ceiling. ``concurrency`` caps tasks running
+    at once. ``execution`` says where tasks' attempts run (in-process, or a Ray cluster; see
     :mod:`engine.executors.settings`); a task's own ``execution=`` wins field by field.
     """
 
@@ -138,6 +141,7 @@ class Workflow:
         input_model: type[BaseModel] | None = None,
         memory: Any = None,
         ceiling: Any = None,
+        budget: Budget | Mapping[str, Any] | None = None,
         agents: Mapping[str, Any] | None = None,
         default_agent: str = "simulated",
         concurrency: int = 8,
@@ -150,6 +154,7 @@ class Workflow:
         self.input_model = input_model
         self.memory = memory
         self.ceiling = ceiling
+        self.budget = workflow_budget(budget, self.name)
         self.agents: dict[str, Any] = dict(agents or {})
         self.default_agent = default_agent
         if not isinstance(concurrency, int) or concurrency < 1:
@@ -208,8 +213,12 @@ class Workflow:
         item_key: Callable[[Any], str] | None = None,
         loop: str | None = None,
         description: str = "",
+        carry: bool = True,
         execution: Any = None,
     ) -> Callable[[PromptFn | str], TaskSpec]:
+        if not isinstance(carry, bool):
+            raise WorkflowDefinitionError(f"Task {id!r}: carry must be true or false.")
+
         def decorate(fn: PromptFn | str) -> TaskSpec:
             task_id = id or getattr(fn, "__name__", None)
             prompt: PromptFn
@@ -254,6 +263,7 @@ class Workflow:
                     item_key=item_key,
                     loop=loop,
                     description=description or (getattr(fn, "__doc__", None) or "").strip(),
+                    carry=carry,
                     execution=_execution(execution, f"Task {task_id!r}"),
                 )
             )
@@ -267,9 +277,10 @@ class Workflow:
         ``agent`` (name), ``retries`` (extra attempts after a failure), ``backoff`` (seconds
         or :class:`Backoff`), ``timeout_s`` (per attempt), ``cache`` (:class:`CachePolicy`),
         ``memory`` (memory config, handed to the memory runtime), ``isolation`` (a worktree
-        path: adds the isolation notice to the prompt), ``execution`` (where its attempts
-        run: an :class:`~engine.executors.settings.Execution` or a table, e.g.
-        ``{"backend": "ray", "resources": {"claude": 1}}``).
+        path: adds the isolation notice to the prompt), ``carry`` (False: run again in every
+        generation of a handoff chain instead of taking over an earlier generation's output),
+        ``execution`` (where its attempts run: an :class:`~engine.executors.settings.Execution`
+        or a table, e.g. ``{"backend": "ray", "resources": {"claude": 1}}``).
         """
         if "items" in options:
             raise WorkflowDefinitionError("Use workflow.fan_out(...) for tasks made from a list.")

@@ -42,6 +42,9 @@ class TaskSpec:
     item_key: Callable[[Any], str] | None = None
     loop: str | None = None
     description: str = ""
+    carry: bool = True
+    """A handoff's successor takes this node over when an earlier generation finished it with
+    the same inputs (``engine.run.carry``); False runs it in every generation."""
     execution: Any = None
     """Where its attempts run (an :class:`engine.executors.settings.Execution` or a table)."""
 

@@ -36,6 +36,43 @@ CREATE INDEX runs_queue_idx ON runs (status, queued_at_ms) WHERE queued_at_ms IS
 ALTER TABLE attempts ADD COLUMN lease_token {integer};"""
 
 
+def money_schema(text: str, integer: str, real: str, json_check: str) -> str:
+    """Carried nodes, daily spend and budget alerts (both backends' migration of the same
+    name): ``text``/``integer``/``real`` are the backend's types, ``json_check`` a format
+    string checking its ``{}`` column holds JSON.
+
+    - nodes.carried_from: the run whose attempt produced a carried node's output (a handoff's
+      successor takes finished work over instead of running it again); nodes.input_key: what
+      the node's output was made from (agent, task prompt, output schema) when it finished.
+    - runs.budget_json: the budgets the run is held to (``tether budget``, the dashboards).
+    - spend_days: tokens and cost per UTC day, rolled up as calls are recorded (the
+      workspace's daily budgets read one row).
+    - budget_alerts: each budget's 50/80/100 % alert, recorded once (across processes).
+    """
+    return f"""ALTER TABLE nodes ADD COLUMN carried_from {text};
+ALTER TABLE nodes ADD COLUMN input_key {text};
+ALTER TABLE runs ADD COLUMN budget_json {text} CHECK ({json_check.format("budget_json")});
+CREATE TABLE spend_days (
+    day                 {text} PRIMARY KEY,
+    calls               {integer} NOT NULL DEFAULT 0,
+    input_tokens        {integer} NOT NULL DEFAULT 0,
+    cache_read_tokens   {integer} NOT NULL DEFAULT 0,
+    cache_write_tokens  {integer} NOT NULL DEFAULT 0,
+    output_tokens       {integer} NOT NULL DEFAULT 0,
+    reasoning_tokens    {integer} NOT NULL DEFAULT 0,
+    cost_usd            {real} NOT NULL DEFAULT 0,
+    unpriced_calls      {integer} NOT NULL DEFAULT 0
+);
+CREATE TABLE budget_alerts (
+    budget_key  {text} NOT NULL,
+    threshold   {integer} NOT NULL,
+    run_id      {text},
+    at_ms       {integer} NOT NULL,
+    PRIMARY KEY (budget_key, threshold)
+);
+"""
+
+
 def executor_schema(text: str, integer: str, json_check: str) -> str:
     """Where attempts ran and the executor's nodes (``text``/``integer``: the backend's types;
     ``json_check``: its JSON check with ``{0}`` for the column).

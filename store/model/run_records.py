@@ -109,6 +109,8 @@ class RunRecord(NamedTuple):
     cost: CostTotal = CostTotal()
     queued_at_ms: int | None = None
     """When the run was put on the queue for a worker (None: it was not queued)."""
+    budget_json: str | None = None
+    """The budgets the run is held to (``engine/budget.py``), as JSON; None: none."""
 
     @classmethod
     def from_row(cls, row: RowLike) -> RunRecord:
@@ -138,12 +140,19 @@ class RunRecord(NamedTuple):
             tokens=TokenUsage.from_row(v),
             cost=CostTotal.from_row(v),
             queued_at_ms=v.get("queued_at_ms"),
+            budget_json=v.get("budget_json"),
         )
 
     @property
     def is_queued(self) -> bool:
         """Waiting on the queue for a worker (pending, put there by ``--queue``)."""
         return self.status == "pending" and self.queued_at_ms is not None
+
+    @property
+    def budgets(self) -> list[dict[str, Any]]:
+        """The budgets the run is held to (decoded; empty when none)."""
+        value = read_json(self.budget_json)
+        return [b for b in value if isinstance(b, dict)] if isinstance(value, list) else []
 
     @property
     def input(self) -> Any:
@@ -208,6 +217,7 @@ class RunRecord(NamedTuple):
             "nodes_done": self.nodes_done,
             "tokens": self.tokens.as_dict(),
             **self.cost.as_dict(),
+            "budgets": self.budgets,
         }
         if now_ms is not None:
             data["display_status"] = self.display_status(now_ms)
@@ -230,6 +240,10 @@ class NodeRecord(NamedTuple):
     started_at_ms: int | None = None
     finished_at_ms: int | None = None
     updated_at_ms: int = 0
+    carried_from: str | None = None
+    """The run whose attempt produced this (carried) node's output; None: it ran here."""
+    input_key: str | None = None
+    """What the output was made from (agent, task prompt, output schema), when finished."""
 
     @classmethod
     def from_row(cls, row: RowLike) -> NodeRecord:
@@ -248,6 +262,8 @@ class NodeRecord(NamedTuple):
             started_at_ms=v["started_at_ms"],
             finished_at_ms=v["finished_at_ms"],
             updated_at_ms=int(v["updated_at_ms"]),
+            carried_from=v.get("carried_from"),
+            input_key=v.get("input_key"),
         )
 
     @property
@@ -282,6 +298,7 @@ class NodeRecord(NamedTuple):
             "state": self.state,
             "attempts": self.attempts,
             "cached": self.cached,
+            "carried_from": self.carried_from,
             "depends_on": self.depends_on,
             "output": self.output,
             "error": self.error,

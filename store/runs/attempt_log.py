@@ -104,6 +104,7 @@ class AttemptLog(NodeLog):
         nodes_done: int | None = None,
         extra_events: Sequence[NewEvent] = (),
         details: Mapping[str, Any] | None = None,
+        input_key: str | None = None,
     ) -> Awaitable[RunRequests | None]:
         """End an attempt, writing its authoritative token totals once.
 
@@ -114,7 +115,8 @@ class AttemptLog(NodeLog):
         write is queued for the next group commit at once (before any await): the engine
         queues a node's end and then its dependents' starts behind it. ``details`` (what the
         agent passed and reported: command line, session, per-model cost) is stored as JSON;
-        the attempt's cost is summed from its calls.
+        the attempt's cost is summed from its calls. ``input_key`` says what a finished
+        node's output was made from (``engine.run.carry``).
         """
         check_choice(state, ATTEMPT_STATES, "attempt state")
         now = self.now_ms
@@ -159,6 +161,7 @@ class AttemptLog(NodeLog):
                     set_output=set_node_output,
                     error=error if node_state == "failed" else None,
                     set_error=True,
+                    input_key=input_key,
                 )
                 write_node(conn, node)
                 events.append(self._node_event(node))

@@ -1,5 +1,6 @@
 """Model calls and token usage of runs: one ``calls`` row per call, rolled up per run and for
-the whole workspace by context bucket (:mod:`store.model.buckets`).
+the whole workspace by context bucket (:mod:`store.model.buckets`), and per UTC day (the
+workspace's daily budgets, :mod:`store.runs.budget_log`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,32 @@ from store.model.json_columns import dump_recorded_json
 from store.model.run_records import CallRecord, CallUsage, NewEvent
 from store.model.token_lanes import TokenUsage
 from store.runs import calls_sql as sql
+from store.runs import spend_sql
+from store.runs.budget_log import utc_day
 from store.runs.event_log import EventLog, insert_events
 
 WORKSPACE_ROLLUP = ""
 """The ``usage_rollups.run_id`` that holds workspace-wide totals."""
+
+
+def _add_to_day(
+    days: dict[str, dict[str, Any]],
+    day: str,
+    counted: int,
+    tokens: dict[str, int],
+    cost: dict[str, Any],
+) -> None:
+    """Sum one call into its UTC day's spend (one upsert per day per batch of calls)."""
+    row = days.setdefault(
+        day,
+        {"day": day, "counted": 0, "cost_usd": None, "unpriced": 0, **dict.fromkeys(tokens, 0)},
+    )
+    row["counted"] += counted
+    row["unpriced"] += cost["unpriced"]
+    for lane, value in tokens.items():
+        row[lane] += value
+    if cost["cost_usd"] is not None:
+        row["cost_usd"] = (row["cost_usd"] or 0.0) + cost["cost_usd"]
 
 
 class CallLog(EventLog):
@@ -43,6 +66,7 @@ class CallLog(EventLog):
         def work(conn: Connection) -> Any:
             now = self.now_ms
             events: list[NewEvent] = []
+            days: dict[str, dict[str, Any]] = {}
             for call in calls:
                 usage = call.usage
                 context = usage.context_tokens
@@ -109,6 +133,7 @@ class CallLog(EventLog):
                 conn.execute(
                     sql.ADD_RUN_TOKENS, {"run_id": call.run_id, "now": now, **tokens, **cost}
                 )
+                _add_to_day(days, utc_day(call.finished_at_ms or now), counted, tokens, cost)
                 events.append(
                     NewEvent(
                         "call",
@@ -128,6 +153,8 @@ class CallLog(EventLog):
                         },
                     )
                 )
+            for row in days.values():
+                conn.execute(spend_sql.UPSERT_SPEND_DAY, row)
             insert_events(conn, now, events)
 
         return self._submit((call.run_id for call in calls), work, flush=False)

@@ -40,6 +40,8 @@ class NodeLog(EventLog):
         set_output: bool = False,
         error: str | None = None,
         set_error: bool = False,
+        input_key: str | None = None,
+        carried_from: str | None = None,
     ) -> dict[str, Any]:
         check_choice(state, NODE_STATES, "node state")
         validate_run_id(run_id)
@@ -56,6 +58,8 @@ class NodeLog(EventLog):
             "set_output": set_output,
             "error": recorded_text(error),
             "set_error": set_error or error is not None,
+            "input_key": input_key,
+            "carried_from": carried_from,
             "now": now,
         }
 
@@ -66,6 +70,8 @@ class NodeLog(EventLog):
             payload["cached"] = True
         if params["error"] is not None:
             payload["error"] = params["error"]
+        if params["carried_from"] is not None:
+            payload["carried_from"] = params["carried_from"]
         return NewEvent(
             "node.state", params["run_id"], params["node_id"], params["iteration"], payload=payload
         )
@@ -84,11 +90,15 @@ class NodeLog(EventLog):
         set_output: bool = False,
         error: str | None = None,
         nodes_done: int | None = None,
+        input_key: str | None = None,
+        carried_from: str | None = None,
     ) -> None:
         """Create or update a node's state (with a ``node.state`` event).
 
         ``output`` is stored only when ``set_output`` is true (None is a valid output).
         ``nodes_done`` also updates the run's progress counter in the same transaction.
+        ``input_key`` records what a finished output was made from, ``carried_from`` the run
+        that made it when this run took it over (a handoff's successor, ``engine.run.carry``).
         """
         params = self._node_params(
             self.now_ms,
@@ -102,6 +112,8 @@ class NodeLog(EventLog):
             output=output,
             set_output=set_output,
             error=error,
+            input_key=input_key,
+            carried_from=carried_from,
         )
 
         def work(conn: Connection) -> Any:

@@ -21,14 +21,16 @@ Event types written here (``EventRecord.type``):
 ``run.created``, ``run.status``, ``run.cancel-requested``, ``run.clear-requested``,
 ``run.resumed``, ``run.deleted``, ``node.state``, ``attempt.started``, ``attempt.finished``,
 ``attempt.abandoned``, ``attempt.placed``, ``executor.nodes``, ``call``, ``memory.block``,
-``handoff``, plus whatever callers append with :meth:`RunStore.append_events` (the engine adds
-``cache.hit``, ``cache.invalid``, ``warning`` and ``executor.reaped``).
+``handoff``, ``budget.alert``, plus whatever callers append with
+:meth:`RunStore.append_events` (the engine adds ``cache.hit``, ``cache.invalid``, ``warning``
+and ``executor.reaped``).
 
 Where the parts live: value types in :mod:`store.model.run_records` and
 :mod:`store.model.history_records`; runs in :mod:`store.runs.run_log`, nodes in
 :mod:`store.runs.node_log`, attempts in :mod:`store.runs.attempt_log`, handoffs in
 :mod:`store.runs.handoff_log`, the event log in :mod:`store.runs.event_log`, calls and usage
-rollups in :mod:`store.runs.call_usage`, memory blocks in :mod:`store.memory.memory_blocks`,
+rollups in :mod:`store.runs.call_usage`, spend per day and budget alerts in
+:mod:`store.runs.budget_log`, memory blocks in :mod:`store.memory.memory_blocks`,
 process ownership in :mod:`store.runs.owners`; this module puts them together.
 """
 
@@ -36,12 +38,13 @@ from __future__ import annotations
 
 from store.memory.memory_blocks import MemoryBlockLog
 from store.runs.attempt_log import AttemptLog
+from store.runs.budget_log import BudgetLog
 from store.runs.call_usage import CallLog
 from store.runs.executor_log import ExecutorLog
 from store.runs.handoff_log import HandoffLog
 
 
-class RunStore(HandoffLog, AttemptLog, CallLog, MemoryBlockLog, ExecutorLog):
+class RunStore(HandoffLog, AttemptLog, CallLog, BudgetLog, MemoryBlockLog, ExecutorLog):
     """Reads and writes run records on an open workspace database (:mod:`store.db.seam`):
     runs (:mod:`store.runs.run_log`), handoffs (:mod:`store.runs.handoff_log`), nodes and
     attempts (:mod:`store.runs.node_log`, :mod:`store.runs.attempt_log`), calls

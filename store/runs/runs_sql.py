@@ -128,15 +128,18 @@ WHERE usage_rollups.run_id = '' AND usage_rollups.bucket = r.bucket
 
 UPSERT_NODE = """
 INSERT INTO nodes (run_id, node_id, iteration, state, attempts, cached, depends_on_json,
-                   output_json, error, started_at_ms, finished_at_ms, updated_at_ms)
+                   output_json, error, started_at_ms, finished_at_ms, updated_at_ms,
+                   input_key, carried_from)
 VALUES (:run_id, :node_id, :iteration, :state, coalesce(CAST(:attempts AS BIGINT), 0),
         coalesce(CAST(:cached AS INTEGER), 0), :depends_on_json, :output_json, :error,
         CASE WHEN :state = 'running' THEN CAST(:now AS BIGINT) END,
         CASE WHEN :state IN ('finished', 'failed', 'cancelled', 'skipped')
              THEN CAST(:now AS BIGINT) END,
-        :now)
+        :now, :input_key, :carried_from)
 ON CONFLICT (run_id, node_id, iteration) DO UPDATE SET
     state = excluded.state,
+    input_key = coalesce(excluded.input_key, nodes.input_key),
+    carried_from = coalesce(excluded.carried_from, nodes.carried_from),
     attempts = coalesce(CAST(:attempts AS BIGINT), nodes.attempts),
     cached = coalesce(CAST(:cached AS INTEGER), nodes.cached),
     depends_on_json = coalesce(excluded.depends_on_json, nodes.depends_on_json),
@@ -161,6 +164,8 @@ UPDATE nodes SET
                              CASE WHEN :state = 'running' THEN CAST(:now AS BIGINT) END),
     finished_at_ms = CASE WHEN :state IN ('finished', 'failed', 'cancelled', 'skipped')
                           THEN CAST(:now AS BIGINT) END,
+    input_key = coalesce(CAST(:input_key AS TEXT), input_key),
+    carried_from = coalesce(CAST(:carried_from AS TEXT), carried_from),
     updated_at_ms = :now
 WHERE run_id = :run_id AND node_id = :node_id AND iteration = :iteration
 """

@@ -252,6 +252,7 @@ def test_runs_shows_generation_and_parent(seeded: tuple[Path, dict[str, str]]) -
         "NODES",
         "TOKENS",
         "COST",
+        "BUDGET",
         "AGE",
     ]
     row = next(line for line in lines if line.startswith(ids["child"]))

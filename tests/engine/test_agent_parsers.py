@@ -236,7 +236,7 @@ def test_claude_command_line_carries_every_setting() -> None:
         "--model", "claude-opus-4-5", "--max-turns", "7", "--permission-mode", "acceptEdits",
         "--allowedTools", "Read,Grep,mcp__tether__recall", "--disallowedTools", "Bash",
         "--mcp-config", '{"mcpServers":{}}', "--json-schema", '{"type":"object"}',
-        "--resume", "s-1", "--x",
+        "--resume=s-1", "--x",
     ]  # fmt: skip
 
 

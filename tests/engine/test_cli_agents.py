@@ -233,7 +233,7 @@ async def test_repair_turn_resumes_the_same_session(db: Database, tmp_path: Path
                 {"stdout": capture("claude-code/C_gleam_basic_query_stream.jsonl")},
                 {
                     "stdout": capture("claude-code/H_structured_output.json"),
-                    "expect": [["--resume", "1d1e46f9-35c7-4834-b529-846d5bb82288"]],
+                    "expect": [["--resume=1d1e46f9-35c7-4834-b529-846d5bb82288"]],
                 },
             ],
         },
@@ -241,7 +241,7 @@ async def test_repair_turn_resumes_the_same_session(db: Database, tmp_path: Path
     outcome = await run_one(db, agent, output=Summary)
     assert outcome.status == "finished", outcome.error
     first, second = recorded(tmp_path / "argv.json.1"), recorded(tmp_path / "argv.json.2")
-    assert "--resume" not in first["argv"]
+    assert not any(a.startswith("--resume") for a in first["argv"])
     assert "Your previous answer could not be used" in second["stdin"]
     (attempt,) = await RunStore(db).list_attempts(outcome.run_id, "work")
     assert [i["session_id"] for i in attempt.details["invocations"]] == [

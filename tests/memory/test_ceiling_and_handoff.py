@@ -61,11 +61,17 @@ def test_cache_tokens_count_against_the_ceiling() -> None:
 USAGE = TokenUsage(input=100, cache_read=900, output=50)  # 1 050 counted tokens per call
 
 
-async def test_fail_mode_stops_at_dispatch(db: Database) -> None:
+async def test_fail_mode_stops_the_attempt_that_crosses_it(db: Database) -> None:
     agent = RecordingAgent(usage=USAGE)
     outcome = await engine_with_hooks(db).start(chain(agent, Ceiling(2000)))
-    assert outcome.status == "failed" and "Token ceiling exceeded" in (outcome.error or "")
+    assert outcome.status == "failed"
+    assert outcome.error == (
+        f"Stopped by the token ceiling: run {outcome.run_id} used 2,100 tokens of its "
+        "2,000 tokens."
+    )
     assert len(agent.prompts) == 2  # the third task never ran
+    (crossing,) = await RunStore(db).list_attempts(outcome.run_id, "b")
+    assert counted_tokens(crossing.tokens) == 1050  # stopped or not, its tokens are kept
 
 
 async def test_warn_mode_runs_everything_and_records_warnings(db: Database) -> None:

@@ -4,12 +4,12 @@ person's clear request honoured by the engine at its next dispatch (full hooks).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from http_support import serving
 from memory_support import RecordingAgent, engine_with_hooks
 from pydantic import BaseModel
 
@@ -62,13 +62,8 @@ class ToolCallingProvider(BaseHTTPRequestHandler):
 @pytest.fixture
 def provider() -> Iterator[str]:
     ToolCallingProvider.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ToolCallingProvider)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
+    with serving(ToolCallingProvider) as url:
+        yield url
 
 
 async def test_http_agent_calls_remember_through_function_calling(

@@ -143,6 +143,10 @@ CASES = {
     "filters rm": Case(("filters", "rm", "target-filter"),
                        lambda o, r: None if "target-filter" not in _filters(r)
                        else pytest.fail("rm")),
+    "prices": Case(("prices",), expect("Prices in USD per million tokens")),  # reads only
+    # The decoy has no run r-target-done: only the target answers this.
+    "budget": Case(("budget", "--run", "r-target-done"),
+                   expect("Run r-target-done is held to no budget.")),
     "memory reindex": Case(("memory", "reindex"),
                            lambda o, r: None if _vectors(r) > 0 else pytest.fail("reindex")),
 }

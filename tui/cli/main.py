@@ -88,6 +88,14 @@ COMMAND_MODULES = {
         "tui.cli.worker_commands",
         "Claim queued runs (tether run --queue, n in the dashboard) and...",
     ),
+    "prices": LazyCommand(
+        "tui.cli.money_commands",
+        "Print the price table in use (config.toml over the built-in list,...",
+    ),
+    "budget": LazyCommand(
+        "tui.cli.money_commands",
+        "Show spend against every budget: the workspace's today ([budget]...",
+    ),
     "export": LazyCommand(
         "tui.cli.export_commands",
         "Send the workspace's runs to other tools (OpenTelemetry: tether...",

@@ -246,7 +246,14 @@ def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]
     head = f"  attempt {attempt.attempt}"
     if attempt.iteration:
         head += f" (iteration {attempt.iteration})"
-    head += f" - {attempt.state}{' (cached)' if attempt.cached else ''}, {took}"
+    details = attempt.details if isinstance(attempt.details, dict) else {}
+    marker = " (cached)" if attempt.cached else ""
+    if details.get("stopped_by") == "budget":
+        marker = " (stopped by a budget)"
+    head += f" - {attempt.state}{marker}, {took}"
+    if details.get("resumed_session"):
+        head += (f"; continued session {visible(str(details['resumed_session']))} of attempt "
+                 f"{details.get('continues_attempt', '?')}")
     t = attempt.tokens
     mine = [c for c in calls if c.attempt == attempt.attempt and c.iteration == attempt.iteration]
     priced = [c.cost_usd for c in mine if c.cost_usd is not None]
@@ -391,9 +398,12 @@ def _node_lines(
     )
     total = sum(states.values())
     summary = ", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "none"
+    marker = " (cached)" if node.cached else ""
+    if node.carried_from:
+        marker = f" (carried from run {node.carried_from}: no attempt here)"
     lines = [
         f"Node: {visible(node.node_id)} (iteration {node.iteration})",
-        f"Status: {node.state}{' (cached)' if node.cached else ''}",
+        f"Status: {node.state}{marker}",
         f"Duration: {took}",
         f"Attempts: {total} ({summary})",
     ]

@@ -36,7 +36,7 @@ NODE_COLUMNS = (
     ("tokens", "Tokens"),
     ("cost", "Cost"),
     ("cached", "Cached"),
-    ("hit", "Cache"),
+    ("hit", "Reused"),
     ("memory", "Memory"),
 )
 
@@ -91,9 +91,16 @@ def node_cells(
         Text(row_cost(usage) if usage else "–", justify="right"),
         Text(percent(usage.tokens.cached_share) if usage and usage.tokens.context_tokens else "–",
              justify="right"),
-        Text("HIT", style="bold green") if node.cached else Text(""),
+        reuse_cell(node),
         memory_cell(memory),
     ]
+
+
+def reuse_cell(node: NodeRecord) -> Text:
+    """``HIT`` for a task-cache hit, ``carried`` for a node an earlier generation finished."""
+    if node.carried_from:
+        return Text("carried", style="bold cyan")
+    return Text("HIT", style="bold green") if node.cached else Text("")
 
 
 def no_block_reason(warning: str | None) -> str:
@@ -138,6 +145,8 @@ def attempt_cells(attempt: AttemptRecord) -> list[Text]:
         if attempt.finished_at_ms is not None
         else "…"
     )
+    details = attempt.details if isinstance(attempt.details, dict) else {}
+    stopped = details.get("stopped_by") == "budget"
     warnings = attempt_warnings(attempt)
     error = one_line(attempt.error or "", "red")
     if not attempt.error and warnings:
@@ -145,7 +154,7 @@ def attempt_cells(attempt: AttemptRecord) -> list[Text]:
         error.append_text(one_line(warnings[0], "yellow"))
     return [
         Text(str(attempt.attempt), justify="right"),
-        status_text(attempt.state),
+        Text("stopped: budget", style="bold red") if stopped else status_text(attempt.state),
         one_line(attempt.agent or "–"),
         one_line(attempt.model or "–"),
         one_line(attempt.ran_on, "" if attempt.executor else "dim", width=40),

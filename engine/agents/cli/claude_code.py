@@ -7,9 +7,11 @@ Claude Code takes the output schema (``--json-schema``) and the memory tools (ov
 Command line: ``claude -p --output-format stream-json --verbose`` plus, from the agent's
 settings, ``--model``, ``--max-turns``, ``--permission-mode``, ``--allowedTools``,
 ``--disallowedTools`` and any ``extra_args``; ``--json-schema SCHEMA`` when the task has an
-output model; ``--resume SESSION`` for a repair turn (the same session continues instead of
-starting from nothing); ``--mcp-config`` and the two ``mcp__tether__*`` tools when the task
-offers memory tools. The prompt goes to stdin.
+output model; ``--resume=SESSION`` for a repair turn or a retry after a transient failure (the
+same session continues instead of starting from nothing); ``--max-budget-usd`` when a dollar
+budget applies (Claude Code's own cap, a second line of defence behind Tether's); ``--mcp-config``
+and the two ``mcp__tether__*`` tools when the task offers memory tools. The prompt goes to
+stdin.
 
 Reading the session is :mod:`engine.agents.cli.claude_session`.
 """
@@ -49,6 +51,7 @@ def claude_argv(
     resume_session: str | None = None,
     mcp_config: dict[str, Any] | None = None,
     mcp_tools: Sequence[str] = (),
+    max_budget_usd: float | None = None,
 ) -> list[str]:
     """The full command line for one invocation (the prompt goes to stdin)."""
     argv = [*program, *PROTOCOL_ARGS]
@@ -67,8 +70,12 @@ def claude_argv(
         argv += ["--mcp-config", json.dumps(mcp_config, separators=(",", ":"))]
     if schema is not None:
         argv += ["--json-schema", json.dumps(schema, separators=(",", ":"))]
+    if max_budget_usd is not None:
+        argv += ["--max-budget-usd", f"{max(0.0, max_budget_usd):.4f}"]
     if resume_session:
-        argv += ["--resume", resume_session]
+        # The equals form: the CLI declares --resume with an optional value, so a dash-leading
+        # id would not bind to it in the two-token form (claude-agent-sdk-python).
+        argv.append(f"--resume={resume_session}")
     argv += list(settings.extra_args)
     return argv
 
@@ -81,6 +88,7 @@ class ClaudeCodePreset(Preset):
     own_settings = ("max_turns", "permission_mode", "allowed_tools", "disallowed_tools")
     unset = (None, [])
     takes_schema_and_tools = True
+    resumes_sessions = True
 
     def argv(self, agent: CommandSettings, invocation: Invocation) -> list[str]:
         request, mcp_server = invocation.request, invocation.mcp_server
@@ -96,9 +104,10 @@ class ClaudeCodePreset(Preset):
             agent.command,
             settings,
             schema=request.output_schema,
-            resume_session=request.resume_session if request.repair else None,
+            resume_session=invocation.resume_session,
             mcp_config=claude_mcp_config(mcp_server) if mcp_server else None,
             mcp_tools=CLAUDE_TOOL_NAMES if mcp_server else (),
+            max_budget_usd=request.max_budget_usd,
         )
 
     def reader(self, agent: CommandSettings, request: AgentRequest) -> OutputReader:

@@ -93,6 +93,8 @@ class Message:
     recorded: TokenUsage | None = None
     """The usage recorded while the session ran (None: not recorded yet)."""
     recorded_cost: float | None = None
+    cache_write_1h: int = 0
+    """How many cache-write tokens had the 1-hour TTL (``usage.cache_creation``)."""
 
     @property
     def subagent(self) -> bool:
@@ -109,7 +111,10 @@ def unrecorded_calls(messages: dict[str, Message]) -> list[ModelCall]:
         detail: dict[str, Any] = {"message_id": message_id}
         if m.subagent:
             detail["subagent"] = True
-        calls.append(ModelCall(m.usage, m.model, m.first_ms, m.last_ms, detail=detail))
+        calls.append(
+            ModelCall(m.usage, m.model, m.first_ms, m.last_ms, detail=detail,
+                      cache_write_1h=m.cache_write_1h)
+        )
     return calls
 
 
@@ -230,7 +235,9 @@ def _reconciled(
     # What the reported cost holds beyond the table prices of the calls recorded while the
     # session ran is shared by the calls recorded now, in proportion to their list prices.
     if not calls:
-        if rest <= 1e-9:
+        # No call at all and a reported cost, $0 included: one row keeps it, so the
+        # attempt's cost is that figure, not "unknown".
+        if rest <= 1e-9 and group.recorded:
             return calls
         reason = "cost reported without tokens" if not group.recorded else (
             "reported cost beyond the table prices of the calls"

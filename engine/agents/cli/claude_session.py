@@ -28,8 +28,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.agents.agent import AgentError, AgentResult, ModelCall
+from engine.agents.agent import AgentResult, ModelCall
 from engine.agents.cli.claude_costs import (
+    SOURCE,
     Message,
     max_usage,
     message_usage,
@@ -37,15 +38,17 @@ from engine.agents.cli.claude_costs import (
     reconcile,
     unrecorded_calls,
 )
+from engine.agents.cli.claude_failures import (
+    no_result_error,
+    rejected_reset_ms,
+    session_error,
+    succeeded,
+)
 from engine.agents.cli.mcp_wiring import CLAUDE_TOOL_NAMES
 from engine.agents.cli.outcome import Outcome, json_values
 from engine.agents.cli.preset import OutputReader
-from engine.agents.failures import classify, status_kind
+from engine.agents.reported_usage import one_hour_writes
 from engine.pricing import PriceTable
-
-PERMANENT_SUBTYPES = frozenset(
-    {"error_max_turns", "error_max_budget_usd", "error_max_structured_output_retries"}
-)
 
 
 class ClaudeSession(OutputReader):
@@ -59,6 +62,10 @@ class ClaudeSession(OutputReader):
         self.messages: dict[str, Message] = {}
         self.result: dict[str, Any] | None = None
         self.tool_uses: list[str] = []
+        self.limit: tuple[int | None, str] | None = None
+        """What a rejected ``rate_limit_event`` said: reset time (epoch ms) and which limit."""
+        self.late_results: list[str] = []
+        """Error results that came after a successful one (kept out; see claude_failures)."""
         self.memory_tool_ids: dict[str, str] = {}
         """``tool_use`` id -> memory tool name, to match each call with its result."""
         self.warnings: list[str] = []
@@ -89,7 +96,13 @@ class ClaudeSession(OutputReader):
             # Tool results: the conversation's message that asked for them is complete.
             return self._complete(_conversation(event), keep=None)
         elif kind == "result":
-            self.result = event
+            if succeeded(self.result) and not succeeded(event):
+                said = event.get("errors") or event.get("result") or event.get("subtype")
+                self.late_results.append(str(said)[:300])
+            else:
+                self.result = event
+        elif kind == "rate_limit_event":
+            self.limit = rejected_reset_ms(event) or self.limit
         return []
 
     def _complete(self, conversation: str | None, keep: str | None) -> list[ModelCall]:
@@ -100,7 +113,7 @@ class ClaudeSession(OutputReader):
         for message_id, m in self.messages.items():
             if m.recorded is not None or m.conversation != conversation or message_id == keep:
                 continue
-            cost = self.prices.cost(m.model, m.usage)
+            cost = self.prices.cost(m.model, m.usage, cache_write_1h=m.cache_write_1h)
             if cost is None:
                 continue
             m.recorded, m.recorded_cost = m.usage, cost
@@ -108,7 +121,8 @@ class ClaudeSession(OutputReader):
             if m.subagent:
                 detail["subagent"] = True
             done.append(
-                ModelCall(m.usage, m.model, m.first_ms, m.last_ms, cost_usd=cost, detail=detail)
+                ModelCall(m.usage, m.model, m.first_ms, m.last_ms, cost_usd=cost, detail=detail,
+                          cache_write_1h=m.cache_write_1h)
             )
         return done
 
@@ -130,12 +144,14 @@ class ClaudeSession(OutputReader):
         if model == "<synthetic>" and usage.total == 0:
             return []  # the CLI's own notices (an API error shown as a message): no model call
         conversation = _conversation(event)
+        one_hour = one_hour_writes(message.get("usage"), SOURCE)
         known = self.messages.get(message_id)
         if known is None:
-            self.messages[message_id] = Message(model, usage, now_ms, now_ms, conversation)
+            known = self.messages[message_id] = Message(model, usage, now_ms, now_ms, conversation)
         else:
             known.usage = max_usage(known.usage, usage)
             known.last_ms = now_ms
+        known.cache_write_1h = max(known.cache_write_1h, one_hour)
         # A new message in a conversation means its earlier one is complete.
         return self._complete(conversation, keep=message_id)
 
@@ -192,6 +208,13 @@ class ClaudeSession(OutputReader):
                 warning = f"Claude Code was not allowed to run the memory tool {name}"
                 if warning not in self.warnings:
                     self.warnings.append(warning)
+        if self.late_results:
+            notes.append(
+                "a result after the successful one was ignored (a Claude Code bug, "
+                f"anthropics/claude-code#16768): {self.late_results[0]}"
+            )
+        if self.limit is not None:
+            info["rate_limit_rejected"] = {"type": self.limit[1], "resets_at_ms": self.limit[0]}
         if notes:
             info["notes"] = notes
         return info
@@ -201,11 +224,9 @@ class ClaudeSession(OutputReader):
         notes: list[str] = []
         result = self.result
         if result is None:
-            reason = stderr_tail or "no output"
             return Outcome(
-                error=AgentError(
-                    f"Claude Code exited with status {returncode} without a result: {reason}",
-                    retryable=classify(reason) == "transient",
+                error=no_result_error(
+                    returncode, stderr_tail, now_ms=now_ms, session_id=self.session_id
                 ),
                 calls=self.pending_calls(),
                 details=self.details(notes),
@@ -213,7 +234,15 @@ class ClaudeSession(OutputReader):
             )
         calls = reconcile(self.messages, self.init_model, self.prices, result, now_ms, notes)
         details = self.details(notes)
-        error = self._error(result, returncode, stderr_tail)
+        error = session_error(
+            result,
+            returncode,
+            stderr_tail,
+            now_ms=now_ms,
+            limit=self.limit,
+            session_id=self.session_id,
+            exit_forgiven=bool(self.late_results) and succeeded(result),
+        )
         if error is not None:
             return Outcome(error=error, calls=calls, details=details, warnings=self.warnings)
         structured = result.get("structured_output")
@@ -225,36 +254,6 @@ class ClaudeSession(OutputReader):
         else:
             agent_result = AgentResult(str(text), None, model, self.session_id)
         return Outcome(result=agent_result, calls=calls, details=details, warnings=self.warnings)
-
-    def _error(
-        self, result: dict[str, Any], returncode: int, stderr_tail: str
-    ) -> AgentError | None:
-        subtype = str(result.get("subtype") or "")
-        text = result.get("result")
-        status = result.get("api_error_status")
-        status = status if isinstance(status, int) and not isinstance(status, bool) else None
-        errors = result.get("errors")
-        said = [str(text)] if isinstance(text, str) and text.strip() else []
-        if isinstance(errors, list):
-            said += [str(e) for e in errors]
-        if result.get("is_error") or subtype not in ("", "success") or returncode != 0:
-            reason = " | ".join(said)[:600] or stderr_tail or "no reason given"
-            label = subtype if subtype and subtype != "success" else "error"
-            if status is not None:
-                label += f", HTTP {status}"
-            if subtype in PERMANENT_SUBTYPES:
-                kind = "permanent"
-            else:
-                kind = classify(reason, status, default=status_kind(status) or "transient")
-            return AgentError(
-                f"Claude Code failed ({label}, exit status {returncode}): {reason}",
-                retryable=kind == "transient",
-            )
-        if result.get("structured_output") is None and not (isinstance(text, str) and text.strip()):
-            return AgentError(
-                "Claude Code finished with an empty result (no text, no structured output)."
-            )
-        return None
 
 
 def _result_text(content: Any) -> str:

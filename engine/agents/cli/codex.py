@@ -4,7 +4,8 @@ The program is ``codex`` unless the agent names another (``command``); the prese
 ``sandbox`` and ``skip_git_repo_check``, and Codex takes the output schema and the memory tools
 (over MCP).
 
-Command line: ``codex exec --json`` plus, from the agent's settings, ``-m MODEL``,
+Command line: ``codex exec --json`` (``codex exec resume --json … THREAD -`` to continue a
+thread: a retry after a transient failure) plus, from the agent's settings, ``-m MODEL``,
 ``--sandbox MODE``, ``--skip-git-repo-check`` (when ``skip_git_repo_check = true``) and any
 ``extra_args``; ``--output-schema FILE`` when the task has an output model (the schema is
 written into the attempt's artifact folder); ``-c mcp_servers.tether.command=…`` and
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall
+from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall, failure_error
 from engine.agents.cli.codex_items import error_warning, tool_record, tool_warning
 from engine.agents.cli.codex_rollout import (
     RequestCounter,
@@ -53,6 +54,7 @@ from engine.agents.cli.codex_rollout import (
 from engine.agents.cli.outcome import Outcome, json_values
 from engine.agents.cli.preset import CommandSettings, Invocation, OutputReader, Preset
 from engine.agents.failures import classify
+from engine.agents.reset_times import reset_at_ms
 from engine.structured import strict_problem, strict_schema
 
 PROTOCOL_ARGS = ["exec", "--json"]
@@ -84,12 +86,20 @@ def codex_argv(
     *,
     schema_file: Path | None = None,
     mcp_command: Sequence[str] = (),
+    resume_session: str | None = None,
 ) -> list[str]:
-    """The full command line for one invocation (the prompt goes to stdin)."""
-    argv = [*program, *PROTOCOL_ARGS]
+    """The full command line for one invocation (the prompt goes to stdin).
+
+    ``resume_session`` continues that thread: ``codex exec resume [OPTIONS] ID -``. ``exec
+    resume`` takes neither ``--sandbox`` nor ``--cd`` nor ``--color`` (codex 0.153), so the
+    sandbox goes as ``-c sandbox_mode="…"``."""
+    argv = [*program, "exec", "resume", "--json"] if resume_session else [
+        *program, *PROTOCOL_ARGS]
     if settings.model:
         argv += ["-m", settings.model]
-    if settings.sandbox:
+    if settings.sandbox and resume_session:
+        argv += ["-c", f"sandbox_mode={_toml_string(settings.sandbox)}"]
+    elif settings.sandbox:
         argv += ["--sandbox", settings.sandbox]
     if settings.skip_git_repo_check:
         argv.append("--skip-git-repo-check")
@@ -104,6 +114,8 @@ def codex_argv(
             f"mcp_servers.tether.args={args}",
         ]
     argv += list(settings.extra_args)
+    if resume_session:
+        argv.append(resume_session)
     argv.append("-")
     return argv
 
@@ -351,15 +363,19 @@ class CodexSession(OutputReader):
         outcome = Outcome(calls=calls, details=self.details(notes), warnings=self.warnings)
         if failure is not None:
             message, status = failure
-            outcome.error = AgentError(
+            kind = classify(message, status)
+            outcome.error = failure_error(
                 f"Codex failed (exit status {returncode}): {message[:600]}",
-                retryable=classify(message, status) == "transient",
+                kind,
+                resets_at_ms=reset_at_ms(message, now_ms) if kind == "limit" else None,
+                session_id=self.thread_id,
             )
         elif not self.text.strip():
             outcome.error = AgentError(
                 "Codex finished without an answer (no agent_message)"
                 + ("" if self.turns else " and no completed turn")
-                + "."
+                + ".",
+                session_id=self.thread_id,
             )
         else:
             model = self.counter.model or self.model
@@ -375,6 +391,7 @@ class CodexPreset(Preset):
     own_settings = ("sandbox", "skip_git_repo_check")
     unset = (None, False)
     takes_schema_and_tools = True
+    resumes_sessions = True
 
     def argv(self, agent: CommandSettings, invocation: Invocation) -> list[str]:
         request, folder = invocation.request, invocation.folder
@@ -394,7 +411,13 @@ class CodexPreset(Preset):
             agent.model, agent.sandbox, agent.skip_git_repo_check, agent.extra_args
         )
         server = invocation.mcp_server or ()
-        return codex_argv(agent.command, settings, schema_file=schema_file, mcp_command=server)
+        return codex_argv(
+            agent.command,
+            settings,
+            schema_file=schema_file,
+            mcp_command=server,
+            resume_session=invocation.resume_session,
+        )
 
     def refusal(self, agent: CommandSettings, output_schema: dict[str, Any] | None) -> str | None:
         """Codex sends ``--output-schema`` as strict structured output (``strict: true``:

@@ -53,12 +53,17 @@ from engine.agents.cli.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, TailBu
 from engine.agents.cli.mcp_wiring import mcp_argv, mcp_options
 from engine.agents.cli.plain_presets import JsonPreset, TextPreset
 from engine.agents.cli.preset import Invocation, OutputReader, Preset
+from engine.agents.failures import resume_failed
 
 PRESETS: dict[str, Preset] = {
     preset.name: preset
     for preset in (ClaudeCodePreset(), CodexPreset(), JsonPreset(), TextPreset())
 }
 READ_CHUNK = 64 * 1024
+STREAM_LIMIT = 4096
+"""Bytes of stdout asyncio buffers ahead of the reader before it stops reading the pipe."""
+DRAIN_WAIT_S = 2.0
+"""How long a killed process's last output may take to arrive (its pipes close at its end)."""
 DEFAULT_MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 """A program that prints more than this is stopped: no agent answers with a quarter gigabyte,
 and its log keeps only the first max_log_bytes anyway."""
@@ -94,6 +99,9 @@ class _Lines:
             return
         for call in self.reader.feed(text, self.request.clock.now_ms()):
             await self.request.on_call(call)
+            # A real pause after each call: a stop the engine decided on it (a budget) lands
+            # here, not after every line already buffered has been read.
+            await asyncio.sleep(0)
 
 
 @dataclass
@@ -181,21 +189,52 @@ class CommandAgent:
         """Claude Code and Codex take the memory tools over MCP; other programs cannot."""
         return self._preset.takes_schema_and_tools
 
+    @property
+    def resumes_sessions(self) -> bool:
+        """Claude Code (``--resume``) and Codex (``exec resume``) continue a session by id."""
+        return self._preset.resumes_sessions
+
     # -- the command line ------------------------------------------------------------------
 
-    def argv_for(self, request: AgentRequest, folder: Path | None) -> list[str]:
-        """The command line of one invocation for this request."""
+    def argv_for(
+        self, request: AgentRequest, folder: Path | None, resume: str | None = None
+    ) -> list[str]:
+        """The command line of one invocation for this request (``resume``: the session it
+        continues)."""
         options = mcp_options(request.tools) if self.supports_tools else None
         server = mcp_argv(options, request.attempt) if options is not None else None
-        return self._preset.argv(self, Invocation(request, folder, server))
+        return self._preset.argv(self, Invocation(request, folder, server, resume))
 
     # -- running ---------------------------------------------------------------------------
 
     async def run(self, request: AgentRequest) -> AgentResult:
-        """Run the command once; parse its answer and usage per the preset."""
+        """Run the command once; parse its answer and usage per the preset.
+
+        A request that continues a session (``resume_session``) sends ``resume_prompt`` into
+        it; when the CLI says the session cannot be continued, a fresh session gets the whole
+        prompt (both invocations are in the attempt's details)."""
+        resume = request.resume_session if self.resumes_sessions else None
+        if resume is None:
+            return await self._invoke(request, None, request.prompt)
+        text = request.resume_prompt or request.prompt
+        try:
+            return await self._invoke(request, resume, text)
+        except AgentError as error:
+            if not resume_failed(str(error)):
+                raise
+        request.details.setdefault("notes", []).append(
+            f"session {resume} could not be resumed; a fresh session was started"
+        )
+        return await self._invoke(request, None, request.prompt)
+
+    async def _invoke(
+        self, request: AgentRequest, resume: str | None, stdin_text: str
+    ) -> AgentResult:
         folder = request.ensure_folder()
-        argv = self.argv_for(request, folder)
+        argv = self.argv_for(request, folder, resume)
         invocation: dict[str, Any] = {"preset": self.preset, "command": _shown(argv)}
+        if resume is not None:
+            invocation["resumed_session"] = resume
         request.details.setdefault("invocations", []).append(invocation)
         tether = {
             "TETHER_RUN_ID": request.run_id,
@@ -222,6 +261,9 @@ class CommandAgent:
                 cwd=self.cwd,
                 env=env,
                 start_new_session=True,
+                # Little read-ahead: what Tether has seen is what the CLI has printed, so a
+                # budget stop lands within one call of what the CLI really did.
+                limit=STREAM_LIMIT,
             )
         except OSError as error:
             raise AgentError(
@@ -229,11 +271,15 @@ class CommandAgent:
             ) from error
         lines = _Lines(reader, request)
         stderr = TailBuffer()
+        splitter = LineSplitter(self.max_line_bytes)
         try:
-            await self._communicate(process, request, lines, stderr)
+            await self._communicate(process, stdin_text, request, lines, stderr, splitter)
         except BaseException:
             await self._kill_group(process)
+            invocation["stopped"] = True
             with contextlib.suppress(Exception):
+                # What it printed before it died was spent too: read it, record its calls.
+                await asyncio.shield(self._drain(process, lines, splitter))
                 for call in reader.pending_calls():
                     await asyncio.shield(request.on_call(call))
             raise
@@ -256,19 +302,20 @@ class CommandAgent:
     async def _communicate(
         self,
         process: asyncio.subprocess.Process,
+        stdin_text: str,
         request: AgentRequest,
         lines: _Lines,
         stderr: TailBuffer,
+        splitter: LineSplitter,
     ) -> None:
         assert process.stdin and process.stdout and process.stderr
         stream_path = request.stream_path
         stderr_path = stream_path.with_name("stderr.log") if stream_path else None
-        splitter = LineSplitter(self.max_line_bytes)
 
         async def feed() -> None:
             assert process.stdin
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                process.stdin.write(request.prompt.encode("utf-8"))
+                process.stdin.write(stdin_text.encode("utf-8"))
                 await process.stdin.drain()
             process.stdin.close()
 
@@ -306,6 +353,23 @@ class CommandAgent:
             await asyncio.gather(*pumps, return_exceptions=True)
             raise
         await process.wait()
+
+    async def _drain(
+        self, process: asyncio.subprocess.Process, lines: _Lines, splitter: LineSplitter
+    ) -> None:
+        """After the process was killed: read what is left of its stdout (a pipe's worth at
+        most) into the reader, so the pipes close and no printed call goes unrecorded."""
+        assert process.stdout
+        path = lines.request.stream_path
+        # The log keeps its one bound: what the attempt's log already holds counts.
+        kept = path.stat().st_size if path is not None and path.exists() else 0
+        with _logging(path, max(0, self.max_log_bytes - kept)) as log:
+            while chunk := await asyncio.wait_for(process.stdout.read(READ_CHUNK), DRAIN_WAIT_S):
+                log.write(chunk)
+                for line in splitter.feed(chunk):
+                    await lines.line(line.text, line.truncated)
+        for line in splitter.finish():
+            await lines.line(line.text, line.truncated)
 
     def _over_output_limit(self, printed: int) -> str | None:
         if printed <= self.max_output_bytes:

@@ -38,12 +38,14 @@ class CommandSettings(Protocol):
 
 @dataclass(frozen=True)
 class Invocation:
-    """One start of the program: the attempt's request, its artifact folder, and the
-    ``tether mcp`` command line serving the attempt's memory tools (when it offers them)."""
+    """One start of the program: the attempt's request, its artifact folder, the
+    ``tether mcp`` command line serving the attempt's memory tools (when it offers them), and
+    the session it continues (None: a fresh one)."""
 
     request: AgentRequest
     folder: Path | None = None
     mcp_server: Sequence[str] | None = None
+    resume_session: str | None = None
 
 
 class OutputReader:
@@ -82,6 +84,8 @@ class Preset:
     """What one of :attr:`own_settings` holds when it was not given."""
     takes_schema_and_tools = False
     """The CLI takes the output schema natively and the memory tools over MCP."""
+    resumes_sessions = False
+    """The CLI can continue a session by its id (a retry then costs only the new turns)."""
 
     def argv(self, agent: CommandSettings, invocation: Invocation) -> list[str]:
         """The command line of one invocation (the prompt goes to stdin)."""

@@ -44,7 +44,7 @@ from engine.agents.http.transport import (
     run_tool,
     unfinished,
 )
-from engine.agents.reported_usage import token_count
+from engine.agents.reported_usage import one_hour_writes, token_count
 from store.model.token_lanes import TokenUsage
 
 FINAL_TOOL = "final_output"
@@ -159,7 +159,11 @@ class AnthropicAgent(HttpAgent):
                 data, model = reply.data, reply.data.get("model") or self.model
                 await request.on_call(
                     ModelCall(
-                        anthropic_usage(data.get("usage")), model, started, request.clock.now_ms()
+                        anthropic_usage(data.get("usage")),
+                        model,
+                        started,
+                        request.clock.now_ms(),
+                        cache_write_1h=one_hour_writes(data.get("usage"), "The server"),
                     )
                 )
                 content = [c for c in data.get("content") or [] if isinstance(c, dict)]

@@ -6,8 +6,10 @@ capped at ``max_s``, minus up to 25 % jitter; a ``retry-after-ms`` or ``retry-af
 (seconds or an HTTP date) replaces that wait when it is reasonable (0 to 60 s); an
 ``x-should-retry`` header has the last word. Tether adds a cap on the total time spent waiting
 (``max_total_wait_s``). Never retried: an exhausted quota or spend limit (OpenAI answers
-``insufficient_quota`` with HTTP 429), and other 4xx answers (a request the server will refuse
-again).
+``insufficient_quota`` with HTTP 429), a subscription or usage limit (Codex's
+``usage_limit_reached``; a 429 whose ``retry-after`` is longer than an in-call wait), and other
+4xx answers (a request the server will refuse again). A limit's reset time
+(:func:`limit_reset_ms`) goes to the engine, which waits for it when it is near.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from engine.agents.failures import TRANSIENT_STATUSES, classify
+from engine.agents.reset_times import reset_at_ms
 from store.db.retry import backoff_s
 
 MAX_HEADER_WAIT_S = 60.0
@@ -90,6 +93,53 @@ def header_wait(headers: Mapping[str, str], now_s: float) -> float | None:
             return None
         wait = email.utils.mktime_tz(parsed) - now_s
     return wait if 0 <= wait <= MAX_HEADER_WAIT_S else None
+
+
+RESET_HEADERS = ("anthropic-ratelimit-unified-reset", "x-codex-primary-reset-at")
+"""Headers that give a subscription limit's reset as epoch seconds (Claude's unified limits,
+anthropics/claude-code#37009; Codex, earendil-works/pi#4172)."""
+
+
+def limit_reset_ms(
+    status: int | None, body: str, headers: Mapping[str, str], now_s: float
+) -> tuple[str, int | None]:
+    """The kind of a failed request's answer (limit, permanent or transient) and, for a
+    limit, when it resets (epoch ms). A 429 whose ``retry-after`` asks for longer than an
+    in-call retry waits (:data:`MAX_HEADER_WAIT_S`) is a limit that resets then."""
+    kind = classify(body, status)
+    asked = _asked_wait(headers, now_s)
+    if kind == "transient" and status == 429 and asked is not None and asked > MAX_HEADER_WAIT_S:
+        kind = "limit"
+    if kind != "limit":
+        return kind, None
+    for name in RESET_HEADERS:
+        raw = headers.get(name)
+        if raw is not None:
+            try:
+                return kind, int(float(raw) * 1000)
+            except ValueError:
+                continue
+    if asked is not None:
+        return kind, int((now_s + asked) * 1000)
+    return kind, reset_at_ms(body, int(now_s * 1000))
+
+
+def _asked_wait(headers: Mapping[str, str], now_s: float) -> float | None:
+    """``retry-after-ms`` / ``retry-after`` in seconds, however long (None when absent)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(0.0, float(raw_ms) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        parsed = email.utils.parsedate_tz(raw)
+        return None if parsed is None else max(0.0, email.utils.mktime_tz(parsed) - now_s)
 
 
 def retry_wait(

@@ -44,7 +44,13 @@ from engine.agents.http.http_exchange import (
     ResponseTooLarge,
     exchange,
 )
-from engine.agents.http.http_retry import RetryPolicy, header_wait, retry_wait, should_retry
+from engine.agents.http.http_retry import (
+    RetryPolicy,
+    header_wait,
+    limit_reset_ms,
+    retry_wait,
+    should_retry,
+)
 from engine.agents.http.sse import StreamError
 from store.model.token_lanes import TokenUsage
 
@@ -239,12 +245,16 @@ class HttpAgent:
                     await self.sleep(wait)
                     continue
             after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+            # The engine's clock: the reset is compared with it (the same clock in real use).
+            kind, resets = limit_reset_ms(status, text, headers, request.clock.now_ms() / 1000)
             raise HttpFailure(
                 f"{self.name}: {url} returned {said}{after}",
                 status,
                 text,
-                retryable=retryable,
+                retryable=retryable and kind == "transient",
                 retry_after_s=header_wait(headers, self.wall_clock()),
+                limit=kind == "limit",
+                resets_at_ms=resets,
             )
 
     async def _record_cut(

@@ -25,6 +25,7 @@ from store.db.schema_parts import (
     RUNS_INDEXES,
     call_key,
     executor_schema,
+    money_schema,
     observe_tables,
     queue_columns,
 )
@@ -419,6 +420,10 @@ DROP INDEX IF EXISTS notes_search_idx;
 ALTER TABLE notes DROP COLUMN IF EXISTS search_vector, DROP COLUMN IF EXISTS body_length;
 """
 
+# Carried nodes, daily spend and budget alerts (store/db/schema_parts.py, money_schema).
+_MIGRATION_MONEY = money_schema(
+    TEXT, "BIGINT", "DOUBLE PRECISION", "{0} IS NULL OR ({0}::json) IS NOT NULL"
+)
 # Where each attempt ran (executor, host, Ray node) and the executor's nodes
 # (engine/executors/).
 _MIGRATION_EXECUTOR = executor_schema(TEXT, "BIGINT", "({0}::json) IS NOT NULL")
@@ -438,6 +443,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_EXECUTOR,
     _MIGRATION_CALL_KEY,
     _MIGRATION_OBSERVE,
+    _MIGRATION_MONEY,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

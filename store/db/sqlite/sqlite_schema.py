@@ -17,6 +17,7 @@ from store.db.schema_parts import (
     RUNS_INDEXES,
     call_key,
     executor_schema,
+    money_schema,
     observe_tables,
     queue_columns,
 )
@@ -467,6 +468,10 @@ DROP TRIGGER IF EXISTS notes_fts_delete;
 DROP TABLE IF EXISTS notes_fts;
 """
 
+# Carried nodes, daily spend and budget alerts (store/db/schema_parts.py, money_schema).
+_MIGRATION_MONEY = money_schema(
+    "TEXT", "INTEGER", "REAL", "{0} IS NULL OR json_valid({0})"
+)
 # Where each attempt ran (executor, host, Ray node) and the executor's nodes
 # (engine/executors/).
 _MIGRATION_EXECUTOR = executor_schema("TEXT", "INTEGER", "json_valid({0})")
@@ -487,6 +492,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_EXECUTOR,
     _MIGRATION_CALL_KEY,
     _MIGRATION_OBSERVE,
+    _MIGRATION_MONEY,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
