@@ -90,7 +90,7 @@ async def test_feed_words_and_the_carried_marker() -> None:
     assert event_summary("budget.alert", payload) == (
         "80% of the dollar ceiling: run r-1 at $1.63 of $2.00")
     assert event_summary("node.state", '{"state": "finished", "carried_from": "r-0"}') == (
-        "→ finished (carried from r-0)")
+        "is now finished (carried from r-0)")
     from store.model.run_records import NodeRecord
 
     assert reuse_cell(NodeRecord("r-1", "plan", 0, "finished", carried_from="r-0")).plain == (
