@@ -194,6 +194,8 @@ def event_sentence(event: Any) -> str:
     head = subject(event)
     if event.type == "run.deleted":
         sentence = summary[:1].upper() + summary[1:]
+    elif event.type == "budget.alert":  # its text names the run or the day itself
+        sentence = f"Budget alert: {summary}"
     elif event.type == "call" or ":" in summary.split(" ", 1)[0]:
         sentence = f"{head}: {summary}"
     else:

@@ -19,7 +19,7 @@ from store.db.backends import open_database
 from store.model.token_lanes import TokenUsage
 from store.workspace.layout import Workspace
 from tui.app import TetherApp
-from tui.event_text import event_summary
+from tui.event_text import event_sentence, event_summary
 from tui.screens.run_detail_render import reuse_cell
 from tui.widgets.status import StatusLine
 
@@ -91,6 +91,11 @@ async def test_feed_words_and_the_carried_marker() -> None:
         "80% of the dollar ceiling: run r-1 at $1.63 of $2.00")
     assert event_summary("node.state", '{"state": "finished", "carried_from": "r-0"}') == (
         "is now finished (carried from r-0)")
+    from store.model.history_records import EventRecord
+
+    alert = EventRecord(seq=7, at_ms=0, type="budget.alert", run_id="r-1", payload_json=payload)
+    assert event_sentence(alert) == (  # the feed says it once, not "Run r-1 80% of …"
+        "Budget alert: 80% of the dollar ceiling: run r-1 at $1.63 of $2.00.")
     from store.model.run_records import NodeRecord
 
     assert reuse_cell(NodeRecord("r-1", "plan", 0, "finished", carried_from="r-0")).plain == (
