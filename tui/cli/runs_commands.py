@@ -1,10 +1,10 @@
 """``tether runs``, ``tether node`` and ``tether cancel``: reading runs and asking one to stop.
 
 These only read and write the run records, so they run without an event loop on a
-:class:`~store.db.sqlite.direct.DirectDatabase` and start quickly (``tether run``, which runs the
-engine, is in :mod:`tui.cli.run_commands`). Exit codes: 0 success, 1 not found, 2 invalid input. Text
-output passes every stored string through :func:`tui.plain.visible`, so data can never inject
-terminal escape sequences.
+:class:`~store.db.sqlite.direct.DirectDatabase` and start quickly (``tether run`` is in
+:mod:`tui.cli.run_commands`). Exit codes: 0 success, 1 not found, 2 invalid input. Text output
+passes every stored string through :func:`tui.plain.visible`, so data can never inject terminal
+escape sequences.
 """
 
 from __future__ import annotations
