@@ -12,11 +12,13 @@ import os
 import shutil
 import sqlite3
 import stat
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from storage_support import one_sentence, tether
+from storage_support import REPO_ROOT, one_sentence, tether
 
 NUL_KEY = textwrap.dedent('''
     from engine import SimulatedAgent, Workflow
@@ -141,6 +143,15 @@ def test_another_users_workspace_is_one_sentence(tmp_path: Path) -> None:
     workspace = _seeded(tmp_path)
     os.chmod(tmp_path, 0o755)
     prefix = _unprivileged("--reuid=65534", "--regid=65534", "--clear-groups")
+    # The other user must be able to run this Tether at all (a virtual environment or checkout
+    # inside a folder only root may read cannot be imported by it: .ci/run opens its venv).
+    probe = subprocess.run(
+        [*prefix, sys.executable, "-c", "import click, store, tui"], cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True,
+    )
+    if probe.returncode != 0:
+        pytest.skip("user 65534 cannot read this Python environment or checkout "
+                    f"({probe.stderr.strip().splitlines()[-1]})")
     for args in (("memory", "get", "workflow:x", "k"), ("runs",), ("memory", "list"),
                  ("memory", "set", "workflow:x", "k", "2"), ("doctor",)):
         result = tether(workspace, *args, prefix=prefix, cwd=tmp_path)
