@@ -8,7 +8,9 @@ joining two of the layer before) and ``fanout`` (one fan-out of 1 000 items). Ev
 its node, attempt, call (with usage rollups) and events. Durability: SQLite in WAL with
 ``synchronous=NORMAL`` (the workspace default), PostgreSQL at the workspace's two durability
 levels: ``full`` (``synchronous_commit=on``) and ``normal`` (``off``: a crash of the server may
-lose the last commits but never corrupts, the same promise as SQLite's WAL with NORMAL). Rounds
+lose the last commits but never corrupts, the same promise as SQLite's WAL with NORMAL), each
+beside SQLite at the same level, with the commits per task (group commits) and the one-commit
+floor (one INSERT and COMMIT on a bare connection) measured in the same run. Rounds
 of the backends are interleaved; the best of ``--repeat`` is kept (other load only adds time).
 Results: a table and ``bench/results/bench_pg_engine.json``.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -73,32 +76,51 @@ def workflow(shape: str) -> Workflow:
 
 
 # Each side's workspace durability level (store.db.durability): SQLite's synchronous, and
-# PostgreSQL's synchronous_commit on every writing session (full: on, normal: off).
+# PostgreSQL's synchronous_commit on every writing session (full: on, normal: off). Each
+# PostgreSQL row is compared with the SQLite row at the same level.
 BACKENDS = {
-    "sqlite": "normal",
-    "postgresql sync_commit=on": "full",
-    "postgresql sync_commit=off": "normal",
+    "sqlite normal": ("sqlite", "normal"),
+    "sqlite full": ("sqlite", "full"),
+    "postgresql normal (sync_commit=off)": ("postgresql", "normal"),
+    "postgresql full (sync_commit=on)": ("postgresql", "full"),
 }
 
 
-async def run_once(backend: str, shape: str) -> float:
+async def run_once(backend: str, shape: str) -> tuple[float, int, int]:
+    """Seconds for the whole run, finished attempts, group commits."""
+    kind, level = BACKENDS[backend]
     with tempfile.TemporaryDirectory(prefix="tether-pg-engine-") as folder, \
             scratch_schema("be") as url:
-        shared = backend.startswith("postgresql")
-        workspace = Workspace(Path(folder) / ".tether", url if shared else None)
+        workspace = Workspace(Path(folder) / ".tether", url if kind == "postgresql" else None)
         workspace.root.mkdir()
         workspace.config_path.write_text(
-            f'[workspace]\ndurability = "{BACKENDS[backend]}"\n', encoding="utf-8"
+            f'[workspace]\ndurability = "{level}"\n', encoding="utf-8"
         )
         async with await open_database(workspace) as db:
             engine = Engine(db, config=EngineConfig(poll_interval_s=0.5))
+            groups = db.writes.groups  # type: ignore[attr-defined]
             started = time.perf_counter()
             outcome = await engine.start(workflow(shape), {})
             elapsed = time.perf_counter() - started
+            groups = db.writes.groups - groups  # type: ignore[attr-defined]
             assert outcome.status == "finished", outcome.error
             done = await db.fetch_value("SELECT count(*) FROM attempts WHERE state = 'finished'")
             assert done == NODES, done
-            return elapsed
+            return elapsed, int(done), groups
+
+
+def commit_floor_ms(synchronous_commit: str, rounds: int = 200) -> float:
+    """The one-commit floor: one small INSERT and its COMMIT on one connection, per commit."""
+    import psycopg
+
+    with scratch_schema("floor") as url, psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"SET synchronous_commit = {synchronous_commit}")
+        conn.execute("CREATE TABLE floor (n bigint)")
+        started = time.perf_counter()
+        for n in range(rounds):
+            with conn.transaction():
+                conn.execute("INSERT INTO floor VALUES (%s)", (n,))
+        return (time.perf_counter() - started) * 1000 / rounds
 
 
 def main() -> None:
@@ -108,24 +130,32 @@ def main() -> None:
     parser.add_argument("--shapes", nargs="+", default=["chain", "layers", "fanout"])
     args = parser.parse_args()
     info = machine()
-    best: dict[tuple[str, str], float] = {}
+    best: dict[tuple[str, str], tuple[float, int, int]] = {}
+    floors = {"off": commit_floor_ms("off"), "on": commit_floor_ms("on")}
     for _ in range(args.repeat):
         for shape in args.shapes:
             for backend in BACKENDS:
-                elapsed = asyncio.run(run_once(backend, shape))
+                measured = asyncio.run(run_once(backend, shape))
                 key = (shape, backend)
-                best[key] = min(best.get(key, elapsed), elapsed)
+                best[key] = min(best.get(key, measured), measured)
     results: list[dict[str, Any]] = []
     print(f"engine overhead per task, {NODES} nodes, instant agent (best of {args.repeat})")
-    print(f"{'shape':<8} {'backend':<28} {'ms/task':>8} {'vs sqlite':>10}")
+    print(f"{'shape':<8} {'backend':<36} {'ms/task':>8} {'finished':>9} {'commits/task':>13} "
+          f"{'vs sqlite, same level':>22}")
     for shape in args.shapes:
-        lite = best[(shape, "sqlite")] * 1000 / NODES
-        for backend in BACKENDS:
-            ms = best[(shape, backend)] * 1000 / NODES
+        for backend, (_kind, level) in BACKENDS.items():
+            elapsed, done, groups = best[(shape, backend)]
+            lite = best[(shape, f"sqlite {level}")][0]
+            ms = elapsed * 1000 / NODES
             results.append({"shape": shape, "backend": backend, "ms_per_task": round(ms, 3),
-                            "over_sqlite": round(ms / lite, 2)})
-            print(f"{shape:<8} {backend:<28} {ms:>8.3f} {ms / lite:>9.1f}x")
-    print(f"load at start {info['load_at_start']}")
+                            "finished": done, "commits_per_task": round(groups / NODES, 2),
+                            "over_sqlite_same_level": round(elapsed / lite, 2)})
+            print(f"{shape:<8} {backend:<36} {ms:>8.3f} {done:>9} {groups / NODES:>13.2f} "
+                  f"{elapsed / lite:>21.1f}x")
+    print(f"one PostgreSQL commit (floor): {floors['off']:.3f} ms at synchronous_commit=off, "
+          f"{floors['on']:.3f} ms at on")
+    results.append({"floor_commit_ms": {k: round(v, 3) for k, v in floors.items()}})
+    print(f"load at start {info['load_at_start']}, at end {os.getloadavg()}")
     print(f"wrote {write_results('bench_pg_engine', info, results)}")
 
 

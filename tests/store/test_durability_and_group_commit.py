@@ -5,7 +5,6 @@ keeping its own all-or-nothing meaning, committed in the order they were submitt
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -14,12 +13,10 @@ from typing import Any
 import pytest
 from pg_support import fresh_schema
 
-import store.db.sqlite.sqlite_database as database_module
 from store.db.backends import open_database
 from store.db.durability import check_durability, durability_from_config
 from store.db.seam import Database
 from store.db.sqlite.direct import DirectDatabase, run_now
-from store.db.sqlite.sqlite_database import SqliteDatabase
 from store.errors import InvalidInputError, NotFoundError
 from store.memory.memory_store import MemoryStore
 from store.runs.run_store import RunStore
@@ -134,59 +131,72 @@ def test_an_unknown_level_is_one_sentence_and_changes_nothing(tmp_path: Path) ->
 # -- group commit ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def sqlite_db(workspace: Workspace) -> Any:
-    """Group commit is the SQLite backend's (PostgreSQL commits each write on its own)."""
-    database = await SqliteDatabase.open(workspace)
-    try:
-        yield database
-    finally:
-        await database.close()
-
-
-@pytest.fixture
-def groups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The size of every group the database commits (run_group itself still runs)."""
-    sizes: list[int] = []
-    real = database_module.run_group
-
-    def counting(conn: sqlite3.Connection, works: Any) -> Any:
-        sizes.append(len(works))
-        return real(conn, works)
-
-    monkeypatch.setattr(database_module, "run_group", counting)
-    return sizes
-
-
-async def test_writes_submitted_together_share_one_commit(
-    sqlite_db: Database, groups: list[int]
-) -> None:
-    memory = MemoryStore(sqlite_db)
+async def test_writes_submitted_together_share_one_commit(db: Database) -> None:
+    memory = MemoryStore(db)
+    before = db.writes.groups  # type: ignore[attr-defined]
     await asyncio.gather(*(memory.set_fact("global:g", f"k{i}", i) for i in range(20)))
-    assert sum(groups) == 20 and len(groups) <= 2  # one group (two if the first ran alone)
+    # One group (two if the first ran alone), on both backends.
+    assert db.writes.groups - before <= 2  # type: ignore[attr-defined]
     assert [f.value for f in await memory.list_facts("global:g")] == sorted(
         range(20), key=lambda i: f"k{i}"
     )
 
 
-async def test_a_failing_write_is_undone_alone(sqlite_db: Database, groups: list[int]) -> None:
-    db = sqlite_db
-    def good(i: int) -> Any:
-        return lambda conn: (
-            conn.execute("INSERT INTO events (at_ms, type) VALUES (?, ?)", (i, "good")).lastrowid
-        )
+def _good(i: int) -> Any:
+    return lambda conn: conn.execute(
+        "INSERT INTO events (at_ms, type) VALUES (?, ?)", (i, "good")
+    ).rowcount
 
-    def bad(conn: sqlite3.Connection) -> None:
+
+async def test_a_failing_write_is_undone_alone(db: Database) -> None:
+    def bad(conn: Any) -> None:
         conn.execute("INSERT INTO events (at_ms, type) VALUES (0, 'bad')")
         raise NotFoundError("there is no such thing")
 
     results = await asyncio.gather(
-        db.submit(good(1)), db.submit(bad), db.submit(good(2)), return_exceptions=True
+        db.submit(_good(1)), db.submit(bad), db.submit(_good(2)), return_exceptions=True
     )
     assert isinstance(results[1], NotFoundError)
-    assert all(isinstance(r, int) for r in (results[0], results[2]))
+    assert results[0] == results[2] == 1
     types = [r[0] for r in await db.fetch_all("SELECT type FROM events ORDER BY seq")]
     assert types == ["good", "good"]  # the failing write left nothing; the others committed
+
+
+async def test_a_statement_failing_later_in_the_group_is_its_writes_own(db: Database) -> None:
+    """On PostgreSQL the statements of a group are pipelined: an error the server reports
+    after the write that caused it has returned still goes to that write alone."""
+
+    def breaks_a_constraint(conn: Any) -> None:
+        conn.execute("INSERT INTO events (at_ms, type) VALUES (?, NULL)", (0,))  # nobody reads
+
+    results = await asyncio.gather(
+        db.submit(_good(1)), db.submit(breaks_a_constraint), db.submit(_good(2)),
+        return_exceptions=True,
+    )
+    assert results[0] == results[2] == 1
+    assert isinstance(results[1], Exception) and "null" in str(results[1]).lower()
+    types = [r[0] for r in await db.fetch_all("SELECT type FROM events ORDER BY seq")]
+    assert types == ["good", "good"]
+
+
+@pytest.mark.postgresql
+async def test_unflushed_writes_skip_the_wal_flush_only_when_alone(tmp_path: Path) -> None:
+    """At ``full`` on PostgreSQL a group made only of ``flush=False`` writes commits with
+    ``synchronous_commit=off``; one flushed write in the group makes the whole group wait."""
+    with fresh_schema() as url:
+        workspace = Workspace(tmp_path / ".tether", url)
+        configure(workspace, '[workspace]\ndurability = "full"\n')
+        db = await open_database(workspace)
+        try:
+            def setting(conn: Any) -> str:
+                return str(conn.execute("SHOW synchronous_commit").fetchone()[0])
+
+            assert await db.submit(setting, flush=False) == "off"
+            mixed = await asyncio.gather(db.submit(setting, flush=False), db.submit(setting))
+            assert mixed == ["on", "on"]
+            assert await db.submit(setting) == "on"
+        finally:
+            await db.close()
 
 
 async def test_writes_commit_in_the_order_submitted(db: Database) -> None:
@@ -196,7 +206,8 @@ async def test_writes_commit_in_the_order_submitted(db: Database) -> None:
     assert [e.payload["n"] for e in events] == list(range(30))
 
 
-async def test_close_commits_what_is_queued(workspace: Workspace) -> None:
+async def test_close_commits_what_is_queued(any_workspace: Workspace) -> None:
+    workspace = any_workspace
     db = await open_database(workspace)
     queued = [
         db.submit(

@@ -89,11 +89,51 @@ class PgCursor:
         """Nothing to release (rows were read eagerly)."""
 
 
+class PgPendingCursor:
+    """The result of a statement sent in pipeline mode: nothing is waited for until its rows
+    or ``rowcount`` are asked for (then the pipeline is synced up to it)."""
+
+    def __init__(self, cursor: psycopg.Cursor[Any], pipeline: psycopg.Pipeline) -> None:
+        self._cursor = cursor
+        self._pipeline = pipeline
+        self._result: PgCursor | None = None
+
+    def _ready(self) -> PgCursor:
+        if self._result is None:
+            cursor = self._cursor
+            if cursor.pgresult is None:
+                self._pipeline.sync()
+            rows = cursor.fetchall() if cursor.description is not None else []
+            self._result = PgCursor(rows, cursor.rowcount)
+        return self._result
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the statement changed (waits for its result)."""
+        return self._ready().rowcount
+
+    def fetchone(self) -> Any:
+        return self._ready().fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._ready().fetchall()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+    def close(self) -> None:
+        """Nothing to release (the cursor goes with its result)."""
+
+
 class PgConnection:
     """Adapts a psycopg connection to what the store's callbacks use of ``sqlite3.Connection``:
     each statement is rendered for PostgreSQL by :mod:`store.db.dialect` (its variant where it
     has one), parameters derived where it says so, and event inserts remembered for the
     commit's notification."""
+
+    waits_for_results = True
+    """Reading a statement's result waits for the server (a round trip; in a pipelined group,
+    a sync of the pipeline): a write that needs no answer had better not ask for one."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
@@ -101,6 +141,13 @@ class PgConnection:
         self.wrote = False
         """Whether a statement that may write ran (its transaction then has an id to look up
         should the commit be cut off, see store/db/postgres/pg_retry.py)."""
+        self.pipeline: psycopg.Pipeline | None = None
+        """Set while a group's writes run in pipeline mode (store/db/postgres/pg_group.py)."""
+
+    @property
+    def connection(self) -> psycopg.Connection[Any]:
+        """The psycopg connection underneath (for session settings of one transaction)."""
+        return self._conn
 
     def _translate(self, sql: str, params: Any) -> tuple[str, Any]:
         if sql == INSERT_EVENT:
@@ -108,8 +155,15 @@ class PgConnection:
         self.wrote = self.wrote or writes(sql)
         return postgres_text(sql), postgres_params(sql, params)
 
-    def execute(self, sql: str, parameters: Params = (), /) -> PgCursor:
+    def execute(self, sql: str, parameters: Params = (), /) -> PgCursor | PgPendingCursor:
         text, params = self._translate(sql, parameters)
+        if self.pipeline is not None:
+            pending = self._conn.cursor()
+            if params:
+                pending.execute(text, params)
+            else:  # one statement: pipeline mode sends each on its own
+                pending.execute(text.replace("%%", "%"))
+            return PgPendingCursor(pending, self.pipeline)
         with self._conn.cursor() as cursor:
             if params:
                 cursor.execute(text, params)

@@ -29,7 +29,7 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -40,18 +40,17 @@ from store.db.database_url import redact_url, scrub
 from store.db.durability import DEFAULT_DURABILITY, PG_SYNCHRONOUS_COMMIT, read_durability
 from store.db.postgres import pg_schema as schema
 from store.db.postgres.pg_connection import PgConnection, one_transaction, row_factory
+from store.db.postgres.pg_group import WriteFailed, run_all
 from store.db.postgres.pg_retry import (
     DEFAULT_RETRY_WINDOW_S,
     FIRST_RETRY_S,
     MAX_RETRY_S,
-    CommitUnknown,
-    is_transient,
-    outage_reason,
-    outage_sentence,
+    ride_out,
     unresolved_sentence,
 )
 from store.db.retry import backoff_s
 from store.db.seam import Database, Params
+from store.db.write_queue import Outcome, Work, WriteQueue
 from store.errors import DatabaseUnavailable, NotFoundError, StorageError, WorkspaceError
 from store.workspace.layout import Workspace
 
@@ -113,6 +112,7 @@ class PostgresDatabase(Database):
         """Whether the role may write the workspace (a dashboard hides write keys if not)."""
         self.retry_window_s = DEFAULT_RETRY_WINDOW_S
         """How long reads and writes ride out a dropped connection (pg_retry)."""
+        self.writes = WriteQueue(self._commit_group, lambda error: error)
 
     @property
     def url(self) -> str:
@@ -214,7 +214,9 @@ class PostgresDatabase(Database):
                 )
 
     async def close(self) -> None:
-        """Close the pool and its threads."""
+        """Commit what is queued, then close the pool and its threads."""
+        with contextlib.suppress(Exception):  # each queued write's future has its error
+            await self.writes.flush()
         await asyncio.to_thread(self._pool.close)
 
     # -- running callbacks -----------------------------------------------------------------
@@ -274,8 +276,42 @@ class PostgresDatabase(Database):
         return int(value)
 
     async def run_in_transaction(self, work: Callable[[Any], T]) -> T:
-        self.check_writable()
-        return await asyncio.to_thread(self.transact, work)  # transact rides out drops itself
+        """Run ``work`` in a write transaction (shared with the writes queued beside it) and
+        return its result once committed."""
+        return await self.submit(work)
+
+    def submit(self, work: Callable[[Any], T], *, flush: bool = True) -> asyncio.Future[T]:
+        """Queue a write for the next group commit (store/db/postgres/pg_group.py) and return
+        its future. ``flush=False``: at ``full`` a group made only of such writes commits
+        without waiting for the WAL flush (it survives any Tether process being killed, and
+        is flushed with the server's next flush); at ``normal`` nothing changes."""
+        return self.writes.submit(work, flush, self.check_writable)
+
+    async def flush(self) -> None:
+        """Wait until every queued write is committed."""
+        await self.writes.flush()
+
+    async def _commit_group(self, works: list[Work], flush: bool) -> list[Outcome]:
+        return await asyncio.to_thread(self._group, works, flush)
+
+    def _group(self, works: list[Work], flush: bool) -> list[Outcome]:
+        unflushed = not flush and self.durability == "full"
+        try:
+            values = self._retrying(functools.partial(self._transact_once, functools.partial(
+                run_all, works=works, unflushed=unflushed)))
+        except WriteFailed as failed:
+            if len(works) == 1:
+                return [(False, failed.__cause__)]
+            return [self._alone(work) for work in works]
+        return [(True, value) for value in values]
+
+    def _alone(self, work: Work) -> Outcome:
+        try:
+            return (True, self.transact(work))
+        except DatabaseUnavailable:
+            raise
+        except Exception as error:
+            return (False, error)
 
     def check_writable(self) -> None:
         """Refuse a write, with one sentence, on a session or role that may only read."""
@@ -298,6 +334,8 @@ class PostgresDatabase(Database):
         return self._retrying(functools.partial(self._transact_once, work))
 
     def _transact_once(self, work: Callable[[Any], T]) -> T:
+        """``work`` in one transaction, re-run on serialization failures; then the
+        workspace's ``NOTIFY``."""
         with self._pool.connection(timeout=POOL_WAIT_S) as conn:
             for attempt in range(_RETRY_ATTEMPTS):
                 adapter = self._adapter(conn)
@@ -345,40 +383,6 @@ class PostgresDatabase(Database):
                 return work(conn)
 
         return self._in_thread(call)
-
-
-def ride_out(
-    call: Callable[[], T], pool: ConnectionPool[Any], url: str, window_s: float, *,
-    role_can_write: bool, committed: Callable[[str, float], bool] | None = None,
-) -> T:
-    """Run ``call``, again on a fresh connection of ``pool`` while it fails for a reason worth
-    waiting out (:func:`is_transient`), for up to ``window_s``; a commit cut off is resolved by
-    ``committed`` (its transaction id, the deadline). Past the window: one sentence."""
-    started = time.monotonic()
-    deadline = started + window_s
-    for attempt in itertools.count():
-        try:
-            return call()
-        except CommitUnknown as unknown:
-            if committed is not None and committed(unknown.xid, deadline):
-                return cast(T, unknown.result)
-            error: BaseException = unknown.cause  # rolled back: run it again
-        except Exception as failure:
-            if not is_transient(failure, role_can_write=role_can_write):
-                raise
-            error = failure
-        if time.monotonic() >= deadline:
-            raise DatabaseUnavailable(
-                outage_sentence(error, url, time.monotonic() - started), outage_reason(error)
-            ) from None
-        if attempt == 0:
-            # Every pooled connection may have been cut at once: drop the dead ones now.
-            with contextlib.suppress(Exception):
-                pool.check()
-        else:
-            time.sleep(min(backoff_s(attempt - 1, first_s=FIRST_RETRY_S, max_s=MAX_RETRY_S),
-                           max(0.0, deadline - time.monotonic())))
-    raise AssertionError("unreachable")
 
 
 def _pool_wait(deadline: float) -> float:

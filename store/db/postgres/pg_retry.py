@@ -20,17 +20,25 @@ Past the window the failure is one sentence (:class:`store.errors.DatabaseUnavai
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import itertools
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import PoolTimeout
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from store.db.database_url import redact_url, scrub
+from store.db.retry import backoff_s
+from store.errors import DatabaseUnavailable
 
 DEFAULT_RETRY_WINDOW_S = 30.0
 """How long an operation keeps retrying a dropped connection (the default lease: a run whose
 worker rides out a drop this long keeps its lease)."""
+T = TypeVar("T")
+
 FIRST_RETRY_S = 0.05
 MAX_RETRY_S = 1.0
 
@@ -89,3 +97,37 @@ def unresolved_sentence(url: str) -> str:
 def writes(sql: str) -> bool:
     """True for a statement that may write (anything but a plain ``SELECT``)."""
     return sql.lstrip()[:6].upper() != "SELECT"
+
+
+def ride_out(
+    call: Callable[[], T], pool: ConnectionPool[Any], url: str, window_s: float, *,
+    role_can_write: bool, committed: Callable[[str, float], bool] | None = None,
+) -> T:
+    """Run ``call``, again on a fresh connection of ``pool`` while it fails for a reason worth
+    waiting out (:func:`is_transient`), for up to ``window_s``; a commit cut off is resolved by
+    ``committed`` (its transaction id, the deadline). Past the window: one sentence."""
+    started = time.monotonic()
+    deadline = started + window_s
+    for attempt in itertools.count():
+        try:
+            return call()
+        except CommitUnknown as unknown:
+            if committed is not None and committed(unknown.xid, deadline):
+                return cast(T, unknown.result)
+            error: BaseException = unknown.cause  # rolled back: run it again
+        except Exception as failure:
+            if not is_transient(failure, role_can_write=role_can_write):
+                raise
+            error = failure
+        if time.monotonic() >= deadline:
+            raise DatabaseUnavailable(
+                outage_sentence(error, url, time.monotonic() - started), outage_reason(error)
+            ) from None
+        if attempt == 0:
+            # Every pooled connection may have been cut at once: drop the dead ones now.
+            with contextlib.suppress(Exception):
+                pool.check()
+        else:
+            time.sleep(min(backoff_s(attempt - 1, first_s=FIRST_RETRY_S, max_s=MAX_RETRY_S),
+                           max(0.0, deadline - time.monotonic())))
+    raise AssertionError("unreachable")

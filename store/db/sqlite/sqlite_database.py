@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import sqlite3
 import weakref
 from collections.abc import Callable
@@ -42,7 +41,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from store.clock import SYSTEM_CLOCK, Clock
-from store.db.seam import Database, Params, retrieved
+from store.db.seam import Database, Params
 from store.db.sqlite.database_file import DatabaseFileInfo, inspect_database_file, readonly_uri
 from store.db.sqlite.sqlite_connection import (
     BUSY_TIMEOUT_MS,
@@ -63,6 +62,7 @@ from store.db.sqlite.sqlite_connection import (
 )
 from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
 from store.db.sqlite.storage_guard import StorageGuard
+from store.db.write_queue import WriteQueue
 from store.errors import StorageError
 from store.workspace.layout import Workspace
 
@@ -77,19 +77,6 @@ __all__ = [
 ]
 
 Row = sqlite3.Row
-
-GATHER_PASSES = 4
-"""How many passes of the event loop a group commit waits for more writes before it starts."""
-
-
-@dataclasses.dataclass(frozen=True)
-class _Queued:
-    """A write waiting for the next group commit."""
-
-    work: Work
-    future: asyncio.Future[Any]
-    flush: bool
-
 
 T = TypeVar("T")
 
@@ -131,8 +118,7 @@ class SqliteDatabase(StorageGuard, Database):
         # A second connection used on the event-loop thread for commits that get the lock at
         # once and need no flush to disk (see _commit); opened on first use.
         self._direct: sqlite3.Connection | None = None
-        self._queue: list[_Queued] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self.writes = WriteQueue(self._committed, self.converted)
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -269,18 +255,7 @@ class SqliteDatabase(StorageGuard, Database):
         write lock stays busy. An exception it raises undoes its own statements and is set on
         its future.
         """
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        future.add_done_callback(retrieved)
-        try:
-            self.check_writable()
-        except StorageError as refused:
-            future.set_exception(refused)
-            return future
-        self._queue.append(_Queued(work, future, flush))
-        if self._flusher is None:
-            self._flusher = loop.create_task(self._flush(), name="tether-group-commit")
-        return future
+        return self.writes.submit(work, flush, self.check_writable)
 
     async def run_in_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in a write transaction and return its result once committed."""
@@ -288,44 +263,11 @@ class SqliteDatabase(StorageGuard, Database):
 
     async def flush(self) -> None:
         """Wait until every queued write is committed."""
-        while self._flusher is not None:
-            await asyncio.shield(self._flusher)
+        await self.writes.flush()
 
-    async def _flush(self) -> None:
-        batch: list[_Queued] = []
-        try:
-            while self._queue:
-                # Let what is ready run first so it can join this commit: a node's end, the
-                # scheduler collecting it and its dependents queueing their starts take four
-                # passes of the event loop (tens of microseconds; no timer).
-                for _ in range(GATHER_PASSES):
-                    await asyncio.sleep(0)
-                batch, self._queue = self._queue, []
-                works = [queued.work for queued in batch]
-                try:
-                    with self.storage_errors():
-                        outcomes = await self._commit(works, any(q.flush for q in batch))
-                except Exception as error:
-                    for queued in batch:
-                        if not queued.future.done():
-                            queued.future.set_exception(error)
-                    continue
-                for future, (ok, value) in zip(
-                    (queued.future for queued in batch), outcomes, strict=True
-                ):
-                    if future.done():  # its waiter was cancelled; the write still committed
-                        continue
-                    if ok:
-                        future.set_result(value)
-                    else:
-                        future.set_exception(self.converted(value))
-                batch = []
-        finally:
-            self._flusher = None
-            for queued in [*batch, *self._queue]:
-                queued.future.cancel()  # only when this task itself was cancelled (loop shutdown)
-            if batch:
-                self._queue = []
+    async def _committed(self, works: list[Work], flush: bool) -> list[Outcome]:
+        with self.storage_errors():
+            return await self._commit(works, flush)
 
     async def _commit(self, works: list[Work], flush: bool) -> list[Outcome]:
         """One group commit. A commit that needs no flush to disk (every commit at ``normal``,
