@@ -198,6 +198,12 @@ def one_transaction(conn: psycopg.Connection[Any], adapter: PgConnection,
         with contextlib.suppress(psycopg.Error):
             conn.execute("ROLLBACK")
         raise
+    return commit_knowably(conn, xid, result)
+
+
+def commit_knowably(conn: psycopg.Connection[Any], xid: str | None, result: T) -> T:
+    """``COMMIT`` the open transaction (``xid``: its id when it wrote); a commit cut off by a
+    dropped connection is :class:`CommitUnknown` when the transaction wrote."""
     try:
         conn.execute("COMMIT")
     except psycopg.OperationalError as error:

@@ -40,7 +40,7 @@ from store.db.database_url import redact_url, scrub
 from store.db.durability import DEFAULT_DURABILITY, PG_SYNCHRONOUS_COMMIT, read_durability
 from store.db.postgres import pg_schema as schema
 from store.db.postgres.pg_connection import PgConnection, one_transaction, row_factory
-from store.db.postgres.pg_group import WriteFailed, run_all
+from store.db.postgres.pg_group import WriteFailed, pipelined_transaction, run_all
 from store.db.postgres.pg_retry import (
     DEFAULT_RETRY_WINDOW_S,
     FIRST_RETRY_S,
@@ -55,6 +55,8 @@ from store.errors import DatabaseUnavailable, NotFoundError, StorageError, Works
 from store.workspace.layout import Workspace
 
 T = TypeVar("T")
+Transaction = Callable[[psycopg.Connection[Any], PgConnection, Callable[[Any], Any]], Any]
+"""How one write transaction is run (one statement at a time, or pipelined)."""
 
 # psycopg-pool warns on stderr ("discarding closed connection: <psycopg.Connection [BAD]>")
 # about each connection a drop broke; Tether rides those out and says in one sentence what
@@ -297,8 +299,10 @@ class PostgresDatabase(Database):
     def _group(self, works: list[Work], flush: bool) -> list[Outcome]:
         unflushed = not flush and self.durability == "full"
         try:
-            values = self._retrying(functools.partial(self._transact_once, functools.partial(
-                run_all, works=works, unflushed=unflushed)))
+            group = functools.partial(run_all, works=works, unflushed=unflushed)
+            values = self._retrying(
+                functools.partial(self._transact_once, group, pipelined_transaction)
+            )
         except WriteFailed as failed:
             if len(works) == 1:
                 return [(False, failed.__cause__)]
@@ -333,14 +337,16 @@ class PostgresDatabase(Database):
         and deadlocks re-run ``work`` from the start."""
         return self._retrying(functools.partial(self._transact_once, work))
 
-    def _transact_once(self, work: Callable[[Any], T]) -> T:
-        """``work`` in one transaction, re-run on serialization failures; then the
+    def _transact_once(
+        self, work: Callable[[Any], T], transaction: Transaction = one_transaction
+    ) -> T:
+        """``work`` in one ``transaction``, re-run on serialization failures; then the
         workspace's ``NOTIFY``."""
         with self._pool.connection(timeout=POOL_WAIT_S) as conn:
             for attempt in range(_RETRY_ATTEMPTS):
                 adapter = self._adapter(conn)
                 try:
-                    result = one_transaction(conn, adapter, work)
+                    result = transaction(conn, adapter, work)
                 except _RETRYABLE:
                     if attempt == _RETRY_ATTEMPTS - 1:
                         raise

@@ -12,16 +12,19 @@ as a single write's are (store/db/postgres/pg_retry.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import PoolTimeout
 
-from store.db.postgres.pg_connection import PgConnection
+from store.db.postgres.pg_connection import PgConnection, commit_knowably
 from store.db.postgres.pg_retry import CommitUnknown
 from store.db.write_queue import Work
+
+T = TypeVar("T")
 
 
 class WriteFailed(Exception):
@@ -44,21 +47,46 @@ def run_all(adapter: PgConnection, works: Sequence[Work], *, unflushed: bool) ->
     """Run ``works`` one after the other inside the open transaction; their values, in order.
     ``unflushed``: the commit need not wait for the WAL flush (``synchronous_commit=off`` for
     this transaction only): every write of the group was submitted with ``flush=False``."""
-    conn = adapter.connection
     if unflushed:
-        conn.execute("SET LOCAL synchronous_commit = off")
+        adapter.execute("SET LOCAL synchronous_commit = off")
     values = []
+    for work in works:
+        try:
+            values.append(work(adapter))
+        except Exception as error:
+            if ends_the_group(error) or isinstance(error, WriteFailed):
+                raise
+            raise WriteFailed() from error
+    return values
+
+
+def pipelined_transaction(
+    conn: psycopg.Connection[Any], adapter: PgConnection, work: Callable[[Any], T]
+) -> T:
+    """:func:`store.db.postgres.pg_connection.one_transaction` with ``BEGIN``, the group's
+    statements and the question for the transaction's id sent in one pipeline: one round trip
+    for all of it, plus one for each result a write reads, plus the ``COMMIT``. An error the
+    server reports later than the statement that caused it is the group's :class:`WriteFailed`
+    (its writes then run one by one and each gets its own error)."""
     try:
         # Leaving the pipeline waits for every statement, so an error surfaces here, before
         # the commit, whichever write's statement it was.
         with conn.pipeline() as pipeline:
             adapter.pipeline = pipeline
-            for work in works:
-                values.append(work(adapter))
-    except Exception as error:
-        if ends_the_group(error):
-            raise
-        raise WriteFailed() from error
-    finally:
+            conn.execute("BEGIN")  # queued: pipeline mode waits for nothing
+            result = work(adapter)
+            asked = conn.cursor()
+            asked.execute("SELECT pg_current_xact_id_if_assigned()::text")
+    except BaseException as error:
         adapter.pipeline = None
-    return values
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("ROLLBACK")
+        if isinstance(error, Exception) and not (
+            ends_the_group(error) or isinstance(error, WriteFailed)
+        ):
+            raise WriteFailed() from error
+        raise
+    adapter.pipeline = None
+    row = asked.fetchone()
+    xid = None if row is None or not adapter.wrote else row[0]
+    return commit_knowably(conn, xid, result)
