@@ -132,7 +132,8 @@ class Database(abc.ABC):
         need not survive a power cut on its own (see :mod:`store.db.durability`).
 
         This default runs each write in a transaction of its own, one after the other; the
-        SQLite backend groups the queued writes into shared commits.
+        SQLite and PostgreSQL backends group the queued writes into shared commits
+        (store/db/write_queue.py).
         """
         import asyncio
 

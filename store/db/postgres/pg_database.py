@@ -2,9 +2,10 @@
 
 Driver: psycopg 3 with ``psycopg_pool`` (chosen by measurement; see docs/design-notes.md).
 The store's transaction callbacks are synchronous functions over a connection, shared with
-SQLite; here each one runs on a pooled connection in a worker thread, one thread hop per
-transaction, like aiosqlite's. Live tailing uses psycopg's async connection for
-``LISTEN`` (``store/db/postgres/pg_listen.py``).
+SQLite; here the writes queued together (group commit, :mod:`store.db.write_queue`) run in
+one transaction on a pooled connection in a worker thread, their statements pipelined
+(:mod:`store.db.postgres.pg_group`), one thread hop per group, like aiosqlite's. Live
+tailing uses psycopg's async connection for ``LISTEN`` (``store/db/postgres/pg_listen.py``).
 
 Transactions run at READ COMMITTED. Every read-modify-write the store makes is either one
 statement (an upsert, ``x = x + 1``, a conditional ``UPDATE ... WHERE owner``), a read of rows

@@ -2,12 +2,12 @@
 and migrating it, reads, and writes by group commit.
 
 Every write is a function of a ``sqlite3`` connection (``work``) handed to
-:meth:`Database.run_in_transaction` (or :meth:`Database.submit`). Writes queue up while one is
-being committed; the next commit lets what is ready on the event loop run for a few passes,
-then takes the whole queue in one ``BEGIN IMMEDIATE`` ... ``COMMIT``
-(:func:`store.db.sqlite.sqlite_connection.run_group`; each write keeps its own all-or-nothing
-meaning): writes
-that arrive together (nodes finishing at the same moment) share one commit and, at the
+:meth:`Database.run_in_transaction` (or :meth:`Database.submit`). Writes queue up
+(:mod:`store.db.write_queue`) while one is being committed; the next commit lets what is
+ready on the event loop run for a few passes, then takes the whole queue in one
+``BEGIN IMMEDIATE`` ... ``COMMIT`` (:func:`store.db.sqlite.sqlite_connection.run_group`; each
+write keeps its own all-or-nothing meaning): writes that arrive together (nodes finishing at
+the same moment) share one commit and, at the
 ``full`` durability level, one flush to disk. A write is acknowledged (its future resolves)
 only once the commit holding it has returned, so anything that waits for a write sees it
 durable at the workspace's level (:mod:`store.db.durability`). Writes are committed in the order
