@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, cast
 
 from store.clock import Clock
 
@@ -164,6 +164,34 @@ class Database(abc.ABC):
             return int(conn.execute(sql, params).rowcount)
 
         return await self.run_in_transaction(work)
+
+
+class Deferred:
+    """A value a write returns, read once its transaction's statements have all been sent
+    (PostgreSQL's pipelined group commit); resolved before the write's future gets it."""
+
+    __slots__ = ("_read",)
+
+    def __init__(self, read: Callable[[], Any]) -> None:
+        self._read = read
+
+    def resolve(self) -> Any:
+        """The value (its statement's result has arrived by now)."""
+        return self._read()
+
+
+def read_later(conn: Any, read: Callable[[], T]) -> T:
+    """``read()`` at once, or, on a connection where reading waits for the server
+    (``waits_for_results``), once the transaction's statements have all been sent: for the
+    value a write returns at its end, so that reading it costs no round trip of its own."""
+    if getattr(conn, "waits_for_results", False):
+        return cast(T, Deferred(read))
+    return read()
+
+
+def resolved(value: T) -> T:
+    """``value``, or what it stands for when it was deferred (:func:`read_later`)."""
+    return cast(T, value.resolve()) if isinstance(value, Deferred) else value
 
 
 def retrieved(write: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
-from store.db.seam import Connection
+from store.db.seam import Connection, read_later
 from store.model.json_columns import dump_recorded_json, recorded_text
 from store.model.run_records import AttemptRecord, NewEvent, RunRequests
 from store.model.states import ATTEMPT_STATES
@@ -171,8 +171,13 @@ class AttemptLog(NodeLog):
                 )
             events.extend(extra_events)
             insert_events(conn, now, events)
-            row = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,)).fetchone()
-            return None if row is None else RunRequests(row[0], row[1], row[2])
+            requests = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,))
+
+            def read() -> RunRequests | None:
+                row = requests.fetchone()
+                return None if row is None else RunRequests(row[0], row[1], row[2])
+
+            return read_later(conn, read)
 
         return self._submit((run_id,), work)
 

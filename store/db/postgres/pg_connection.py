@@ -14,7 +14,7 @@ import psycopg
 
 from store.db.dialect import postgres_params, postgres_text
 from store.db.postgres.pg_retry import CommitUnknown, writes
-from store.db.seam import Params
+from store.db.seam import Params, resolved
 from store.runs.events_sql import INSERT_EVENT
 
 T = TypeVar("T")
@@ -189,7 +189,7 @@ def one_transaction(conn: psycopg.Connection[Any], adapter: PgConnection,
     :class:`CommitUnknown` (with the transaction's id) when the transaction wrote."""
     conn.execute("BEGIN")
     try:
-        result = work(adapter)
+        result = resolved(work(adapter))
         xid = None
         if adapter.wrote:
             row = conn.execute("SELECT pg_current_xact_id_if_assigned()::text").fetchone()

@@ -50,7 +50,7 @@ from store.db.postgres.pg_retry import (
     unresolved_sentence,
 )
 from store.db.retry import backoff_s
-from store.db.seam import Database, Params
+from store.db.seam import Database, Params, resolved
 from store.db.write_queue import Outcome, Work, WriteQueue
 from store.errors import DatabaseUnavailable, NotFoundError, StorageError, WorkspaceError
 from store.workspace.layout import Workspace
@@ -308,7 +308,7 @@ class PostgresDatabase(Database):
             if len(works) == 1:
                 return [(False, failed.__cause__)]
             return [self._alone(work) for work in works]
-        return [(True, value) for value in values]
+        return [(True, resolved(value)) for value in values]  # read after the pipeline
 
     def _alone(self, work: Work) -> Outcome:
         try:
