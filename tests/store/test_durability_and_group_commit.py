@@ -224,3 +224,24 @@ async def test_close_commits_what_is_queued(any_workspace: Workspace) -> None:
         assert await reopened.fetch_value("SELECT count(*) FROM events") == 5
     finally:
         await reopened.close()
+
+
+def test_a_value_read_later_is_read_at_once_unless_reading_waits() -> None:
+    """``read_later``: SQLite reads at once; a connection whose reads wait for the server
+    (PostgreSQL's pipelined groups) gets a deferred value, resolved to the same answer."""
+    from store.db.seam import Deferred, read_later, resolved
+
+    class Waits:
+        waits_for_results = True
+
+    reads: list[int] = []
+
+    def read() -> int:
+        reads.append(1)
+        return 7
+
+    assert read_later(object(), read) == 7 and reads == [1]
+    later = read_later(Waits(), read)
+    assert isinstance(later, Deferred) and reads == [1]  # nothing read yet
+    assert resolved(later) == 7 and reads == [1, 1]
+    assert resolved(3) == 3
