@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,8 +23,10 @@ from store.errors import StorageError
 Work = Callable[[Any], Any]
 Outcome = tuple[bool, Any]
 """One write's fate in a group: ``(True, its value)`` or ``(False, its exception)``."""
-GroupCommit = Callable[[list[Work], bool], Awaitable[list[Outcome]]]
-"""Commit these writes in one transaction (flushed to disk when the flag says so)."""
+GroupCommit = Callable[[list[Work], bool, float], Awaitable[list[Outcome]]]
+"""Commit these writes in one transaction (flushed to disk when the flag says so); the last
+argument is when the oldest of them was queued (``time.monotonic()``): a backend that waits
+out an outage gives each write the same window from its queueing as a write alone gets."""
 
 GATHER_PASSES = 4
 """How many passes of the event loop a group commit waits for more writes before it starts."""
@@ -36,6 +39,7 @@ class _Queued:
     work: Work
     future: asyncio.Future[Any]
     flush: bool
+    queued_at: float
 
 
 class WriteQueue:
@@ -67,7 +71,7 @@ class WriteQueue:
         return future
 
     def _add(self, work: Work, future: asyncio.Future[Any], flush: bool) -> None:
-        self._queue.append(_Queued(work, future, flush))
+        self._queue.append(_Queued(work, future, flush, time.monotonic()))
         self.submitted += 1
         if self._flusher is None:
             loop = asyncio.get_running_loop()
@@ -91,7 +95,8 @@ class WriteQueue:
                 self.groups += 1
                 try:
                     outcomes = await self._commit(
-                        [queued.work for queued in batch], any(q.flush for q in batch)
+                        [queued.work for queued in batch], any(q.flush for q in batch),
+                        batch[0].queued_at,
                     )
                 except Exception as error:
                     for queued in batch:

@@ -294,15 +294,23 @@ class PostgresDatabase(Database):
         """Wait until every queued write is committed."""
         await self.writes.flush()
 
-    async def _commit_group(self, works: list[Work], flush: bool) -> list[Outcome]:
-        return await asyncio.to_thread(self._group, works, flush)
+    async def _commit_group(
+        self, works: list[Work], flush: bool, queued_at: float
+    ) -> list[Outcome]:
+        return await asyncio.to_thread(self._group, works, flush, queued_at)
 
-    def _group(self, works: list[Work], flush: bool) -> list[Outcome]:
+    def _group(self, works: list[Work], flush: bool, queued_at: float) -> list[Outcome]:
         unflushed = not flush and self.durability == "full"
+        # An outage is waited out for the window counted from when the oldest write of the
+        # group was queued, not from when the group started: a write queued behind a group
+        # that waited gives up when it would have alone (a lease lapses meanwhile).
+        window = max(0.0, self.retry_window_s - (time.monotonic() - queued_at))
         try:
             group = functools.partial(run_all, works=works, unflushed=unflushed)
-            values = self._retrying(
-                functools.partial(self._transact_once, group, pipelined_transaction)
+            values = ride_out(
+                functools.partial(self._transact_once, group, pipelined_transaction),
+                self._pool, self.url, window, role_can_write=self.role_can_write,
+                committed=self._committed,
             )
         except WriteFailed as failed:
             if len(works) == 1:

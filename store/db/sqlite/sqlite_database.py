@@ -265,7 +265,9 @@ class SqliteDatabase(StorageGuard, Database):
         """Wait until every queued write is committed."""
         await self.writes.flush()
 
-    async def _committed(self, works: list[Work], flush: bool) -> list[Outcome]:
+    async def _committed(
+        self, works: list[Work], flush: bool, _queued_at: float
+    ) -> list[Outcome]:
         with self.storage_errors():
             return await self._commit(works, flush)
 
