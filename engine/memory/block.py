@@ -55,7 +55,8 @@ def render_item(item: RecallItem) -> tuple[str, bool]:
     """One item as it appears in the block (one line: its passage, runs of whitespace
     collapsed) and whether it is a passage of a longer text."""
     text, shortened = passage(item.text, item.matched_terms)
-    return item_label(item) + text, shortened
+    answered = f"[re: {item.answers}] " if item.answers else ""
+    return item_label(item) + answered + text, shortened
 
 
 def longest_prefix_within(text: str, max_bytes: int) -> int:

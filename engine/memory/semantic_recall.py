@@ -49,8 +49,11 @@ from store.search.search_policy import (
     HYBRID_RRF_K,
     KEYWORD_WEIGHT,
     SEMANTIC_WEIGHT,
+    WEAK_KEYWORD_SHARE,
+    WEAK_KEYWORD_TERMS,
     index_terms,
     is_question_echo,
+    keyword_share,
     normalised_fusion,
     prompt_terms,
     reciprocal_rank_fusion,
@@ -256,12 +259,14 @@ class HybridRecallBackend:
         weights: tuple[float, float] = (KEYWORD_WEIGHT, SEMANTIC_WEIGHT),
         rrf_k: int = HYBRID_RRF_K,
         semantic: SemanticRecallBackend | None = None,
+        weak_keyword: tuple[int, float] = (WEAK_KEYWORD_TERMS, WEAK_KEYWORD_SHARE),
     ) -> None:
         self.keyword = keyword or KeywordRecallBackend(db)
         self.semantic = semantic or SemanticRecallBackend(db, encoder)
         self.fusion = fusion
         self.weights = weights
         self.rrf_k = rrf_k
+        self.weak_keyword = weak_keyword
 
     def written(self) -> asyncio.Task[int]:
         """Something was written: embed it in the background."""
@@ -293,13 +298,14 @@ class HybridRecallBackend:
             by_id.setdefault(item.id, _with_terms(item, terms))
         keyword_ids = [item.id for item in keyword.items]
         semantic_ids = [item.id for _, item in semantic]
+        factor = keyword_share([len(set(i.matched_terms)) for i in keyword.items], len(terms),
+                               *self.weak_keyword)
+        weights = [self.weights[0] * factor, self.weights[1]]
         if self.fusion == "rrf":
-            fused = reciprocal_rank_fusion(
-                [keyword_ids, semantic_ids], list(self.weights), self.rrf_k)
+            fused = reciprocal_rank_fusion([keyword_ids, semantic_ids], weights, self.rrf_k)
         else:
-            fused = normalised_fusion(
-                [{i.id: i.score for i in keyword.items}, similarity], list(self.weights)
-            )
+            fused = normalised_fusion([{i.id: i.score for i in keyword.items}, similarity],
+                                      weights)
         items = []
         for item_id, score in fused.items():
             item = by_id[item_id]
@@ -315,7 +321,7 @@ class HybridRecallBackend:
         return RecallResult(
             items=tuple(items[: request.limit]),
             terms=terms,
-            details={"mode": self.name, "fusion": self.fusion},
+            details={"mode": self.name, "fusion": self.fusion, "keyword_share": factor},
         )
 
 

@@ -75,6 +75,13 @@ HYBRID_FUSION = "rrf"
 HYBRID_RRF_K = 5
 KEYWORD_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 1.0
+# Query-adaptive keyword weight: when keyword recall's first candidates match fewer than
+# WEAK_KEYWORD_TERMS distinct query terms, its evidence is weak (a casual reply sharing one word
+# with the question) and its weight is multiplied by WEAK_KEYWORD_SHARE. Chosen on the tuning
+# splits (docs/benchmarks/recall-quality.md); 0 turns the rule off.
+WEAK_KEYWORD_TERMS = 0
+WEAK_KEYWORD_SHARE = 0.5
+WEAK_KEYWORD_LOOK = 3
 RRF_K = 60
 
 # Function words carry no topic; recall and the sentence fallback drop them.
@@ -274,6 +281,19 @@ def reciprocal_rank_fusion(
         for rank, key in enumerate(ranking, start=1):
             fused[key] = fused.get(key, 0.0) + weight / (k + rank)
     return fused
+
+
+def keyword_share(
+    matched_counts: Sequence[int], query_terms: int,
+    min_terms: int = WEAK_KEYWORD_TERMS, share: float = WEAK_KEYWORD_SHARE,
+) -> float:
+    """The factor on keyword's fusion weight for one query: ``share`` when the best of its
+    first candidates (``matched_counts``, distinct query terms each matched, in rank order)
+    matches fewer than ``min_terms`` terms (or all of a shorter query's), else 1."""
+    if min_terms <= 0 or not matched_counts:
+        return 1.0
+    best = max(matched_counts[:WEAK_KEYWORD_LOOK])
+    return share if best < min(min_terms, query_terms) else 1.0
 
 
 def normalised_fusion(

@@ -9,7 +9,9 @@ mark).
 
 Search (:class:`VectorIndex`): one float32 matrix of unit vectors per bank, loaded on the bank's
 first search and kept current from the table's tail (rowids grow: a replaced vector is a new
-row). A query is one matrix-vector product; notes that are not live (per the term index's
+row), with its int8 codes beside it (:mod:`store.search.quantised`): a query scores the codes,
+then computes the exact cosine of the first candidates only, so the ranking is the exact one
+for about a quarter of a float32 scan. Notes that are not live (per the term index's
 read-contract arrays) are skipped.
 """
 
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from store.db.seam import Connection
+from store.search import quantised
 from store.search import vectors_sql as sql
 from store.search.bank_arrays import LIVE
 from store.search.term_index import TermIndex
@@ -153,6 +156,7 @@ class VectorStore:
 class _BankVectors:
     def __init__(self, dim: int) -> None:
         self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self.codes = quantised.encode(self.matrix) if quantised.available() else None
         self.refs: list[str] = []
         self.rowids = np.zeros(0, dtype=np.int64)
         self.position: dict[str, int] = {}
@@ -161,21 +165,41 @@ class _BankVectors:
         fresh: list[np.ndarray] = []
         refs: list[str] = []
         sources: list[int] = []
+        replaced: list[int] = []
         for ref, source_rowid, blob in rows:
             vector = np.frombuffer(blob, dtype="<f4")
             at = self.position.get(ref)
             if at is not None:  # a re-embedded fact replaces its row
                 self.matrix[at] = vector
                 self.rowids[at] = source_rowid
+                replaced.append(at)
                 continue
             self.position[ref] = len(self.refs) + len(refs)
             fresh.append(vector)
             refs.append(ref)
             sources.append(source_rowid)
         if fresh:
-            self.matrix = np.vstack([self.matrix, np.stack(fresh).astype(np.float32)])
+            block = np.stack(fresh).astype(np.float32)
+            self.matrix = np.vstack([self.matrix, block])
             self.refs += refs
             self.rowids = np.concatenate([self.rowids, np.asarray(sources, dtype=np.int64)])
+            if self.codes is not None:
+                new = quantised.encode(block)
+                self.codes = quantised.Codes(
+                    np.vstack([self.codes.codes, new.codes]),
+                    np.concatenate([self.codes.scales, new.scales]),
+                    np.concatenate([self.codes.residuals, new.residuals]))
+        if replaced and self.codes is not None:
+            rows_at = np.asarray(replaced)
+            new = quantised.encode(self.matrix[rows_at])
+            self.codes.codes[rows_at], self.codes.scales[rows_at] = new.codes, new.scales
+            self.codes.residuals[rows_at] = new.residuals
+
+    def upper_bounds(self, query: np.ndarray) -> np.ndarray:
+        """Upper bounds of every row's cosine with ``query`` (exact scores without codes)."""
+        if self.codes is None:
+            return self.matrix @ query
+        return quantised.upper_bounds(self.codes, query)
 
 
 class VectorIndex:
@@ -230,36 +254,33 @@ class VectorIndex:
             bank = self.bank(conn, namespace)
             if not bank.refs:
                 continue
-            sims = bank.matrix @ query
-            notes = terms.bank(conn, namespace)
-            live = notes.mask(LIVE)
-            take = min(len(bank.refs), limit * 4)
-            while True:
-                top = np.argpartition(-sims, take - 1)[:take] if take < len(bank.refs) else (
-                    np.arange(len(bank.refs)))
-                top = top[np.argsort(-sims[top])]
-                picked = []
-                for position in top:
-                    similarity = float(sims[position])
-                    if similarity < min_similarity:
-                        break
-                    ref = bank.refs[position]
-                    rowid = int(bank.rowids[position])
-                    if ref.startswith("note:"):
-                        doc = notes.doc_of(rowid)
-                        if doc is None or not live[doc]:
-                            continue
-                    picked.append(Similar(ref, namespace, rowid, similarity))
-                    if len(picked) == limit:
-                        break
-                if len(picked) == limit or take >= len(bank.refs) or (
-                    picked and picked[-1].similarity < min_similarity
-                ) or float(sims[top[-1]]) < min_similarity:
-                    break
-                take = min(len(bank.refs), take * 4)
-            found += picked
+            found += self._search_bank(conn, terms, namespace, bank, query, limit,
+                                       min_similarity)
         found.sort(key=lambda s: -s.similarity)
         return found
+
+    @staticmethod
+    def _search_bank(
+        conn: Connection, terms: TermIndex, namespace: str, bank: _BankVectors,
+        query: np.ndarray, limit: int, min_similarity: float,
+    ) -> list[Similar]:
+        notes = terms.bank(conn, namespace)
+        live = notes.mask(LIVE)
+        matrix = bank.matrix
+
+        def accept(position: int) -> bool:
+            if not bank.refs[position].startswith("note:"):
+                return True
+            doc = notes.doc_of(int(bank.rowids[position]))
+            return doc is not None and bool(live[doc])
+
+        def exact(positions: np.ndarray) -> np.ndarray:
+            return matrix[positions] @ query
+
+        top = quantised.exact_top(bank.upper_bounds(query), exact, accept, limit,
+                                  min_similarity)
+        return [Similar(bank.refs[at], namespace, int(bank.rowids[at]), score)
+                for at, score in top]
 
 
 _INDEXES: weakref.WeakKeyDictionary[Database, dict[str, VectorIndex]] = (
