@@ -59,7 +59,7 @@ from store.search.search_policy import (
     reciprocal_rank_fusion,
 )
 from store.search.term_index import index_for
-from store.search.vector_store import Similar, VectorStore, vector_index_for
+from store.search.vector_store import BankView, Similar, VectorStore, rank, vector_index_for
 
 LOADING = "keyword (semantic model loading)"
 UNAVAILABLE = "keyword (semantic model unavailable)"
@@ -219,14 +219,22 @@ class SemanticRecallBackend:
             await asyncio.gather(self._catch_up, return_exceptions=True)
 
     async def similar(
-        self, request: RecallRequest, vector: np.ndarray, depth: int
+        self, request: RecallRequest, vector: np.ndarray | Awaitable[np.ndarray], depth: int
     ) -> list[tuple[Similar, RecallItem]]:
-        """The most similar live, tag-scoped notes and facts, as items (score = similarity)."""
+        """The most similar live, tag-scoped notes and facts, as items (score = similarity).
+
+        The banks are read on the database thread, ranked off it (so keyword recall, sharing
+        that thread, proceeds meanwhile), and the chosen items read back on it. ``vector``
+        may still be computing: the snapshot is taken first."""
+
+        def snapshot(conn: sqlite3.Connection) -> list[BankView]:
+            return self.vectors.snapshot(conn, self.terms, request.namespaces)
+
+        views = await self.db.run_read(snapshot)
+        query = vector if isinstance(vector, np.ndarray) else await vector
+        found = await asyncio.to_thread(rank, views, query, depth, MIN_SIMILARITY)
 
         def read(conn: sqlite3.Connection) -> list[tuple[Similar, RecallItem]]:
-            found = self.vectors.search(
-                conn, self.terms, request.namespaces, vector, depth, MIN_SIMILARITY
-            )
             return _materialise(conn, found, request, self.db.clock.now_ms())
 
         return await self.db.run_read(read)
@@ -287,10 +295,17 @@ class HybridRecallBackend:
             return await loading_answer(self.keyword, request, self.semantic)
         deep = RecallRequest(request.namespaces, request.query, request.tags, FUSION_DEPTH,
                              request.tag_groups)
-        vector_task = asyncio.ensure_future(self.semantic.query_vector(request.query))
-        keyword = await self.keyword.recall(deep)
-        vector = await vector_task
-        semantic = await self.semantic.similar(request, vector, FUSION_DEPTH)
+        # the banks' snapshot is queued on the database thread first; the encoder and then
+        # the vector ranking run off it while keyword recall reads
+        semantic_task = asyncio.ensure_future(self.semantic.similar(
+            request, asyncio.ensure_future(self.semantic.query_vector(request.query)),
+            FUSION_DEPTH))
+        try:
+            keyword = await self.keyword.recall(deep)
+        except BaseException:
+            semantic_task.cancel()
+            raise
+        semantic = await semantic_task
         terms = keyword.terms or prompt_terms(request.query)
         by_id: dict[str, RecallItem] = {item.id: item for item in keyword.items}
         similarity = {item.id: sim.similarity for sim, item in semantic}

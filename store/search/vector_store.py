@@ -195,12 +195,6 @@ class _BankVectors:
             self.codes.codes[rows_at], self.codes.scales[rows_at] = new.codes, new.scales
             self.codes.residuals[rows_at] = new.residuals
 
-    def upper_bounds(self, query: np.ndarray) -> np.ndarray:
-        """Upper bounds of every row's cosine with ``query`` (exact scores without codes)."""
-        if self.codes is None:
-            return self.matrix @ query
-        return quantised.upper_bounds(self.codes, query)
-
 
 class VectorIndex:
     """Per-bank vector matrices of one database and model, refreshed from the table's tail."""
@@ -234,6 +228,22 @@ class VectorIndex:
             self.banks[namespace] = bank
         return bank
 
+    def snapshot(
+        self, conn: Connection, terms: TermIndex, namespaces: Sequence[str]
+    ) -> list[BankView]:
+        """What a search of ``namespaces`` reads, as of now (on the connection's thread; the
+        ranking itself needs no connection: :func:`rank`)."""
+        self.refresh(conn)
+        terms.refresh(conn)
+        views = []
+        for namespace in dict.fromkeys(namespaces):
+            bank = self.bank(conn, namespace)
+            if bank.refs:
+                notes = terms.bank(conn, namespace)
+                views.append(BankView(namespace, bank.matrix, bank.codes, bank.refs,
+                                      bank.rowids, notes.rowids, notes.mask(LIVE)))
+        return views
+
     def search(
         self,
         conn: Connection,
@@ -243,44 +253,57 @@ class VectorIndex:
         limit: int,
         min_similarity: float,
     ) -> list[Similar]:
-        """The ``limit`` most similar live notes and facts of each bank (cosine of unit
-        vectors), at least ``min_similarity``; notes not live under the read contract are
-        skipped (facts are checked by the caller, which reads them)."""
-        self.refresh(conn)
-        terms.refresh(conn)
-        query = np.asarray(query, dtype=np.float32).reshape(-1)
-        found: list[Similar] = []
-        for namespace in dict.fromkeys(namespaces):
-            bank = self.bank(conn, namespace)
-            if not bank.refs:
-                continue
-            found += self._search_bank(conn, terms, namespace, bank, query, limit,
-                                       min_similarity)
-        found.sort(key=lambda s: -s.similarity)
-        return found
+        """:meth:`snapshot` then :func:`rank`, on this thread."""
+        return rank(self.snapshot(conn, terms, namespaces), query, limit, min_similarity)
 
-    @staticmethod
-    def _search_bank(
-        conn: Connection, terms: TermIndex, namespace: str, bank: _BankVectors,
-        query: np.ndarray, limit: int, min_similarity: float,
-    ) -> list[Similar]:
-        notes = terms.bank(conn, namespace)
-        live = notes.mask(LIVE)
-        matrix = bank.matrix
 
-        def accept(position: int) -> bool:
-            if not bank.refs[position].startswith("note:"):
-                return True
-            doc = notes.doc_of(int(bank.rowids[position]))
-            return doc is not None and bool(live[doc])
+@dataclass(frozen=True)
+class BankView:
+    """One bank's vectors and live notes as of a snapshot. Arrays that grow are replaced,
+    never extended in place, so a view stays consistent while the index moves on; a
+    re-embedded fact's row is rewritten in place (a ranking that races it sees either
+    vector)."""
 
-        def exact(positions: np.ndarray) -> np.ndarray:
+    namespace: str
+    matrix: np.ndarray
+    codes: quantised.Codes | None
+    refs: list[str]
+    rowids: np.ndarray
+    note_rowids: np.ndarray
+    live: np.ndarray
+
+    def accept(self, position: int) -> bool:
+        """A fact, or a note live under the read contract."""
+        if not self.refs[position].startswith("note:"):
+            return True
+        rowid = int(self.rowids[position])
+        doc = int(np.searchsorted(self.note_rowids, rowid))
+        return (doc < self.note_rowids.shape[0] and int(self.note_rowids[doc]) == rowid
+                and bool(self.live[doc]))
+
+
+def rank(
+    views: Sequence[BankView], query: np.ndarray, limit: int, min_similarity: float
+) -> list[Similar]:
+    """The ``limit`` most similar live notes and facts of each bank (cosine of unit vectors),
+    at least ``min_similarity``, best first; notes not live under the read contract are
+    skipped (facts are checked by the caller, which reads them). Needs no connection: run it
+    off the database thread."""
+    query = np.asarray(query, dtype=np.float32).reshape(-1)
+    found: list[Similar] = []
+    for view in views:
+        matrix = view.matrix
+        upper = (quantised.upper_bounds(view.codes, query) if view.codes is not None
+                 else matrix @ query)
+
+        def exact(positions: np.ndarray, matrix: np.ndarray = matrix) -> np.ndarray:
             return matrix[positions] @ query
 
-        top = quantised.exact_top(bank.upper_bounds(query), exact, accept, limit,
-                                  min_similarity)
-        return [Similar(bank.refs[at], namespace, int(bank.rowids[at]), score)
-                for at, score in top]
+        top = quantised.exact_top(upper, exact, view.accept, limit, min_similarity)
+        found += [Similar(view.refs[at], view.namespace, int(view.rowids[at]), score)
+                  for at, score in top]
+    found.sort(key=lambda s: -s.similarity)
+    return found
 
 
 _INDEXES: weakref.WeakKeyDictionary[Database, dict[str, VectorIndex]] = (
