@@ -258,12 +258,13 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
                                                  weights=weights, rrf_k=k)
         return apply
 
-    def weak(terms: int, share: float) -> Callable[[MemoryRuntime], None]:
+    def weak(terms: int, share: float, fraction: float = 0.0
+             ) -> Callable[[MemoryRuntime], None]:
         def apply(runtime: MemoryRuntime) -> None:
             assert runtime.semantic is not None
             runtime.hybrid = HybridRecallBackend(runtime.db, keyword=runtime.keyword,
                                                  semantic=runtime.semantic,
-                                                 weak_keyword=(terms, share))
+                                                 weak_keyword=(terms, share, fraction))
         return apply
 
     def floor(value: float) -> Callable[[MemoryRuntime], None]:
@@ -291,6 +292,10 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
         "adaptive keyword: <2 terms x0.25": weak(2, 0.25),
         "adaptive keyword: <2 terms x0": weak(2, 0.0),
         "adaptive keyword: <3 terms x0.5": weak(3, 0.5),
+        "adaptive keyword: <half the terms x0.5": weak(0, 0.5, 0.5),
+        "adaptive keyword: <half the terms x0.25": weak(0, 0.25, 0.5),
+        "adaptive keyword: <2 terms or <half x0.5": weak(2, 0.5, 0.5),
+        "adaptive keyword: <60% of the terms x0.5": weak(0, 0.5, 0.6),
         "similarity floor 0.3": floor(0.3),
         "similarity floor 0.25": floor(0.25),
         "similarity floor 0.2": floor(0.2),

@@ -49,6 +49,7 @@ from store.search.search_policy import (
     HYBRID_RRF_K,
     KEYWORD_WEIGHT,
     SEMANTIC_WEIGHT,
+    WEAK_KEYWORD_FRACTION,
     WEAK_KEYWORD_SHARE,
     WEAK_KEYWORD_TERMS,
     index_terms,
@@ -267,7 +268,8 @@ class HybridRecallBackend:
         weights: tuple[float, float] = (KEYWORD_WEIGHT, SEMANTIC_WEIGHT),
         rrf_k: int = HYBRID_RRF_K,
         semantic: SemanticRecallBackend | None = None,
-        weak_keyword: tuple[int, float] = (WEAK_KEYWORD_TERMS, WEAK_KEYWORD_SHARE),
+        weak_keyword: tuple[int, float, float] = (
+            WEAK_KEYWORD_TERMS, WEAK_KEYWORD_SHARE, WEAK_KEYWORD_FRACTION),
     ) -> None:
         self.keyword = keyword or KeywordRecallBackend(db)
         self.semantic = semantic or SemanticRecallBackend(db, encoder)
