@@ -6,7 +6,8 @@ little without "Alice: Where did you move to?" one turn before. A recalled note 
 accepted ``turn`` note of the same bank and stream (by ``created_at_ms``), shown in the block
 before its own text as ``[re: …]`` (:func:`engine.memory.block.render_item`). The carried
 text is at most :data:`ANSWERED_BYTES` bytes, taken from the end of that turn (where its
-question sits), and counts against the block's byte budget like the rest of the line.
+question sits), and is shown only from the bytes the recalled items leave free in the block
+(:func:`engine.memory.block.build_block`): context never displaces evidence.
 
 Only the bank's :data:`LOOKBACK` newest notes before the turn are looked at: interleaved
 streams further apart than that carry nothing.

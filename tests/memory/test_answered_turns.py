@@ -64,3 +64,23 @@ def test_a_long_answered_turn_keeps_its_end_within_the_bytes() -> None:
     assert len(carried.encode("utf-8")) <= ANSWERED_BYTES
     assert tail("  short   turn ") == "short turn"
     assert len(tail("é" * 200).encode("utf-8")) <= ANSWERED_BYTES
+
+
+def test_an_answered_turn_never_pushes_a_recalled_item_out_of_the_block() -> None:
+    from engine.memory.block import build_block, utf8_len
+    from engine.memory.recall_items import RecallItem
+
+    items = [RecallItem(f"note:n{i}", "note", BANK, None, f"Carol: answer number {i} here.",
+                        1.0, tags=("stream:s",), answers="Alice: and what was the question?")
+             for i in range(6)]
+    bare = build_block([RecallItem(**{**i.__dict__, "answers": None}) for i in items], 10_000)
+    assert bare.text is not None
+    # room for every item and two answered turns: the first two (in rank order) carry theirs
+    two = utf8_len("[re: Alice: and what was the question?] ") * 2
+    block = build_block(items, bare.bytes_used + two)
+    assert block.item_ids == bare.item_ids and not block.truncated
+    assert block.text is not None and block.text.count("[re: ") == 2
+    assert "[re: Alice: and what was the question?] Carol: answer number 1" in block.text
+    # a budget the items alone fill: nothing carried, nothing lost
+    tight = build_block(items, bare.bytes_used)
+    assert tight.item_ids == bare.item_ids and tight.text == bare.text
