@@ -6,7 +6,8 @@ keeps notes and facts embedded.
   ``remember``), from ``tether memory reindex`` (with a progress bar), and from a detached
   ``tether memory reindex --quiet`` that ``notes add``/``notes import``/``memory set`` start.
 * :class:`SemanticRecallBackend` ranks the live notes and facts of each bank by cosine
-  similarity to the query (numpy over the bank's vectors; :mod:`store.search.vector_store`).
+  similarity to the query (int8 codes with an exact float32 re-rank, off the database thread;
+  :mod:`store.search.vector_store`).
 * :class:`HybridRecallBackend` (the default when the extra is installed) fuses the keyword
   ranking (exact BM25, :mod:`engine.memory.keyword_recall`) and the semantic one by
   reciprocal rank with a small constant (:data:`store.search.search_policy.HYBRID_RRF_K`,
