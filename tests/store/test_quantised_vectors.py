@@ -7,7 +7,7 @@ import pytest
 
 from store.search import quantised
 
-pytestmark = pytest.mark.skipif(not quantised.available(), reason="simsimd not installed")
+needs_simsimd = pytest.mark.skipif(not quantised.available(), reason="simsimd not installed")
 
 
 def _unit(rows: int, dim: int, seed: int) -> np.ndarray:
@@ -15,6 +15,7 @@ def _unit(rows: int, dim: int, seed: int) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
+@needs_simsimd
 def test_the_bound_is_never_below_the_true_cosine() -> None:
     matrix = _unit(3000, 384, 1)
     codes = quantised.encode(matrix)
@@ -25,6 +26,7 @@ def test_the_bound_is_never_below_the_true_cosine() -> None:
         assert float(np.max(upper - exact)) < 0.05  # tight enough to prune
 
 
+@needs_simsimd
 @pytest.mark.parametrize("structured", [False, True])
 def test_exact_top_equals_the_brute_force_ranking(structured: bool) -> None:
     """Random vectors (the worst case for pruning) and clustered ones (like real embeddings),
@@ -48,9 +50,26 @@ def test_exact_top_equals_the_brute_force_ranking(structured: bool) -> None:
             assert [score for _, score in got] == pytest.approx([float(exact[at]) for at in want])
 
 
+@needs_simsimd
 def test_nothing_above_the_floor_returns_nothing() -> None:
     matrix = _unit(500, 64, 6)
     query = _unit(1, 64, 7)[0]
     got = quantised.exact_top(quantised.upper_bounds(quantised.encode(matrix), query),
                               lambda at: matrix[at] @ query, lambda at: True, 10, 0.99)
     assert got == []
+
+
+def test_without_codes_the_exact_scores_are_their_own_bounds() -> None:
+    """The path without simsimd: one float32 product, ranked in one round."""
+    matrix = _unit(2000, 64, 8)
+    query = _unit(1, 64, 9)[0]
+    exact = matrix @ query
+    rounds: list[int] = []
+
+    def scores(at: np.ndarray) -> np.ndarray:
+        rounds.append(len(at))
+        return matrix[at] @ query
+
+    got = quantised.exact_top(exact, scores, lambda at: True, 10, -1.0)
+    assert [at for at, _ in got] == [int(at) for at in np.argsort(-exact, kind="stable")[:10]]
+    assert rounds == [64]
