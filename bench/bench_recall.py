@@ -17,8 +17,9 @@ int8 ONNX MiniLM). Hybrid is timed twice: with a fresh query every time (its emb
 cached: the encoder is the cost) and with the query repeated (a retried node, a loop's prompt:
 its embedding comes from the cache). Beside them, in the same run: the encoder alone on the
 focused query (the floor of a fresh hybrid recall), and the numpy floor of the vector search
-(one matrix-vector product and a partial sort over the bank's vectors), with the overlap of
-Tether's semantic top 10 against it (exact ranking: 1.00). Needs the semantic extra; without it
+(one float32 matrix-vector product and a partial sort over the bank's vectors) beside Tether's
+own vector search (int8 codes, exact re-rank, reading the items), with the overlap of Tether's
+semantic top 10 against the floor (exact ranking: 1.00). Needs the semantic extra; without it
 only keyword is measured. The long task prompt (200 words) shows what focusing the query saves.
 
 Databases are cached under /tmp/tether-bench-recall/. Prints a table and writes
@@ -221,7 +222,8 @@ async def bench_size(count: int, hybrid_on: bool) -> list[dict[str, Any]]:
                 build_block(result.items, 2048)
                 times[name].append((time.perf_counter() - started) * 1000)
                 items[name] = [i.id.removeprefix("note:") for i in result.items]
-        floors: dict[str, list[float]] = {"encoder": [], "numpy vector floor": []}
+        floors: dict[str, list[float]] = {"encoder": [], "numpy vector floor": [],
+                                          "tether vector search": []}
         overlap_vectors = None
         if encoder is not None and matrix is not None and hybrid is not None:
             focused = focus_query(query)
@@ -234,6 +236,9 @@ async def bench_size(count: int, hybrid_on: bool) -> list[dict[str, Any]]:
                 best = np.argpartition(-sims, 15)[:16]
                 best = best[np.argsort(-sims[best])]
                 floors["numpy vector floor"].append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()  # int8 codes + exact re-rank + reading items
+                await hybrid.semantic.similar(RecallRequest((BANK,), query), vector, 16)
+                floors["tether vector search"].append((time.perf_counter() - started) * 1000)
             exact = [refs[i] for i in best[:10]]
             ours = [s.ref for s, _ in await hybrid.semantic.similar(
                 RecallRequest((BANK,), query), vector, 10)]

@@ -258,6 +258,15 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
                                                  weights=weights, rrf_k=k)
         return apply
 
+    def weak(terms: int, share: float, fraction: float = 0.0
+             ) -> Callable[[MemoryRuntime], None]:
+        def apply(runtime: MemoryRuntime) -> None:
+            assert runtime.semantic is not None
+            runtime.hybrid = HybridRecallBackend(runtime.db, keyword=runtime.keyword,
+                                                 semantic=runtime.semantic,
+                                                 weak_keyword=(terms, share, fraction))
+        return apply
+
     def floor(value: float) -> Callable[[MemoryRuntime], None]:
         def apply(runtime: MemoryRuntime) -> None:
             semantic_recall.MIN_SIMILARITY = value
@@ -278,6 +287,15 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
         "fusion: RRF k=2": fusion("rrf", (1.0, 1.0), 2),
         "fusion: RRF k=5, keyword 0.75": fusion("rrf", (0.75, 1.0), 5),
         "fusion: RRF k=5, keyword 1.25": fusion("rrf", (1.25, 1.0), 5),
+        "adaptive keyword: off": weak(0, 1.0),
+        "adaptive keyword: <2 terms x0.5": weak(2, 0.5),
+        "adaptive keyword: <2 terms x0.25": weak(2, 0.25),
+        "adaptive keyword: <2 terms x0": weak(2, 0.0),
+        "adaptive keyword: <3 terms x0.5": weak(3, 0.5),
+        "adaptive keyword: <half the terms x0.5": weak(0, 0.5, 0.5),
+        "adaptive keyword: <half the terms x0.25": weak(0, 0.25, 0.5),
+        "adaptive keyword: <2 terms or <half x0.5": weak(2, 0.5, 0.5),
+        "adaptive keyword: <60% of the terms x0.5": weak(0, 0.5, 0.6),
         "similarity floor 0.3": floor(0.3),
         "similarity floor 0.25": floor(0.25),
         "similarity floor 0.2": floor(0.2),

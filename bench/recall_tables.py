@@ -66,20 +66,25 @@ def latency(data: dict[str, Any]) -> str:
     out = [f"load average {data['load_average_before']} before, "
            f"{data['load_average_after']} after", "",
            "| notes | query | keyword p50 / p95 | hybrid fresh p50 / p95 | hybrid repeated "
-           "p50 / p95 | fresh p95 / keyword p95 | encoder p50 / p95 | numpy floor p50 / p95 "
+           "p50 / p95 | fresh p95 / keyword p95 | repeated p95 / keyword p95 | encoder p50 / p95 "
+           "| numpy floor p50 / p95 | Tether vector search p50 / p95 "
            "| overlap@10: keyword vs bm25, semantic vs numpy | full scan p50 |",
-           "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in data["results"]:
         def pair(key: str, row: dict[str, Any] = r) -> str:
             if f"{key} p50 ms" not in row:
                 return "-"
             return f"{row[f'{key} p50 ms']:.1f} / {row[f'{key} p95 ms']:.1f}"
-        ratio = (f"{r['hybrid (fresh query) p95 ms'] / r['keyword p95 ms']:.1f}"
-                 if "hybrid (fresh query) p95 ms" in r else "-")
+        def ratio(key: str, row: dict[str, Any] = r) -> str:
+            if f"{key} p95 ms" not in row:
+                return "-"
+            return f"{row[f'{key} p95 ms'] / row['keyword p95 ms']:.1f}"
         out.append(
             f"| {r['notes']:,} | {r['query']} | {pair('keyword')} | "
-            f"{pair('hybrid (fresh query)')} | {pair('hybrid (repeated query)')} | {ratio} | "
+            f"{pair('hybrid (fresh query)')} | {pair('hybrid (repeated query)')} | "
+            f"{ratio('hybrid (fresh query)')} | {ratio('hybrid (repeated query)')} | "
             f"{pair('encoder')} | {pair('numpy vector floor')} | "
+            f"{pair('tether vector search')} | "
             f"{r['overlap@10 vs exact bm25']:.2f}, {r.get('semantic overlap@10 vs numpy', '-')}"
             f" | {r['full scan p50 ms']:.0f} |")
     return "\n".join(out)

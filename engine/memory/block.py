@@ -19,6 +19,7 @@ shown: bytes used, budget, truncation and the ids of the items that made it in.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,7 +56,8 @@ def render_item(item: RecallItem) -> tuple[str, bool]:
     """One item as it appears in the block (one line: its passage, runs of whitespace
     collapsed) and whether it is a passage of a longer text."""
     text, shortened = passage(item.text, item.matched_terms)
-    return item_label(item) + text, shortened
+    answered = f"[re: {item.answers}] " if item.answers else ""
+    return item_label(item) + answered + text, shortened
 
 
 def longest_prefix_within(text: str, max_bytes: int) -> int:
@@ -127,6 +129,7 @@ def build_block(
     primers: Sequence[RecallItem] = (),
     header: str = ADVISORY_LINE,
     marker: str = TRUNCATION_MARKER,
+    answered_budgeted: bool = False,
 ) -> MemoryBlock:
     """Build the block for ranked ``items`` within ``budget_bytes`` (see the module docstring).
 
@@ -137,7 +140,12 @@ def build_block(
 
     Returns a block with ``text=None`` when there is nothing to include or nothing fits: a
     header with no material under it would only cost bytes.
+
+    An item's answered turn (``answers``) is shown only from the bytes the items leave free
+    (``answered_budgeted`` says that was decided already).
     """
+    if not answered_budgeted and any(item.answers for item in items):
+        return _with_answered_turns(items, budget_bytes, primers, header, marker)
     # (text, item or None for a heading, characters before the item's own text, passage)
     pieces: list[tuple[str, RecallItem | None, int, bool]] = []
     if primers:
@@ -186,3 +194,31 @@ def build_block(
         return MemoryBlock(None, budget_bytes, 0, truncated, (), tuple(everything))
     text = "".join(lines)
     return MemoryBlock(text, budget_bytes, utf8_len(text), truncated, tuple(included), omitted)
+
+
+def answered_cost(item: RecallItem) -> int:
+    """The bytes an item's answered turn adds to its line."""
+    return utf8_len(f"[re: {item.answers}] ") if item.answers else 0
+
+
+def _with_answered_turns(
+    items: Sequence[RecallItem], budget_bytes: int, primers: Sequence[RecallItem],
+    header: str, marker: str,
+) -> MemoryBlock:
+    """Answered turns only from the bytes the items leave free, in rank order: the context of
+    a turn never pushes a recalled item out of the block or cuts it."""
+    plain = [dataclasses.replace(item, answers=None) for item in items]
+    base = build_block(plain, budget_bytes, primers=primers, header=header, marker=marker)
+    if base.text is None or base.truncated:
+        return base
+    room = budget_bytes - base.bytes_used
+    kept = []
+    for item, bare in zip(items, plain, strict=True):
+        cost = answered_cost(item)
+        if cost and cost <= room:
+            room -= cost
+            kept.append(item)
+        else:
+            kept.append(bare)
+    return build_block(kept, budget_bytes, primers=primers, header=header, marker=marker,
+                       answered_budgeted=True)

@@ -50,6 +50,8 @@ class RecallItem:
     at_ms: int | None = None
     similarity: float | None = None
     found_by: tuple[str, ...] = ("keyword",)
+    # A chat turn's answered turn (the end of the previous turn of its stream), shown before it
+    answers: str | None = None
 
     @property
     def why(self) -> str:
@@ -69,6 +71,7 @@ class RecallItem:
             "found_by": list(self.found_by),
             "why": self.why,
             "tags": list(self.tags),
+            "carries_answered_turn": self.answers is not None,
         }
 
 

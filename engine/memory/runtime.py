@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from engine.agents.agent_tool import AgentTool
+from engine.memory.answered_turns import with_answered_turns
 from engine.memory.block import MemoryBlock, build_block, utf8_len
 from engine.memory.encoders import choose_kind
 from engine.memory.keyword_recall import KeywordRecallBackend, RecallBackend
@@ -247,7 +248,8 @@ class MemoryRuntime(MemoryAccess):
                 warning = f"{result.reason}; the task ran without recalled memory"
             else:
                 primer_ids = {p.id for p in primers}
-                items = tuple(i for i in result.items if i.id not in primer_ids)
+                items = await with_answered_turns(
+                    self.db, tuple(i for i in result.items if i.id not in primer_ids))
                 if not items and not primers:
                     warning = (
                         f"no block: keyword recall found nothing in "

@@ -6,7 +6,8 @@ keeps notes and facts embedded.
   ``remember``), from ``tether memory reindex`` (with a progress bar), and from a detached
   ``tether memory reindex --quiet`` that ``notes add``/``notes import``/``memory set`` start.
 * :class:`SemanticRecallBackend` ranks the live notes and facts of each bank by cosine
-  similarity to the query (numpy over the bank's vectors; :mod:`store.search.vector_store`).
+  similarity to the query (int8 codes with an exact float32 re-rank, off the database thread;
+  :mod:`store.search.vector_store`).
 * :class:`HybridRecallBackend` (the default when the extra is installed) fuses the keyword
   ranking (exact BM25, :mod:`engine.memory.keyword_recall`) and the semantic one by
   reciprocal rank with a small constant (:data:`store.search.search_policy.HYBRID_RRF_K`,
@@ -49,14 +50,18 @@ from store.search.search_policy import (
     HYBRID_RRF_K,
     KEYWORD_WEIGHT,
     SEMANTIC_WEIGHT,
+    WEAK_KEYWORD_FRACTION,
+    WEAK_KEYWORD_SHARE,
+    WEAK_KEYWORD_TERMS,
     index_terms,
     is_question_echo,
+    keyword_share,
     normalised_fusion,
     prompt_terms,
     reciprocal_rank_fusion,
 )
 from store.search.term_index import index_for
-from store.search.vector_store import Similar, VectorStore, vector_index_for
+from store.search.vector_store import BankView, Similar, VectorStore, rank, vector_index_for
 
 LOADING = "keyword (semantic model loading)"
 UNAVAILABLE = "keyword (semantic model unavailable)"
@@ -216,14 +221,22 @@ class SemanticRecallBackend:
             await asyncio.gather(self._catch_up, return_exceptions=True)
 
     async def similar(
-        self, request: RecallRequest, vector: np.ndarray, depth: int
+        self, request: RecallRequest, vector: np.ndarray | Awaitable[np.ndarray], depth: int
     ) -> list[tuple[Similar, RecallItem]]:
-        """The most similar live, tag-scoped notes and facts, as items (score = similarity)."""
+        """The most similar live, tag-scoped notes and facts, as items (score = similarity).
+
+        The banks are read on the database thread, ranked off it (so keyword recall, sharing
+        that thread, proceeds meanwhile), and the chosen items read back on it. ``vector``
+        may still be computing: the snapshot is taken first."""
+
+        def snapshot(conn: sqlite3.Connection) -> list[BankView]:
+            return self.vectors.snapshot(conn, self.terms, request.namespaces)
+
+        views = await self.db.run_read(snapshot)
+        query = vector if isinstance(vector, np.ndarray) else await vector
+        found = await asyncio.to_thread(rank, views, query, depth, MIN_SIMILARITY)
 
         def read(conn: sqlite3.Connection) -> list[tuple[Similar, RecallItem]]:
-            found = self.vectors.search(
-                conn, self.terms, request.namespaces, vector, depth, MIN_SIMILARITY
-            )
             return _materialise(conn, found, request, self.db.clock.now_ms())
 
         return await self.db.run_read(read)
@@ -256,12 +269,15 @@ class HybridRecallBackend:
         weights: tuple[float, float] = (KEYWORD_WEIGHT, SEMANTIC_WEIGHT),
         rrf_k: int = HYBRID_RRF_K,
         semantic: SemanticRecallBackend | None = None,
+        weak_keyword: tuple[int, float, float] = (
+            WEAK_KEYWORD_TERMS, WEAK_KEYWORD_SHARE, WEAK_KEYWORD_FRACTION),
     ) -> None:
         self.keyword = keyword or KeywordRecallBackend(db)
         self.semantic = semantic or SemanticRecallBackend(db, encoder)
         self.fusion = fusion
         self.weights = weights
         self.rrf_k = rrf_k
+        self.weak_keyword = weak_keyword
 
     def written(self) -> asyncio.Task[int]:
         """Something was written: embed it in the background."""
@@ -282,10 +298,17 @@ class HybridRecallBackend:
             return await loading_answer(self.keyword, request, self.semantic)
         deep = RecallRequest(request.namespaces, request.query, request.tags, FUSION_DEPTH,
                              request.tag_groups)
-        vector_task = asyncio.ensure_future(self.semantic.query_vector(request.query))
-        keyword = await self.keyword.recall(deep)
-        vector = await vector_task
-        semantic = await self.semantic.similar(request, vector, FUSION_DEPTH)
+        # the banks' snapshot is queued on the database thread first; the encoder and then
+        # the vector ranking run off it while keyword recall reads
+        semantic_task = asyncio.ensure_future(self.semantic.similar(
+            request, asyncio.ensure_future(self.semantic.query_vector(request.query)),
+            FUSION_DEPTH))
+        try:
+            keyword = await self.keyword.recall(deep)
+        except BaseException:
+            semantic_task.cancel()
+            raise
+        semantic = await semantic_task
         terms = keyword.terms or prompt_terms(request.query)
         by_id: dict[str, RecallItem] = {item.id: item for item in keyword.items}
         similarity = {item.id: sim.similarity for sim, item in semantic}
@@ -293,13 +316,14 @@ class HybridRecallBackend:
             by_id.setdefault(item.id, _with_terms(item, terms))
         keyword_ids = [item.id for item in keyword.items]
         semantic_ids = [item.id for _, item in semantic]
+        factor = keyword_share([len(set(i.matched_terms)) for i in keyword.items], len(terms),
+                               *self.weak_keyword)
+        weights = [self.weights[0] * factor, self.weights[1]]
         if self.fusion == "rrf":
-            fused = reciprocal_rank_fusion(
-                [keyword_ids, semantic_ids], list(self.weights), self.rrf_k)
+            fused = reciprocal_rank_fusion([keyword_ids, semantic_ids], weights, self.rrf_k)
         else:
-            fused = normalised_fusion(
-                [{i.id: i.score for i in keyword.items}, similarity], list(self.weights)
-            )
+            fused = normalised_fusion([{i.id: i.score for i in keyword.items}, similarity],
+                                      weights)
         items = []
         for item_id, score in fused.items():
             item = by_id[item_id]
@@ -315,7 +339,7 @@ class HybridRecallBackend:
         return RecallResult(
             items=tuple(items[: request.limit]),
             terms=terms,
-            details={"mode": self.name, "fusion": self.fusion},
+            details={"mode": self.name, "fusion": self.fusion, "keyword_share": factor},
         )
 
 

@@ -75,6 +75,15 @@ HYBRID_FUSION = "rrf"
 HYBRID_RRF_K = 5
 KEYWORD_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 1.0
+# Query-adaptive keyword weight: when none of keyword recall's first WEAK_KEYWORD_LOOK candidates
+# matches WEAK_KEYWORD_FRACTION of the query's terms (or WEAK_KEYWORD_TERMS of them), its
+# evidence is weak (a casual reply sharing one word with the question) and its weight is
+# multiplied by WEAK_KEYWORD_SHARE. Chosen on the tuning splits
+# (docs/benchmarks/recall-quality.md); both thresholds 0 turn the rule off.
+WEAK_KEYWORD_TERMS = 0
+WEAK_KEYWORD_SHARE = 0.5
+WEAK_KEYWORD_FRACTION = 0.5
+WEAK_KEYWORD_LOOK = 3
 RRF_K = 60
 
 # Function words carry no topic; recall and the sentence fallback drop them.
@@ -274,6 +283,22 @@ def reciprocal_rank_fusion(
         for rank, key in enumerate(ranking, start=1):
             fused[key] = fused.get(key, 0.0) + weight / (k + rank)
     return fused
+
+
+def keyword_share(
+    matched_counts: Sequence[int], query_terms: int,
+    min_terms: int = WEAK_KEYWORD_TERMS, share: float = WEAK_KEYWORD_SHARE,
+    min_fraction: float = WEAK_KEYWORD_FRACTION,
+) -> float:
+    """The factor on keyword's fusion weight for one query: ``share`` when the best of its
+    first candidates (``matched_counts``, distinct query terms each matched, in rank order)
+    matches fewer than ``min_terms`` terms (or all of a shorter query's) or fewer than
+    ``min_fraction`` of the query's terms, else 1."""
+    if (min_terms <= 0 and min_fraction <= 0) or not matched_counts:
+        return 1.0
+    need = max(min(min_terms, query_terms), math.ceil(min_fraction * query_terms))
+    best = max(matched_counts[:WEAK_KEYWORD_LOOK])
+    return share if best < need else 1.0
 
 
 def normalised_fusion(

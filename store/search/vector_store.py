@@ -9,7 +9,9 @@ mark).
 
 Search (:class:`VectorIndex`): one float32 matrix of unit vectors per bank, loaded on the bank's
 first search and kept current from the table's tail (rowids grow: a replaced vector is a new
-row). A query is one matrix-vector product; notes that are not live (per the term index's
+row), with its int8 codes beside it (:mod:`store.search.quantised`): a query scores the codes,
+then computes the exact cosine of the first candidates only, so the ranking is the exact one
+for about a quarter of a float32 scan. Notes that are not live (per the term index's
 read-contract arrays) are skipped.
 """
 
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from store.db.seam import Connection
+from store.search import quantised
 from store.search import vectors_sql as sql
 from store.search.bank_arrays import LIVE
 from store.search.term_index import TermIndex
@@ -153,6 +156,7 @@ class VectorStore:
 class _BankVectors:
     def __init__(self, dim: int) -> None:
         self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self.codes = quantised.encode(self.matrix) if quantised.available() else None
         self.refs: list[str] = []
         self.rowids = np.zeros(0, dtype=np.int64)
         self.position: dict[str, int] = {}
@@ -161,21 +165,35 @@ class _BankVectors:
         fresh: list[np.ndarray] = []
         refs: list[str] = []
         sources: list[int] = []
+        replaced: list[int] = []
         for ref, source_rowid, blob in rows:
             vector = np.frombuffer(blob, dtype="<f4")
             at = self.position.get(ref)
             if at is not None:  # a re-embedded fact replaces its row
                 self.matrix[at] = vector
                 self.rowids[at] = source_rowid
+                replaced.append(at)
                 continue
             self.position[ref] = len(self.refs) + len(refs)
             fresh.append(vector)
             refs.append(ref)
             sources.append(source_rowid)
         if fresh:
-            self.matrix = np.vstack([self.matrix, np.stack(fresh).astype(np.float32)])
+            block = np.stack(fresh).astype(np.float32)
+            self.matrix = np.vstack([self.matrix, block])
             self.refs += refs
             self.rowids = np.concatenate([self.rowids, np.asarray(sources, dtype=np.int64)])
+            if self.codes is not None:
+                new = quantised.encode(block)
+                self.codes = quantised.Codes(
+                    np.vstack([self.codes.codes, new.codes]),
+                    np.concatenate([self.codes.scales, new.scales]),
+                    np.concatenate([self.codes.residuals, new.residuals]))
+        if replaced and self.codes is not None:
+            rows_at = np.asarray(replaced)
+            new = quantised.encode(self.matrix[rows_at])
+            self.codes.codes[rows_at], self.codes.scales[rows_at] = new.codes, new.scales
+            self.codes.residuals[rows_at] = new.residuals
 
 
 class VectorIndex:
@@ -210,6 +228,22 @@ class VectorIndex:
             self.banks[namespace] = bank
         return bank
 
+    def snapshot(
+        self, conn: Connection, terms: TermIndex, namespaces: Sequence[str]
+    ) -> list[BankView]:
+        """What a search of ``namespaces`` reads, as of now (on the connection's thread; the
+        ranking itself needs no connection: :func:`rank`)."""
+        self.refresh(conn)
+        terms.refresh(conn)
+        views = []
+        for namespace in dict.fromkeys(namespaces):
+            bank = self.bank(conn, namespace)
+            if bank.refs:
+                notes = terms.bank(conn, namespace)
+                views.append(BankView(namespace, bank.matrix, bank.codes, bank.refs,
+                                      bank.rowids, notes.rowids, notes.mask(LIVE)))
+        return views
+
     def search(
         self,
         conn: Connection,
@@ -219,47 +253,57 @@ class VectorIndex:
         limit: int,
         min_similarity: float,
     ) -> list[Similar]:
-        """The ``limit`` most similar live notes and facts of each bank (cosine of unit
-        vectors), at least ``min_similarity``; notes not live under the read contract are
-        skipped (facts are checked by the caller, which reads them)."""
-        self.refresh(conn)
-        terms.refresh(conn)
-        query = np.asarray(query, dtype=np.float32).reshape(-1)
-        found: list[Similar] = []
-        for namespace in dict.fromkeys(namespaces):
-            bank = self.bank(conn, namespace)
-            if not bank.refs:
-                continue
-            sims = bank.matrix @ query
-            notes = terms.bank(conn, namespace)
-            live = notes.mask(LIVE)
-            take = min(len(bank.refs), limit * 4)
-            while True:
-                top = np.argpartition(-sims, take - 1)[:take] if take < len(bank.refs) else (
-                    np.arange(len(bank.refs)))
-                top = top[np.argsort(-sims[top])]
-                picked = []
-                for position in top:
-                    similarity = float(sims[position])
-                    if similarity < min_similarity:
-                        break
-                    ref = bank.refs[position]
-                    rowid = int(bank.rowids[position])
-                    if ref.startswith("note:"):
-                        doc = notes.doc_of(rowid)
-                        if doc is None or not live[doc]:
-                            continue
-                    picked.append(Similar(ref, namespace, rowid, similarity))
-                    if len(picked) == limit:
-                        break
-                if len(picked) == limit or take >= len(bank.refs) or (
-                    picked and picked[-1].similarity < min_similarity
-                ) or float(sims[top[-1]]) < min_similarity:
-                    break
-                take = min(len(bank.refs), take * 4)
-            found += picked
-        found.sort(key=lambda s: -s.similarity)
-        return found
+        """:meth:`snapshot` then :func:`rank`, on this thread."""
+        return rank(self.snapshot(conn, terms, namespaces), query, limit, min_similarity)
+
+
+@dataclass(frozen=True)
+class BankView:
+    """One bank's vectors and live notes as of a snapshot. Arrays that grow are replaced,
+    never extended in place, so a view stays consistent while the index moves on; a
+    re-embedded fact's row is rewritten in place (a ranking that races it sees either
+    vector)."""
+
+    namespace: str
+    matrix: np.ndarray
+    codes: quantised.Codes | None
+    refs: list[str]
+    rowids: np.ndarray
+    note_rowids: np.ndarray
+    live: np.ndarray
+
+    def accept(self, position: int) -> bool:
+        """A fact, or a note live under the read contract."""
+        if not self.refs[position].startswith("note:"):
+            return True
+        rowid = int(self.rowids[position])
+        doc = int(np.searchsorted(self.note_rowids, rowid))
+        return (doc < self.note_rowids.shape[0] and int(self.note_rowids[doc]) == rowid
+                and bool(self.live[doc]))
+
+
+def rank(
+    views: Sequence[BankView], query: np.ndarray, limit: int, min_similarity: float
+) -> list[Similar]:
+    """The ``limit`` most similar live notes and facts of each bank (cosine of unit vectors),
+    at least ``min_similarity``, best first; notes not live under the read contract are
+    skipped (facts are checked by the caller, which reads them). Needs no connection: run it
+    off the database thread."""
+    query = np.asarray(query, dtype=np.float32).reshape(-1)
+    found: list[Similar] = []
+    for view in views:
+        matrix = view.matrix
+        upper = (quantised.upper_bounds(view.codes, query) if view.codes is not None
+                 else matrix @ query)
+
+        def exact(positions: np.ndarray, matrix: np.ndarray = matrix) -> np.ndarray:
+            return matrix[positions] @ query
+
+        top = quantised.exact_top(upper, exact, view.accept, limit, min_similarity)
+        found += [Similar(view.refs[at], view.namespace, int(view.rowids[at]), score)
+                  for at, score in top]
+    found.sort(key=lambda s: -s.similarity)
+    return found
 
 
 _INDEXES: weakref.WeakKeyDictionary[Database, dict[str, VectorIndex]] = (

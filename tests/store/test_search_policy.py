@@ -146,3 +146,21 @@ def test_any_user_text_is_never_fts_syntax(text: str) -> None:
     # Must never raise "fts5: syntax error" (or any other error), in either query shape.
     _fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (match_all(words),)).fetchall()
     _fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (match_any(words),)).fetchall()
+
+
+def test_keyword_weight_drops_when_its_best_candidates_match_one_query_term() -> None:
+    from store.search.search_policy import keyword_share
+
+    assert keyword_share([1, 1, 1, 3], 4, 2, 0.5, 0.0) == 0.5  # only the first three count
+    assert keyword_share([1, 2], 4, 2, 0.5, 0.0) == 1.0
+    assert keyword_share([1], 1, 2, 0.5, 0.0) == 1.0  # a one-word query matched in full
+    assert keyword_share([], 3, 2, 0.5, 0.0) == 1.0
+    assert keyword_share([1], 3, 0, 0.5, 0.0) == 1.0  # the rule off
+
+
+def test_keyword_weight_can_ask_for_a_share_of_the_query_terms() -> None:
+    from store.search.search_policy import keyword_share
+
+    assert keyword_share([2, 2], 6, 0, 0.5, 0.5) == 0.5  # 2 of 6 terms: under half
+    assert keyword_share([3], 6, 0, 0.5, 0.5) == 1.0
+    assert keyword_share([1], 1, 0, 0.5, 0.5) == 1.0
