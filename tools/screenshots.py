@@ -9,8 +9,8 @@ inspector on a node with a recalled memory block, its Timeline tab, Tokens, Memo
 pending proposal), the note review screen, Handoffs, Usage, Runs searched with the query
 language, two runs compared, a run's cost explained. Then it serves the same workspace with
 ``tether serve`` and saves ``browser.png``, ``browser_timeline.png``, ``browser_usage.png``,
-``browser_search.png`` and ``browser_compare.png``: the dashboard in headless Chromium (skipped, with a message, when Chromium or playwright is
-not installed).
+``browser_search.png`` and ``browser_compare.png``: the dashboard in headless Chromium
+(skipped, with a message, when Chromium or playwright is not installed).
 """
 
 from __future__ import annotations
