@@ -304,6 +304,9 @@ class TimelineBars(ScrollView, can_focus=True):
     def _rows_changed(self) -> None:
         self.virtual_size = Size(self.width_inside, len(self.rows))
         self.refresh()
+        # More rows may bring a scrollbar (a narrower bar area): once laid out, the axis is
+        # drawn again.
+        self.call_after_refresh(self.post_message, self.Rescaled())
 
     def action_collapse(self) -> None:
         """Fold the node (from one of its rows: go to the node)."""
