@@ -13,9 +13,20 @@ from store.workspace.layout import Workspace
 
 
 def cached(folder: Path) -> Workspace | None:
-    """The workspace in ``folder`` when it was generated before, else None."""
-    workspace = Workspace(folder)
-    return workspace if (folder / "generated.json").exists() else None
+    """The workspace in ``folder`` when it was generated before by a Tether of this schema,
+    else None (another checkout's schema is generated again)."""
+    import json
+
+    from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
+
+    marker = folder / "generated.json"
+    if not marker.exists():
+        return None
+    try:
+        facts = json.loads(marker.read_text("utf-8"))
+    except ValueError:
+        return None
+    return Workspace(folder) if facts.get("schema_version") == SCHEMA_VERSION else None
 
 
 def fresh(folder: Path) -> tuple[Workspace, sqlite3.Connection]:
@@ -40,10 +51,13 @@ def finish(workspace: Workspace, conn: sqlite3.Connection, facts: dict[str, obje
     """Commit, analyse, close, and mark the workspace generated (``facts`` go in the marker)."""
     import json
 
+    from store.db.sqlite.sqlite_schema import SCHEMA_VERSION
+
     conn.execute("COMMIT")
     conn.execute("ANALYZE")
     conn.close()
-    (workspace.root / "generated.json").write_text(json.dumps(facts), "utf-8")
+    marked = {**facts, "schema_version": SCHEMA_VERSION}
+    (workspace.root / "generated.json").write_text(json.dumps(marked), "utf-8")
 
 
 def size_and_rounds(doc: str, flag: str, size: int, rounds: int = 15) -> tuple[int, int]:

@@ -46,6 +46,7 @@ from bench_memory_writes import machine
 
 from store.clock import ManualClock
 from store.db.backends import open_database
+from store.read.timeline import flatten, with_details
 from store.read.timeline_reads import read_details, read_timeline
 from store.workspace.layout import Workspace
 
@@ -181,6 +182,42 @@ async def store_reads(workspace: Workspace, rounds: int, end_ms: int) -> dict[st
         await db.close()
 
 
+class Frames:
+    """Every frame the app composes (``Screen._compositor_refresh``): when it ended and which
+    widgets it drew, so a key is timed to the frame that shows it (not to Pilot's own idle
+    waits, which add 40-100 ms to any key however cheap)."""
+
+    def __init__(self) -> None:
+        from textual.screen import Screen
+
+        self.seen: list[tuple[float, set[str], bool]] = []
+        self.probe: Any = lambda: True
+        """Recorded with each frame (the open waits for a frame drawn with the rows)."""
+        self._screen = Screen
+        self._original = Screen._compositor_refresh
+        frames = self
+
+        def recording(screen: Any) -> None:
+            drawn = {str(w.id) for w in screen._dirty_widgets}
+            frames._original(screen)
+            frames.seen.append((time.perf_counter(), drawn, bool(frames.probe())))
+
+        Screen._compositor_refresh = recording  # type: ignore[method-assign]
+
+    def first(self, started: float, *ids: str) -> float | None:
+        """Milliseconds from ``started`` to the first frame drawing one of ``ids``."""
+        for at, drawn, probed in self.seen:
+            if at >= started and probed and drawn & set(ids):
+                return (at - started) * 1000
+        return None
+
+    def close(self) -> None:
+        self._screen._compositor_refresh = self._original  # type: ignore[method-assign]
+
+
+INSPECTOR = ("nodes-table", "prompt-text", "output-text", "attempts-table", "calls-table")
+
+
 async def dashboard(workspace: Workspace, end_ms: int, rounds: int) -> dict[str, Any]:
     """The real app at 200x50: T to the first frame, then keys to their frames."""
     from tui.app import TetherApp
@@ -195,6 +232,7 @@ async def dashboard(workspace: Workspace, end_ms: int, rounds: int) -> dict[str,
         return original(self, row, selected)
 
     TimelineBars.render_row = counting  # type: ignore[method-assign]
+    frames = Frames()
     app = TetherApp(workspace, clock=ManualClock(end_ms + 1000), watch=False, poll_interval=60)
     app.animation_level = "none"
     out: dict[str, Any] = {}
@@ -209,31 +247,62 @@ async def dashboard(workspace: Workspace, end_ms: int, rounds: int) -> dict[str,
             await pilot.pause(0.2)
             bars = detail.query_one(TimelineBars)
             drawn["rows"] = 0
+            frames.probe = lambda: len(bars.rows) > 1
             started = time.perf_counter()
             await pilot.press("T")
             while len(bars.rows) < 2:
                 await pilot.pause(0.005)
             await pilot.pause()  # the frame the rows were drawn in
-            out["open_ms"] = round((time.perf_counter() - started) * 1000, 1)
+            out["open_ms"] = round(frames.first(started, "timeline") or -1, 1)
+            out["open_pilot_ms"] = round((time.perf_counter() - started) * 1000, 1)
+            frames.probe = lambda: True
             out["rows"] = len(bars.rows)
             out["rows_drawn_first_frame"] = drawn["rows"]
+            out["visible"] = [[row.key, [list(span) for span in row.spans]]
+                              for row in bars.rows[: bars.size.height]]
             keys: dict[str, list[float]] = {}
+            inspector: dict[str, list[float]] = {}
+            pilot_times: dict[str, list[float]] = {}
             per_frame: list[int] = []
             plan = ["down"] * rounds + ["pagedown"] * rounds + ["end", "home"] * 3 + [
                 "plus", "plus", "full_stop", "comma", "0"] * 3 + ["right", "left"] * 3
             for key in plan:
                 drawn["rows"] = 0
+                moved = bars.cursor
                 started = time.perf_counter()
                 await pilot.press(key)
                 await pilot.pause()
-                keys.setdefault(key, []).append((time.perf_counter() - started) * 1000)
+                pilot_times.setdefault(key, []).append((time.perf_counter() - started) * 1000)
+                shown = frames.first(started, "timeline", "timeline-axis")
+                if shown is not None:
+                    keys.setdefault(key, []).append(shown)
+                followed = frames.first(started, *INSPECTOR)
+                if followed is not None and bars.cursor != moved:
+                    inspector.setdefault(key, []).append(followed)
                 per_frame.append(drawn["rows"])
             out["keys"] = {key: summary(times) for key, times in keys.items()}
+            out["inspector"] = {key: summary(times) for key, times in inspector.items()}
+            out["pilot"] = {key: summary(times) for key, times in pilot_times.items()}
             out["rows_drawn_per_key_max"] = max(per_frame)
             out["visible_rows"] = bars.size.height
     finally:
         TimelineBars.render_row = original  # type: ignore[method-assign]
+        frames.close()
     return out
+
+
+async def eager_rows(workspace: Workspace, end_ms: int, count: int) -> list[Any]:
+    """The first ``count`` rows of an eager build (every bar, the details of those rows read,
+    nothing reused): what the dashboard must show on its first screen."""
+    db = await open_database(workspace, create=False, read_only=True)
+    try:
+        timeline = await read_timeline(db, RUN_ID, end_ms + 1000)
+        keys = [bar.node.key for bar in timeline.bars[: count + 5]]
+        timeline = with_details(timeline, await read_details(db, RUN_ID, keys))
+    finally:
+        await db.close()
+    rows = flatten(timeline, set())[:count]
+    return [[row.key, [list(span) for span in row.spans]] for row in rows]
 
 
 def main() -> None:
@@ -262,17 +331,28 @@ def main() -> None:
     print(f"dashboard 200x50: T -> first frame {app['open_ms']} ms ({app['rows']:,} rows, "
           f"{app['rows_drawn_first_frame']} drawn); rows drawn per key at most "
           f"{app['rows_drawn_per_key_max']} (visible {app['visible_rows']})")
-    print(f"{'key -> drawn frame':20} {f'{nodes:,} nodes med/p95 ms':>24} "
-          f"{f'{SMALL} nodes med/p95 ms':>22}")
+    eager = asyncio.run(eager_rows(workspace, end_ms, len(app["visible"])))
+    print(f"visible rows: {len(app['visible'])} drawn lazily; the same keys and bars as an "
+          f"eager build of every bar: {'yes' if eager == app['visible'] else 'NO'}")
+    print(f"{'key':10} {f'{nodes:,} nodes: frame med/p95 ms':>30} {'inspector':>16} "
+          f"{'pilot':>16} {f'{SMALL} nodes: frame':>22}")
     for key, s in app["keys"].items():
         b = app_small["keys"][key]
-        print(f"{key:20} {s['median_ms']:>14.1f}/{s['p95_ms']:<9.1f} "
-              f"{b['median_ms']:>12.1f}/{b['p95_ms']:<9.1f}")
-    print(f"T -> first frame: {app['open_ms']} ms at {nodes:,} nodes, "
-          f"{app_small['open_ms']} ms at {SMALL}")
+        i = app["inspector"].get(key)
+        p = app["pilot"][key]
+        followed = f"{i['median_ms']:.1f}/{i['p95_ms']:.1f}" if i else "-"
+        print(f"{key:10} {s['median_ms']:>21.1f}/{s['p95_ms']:<8.1f} {followed:>16} "
+              f"{p['median_ms']:>8.1f}/{p['p95_ms']:<7.1f} {b['median_ms']:>14.1f}/"
+              f"{b['p95_ms']:<7.1f}")
+    print("frame: key to the frame that draws the timeline; inspector: to the frame where the "
+          "inspector follows the cursor; pilot: Pilot's press + pause round trip (its idle "
+          "waits included)")
+    print(f"T -> first frame: {app['open_ms']} ms at {nodes:,} nodes "
+          f"(Pilot round trip {app['open_pilot_ms']} ms), {app_small['open_ms']} ms at {SMALL}")
     worst = max(s["p95_ms"] for s in app["keys"].values())
     print(f"worst key p95 {worst:.1f} ms (target 100 ms): "
-          f"{'within' if worst <= 100 else 'OVER'}; tab open {app['open_ms']} ms (target 1 s)")
+          f"{'within' if worst <= 100 else 'OVER'}; tab open {app['open_ms']} ms (target 1 s): "
+          f"{'within' if app['open_ms'] <= 1000 else 'OVER'}")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({"nodes": nodes, "reads": reads, "dashboard": app,
                                    "dashboard_small": app_small,

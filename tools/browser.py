@@ -44,10 +44,12 @@ def screen_text(stream: bytes) -> str:
 
 @dataclass(frozen=True)
 class Step:
-    """Press ``key`` (Playwright key name; none for the first load), then wait for ``expect``."""
+    """Type ``typed`` (if any), press ``key`` (Playwright key name; none for the first load),
+    then wait for ``expect``."""
 
     key: str | None
     expect: str
+    typed: str = ""
 
 
 @asynccontextmanager
@@ -127,10 +129,13 @@ async def drive(
                 await page.goto(url, wait_until="domcontentloaded")
                 for step in steps:
                     start = len(received)
-                    if step.key is not None:
+                    if step.key is not None or step.typed:
                         # Keys go to the terminal's input element, as a person's typing does.
                         await page.focus("textarea.xterm-helper-textarea")
-                        await page.keyboard.press(step.key)
+                        if step.typed:
+                            await page.keyboard.type(step.typed)
+                        if step.key is not None:
+                            await page.keyboard.press(step.key)
                     await _wait_for(received, start, step.expect, timeout_s)
                     await _settled(received, timeout_s)
                     seen.append(screen_text(bytes(received[start:])))

@@ -8,9 +8,9 @@ runs are moving: Runs (with the selected run's chart), a run's workflow graph, a
 inspector on a node with a recalled memory block, its Timeline tab, Tokens, Memory (on a
 pending proposal), the note review screen, Handoffs, Usage, Runs searched with the query
 language, two runs compared, a run's cost explained. Then it serves the same workspace with
-``tether serve`` and saves ``browser.png``, ``browser_timeline.png`` and ``browser_usage.png``:
-the dashboard in headless Chromium (skipped, with a message, when Chromium or playwright is
-not installed).
+``tether serve`` and saves ``browser.png``, ``browser_timeline.png``, ``browser_usage.png``,
+``browser_search.png`` and ``browser_compare.png``: the dashboard in headless Chromium
+(skipped, with a message, when Chromium or playwright is not installed).
 """
 
 from __future__ import annotations
@@ -237,6 +237,13 @@ async def browser_screenshot(workspace: Workspace, out: Path) -> Path | None:
                     out / "browser_timeline.png", viewport=(1800, 960))
         await drive(url, [Step(None, "runs shown"), Step("5", "cost per day")],
                     out / "browser_usage.png", viewport=(1800, 960))
+        # Runs searched with the query language, then the two newest code reviews compared.
+        search = [Step(None, "runs shown"), Step("/", "Filter"),
+                  Step("Enter", "match", typed="workflow = code-review")]
+        await drive(url, search, out / "browser_search.png", viewport=(1800, 960))
+        await drive(url, [*search, Step("m", "marked"), Step("ArrowDown", "Selected run"),
+                          Step("=", "node iterations differ")],
+                    out / "browser_compare.png", viewport=(1800, 960))
     return path
 
 

@@ -59,13 +59,15 @@ _STALE = (
     "(runs.status = 'running' AND coalesce(runs.heartbeat_at_ms, runs.started_at_ms, "
     "runs.created_at_ms) < :stale_before)"
 )
-_ERRORS = (
-    "(instr(lower(runs.error), {p}) > 0"
-    " OR runs.run_id IN (SELECT run_id FROM nodes INDEXED BY nodes_failed_idx"
-    " WHERE error IS NOT NULL AND instr(lower(error), {p}) > 0)"
-    " OR runs.run_id IN (SELECT run_id FROM attempts INDEXED BY attempts_failed_idx"
-    " WHERE error IS NOT NULL AND instr(lower(error), {p}) > 0))"
+ERROR_RUNS = (
+    "SELECT run_id FROM nodes INDEXED BY nodes_failed_idx"
+    " WHERE error IS NOT NULL AND instr(lower(error), :needle) > 0"
+    " UNION SELECT run_id FROM attempts INDEXED BY attempts_failed_idx"
+    " WHERE error IS NOT NULL AND instr(lower(error), :needle) > 0"
 )
+"""The runs a node or attempt of which failed with ``:needle`` in its error: read once per
+search (through the partial indexes: only what failed), not once for the page and again for
+the count, and handed to both as a JSON list of ids."""
 
 
 class Sql(NamedTuple):
@@ -97,13 +99,23 @@ class FullText(NamedTuple):
     needle: str
 
 
+class ErrorText(NamedTuple):
+    """An error condition: the parameter the ids of runs whose nodes or attempts failed with
+    ``needle`` fill (:data:`ERROR_RUNS`, read before the page and the count)."""
+
+    param: str
+    needle: str
+
+
 class Compiled(NamedTuple):
     """A query as a ``WHERE`` clause over ``runs``, its parameters, and its full-text
-    conditions (each a JSON list of run ids in ``params``, filled by the scan)."""
+    conditions (each a JSON list of run ids in ``params``, filled by the scan) and error
+    conditions (likewise, filled by :data:`ERROR_RUNS`)."""
 
     where: Sql
     params: dict[str, Any]
     fulltext: tuple[FullText, ...]
+    errors: tuple[ErrorText, ...] = ()
 
     def statement(self, head: str, tail: str = "") -> Statement:
         """``head WHERE … tail`` as one statement (with PostgreSQL's text where needed)."""
@@ -117,6 +129,7 @@ class _Compiler:
     def __init__(self, now_ms: int) -> None:
         self.params: dict[str, Any] = {"now": now_ms, "stale_before": now_ms - STALE_AFTER_MS}
         self.fulltext: list[FullText] = []
+        self.errors: list[ErrorText] = []
 
     def bind(self, value: Any) -> str:
         name = f"p{len(self.params)}"
@@ -150,7 +163,12 @@ class _Compiler:
         if c.field == "input":
             return self.json_field(c)
         if c.field == "error":
-            clause = Sql(_ERRORS.format(p=self.bind(str(c.values[0]).lower())))
+            needle = str(c.values[0]).lower()
+            param = f"er{len(self.errors)}"
+            self.params[param] = "[]"
+            self.errors.append(ErrorText(param, needle))
+            clause = Sql(f"(instr(lower(runs.error), {self.bind(needle)}) > 0 OR runs.run_id IN "
+                         f"(SELECT value FROM json_each(:{param})))")
             return clause if c.op == "~" else clause.wrap("NOT ")
         if c.field in ("text", "prompt", "output", "log"):
             param = f"ft{len(self.fulltext)}"
@@ -246,7 +264,7 @@ def compile_query(query: Query, now_ms: int) -> Compiled:
     """The ``WHERE`` clause of ``query`` over ``runs`` (``1 = 1`` for an empty query)."""
     compiler = _Compiler(now_ms)
     where = Sql("1 = 1") if query.tree is None else compiler.node(query.tree)
-    return Compiled(where, compiler.params, tuple(compiler.fulltext))
+    return Compiled(where, compiler.params, tuple(compiler.fulltext), tuple(compiler.errors))
 
 
 def page_statement(compiled: Compiled) -> Statement:

@@ -28,6 +28,7 @@ from store.db.seam import Params
 from store.model.run_records import RunRecord
 from store.read.run_query import Query
 from store.read.run_query_sql import (
+    ERROR_RUNS,
     Compiled,
     compile_query,
     count_statement,
@@ -215,6 +216,15 @@ _TEXT_SQL = {
 }
 
 
+async def with_error_runs(rows: Rows, compiled: Compiled) -> Compiled:
+    """``compiled`` with each error condition's runs read (:data:`ERROR_RUNS`) into its
+    parameter."""
+    for error in compiled.errors:
+        found = await rows.fetch_all(ERROR_RUNS, {"needle": error.needle})
+        compiled.params[error.param] = json.dumps(sorted(str(row[0]) for row in found))
+    return compiled
+
+
 async def search_runs(
     rows: Rows,
     query: Query,
@@ -228,7 +238,7 @@ async def search_runs(
     """The runs ``query`` matches: the page ``offset`` .. ``offset + limit`` newest first and
     the count of all; full-text conditions scan within ``bounds`` (``logs`` None: no log is
     read, and the scan says so by counting none)."""
-    compiled = compile_query(query, now_ms)
+    compiled = await with_error_runs(rows, compile_query(query, now_ms))
     scan = None
     if compiled.fulltext:
         scan = await _scan(rows, query, compiled, now_ms, bounds, logs)
@@ -250,7 +260,7 @@ async def _scan(
     logs: LogSource | None,
 ) -> TextScan:
     narrowed = top_level_filter(query)
-    window_of = compile_query(narrowed or Query("", None), now_ms)
+    window_of = await with_error_runs(rows, compile_query(narrowed or Query("", None), now_ms))
     listed = await rows.fetch_all(
         window_of.statement(
             "SELECT run_id FROM runs", "ORDER BY runs.created_at_ms DESC LIMIT :scan_limit"

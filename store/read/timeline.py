@@ -154,6 +154,31 @@ class _Graph:
         self._found[key] = (deps, unknown)
         return deps, unknown
 
+    def ready(self, node: NodeRecord, start: int) -> int | None:
+        """When every node row ``node`` waits for had finished (``start`` when it waits for
+        none); None while one has not (or has no row yet). The same answer as
+        :meth:`dependencies` gives, without keeping the lists: asked once per node row."""
+        latest: int | None = None
+        groups: list[list[NodeRecord]] = []
+        if node.depends_on_json not in (None, "[]"):
+            for name in node.depends_on:
+                found = self.by_id.get(name)
+                if not found:
+                    return None
+                groups.append(found)
+        if node.iteration:
+            previous = self.by_key.get(f"{node.node_id}#{node.iteration - 1}")
+            if previous is not None:
+                groups.append([previous])
+        for group in groups:
+            for dep in group:
+                finished = dep.finished_at_ms
+                if finished is None:
+                    return None
+                if latest is None or finished > latest:
+                    latest = finished
+        return start if latest is None else latest
+
 
 def build_timeline(run: RunRecord, nodes: Sequence[NodeRecord], now_ms: int) -> RunTimeline:
     """Every node iteration's bar, the run's idle stretches and its critical path, from the
@@ -163,14 +188,12 @@ def build_timeline(run: RunRecord, nodes: Sequence[NodeRecord], now_ms: int) -> 
     graph = _Graph(nodes)
     critical = _critical(nodes, graph)
     bars: list[NodeBar] = []
+    open_end = end if not live else None
     for node in nodes:
-        deps, unknown = graph.dependencies(node)
-        pending = unknown or any(d.finished_at_ms is None for d in deps)
-        finished = [d.finished_at_ms for d in deps if d.finished_at_ms is not None]
-        ready = None if pending else max(finished, default=start)
-        spans = node_spans(node, start, ready, end if not live else None)
+        ready = graph.ready(node, start)
+        spans = node_spans(node, start, ready, open_end)
         bars.append(NodeBar(node, tuple(spans), ready if ready is not None else start,
-                            node.key in critical))
+                            bool(critical) and node.key in critical))
     return RunTimeline(run, start, end, tuple(bars), tuple(idle_spans(nodes, start, end, live)),
                        {}, live)
 

@@ -10,9 +10,11 @@ prompt or answer), calls and memory-tool events, each one query through a primar
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from store.errors import NotFoundError
 from store.model.history_records import EventRecord
@@ -65,8 +67,21 @@ async def read_timeline(rows: Rows, run_id: str, now_ms: int) -> RunTimeline:
     if not found:
         raise NotFoundError(f"There is no run {run_id!r} in this workspace.")
     run = RunRecord.from_row(found[0])
-    nodes = [NodeRecord.from_row(r) for r in await rows.fetch_all(TIMELINE_NODES, (run_id,))]
-    return build_timeline(run, nodes, now_ms)
+    fetched = await rows.fetch_all(TIMELINE_NODES, (run_id,))
+    # Off the event loop: 10 000 node rows take a while to turn into bars, and the dashboard
+    # keeps drawing and taking keys meanwhile.
+    return await asyncio.to_thread(_build, run, fetched, now_ms)
+
+
+def _build(run: RunRecord, fetched: Sequence[Any], now_ms: int) -> RunTimeline:
+    return build_timeline(run, [timeline_node(row) for row in fetched], now_ms)
+
+
+def timeline_node(row: Any) -> NodeRecord:
+    """A :data:`TIMELINE_NODES` row as a node record (by position: quicker than by name for
+    10 000 rows, and both backends' rows index)."""
+    return NodeRecord(row[0], row[1], int(row[2]), row[3], int(row[4]), bool(row[5]), row[6],
+                      None, None, row[9], row[10], int(row[11]))
 
 
 def memory_tool_call(event: EventRecord) -> ToolCall | None:

@@ -139,3 +139,29 @@ def test_failed_run_exits_3_resumes_and_shows_data_literally(tmp_path: Path) -> 
     assert "\x1b" not in shown and "[bold]x[/bold]" in shown
     both = tether(workspace, "run", str(workflow), "--resume", run_id, "--input", "{}")
     assert both.returncode == 2
+
+
+def test_queue_prints_what_it_did_and_the_run_shows_as_queued(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    queued = tether(workspace, "run", str(EXAMPLE), "--queue", "--input",
+                    '{"files": ["api.py"]}')
+    assert queued.returncode == 0, queued.stderr
+    run_id = queued.stdout.strip()
+    assert run_id.startswith("r-") and "\n" not in run_id  # stdout: the id alone, for scripts
+    # stderr says what happened and what runs it, in one sentence naming the run.
+    assert queued.stderr.startswith(f"Queued fanout-review as {run_id};"), queued.stderr
+    assert "tether worker" in queued.stderr and queued.stderr.count("\n") == 1
+    listed = tether(workspace, "runs")
+    assert listed.returncode == 0, listed.stderr
+    line = next(row for row in listed.stdout.splitlines() if row.startswith(run_id))
+    assert line.split()[2] == "queued", line
+    items = json.loads(tether(workspace, "runs", "--format", "json").stdout)["items"]
+    assert [(r["run_id"], r["display_status"]) for r in items] == [(run_id, "queued")]
+    shown = tether(workspace, "runs", "--where", "status = queued")
+    assert run_id in shown.stdout
+    # Nothing ran: no attempt, no node finished, and a bad input queues nothing.
+    assert items[0]["nodes_done"] == 0 and items[0]["started_at_ms"] is None
+    refused = tether(workspace, "run", str(EXAMPLE), "--queue", "--input", '{"files": 3}')
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    after = json.loads(tether(workspace, "runs", "--format", "json").stdout)["items"]
+    assert [r["run_id"] for r in after] == [run_id]

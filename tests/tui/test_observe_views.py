@@ -10,6 +10,7 @@ from textual.widgets import Input, TabbedContent
 
 from engine.artifact_files import stream_log_path
 from store.db.backends import open_database
+from store.read.timeline import flatten
 from store.runs.saved_filters import saved_filters
 from tests.tui_actions.pilot_support import press_for, shown_keys, until
 from tui.app import TetherApp
@@ -71,6 +72,16 @@ async def test_timeline_tab_shows_nodes_attempts_critical_path_zoom_and_opens_at
         attempts = [r for r in bars.rows if r.kind == "attempt"]
         assert [r.attempt for r in attempts] == [1, 2]
         assert sum(1 for r in bars.rows if r.kind == "call") == 2
+        # Folding and expanding again splice the node's rows in place: the same rows as the
+        # whole timeline flattened afresh, the cursor left on the node.
+        assert bars.timeline is not None
+        spliced = list(bars.rows)
+        assert spliced == flatten(bars.timeline, bars.expanded)
+        await pilot.press("left")
+        assert not any(r.kind == "attempt" for r in bars.rows)
+        assert bars.rows == flatten(bars.timeline, set()) and bars.current.key == "review-b#0"
+        await pilot.press("right")
+        assert bars.rows == spliced and bars.current.key == "review-b#0"
 
         # enter on the second attempt opens it in the inspector's Attempts tab.
         bars.cursor = bars.rows.index(attempts[1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from test_views import screen_text, settle
 from textual.widgets import Static
 
-from tests.tui_actions.pilot_support import press_for, shown_keys, until
+from tests.tui_actions.pilot_support import press_for, screen_lines, shown_keys, until
 from tui.screens.help import HelpScreen
 from tui.screens.tokens_view import TokensScreen
 from tui.widgets.keyed_table import KeyedTable
@@ -60,3 +60,39 @@ async def test_at_80_columns_workflow_names_stay_whole(make_app) -> None:
         text = screen_text(app)
         for workflow in ("incident-runbook", "context-handoff", "code-review"):
             assert workflow in text, workflow
+
+
+def _ends(header: str, row: str, label: str, value: str) -> tuple[int, int]:
+    return header.index(label) + len(label), row.index(value) + len(value)
+
+
+async def test_at_240_columns_numbers_sit_next_to_their_labels(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(240, 50)) as pilot:
+        await settle(pilot, app)
+        lines = screen_lines(app)
+        header = next(line for line in lines if "Status" in line and "Tokens" in line)
+        row = next(line for line in lines if "run-review-1" in line)
+        # Each number ends under the end of its heading, however wide the terminal.
+        for label, value in (("Elapsed", "3.3s"), ("Nodes", "4/4"), ("Tokens", "396.9k"),
+                             ("Cached", "39%")):
+            label_end, value_end = _ends(header, row, label, value)
+            assert abs(label_end - value_end) <= 1, (label, header, row)
+        # The run's table takes the room it needs, not the whole width: the tokens column
+        # sits within the first half of a 240-column terminal.
+        assert header.index("Tokens") < 120, header
+        await pilot.press("2")
+        await until(pilot, lambda: isinstance(app.screen, TokensScreen), "the Tokens view")
+        await settle(pilot, app)
+        await until(pilot, lambda: any("fresh input" in line for line in screen_lines(app)),
+                    "the token lanes")
+        lines = screen_lines(app)
+        lane = next(line for line in lines if "fresh input" in line)
+        after = lane[lane.index("fresh input") + len("fresh input"):]
+        assert after.lstrip().startswith("640.0k") and len(after) - len(after.lstrip()) <= 6
+        header = next(line for line in lines if "Run (newest)" in line and "Total" in line)
+        row = next(line for line in lines if "code-review run-review-1" in line)
+        for label, value in (("Total", "396.9k"), ("Fresh in", "240.0k"),
+                             ("Cache read", "152.0k")):
+            label_end, value_end = _ends(header, row, label, value)
+            assert abs(label_end - value_end) <= 1, (label, header, row)

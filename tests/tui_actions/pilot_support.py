@@ -63,3 +63,9 @@ async def choose_in_palette(pilot: Pilot[None], app: App[Any], query: str, expec
 
     await until(pilot, lambda: expect in highlighted(), f"the palette to offer {expect!r}")
     await pilot.press("enter")
+
+
+def screen_lines(app: App[Any]) -> list[str]:
+    """The screen as lines of plain text, as the terminal shows them (the compositor's strips:
+    columns stay where they are drawn, which the SVG export does not keep)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]

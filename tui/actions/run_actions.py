@@ -26,6 +26,7 @@ from tui.actions.read_only import write_refused
 from tui.format import one_line
 from tui.modals import ConfirmDialog, LaunchRunDialog, WorkflowChoice, clear_run_dialog
 from tui.modals.confirm import named_targets
+from tui.modals.launch import LaunchRequest
 from tui.run_control import EngineHost, KnownWorkflow, host_for
 from tui.screens.live_screen import LiveScreen
 
@@ -117,8 +118,17 @@ class RunControlScreen(LiveScreen):
         if write_refused(self.app, action):
             return False
         if action in self.RUN_ACTIONS:
+            if self._opening_dialog():
+                return False  # a run key typed while the last one reads: dropped, not queued
             return action in allowed_run_actions(self.selected_run(), self.tether.now_ms())
         return super().check_action(action, parameters)
+
+    def _opening_dialog(self) -> bool:
+        """A run key's work is under way with this view still on top (reading the run before
+        its dialog opens, or writing after it closed)."""
+        return self.app.screen is self and any(
+            w.group == "run-action" and w.node is self and not w.is_finished
+            for w in self.workers)
 
     def update_chrome(self) -> None:
         super().update_chrome()
@@ -131,9 +141,9 @@ class RunControlScreen(LiveScreen):
 
     def _target(self, action: str) -> RunRecord | None:
         run = self.selected_run()
-        if run is None or not self.check_action(action, ()):
+        if run is None or write_refused(self.app, action):
             return None
-        return run
+        return run if action in allowed_run_actions(run, self.tether.now_ms()) else None
 
     async def _recorded(self, run: RunRecord) -> RunRecord | None:
         """The run as stored, with the workflow file it records (the list leaves it out)."""
@@ -145,8 +155,7 @@ class RunControlScreen(LiveScreen):
 
     # -- the keys -------------------------------------------------------------------------
 
-    @work(group="run-action", exclusive=True)
-    async def action_launch_run(self) -> None:
+    def action_launch_run(self) -> None:
         """Pick a workflow the workspace knows, edit its JSON input, start it embedded (or, on
         a PostgreSQL workspace, queue it for a worker)."""
         by_key: dict[str, KnownWorkflow] = {}
@@ -162,11 +171,17 @@ class RunControlScreen(LiveScreen):
             by_key.update({str(k.path): k for k in known})
             return [workflow_choice(k) for k in known]
 
-        # Opened before the workflows are read: keys typed meanwhile go to the dialog.
-        request = await self.app.push_screen_wait(LaunchRunDialog(load=load))
-        if request is None:
-            return
-        chosen = by_key[request.choice.key]
+        def chosen(request: LaunchRequest | None) -> None:
+            if request is not None:
+                self._launch(by_key[request.choice.key], request)
+
+        # Pushed here, before this key's handling ends, and before the workflows are read:
+        # every key typed after `n` goes to the dialog, none to this view.
+        self.app.push_screen(LaunchRunDialog(load=load), callback=chosen)
+
+    @work(group="run-action", exclusive=True)
+    async def _launch(self, chosen: KnownWorkflow, request: LaunchRequest) -> None:
+        """Start (or queue) the run the launch dialog asked for."""
         if self.host.queues_runs:
             queued = await write_safely(self, lambda: self.host.enqueue(chosen, request.input))
             if queued is not None:

@@ -147,7 +147,5 @@ class TimelineTab(LiveScreen):
         if views.active == TIMELINE_TAB:
             views.active = "tab-graph"
             return
-        views.active = TIMELINE_TAB
+        views.active = TIMELINE_TAB  # its TabActivated reads the bars (once)
         self.query_one(TimelineBars).focus()
-        self.run_worker(self.reread_timeline(), group="timeline",
-                        exclusive=True)

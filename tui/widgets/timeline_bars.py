@@ -29,6 +29,7 @@ from store.read.timeline import (
     NodeRows,
     Row,
     RunTimeline,
+    attempt_rows,
     flatten,
     visible_node_keys,
 )
@@ -273,11 +274,39 @@ class TimelineBars(ScrollView, can_focus=True):
             self.action_move(1)
             return
         if row.key in self.expanded:
-            self.expanded.discard(row.key)
-        else:
-            self.expanded.add(row.key)
-            self._asked.discard(row.key)
-        self.show(self.timeline, self.now_ms)
+            self._fold(row.key)
+            return
+        self.expanded.add(row.key)
+        self._asked.discard(row.key)
+        detail = self.timeline.details.get(row.key)
+        if detail is None:
+            self._want_details()  # drawn beneath it once read (show again)
+            return
+        # Only this node's rows go in: a run of 10 000 nodes is not flattened again.
+        below = [r for a in sorted(detail.attempts, key=lambda a: a.attempt)
+                 for r in attempt_rows(row.key, a, detail, row.critical)]
+        self.rows[self.cursor + 1 : self.cursor + 1] = below
+        self._rows_changed()
+
+    def _fold(self, key: str) -> None:
+        """Take the rows beneath the expanded node ``key`` out (the cursor stays on it)."""
+        self.expanded.discard(key)
+        at = next((i for i in range(self.cursor, -1, -1) if self.rows[i].key == key), None)
+        if at is None:
+            return
+        end = at + 1
+        while end < len(self.rows) and self.rows[end].depth and self.rows[end].node_key == key:
+            end += 1
+        del self.rows[at + 1 : end]
+        self.set_reactive(TimelineBars.cursor, at)
+        self._rows_changed()
+
+    def _rows_changed(self) -> None:
+        self.virtual_size = Size(self.width_inside, len(self.rows))
+        self.refresh()
+        # More rows may bring a scrollbar (a narrower bar area): once laid out, the axis is
+        # drawn again.
+        self.call_after_refresh(self.post_message, self.Rescaled())
 
     def action_collapse(self) -> None:
         """Fold the node (from one of its rows: go to the node)."""
@@ -285,11 +314,11 @@ class TimelineBars(ScrollView, can_focus=True):
         if row is None or self.timeline is None:
             return
         if row.kind == "node" and row.key in self.expanded:
-            self.expanded.discard(row.key)
-            self.show(self.timeline, self.now_ms)
+            self._fold(row.key)
             return
-        if row.depth:
-            self.cursor = next(i for i, r in enumerate(self.rows) if r.key == row.node_key)
+        if row.depth:  # its node is the nearest node row above
+            self.cursor = next(i for i in range(self.cursor, -1, -1)
+                               if self.rows[i].key == row.node_key)
 
     def action_open(self) -> None:
         """Show the row's attempt (or call) in the inspector."""

@@ -94,6 +94,9 @@ QUERIES = [
     ("input.urgent = true", ["r-c"]),
     ("error ~ \"timed out\"", ["r-b"]),
     ("error:429", ["r-c"]),
+    ("error ~ \"timed out\" OR error:429", ["r-c", "r-b"]),
+    ("NOT error:429", ["r-b"]),  # as the plain SQL: a run with no error of its own is unknown
+    ("error ~ \"no such error\"", []),
     ("NOT (workflow = incident OR workflow = nightly)", ["r-b", "r-a"]),
     ("gen = 0 parent = none", ["r-f", "r-e", "r-d", "r-c", "r-b", "r-a"]),
 ]
