@@ -107,6 +107,15 @@ UPDATE calls SET call_seq = call_id;
 CREATE UNIQUE INDEX calls_seq_idx ON calls (run_id, node_id, iteration, attempt, call_seq);"""
 
 
+def fork_columns(text: str, json_check: str) -> str:
+    """A run forked from another one's node (``tether fork``, ``F`` in the run detail), both
+    backends' migration of the same name: ``runs.forked_from`` is the run it was forked from;
+    ``runs.fork_json`` the node and the edit it runs with (``engine/fork.py``)."""
+    return f"""ALTER TABLE runs ADD COLUMN forked_from {text};
+ALTER TABLE runs ADD COLUMN fork_json {text} CHECK ({json_check.format("fork_json")});
+CREATE INDEX runs_forked_from_idx ON runs (forked_from) WHERE forked_from IS NOT NULL;"""
+
+
 def observe_tables(integer: str, real: str, text: str, without_rowid: str) -> str:
     """What the observation views read (``tether usage``, ``runs --where``, saved filters):
     usage per run, hour, agent and model, kept as calls are recorded and back-filled from the
