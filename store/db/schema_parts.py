@@ -110,8 +110,10 @@ CREATE UNIQUE INDEX calls_seq_idx ON calls (run_id, node_id, iteration, attempt,
 def fork_columns(text: str, json_check: str) -> str:
     """A run forked from another one's node (``tether fork``, ``F`` in the run detail), both
     backends' migration of the same name: ``runs.forked_from`` is the run it was forked from;
-    ``runs.fork_json`` the node and the edit it runs with (``engine/fork.py``)."""
+    ``runs.fork_node`` the task it was forked from (both read by every listing);
+    ``runs.fork_json`` the edit it runs with and what it carries over (``engine/fork.py``)."""
     return f"""ALTER TABLE runs ADD COLUMN forked_from {text};
+ALTER TABLE runs ADD COLUMN fork_node {text};
 ALTER TABLE runs ADD COLUMN fork_json {text} CHECK ({json_check.format("fork_json")});
 CREATE INDEX runs_forked_from_idx ON runs (forked_from) WHERE forked_from IS NOT NULL;"""
 

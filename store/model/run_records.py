@@ -113,6 +113,8 @@ class RunRecord(NamedTuple):
     """The budgets the run is held to (``engine/budget.py``), as JSON; None: none."""
     forked_from: str | None = None
     """The run this one was forked from (``tether fork``); None: not a fork."""
+    fork_node: str | None = None
+    """The task a fork was forked from (``tether fork RUN NODE``)."""
     fork_json: str | None = None
     """The node a fork starts from and its edit (``engine/fork.py``), as JSON."""
 
@@ -146,6 +148,7 @@ class RunRecord(NamedTuple):
             queued_at_ms=v.get("queued_at_ms"),
             budget_json=v.get("budget_json"),
             forked_from=v.get("forked_from"),
+            fork_node=v.get("fork_node"),
             fork_json=v.get("fork_json"),
         )
 
@@ -219,6 +222,7 @@ class RunRecord(NamedTuple):
             "parent_run_id": self.parent_run_id,
             "generation": self.generation,
             "forked_from": self.forked_from,
+            "fork_node": self.fork_node,
             "fork": self.fork,
             "created_at_ms": self.created_at_ms,
             "started_at_ms": self.started_at_ms,

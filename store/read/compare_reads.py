@@ -76,8 +76,7 @@ class Comparison(NamedTuple):
             return f"{self.a.run_id} continues {self.b.run_id} (generation {self.a.generation})"
         for one, other in ((self.b, self.a), (self.a, self.b)):
             if one.forked_from == other.run_id:
-                node = (one.fork or {}).get("node", "?")
-                return f"{one.run_id} is a fork of {other.run_id} from node {node}"
+                return f"{one.run_id} is a fork of {other.run_id} from node {one.fork_node}"
         if self.a.workflow == self.b.workflow:
             return f"two runs of {self.a.workflow}"
         return f"runs of {self.a.workflow} and {self.b.workflow}"

@@ -120,6 +120,7 @@ class RunLog(EventLog):
                 "heartbeat_at_ms": now if running else None,
                 "nodes_total": nodes_total,
                 "forked_from": forked_from,
+                "fork_node": (fork or {}).get("node") if forked_from else None,
                 "fork_json": None if fork is None else dump_json(fork),
             },
         )

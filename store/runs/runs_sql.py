@@ -14,10 +14,10 @@ _SUBTRACT_LANES = each_lane("{c} = usage_rollups.{c} - r.{c}", ",\n    ")
 INSERT_RUN = """
 INSERT INTO runs (run_id, workflow, workflow_path, status, input_json, parent_run_id, generation,
                   owner_id, created_at_ms, started_at_ms, heartbeat_at_ms, updated_at_ms,
-                  nodes_total, forked_from, fork_json)
+                  nodes_total, forked_from, fork_node, fork_json)
 VALUES (:run_id, :workflow, :workflow_path, :status, :input_json, :parent_run_id, :generation,
         :owner_id, :now, :started_at_ms, :heartbeat_at_ms, :now, :nodes_total, :forked_from,
-        :fork_json)
+        :fork_node, :fork_json)
 """
 
 SELECT_RUN = "SELECT * FROM runs WHERE run_id = ?"

@@ -128,7 +128,7 @@ def fork_origin(run: RunRecord) -> str:
         return "-"
     from tui.plain import visible
 
-    node = visible(str((run.fork or {}).get("node") or "?"), keep_newlines=False)
+    node = visible(run.fork_node or "?", keep_newlines=False)
     return f"{run.forked_from}:{node}"
 
 

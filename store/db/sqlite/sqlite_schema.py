@@ -482,9 +482,6 @@ _MIGRATION_CALL_KEY = call_key("INTEGER")
 # Usage view, ``agent``/``model`` in run search), saved run filters, runs by workflow.
 _MIGRATION_OBSERVE = observe_tables("INTEGER", "REAL", "TEXT", " WITHOUT ROWID")
 
-# Runs forked from another run's node (store/db/schema_parts.py, fork_columns).
-_MIGRATION_FORK = fork_columns("TEXT", "{0} IS NULL OR json_valid({0})")
-
 # The ordered, append-only list. Index i holds the SQL that takes user_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_1,
@@ -497,7 +494,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_CALL_KEY,
     _MIGRATION_OBSERVE,
     _MIGRATION_MONEY,
-    _MIGRATION_FORK,
+    fork_columns("TEXT", "{0} IS NULL OR json_valid({0})"),  # runs forked from a node
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
