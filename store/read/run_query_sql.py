@@ -160,7 +160,8 @@ class _Compiler:
             test = f"runs.run_id IN (SELECT value FROM json_each(:{param}))"
             return Sql(test if c.op == "~" else f"NOT {test}")
         column = _COLUMNS[c.field]
-        if c.field in ("parent", "forked") and c.op in ("=", "!=") and str(c.values[0]).lower() == "none":
+        none = c.op in ("=", "!=") and str(c.values[0]).lower() == "none"
+        if c.field in ("parent", "forked") and none:
             return Sql(f"{column} IS {'NOT ' if c.op == '!=' else ''}NULL")
         return Sql(self.compare(column, c))
 
