@@ -111,6 +111,7 @@ DELETE_RUN_ROWS = (
     "DELETE FROM usage_hours WHERE run_id = ?",
     "DELETE FROM task_cache WHERE scope = 'run' AND run_id = ?",
     "DELETE FROM handoffs WHERE from_run_id = ?",
+    "DELETE FROM steers WHERE run_id = ?",
     "DELETE FROM runs WHERE run_id = ?",
 )
 

@@ -434,7 +434,7 @@ _MIGRATION_CALL_KEY = call_key("BIGINT")
 _MIGRATION_OBSERVE = observe_tables("BIGINT", "DOUBLE PRECISION", TEXT, "")
 
 # Runs forked from another run's node (store/db/schema_parts.py, fork_columns).
-_MIGRATION_FORK = fork_columns(TEXT, "{0} IS NULL OR ({0}::json) IS NOT NULL")
+_MIGRATION_FORK = fork_columns(TEXT, "{0} IS NULL OR ({0}::json) IS NOT NULL", "BIGINT")
 
 # The ordered, append-only list. Index i takes schema_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
