@@ -11,6 +11,7 @@ with its event (``steer.queued``, ``steer.delivered``, ``steer.refused``); the c
 
 from __future__ import annotations
 
+import getpass
 from typing import Any, NamedTuple
 
 from store.db.seam import Connection, RowLike
@@ -69,6 +70,14 @@ class SteerRecord(NamedTuple):
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return self._asdict()
+
+
+def default_sender() -> str:
+    """Who sends a steer when nobody is named: the login name of this process."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "someone"
 
 
 def check_message(message: str) -> str:

@@ -13,6 +13,7 @@ WRITE_ACTIONS = frozenset(
         "resume_run",
         "delete_run",
         "fork_node",
+        "steer_node",
         "edit_fact",
         "new_fact",
         "delete_fact",

@@ -10,7 +10,6 @@ it; ``tether node`` lists every steer of a node with who sent it and what became
 from __future__ import annotations
 
 import asyncio
-import getpass
 import sys
 from collections.abc import Sequence
 
@@ -19,7 +18,7 @@ import click
 from store.db.backends import open_database
 from store.model.ids import validate_node_id, validate_run_id
 from store.runs.run_store import RunStore
-from store.runs.steer_log import SteerRecord
+from store.runs.steer_log import SteerRecord, default_sender
 from tui.cli.arguments import split_iteration
 from tui.cli.common import (
     EXIT_NOT_COMPLETED,
@@ -32,14 +31,6 @@ from tui.cli.output import echo, print_json
 from tui.plain import visible
 
 WAIT_POLL_S = 0.2
-
-
-def default_sender() -> str:
-    """Who sends a steer when ``--as`` is not given: the login name."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "someone"
 
 
 def steer_lines(steers: Sequence[SteerRecord]) -> list[str]:

@@ -21,6 +21,7 @@ from store.model.run_records import TERMINAL_RUN_STATUSES, NodeRecord, RunRecord
 from store.read.timeline import Row
 from tui.actions.fork_action import FORK_NOTE, fork_allowed, fork_from_node
 from tui.actions.read_only import write_refused
+from tui.actions.steer_action import STEER_NOTE, steer_allowed, steer_node
 from tui.format import (
     duration,
     literal,
@@ -73,8 +74,10 @@ class RunDetailScreen(InspectorSearch):
         Binding("t", "tokens", "Tokens of node"),
         Binding("f", "follow_log", "Follow log"),
         Binding("F", "fork_node", "Fork from node"),
+        Binding("m", "steer_node", "Steer node"),
     ]
-    KEY_NOTES: ClassVar[dict[str, str]] = {**InspectorSearch.KEY_NOTES, "fork_node": FORK_NOTE}
+    KEY_NOTES: ClassVar[dict[str, str]] = {**InspectorSearch.KEY_NOTES, "fork_node": FORK_NOTE,
+                                             "steer_node": STEER_NOTE}
     AUTO_FOCUS = "#run-graph"
 
     _graph_wanted: tuple[list[NodeRecord], Any, Any] | None = None
@@ -464,8 +467,12 @@ class RunDetailScreen(InspectorSearch):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """``F`` only on a node that ran, and never on a workspace that may only be read."""
+        if write_refused(self.app, action):
+            return False
         if action == "fork_node":
-            return not write_refused(self.app, action) and fork_allowed(self.selected_node)
+            return fork_allowed(self.selected_node)
+        if action == "steer_node":
+            return steer_allowed(self.run, self.selected_node)
         return super().check_action(action, parameters)
 
     @work(group="fork", exclusive=True)
@@ -474,6 +481,13 @@ class RunDetailScreen(InspectorSearch):
         node = self.selected_node
         if fork_allowed(node) and node is not None:
             await fork_from_node(self, self.run_id, node)
+
+    @work(group="steer", exclusive=True)
+    async def action_steer_node(self) -> None:
+        """Send the node under the cursor a message (tui.actions.steer_action)."""
+        node = self.selected_node
+        if steer_allowed(self.run, node) and node is not None:
+            await steer_node(self, self.run_id, node)
 
     def action_tokens(self) -> None:
         """Open the Tokens view scoped to the selected node."""
