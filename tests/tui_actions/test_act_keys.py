@@ -1,10 +1,11 @@
-"""``F`` in the run detail forks the run from the node under the cursor (the real app with
+"""``F`` and ``m`` in the run detail. ``F`` forks the run from the node under the cursor (the real app with
 Pilot, the real counting agent as a subprocess): the dialog shows the node's prompt as sent
 and names what is carried over; ctrl+s forks, the fork runs in the embedded engine, and the
 compare of the two runs opens. ``F`` is not offered on a node that never ran."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from pathlib import Path
@@ -87,3 +88,38 @@ def test_f_applies_to_a_node_that_ran_and_names_its_upstream() -> None:
     assert not fork_allowed(None)
     assert upstream_nodes(nodes, "review") == ["draft", "plan", "sections[0]"]
     assert upstream_nodes(nodes, "side") == []
+
+
+async def test_m_sends_the_running_node_a_message_it_reads_at_its_next_turn(
+    make_app, workspace: Workspace, clock: ManualClock, tmp_path: Path,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from textual.widgets import Input
+
+    from tests.engine.test_steer import claude, workflow
+    from tui.modals.reason import ReasonDialog
+
+    ready, record = tmp_path / "ready", tmp_path / "record.jsonl"
+    monkeypatch.setenv("STEER_READY", str(ready))
+    monkeypatch.setenv("STEER_RECORD", str(record))
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        engine = await host_for(app).engine()
+        task = asyncio.ensure_future(engine.start(workflow(claude()), {}))
+        await until(pilot, ready.exists, "the first turn to be under way")
+        store = await host_for(app).runs()
+        (run,) = await store.list_runs()
+        app.open_run(run.run_id, node_key="work#0")
+        await until(pilot, lambda: isinstance(app.screen, RunDetailScreen)
+                    and app.screen.run is not None and "m" in shown_keys(app),
+                    "m offered on the running node")
+        dialog = await press_for(pilot, app, "m", ReasonDialog)
+        dialog.query_one("#reason-input", Input).value = "Mention the date."
+        await pilot.press("enter")
+        await until(pilot, task.done, "the run to end")
+        assert task.result().status == "finished"
+        (steer,) = await store.list_steers(run.run_id)
+        assert steer.state == "delivered" and steer.message == "Mention the date."
+        await until(pilot, lambda: "m" not in shown_keys(app), "m withdrawn once it ended")
+    lines = [json.loads(line)["message"] for line in record.read_text().splitlines()]
+    assert lines == ["Write the summary.", "Mention the date."]
