@@ -109,7 +109,7 @@ CREATE UNIQUE INDEX calls_seq_idx ON calls (run_id, node_id, iteration, attempt,
 
 def fork_columns(text: str, json_check: str, integer: str = "INTEGER") -> str:
     """Acting on a run (both backends' migration of the same name). A run forked from another
-    one's node (``tether fork``, ``F`` in the run detail): ``runs.forked_from`` is the run it
+    one's node (``tether fork``, ``b`` in the run detail): ``runs.forked_from`` is the run it
     was forked from;
     ``runs.fork_node`` the task it was forked from (both read by every listing);
     ``runs.fork_json`` the edit it runs with and what it carries over (``engine/fork.py``)."""

@@ -1,7 +1,8 @@
-"""``F`` and ``m`` in the run detail. ``F`` forks the run from the node under the cursor (the real app with
-Pilot, the real counting agent as a subprocess): the dialog shows the node's prompt as sent
-and names what is carried over; ctrl+s forks, the fork runs in the embedded engine, and the
-compare of the two runs opens. ``F`` is not offered on a node that never ran."""
+"""``b`` and ``m`` in the run detail (the real app with Pilot, real subprocess agents).
+``b`` (branch; ``F`` follows the Timeline) forks the run from the node under the cursor: the
+dialog shows the node's prompt as sent and names what is carried over; ctrl+s forks, the
+fork runs in the embedded engine and the compare of the two runs opens; ``b`` is not offered
+on a node that never ran. ``m`` steers a running node; it is withdrawn once the node ended."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from tui.screens.run_detail import RunDetailScreen
 WORKFLOW = Path(__file__).resolve().parents[1] / "engine" / "fork_workflow.py"
 
 
-async def test_f_forks_from_the_node_and_opens_the_compare(
+async def test_b_forks_from_the_node_and_opens_the_compare(
     make_app, workspace: Workspace, clock: ManualClock, tmp_path: Path,  # type: ignore[no-untyped-def]
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -46,8 +47,8 @@ async def test_f_forks_from_the_node_and_opens_the_compare(
                     and app.screen.selected_node is not None
                     and app.screen.selected_node.node_id == "draft", "the run on draft")
         detail = app.screen
-        assert "F" in shown_keys(app)
-        dialog = await press_for(pilot, app, "F", ForkDialog)
+        assert "b" in shown_keys(app)
+        dialog = await press_for(pilot, app, "b", ForkDialog)
         area = dialog.query_one("#fork-prompt", TextArea)
         assert area.text == "Draft from 2 sections"
         carried = str(dialog.query_one("#fork-carried", Static).render())
@@ -56,7 +57,7 @@ async def test_f_forks_from_the_node_and_opens_the_compare(
         await until(pilot, lambda: app.screen is detail, "the dialog to close")
         store = await host_for(app).runs()
         assert len(await store.list_runs()) == 1  # escape wrote nothing
-        dialog = await press_for(pilot, app, "F", ForkDialog)
+        dialog = await press_for(pilot, app, "b", ForkDialog)
         dialog.query_one("#fork-prompt", TextArea).text = "Draft in one line"
         await pilot.press("ctrl+s")
         await until(pilot, lambda: isinstance(app.screen, CompareScreen), "the compare")
@@ -75,7 +76,7 @@ async def test_f_forks_from_the_node_and_opens_the_compare(
         assert attempt.prompt == "Draft in one line"
 
 
-def test_f_applies_to_a_node_that_ran_and_names_its_upstream() -> None:
+def test_b_applies_to_a_node_that_ran_and_names_its_upstream() -> None:
     from store.model.run_records import NodeRecord
     from tui.actions.fork_action import fork_allowed, upstream_nodes
 

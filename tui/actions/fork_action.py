@@ -1,5 +1,5 @@
-"""``F`` in the run detail: fork the run from the node under the cursor, with its prompt (and
-agent) edited in :class:`tui.modals.fork_dialog.ForkDialog`; the fork runs in the embedded
+"""``b`` (branch) in the run detail: fork the run from the node under the cursor, with its
+prompt (and agent) edited in :class:`tui.modals.fork_dialog.ForkDialog`; the fork runs in the embedded
 engine (the same ``Engine.fork`` as ``tether fork``) and the compare of the two runs opens."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from tui.actions.feedback import write_safely
 from tui.modals.fork_dialog import ForkDialog, task_prompt_as_sent
 from tui.run_control import host_for
 
-FORK_NOTE = "a node that ran (upstream nodes must have finished)"
-"""When ``F`` applies (listed by ? help)."""
+FORK_NOTE = "a node that ran (upstream nodes must have finished); F is taken by the Timeline"
+"""When ``b`` applies (listed by ? help)."""
 
 
 def fork_allowed(node: NodeRecord | None) -> bool:
-    """``F`` applies to a node that ran: one that is not pending (pure policy)."""
+    """``b`` applies to a node that ran: one that is not pending (pure policy)."""
     return node is not None and node.state != "pending"
 
 

@@ -1,4 +1,4 @@
-"""Forking a run from a node (``F`` in the run detail): the node's task prompt to edit, an
+"""Forking a run from a node (``b`` in the run detail): the node's task prompt to edit, an
 optional other agent, and what the fork carries over, named before anything is written."""
 
 from __future__ import annotations

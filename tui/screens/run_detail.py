@@ -73,7 +73,8 @@ class RunDetailScreen(InspectorSearch):
         Binding("T", "timeline", "Timeline"),
         Binding("t", "tokens", "Tokens of node"),
         Binding("f", "follow_log", "Follow log"),
-        Binding("F", "fork_node", "Fork from node"),
+        # F follows live on the Timeline tab (issue 24): fork is b, for branch.
+        Binding("b", "fork_node", "Fork (branch) from node"),
         Binding("m", "steer_node", "Steer node"),
     ]
     KEY_NOTES: ClassVar[dict[str, str]] = {**InspectorSearch.KEY_NOTES, "fork_node": FORK_NOTE,
@@ -466,7 +467,7 @@ class RunDetailScreen(InspectorSearch):
 
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """``F`` only on a node that ran, and never on a workspace that may only be read."""
+        """``b`` only on a node that ran, and never on a workspace that may only be read."""
         if write_refused(self.app, action):
             return False
         if action == "fork_node":
