@@ -1,6 +1,7 @@
 """``b`` (branch) in the run detail: fork the run from the node under the cursor, with its
-prompt (and agent) edited in :class:`tui.modals.fork_dialog.ForkDialog`; the fork runs in the embedded
-engine (the same ``Engine.fork`` as ``tether fork``) and the compare of the two runs opens."""
+prompt (and agent) edited in :class:`tui.modals.fork_dialog.ForkDialog`; the fork runs in the
+embedded engine (the same ``Engine.fork`` as ``tether fork``) and the compare of the two runs
+opens."""
 
 from __future__ import annotations
 
