@@ -120,6 +120,24 @@ class SteerInbox(Protocol):
 
     async def deliver(self, steer: Any) -> bool: ...
 
+    async def waiting(self) -> list[Any]:
+        """Every steer waiting now (the queue and the database read again)."""
+        ...
+
+
+async def steers_for_next_turn(request: AgentRequest) -> list[str]:
+    """The messages waiting for an agent's next turn (an HTTP agent's tool loop), each marked
+    delivered first: none is sent twice, and one already decided is left out."""
+    inbox = request.steers
+    if inbox is None:
+        return []
+    taken = []
+    for steer in await inbox.waiting():
+        if await inbox.deliver(steer):
+            taken.append(steer.message)
+            request.details.setdefault("steers_delivered", []).append(steer.steer_id)
+    return taken
+
 
 @dataclass
 class AgentRequest:

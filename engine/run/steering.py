@@ -3,7 +3,7 @@ dashboard's ``m``), delivered at most once at the next point where its agent can
 
 While an attempt talks to its agent, :class:`Steering` reads the node's queued steers every
 poll interval. An agent that takes input mid-run (``takes_steers``: Claude Code through its
-stream-json input) gets each on its inbox and marks it delivered right before it writes it; any
+stream-json input, the HTTP agents before their tool loop's next turn) gets each on its inbox and marks it delivered right before it writes it; any
 other agent cannot, so the steer is refused at once with a sentence naming the agent. When the
 attempt ends, what is still queued is refused (the node's turn ended before it could be
 delivered): a steer is never left waiting for an attempt that will not come.
@@ -56,19 +56,31 @@ class Steering:
         """Mark ``steer`` delivered by this attempt; False: decided already (do not send)."""
         return await self.store.decide_steer(steer, self.request.attempt)
 
-    async def _watch(self) -> None:
+    async def waiting(self) -> list[SteerRecord]:
+        """Every steer waiting for this attempt now: what the queue holds and what the
+        database has that the last read had not (an HTTP agent asks at each turn)."""
+        await self._read()
+        found = []
+        while not self.queue.empty():
+            found.append(self.queue.get_nowait())
+        return found
+
+    async def _read(self) -> None:
         request = self.request
+        for steer in await self.store.queued_steers(request.run_id, request.node_id,
+                                                     request.iteration):
+            if steer.steer_id in self.seen:
+                continue
+            self.seen.add(steer.steer_id)
+            if self.takes:
+                self.queue.put_nowait(steer)
+            else:
+                await self.store.decide_steer(
+                    steer, request.attempt, refusal=cannot_take(self.agent_name, self.agent))
+
+    async def _watch(self) -> None:
         while True:
-            for steer in await self.store.queued_steers(request.run_id, request.node_id,
-                                                         request.iteration):
-                if steer.steer_id in self.seen:
-                    continue
-                self.seen.add(steer.steer_id)
-                if self.takes:
-                    self.queue.put_nowait(steer)
-                else:
-                    await self.store.decide_steer(
-                        steer, request.attempt, refusal=cannot_take(self.agent_name, self.agent))
+            await self._read()
             await asyncio.sleep(self.poll_s)
 
     async def stop(self) -> None:

@@ -167,3 +167,60 @@ async def test_a_one_shot_cli_refuses_the_steer_with_a_sentence(
 def test_steerable_needs_claude_code() -> None:
     with pytest.raises(ValueError, match="steerable needs the claude-code preset"):
         CommandAgent(command=["x"], preset="json", steerable=True)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_an_http_agent_takes_the_steer_before_its_next_tool_turn(
+    db: Database, kind: str
+) -> None:
+    """A real local HTTP server plays the model: its first answer calls ``remember``; while
+    that tool runs a person steers the node; the next request carries the message, once."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from test_http_agents import FakeProvider, RememberHook, Verdict
+
+    from engine.agents.agent_tool import AgentTool
+    from engine.agents.http.anthropic import AnthropicAgent
+    from engine.agents.http.openai import OpenAIAgent
+    from engine.hooks import EngineHooks
+    from engine.memory.memory_config import MemoryConfig
+
+    store = RunStore(db)
+
+    class SteeringHook(RememberHook):
+        """``remember`` that steers the node while it runs (a person typing meanwhile)."""
+
+        def tools_for(self, *args: Any) -> list[AgentTool]:
+            (tool,) = super().tools_for(*args)
+
+            async def remember(arguments: dict[str, Any]) -> dict[str, Any]:
+                (run,) = await store.list_runs(limit=1)
+                await store.queue_steer(run.run_id, "judge", 0, "Say why.", "alice")
+                return await tool.handler(arguments)
+
+            return [AgentTool(tool.name, tool.description, tool.parameters, remember)]
+
+    FakeProvider.requests, FakeProvider.fail_with, FakeProvider.script = [], None, []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeProvider)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        agent: Any = (OpenAIAgent(base_url=url + "/v1", model="m", api_key="k")
+                      if kind == "openai" else AnthropicAgent(base_url=url, model="claude-x",
+                                                               api_key="k"))
+        wf = Workflow("http-steer", agents={"model": agent}, default_agent="model")
+        wf.add_task("judge", "Is the change safe?", output=Verdict,
+                    memory=MemoryConfig(bank="team", tools=True))
+        engine = Engine(db, config=EngineConfig(poll_interval_s=0.02),
+                        hooks=EngineHooks(memory=SteeringHook()))
+        outcome = await engine.start(wf, {})
+    finally:
+        server.shutdown()
+    assert outcome.status == "finished", outcome.error
+    bodies = [json.dumps(body) for _, body, _ in FakeProvider.requests]
+    assert len(bodies) == 2 and "Say why." not in bodies[0]
+    assert bodies[1].count("Say why.") == 1  # the next turn carries it, once
+    (steer,) = await store.list_steers(outcome.run_id)
+    assert steer.state == "delivered" and steer.attempt == 1
