@@ -3,8 +3,9 @@ dashboard's ``m``), delivered at most once at the next point where its agent can
 
 While an attempt talks to its agent, :class:`Steering` reads the node's queued steers every
 poll interval. An agent that takes input mid-run (``takes_steers``: Claude Code through its
-stream-json input, the HTTP agents before their tool loop's next turn) gets each on its inbox and marks it delivered right before it writes it; any
-other agent cannot, so the steer is refused at once with a sentence naming the agent. When the
+stream-json input, the HTTP agents before their tool loop's next turn) gets each on its inbox
+and marks it delivered right before it writes it; any other agent cannot, so the steer is
+refused at once with a sentence naming the agent. When the
 attempt ends, what is still queued is refused (the node's turn ended before it could be
 delivered): a steer is never left waiting for an attempt that will not come.
 """

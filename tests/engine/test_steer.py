@@ -63,9 +63,10 @@ async def started(db: Database, wf: Workflow) -> tuple[asyncio.Task[RunOutcome],
 
     async def running_node() -> str | None:
         runs = await store.list_runs(limit=5)
-        if runs and (await store.get_node(runs[0].run_id, "work")).state == "running":
+        nodes = await store.list_nodes(runs[0].run_id) if runs else []
+        if any(n.node_id == "work" and n.state == "running" for n in nodes):
             return runs[0].run_id
-        return None
+        return None  # not created yet, or its node not yet running
 
     return task, await until(running_node, "the node to run")
 
@@ -224,3 +225,28 @@ async def test_an_http_agent_takes_the_steer_before_its_next_tool_turn(
     assert bodies[1].count("Say why.") == 1  # the next turn carries it, once
     (steer,) = await store.list_steers(outcome.run_id)
     assert steer.state == "delivered" and steer.attempt == 1
+
+
+async def test_the_timeline_shows_each_steer_under_its_attempt(
+    db: Database, files: tuple[Path, Path]
+) -> None:
+    """``tether node --timeline`` and the Timeline tab read the same rows: a delivered steer is
+    a row under the attempt that took it, with who sent it and what it said."""
+    from store.read.timeline import flatten, with_details
+    from store.read.timeline_reads import read_details, read_timeline
+
+    ready, _ = files
+    task, run_id = await started(db, workflow(claude()))
+
+    async def is_ready() -> bool:
+        return ready.exists()
+
+    await until(is_ready, "the first turn to be under way")
+    await RunStore(db).queue_steer(run_id, "work", 0, "Mind the tests.", "carol")
+    assert (await task).status == "finished"
+    timeline = await read_timeline(db, run_id, db.clock.now_ms())
+    details = await read_details(db, run_id, ["work#0"])
+    rows = flatten(with_details(timeline, details), {"work#0"})
+    steers = [row for row in rows if row.kind == "steer"]
+    assert [row.label for row in steers] == ["steer from carol: Mind the tests."]
+    assert steers[0].attempt == 1 and steers[0].key == "work#0/1/s0"
