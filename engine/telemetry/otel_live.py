@@ -12,6 +12,7 @@ sends it within ``shutdown_timeout_s``.
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
 import time
 from collections import OrderedDict
@@ -25,7 +26,7 @@ from engine.telemetry.otel_semconv import AgentKind
 from engine.telemetry.otel_settings import ExportTarget
 from engine.telemetry.otel_status import ExportStatus, report
 from store.model.history_records import EventRecord
-from store.model.run_records import RunRecord
+from store.model.run_records import TERMINAL_RUN_STATUSES, RunRecord
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 
@@ -54,6 +55,9 @@ class LiveExport:
             target.shown, target.protocol, metrics_endpoint=target.metrics_shown
         )
         self.owners: set[str] = set()
+        self._joining: queue.SimpleQueue[tuple[str, int]] = queue.SimpleQueue()
+        """Owners announced but not yet taken in by the tail thread, each with when its engine
+        opened: their events may already have gone past the cursor."""
         self.sdk = SdkBridge(target, self.status)
         self.queue = SpanQueue(target.queue_size, self.status)
         self.sender = SpanSender(self.queue, self.sdk.export_spans, target.batch_size,
@@ -69,9 +73,10 @@ class LiveExport:
         self.sender.start()
         self._thread.start()
 
-    def add_owner(self, owner_id: str) -> None:
-        """Export the runs of the engine with this owner id too."""
-        self.owners.add(owner_id)
+    def add_owner(self, owner_id: str, since_ms: int | None = None) -> None:
+        """Export the runs of the engine with this owner id too, from the events written since
+        ``since_ms`` (when that engine opened; default: this export's own start)."""
+        self._joining.put((owner_id, self.since_ms if since_ms is None else since_ms))
 
     # -- the tail thread -----------------------------------------------------------------------
 
@@ -95,6 +100,7 @@ class LiveExport:
                 self._cursor = await _seq_before(db, self.since_ms)
             while True:
                 stopping = self._stopping.is_set()
+                await self._take_in_owners(store, db)
                 await self._catch_up(store)
                 if stopping:
                     return
@@ -102,23 +108,47 @@ class LiveExport:
         finally:
             await db.close()
 
+    async def _take_in_owners(self, store: RunStore, db: Any) -> None:
+        """Add the owners announced since the last step. The announcement travels on a pipe
+        while the engine already writes, so the tail may have passed that engine's first
+        events: those are read again, for that owner only, before the owner joins."""
+        while True:
+            try:
+                owner_id, since_ms = self._joining.get_nowait()
+            except queue.Empty:
+                return
+            if owner_id in self.owners:
+                continue
+            seq = await _seq_before(db, since_ms)
+            end = self._cursor or 0
+            while seq < end:
+                page = await store.events_since(seq, limit=PAGE)
+                if not page:
+                    break
+                for event in page:
+                    if event.seq > end:
+                        break
+                    await self._take(store, event, owners={owner_id})
+                seq = page[-1].seq
+            self.owners.add(owner_id)
+
     async def _catch_up(self, store: RunStore) -> None:
         while True:
             page = await store.events_since(self._cursor or 0, limit=PAGE)
             for event in page:
-                await self._take(store, event)
+                await self._take(store, event, owners=self.owners)
                 self._cursor = event.seq
             if len(page) < PAGE:
                 return
 
-    async def _take(self, store: RunStore, event: EventRecord) -> None:
+    async def _take(self, store: RunStore, event: EventRecord, owners: set[str]) -> None:
         run_id = event.run_id
         if run_id is None:
             return
         if event.type in RUN_EVENTS or run_id not in self._runs:
             self._remember(run_id, await store.find_run(run_id))
         run = self._runs.get(run_id)
-        if run is None or run.owner_id not in self.owners:
+        if run is None or run.owner_id not in owners:
             return
         if event.type == "memory.block" and event.node_id is not None:
             self._blocks.add((run_id, event.node_id, event.iteration or 0, event.attempt or 0))
@@ -137,7 +167,7 @@ class LiveExport:
             if bundle is not None:
                 self._tools.pop(key, None)
                 self._send(map_attempt(bundle, self.options))
-        elif event.type == "run.status" and run.is_terminal:
+        elif event.type == "run.status" and run.is_terminal and _ends_run(event):
             self._send(map_run(await run_bundle(store, run), self.options))
             for key in [k for k in self._tools if k[0] == run_id]:
                 del self._tools[key]
@@ -171,6 +201,13 @@ class LiveExport:
                 f"telemetry: {lost} spans did not reach {state.endpoint}; send them with: "
                 "tether export otlp --since 1d"
             )
+
+
+def _ends_run(event: EventRecord) -> bool:
+    """True for the status event that ended the run (a tail running behind sees a run already
+    ended at its earlier status events too: those must not send it again)."""
+    payload = event.payload
+    return isinstance(payload, dict) and payload.get("status") in TERMINAL_RUN_STATUSES
 
 
 async def _seq_before(db: Any, at_ms: int) -> int:

@@ -86,8 +86,9 @@ class ExportProcess:
                 pass  # it ended; the reader says why
 
     def add_owner(self, owner_id: str) -> None:
-        """Export the runs of the engine with this owner id too."""
-        self._send({"owner": owner_id})
+        """Export the runs of the engine with this owner id too (from a moment before now on:
+        the export may read past this engine's first events before it hears of it)."""
+        self._send({"owner": owner_id, "since_ms": int(time.time() * 1000) - 1000})
 
     def _read(self) -> None:
         stdout = self._process.stdout
@@ -215,9 +216,11 @@ def _serve(stdin: IO[str], stdout: IO[str]) -> None:
 
     def listen() -> None:
         for line in stdin:
-            owner = json.loads(line).get("owner")
+            message = json.loads(line)
+            owner = message.get("owner")
             if owner:
-                live.add_owner(str(owner))
+                since = message.get("since_ms")
+                live.add_owner(str(owner), int(since) if since is not None else None)
         ended.set()
 
     threading.Thread(target=listen, name="tether-otlp-owners", daemon=True).start()

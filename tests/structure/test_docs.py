@@ -59,8 +59,11 @@ def test_readme_keeps_the_setup_and_test_commands() -> None:
     first_block = readme.split("```sh\n", 1)[1].split("```", 1)[0]
     assert first_block == (
         "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/tether demo\n"
-        "python3 -m venv .venv && .venv/bin/pip install '.[test]' && .venv/bin/python -m pytest\n"
+        "python3 -m venv .venv && .venv/bin/pip install '.[test]' && .venv/bin/python -m pytest"
+        " -n 2\n"
     )
+    # CI runs the README's test command, workers included.
+    assert "python -m pytest -n 2 " in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert 'eval "$(.ci/postgres-up)" && python -m pytest --postgresql' in readme
     assert "python -m pytest --run-slow -m slow" in readme
 
