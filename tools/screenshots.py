@@ -5,7 +5,8 @@
 It creates a fresh demo workspace in a temporary folder, runs the demo workflows in the
 embedded engine (faster than the interactive demo), and saves an SVG of each view while the
 runs are moving: Runs (with the selected run's chart), a run's workflow graph, a run's
-inspector on a node with a recalled memory block, its Timeline tab, Tokens, Memory (on a
+inspector on a node with a recalled memory block, the fork dialog (b) on that node, its
+Timeline tab, Tokens, Memory (on a
 pending proposal), the note review screen, Handoffs, Usage, Runs searched with the query
 language, two runs compared, a run's cost explained. Then it serves the same workspace with
 ``tether serve`` and saves ``browser.png``, ``browser_timeline.png``, ``browser_usage.png``,
@@ -127,6 +128,12 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
                 screen.query_one("#inspector", TabbedContent).active = "tab-memory"
                 await pilot.pause(0.5)
                 await save("run_detail")
+                await pilot.press("b")  # fork (branch) from the node: the dialog
+                await pilot.pause(1.0)
+                if type(app.screen).__name__ == "ForkDialog":
+                    await save("fork")
+                    await pilot.press("escape")
+                    await pilot.pause(0.5)
                 app.select(run_id=run_id)
                 await pilot.press("escape")
         await pilot.pause(8.0)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.examples import EXAMPLES_DIR
+from engine.fork import ForkEdit
 from engine.handoff import ClearResult, clear_run
 from engine.run.engine import Engine
 from engine.run.run_end import RunOutcome
@@ -290,13 +291,22 @@ class EngineHost:
         """
         run = await (await self.runs()).get_run(run_id)
         workflow = self._workflow_of(run)
+        return self._spawn(_resumed(await self.engine(), workflow, run_id))
+
+    async def fork(self, run_id: str, node_id: str, edit: ForkEdit) -> str:
+        """Fork ``run_id`` from ``node_id`` with ``edit`` (the same :meth:`Engine.fork` as
+        ``tether fork``) and run the fork in the embedded engine; returns the fork's id.
+
+        Raises:
+            NotFoundError: no such run.
+            InvalidInputError: the sentence refusing the fork (nothing written).
+        """
+        run = await (await self.runs()).get_run(run_id)
+        workflow = self._workflow_of(run)
         engine = await self.engine()
-
-        async def run_it() -> RunOutcome:
-            outcome = await engine.resume(workflow, run_id)
-            return await engine.run_chain(workflow, outcome)
-
-        return self._spawn(run_it())
+        fork = await engine.fork(workflow, run_id, node_id, edit)
+        self._spawn(_resumed(engine, workflow, fork.run_id))
+        return fork.run_id
 
     def _workflow_of(self, run: RunRecord) -> Workflow:
         if not run.workflow_path:
@@ -368,6 +378,11 @@ class EngineHost:
             if self._db is not None:
                 db, self._db = self._db, None
                 await db.close()
+
+
+async def _resumed(engine: Engine, workflow: Workflow, run_id: str) -> RunOutcome:
+    """Resume ``run_id`` and follow its handoffs to the end."""
+    return await engine.run_chain(workflow, await engine.resume(workflow, run_id))
 
 
 def host_for(app: Any) -> EngineHost:

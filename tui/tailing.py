@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.artifact_files import stream_log_path
 from store.db.backends import open_reader
 from store.errors import NotFoundError, TetherError
 from store.model.history_records import EventRecord
+from store.model.run_records import NodeRecord
 from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import DATABASE_FILENAME, Workspace
 from tui.budget_alerts import BudgetAlerts
@@ -304,3 +306,24 @@ class DatabaseLogTail(FileTail):
             return notes
         data = await self._chunks.read(name, self._offset, size - self._offset)
         return notes + self._take(data)
+
+
+def find_node_log(workspace: Workspace, node: NodeRecord) -> Path | None:
+    """The stream log of the node iteration's latest attempt that has one (engine layout)."""
+    for attempt in range(max(node.attempts, 1), 0, -1):
+        path = stream_log_path(
+            workspace.artifacts_dir, node.run_id, node.node_id, node.iteration, attempt
+        )
+        if path.exists():
+            return path
+    return None
+
+
+async def find_stored_log(chunks: Any, node: NodeRecord) -> Path | None:
+    """The stream log (relative to the artifact folder) of the node iteration's latest attempt
+    that has one in the database of a PostgreSQL workspace."""
+    for attempt in range(max(node.attempts, 1), 0, -1):
+        path = stream_log_path(Path(""), node.run_id, node.node_id, node.iteration, attempt)
+        if await chunks.size(path.as_posix()) > 0:
+            return path
+    return None

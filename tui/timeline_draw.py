@@ -24,6 +24,8 @@ GLYPHS: dict[str, tuple[str, str]] = {
     "call": ("▬", "magenta"),
     "tool": ("◆", "yellow"),
     "tool-failed": ("✗", "bold red"),
+    "steer": ("»", "bold cyan"),
+    "steer-refused": ("»", "dim red"),
     "busy": ("█", "blue"),
     "idle": ("·", "dim"),
 }
@@ -33,14 +35,15 @@ LEGEND = (
     ("waiting", "waiting on dependencies"), ("queued", "queued"), ("running", "running"),
     ("finished", "finished"), ("failed", "failed"), ("retrying", "retry wait"),
     ("cached", "cache hit"), ("carried", "carried over"), ("call", "model call"),
-    ("tool", "tool call"), ("idle", "idle (run row)"),
+    ("tool", "tool call"), ("steer", "steer"), ("idle", "idle (run row)"),
 )
 
 # Which kind a cell shows when several spans meet in it: what went wrong first, then what
 # happened, then the waits.
 _PRIORITY = {kind: rank for rank, kind in enumerate((
-    "tool-failed", "failed", "tool", "cached", "carried", "call", "cancelled", "abandoned",
-    "skipped", "retrying", "running", "finished", "busy", "queued", "waiting", "idle",
+    "steer", "steer-refused", "tool-failed", "failed", "tool", "cached", "carried", "call",
+    "cancelled", "abandoned", "skipped", "retrying", "running", "finished", "busy", "queued",
+    "waiting", "idle",
 ))}
 
 NICE_STEPS_MS = (

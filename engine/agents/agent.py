@@ -8,6 +8,7 @@ authoritative total is the sum of those calls, written once when the attempt end
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,41 @@ async def _ignore_call(call: ModelCall) -> None:
     return None
 
 
+class Steer(Protocol):
+    """A person's message for the running attempt (``tether steer``, ``m``)."""
+
+    @property
+    def message(self) -> str: ...
+
+
+class SteerInbox(Protocol):
+    """What an agent that takes messages mid-run (``takes_steers``) reads them from: each
+    steer arrives on ``queue``; the agent calls ``deliver`` right before it hands the message
+    over, and hands it over only when that returns True (so none is delivered twice)."""
+
+    queue: asyncio.Queue[Any]
+
+    async def deliver(self, steer: Any) -> bool: ...
+
+    async def waiting(self) -> list[Any]:
+        """Every steer waiting now (the queue and the database read again)."""
+        ...
+
+
+async def steers_for_next_turn(request: AgentRequest) -> list[str]:
+    """The messages waiting for an agent's next turn (an HTTP agent's tool loop), each marked
+    delivered first: none is sent twice, and one already decided is left out."""
+    inbox = request.steers
+    if inbox is None:
+        return []
+    taken = []
+    for steer in await inbox.waiting():
+        if await inbox.deliver(steer):
+            taken.append(steer.message)
+            request.details.setdefault("steers_delivered", []).append(steer.steer_id)
+    return taken
+
+
 @dataclass
 class AgentRequest:
     """One attempt's input to an agent."""
@@ -130,6 +166,9 @@ class AgentRequest:
     max_budget_usd: float | None = None
     """Dollars this attempt may still spend before a budget stops it (agents that can cap
     their own spending take it as a second line of defence; None: no dollar budget)."""
+    steers: SteerInbox | None = None
+    """Messages a person sends while the attempt runs (engine.run.steering); None: none can
+    be taken (the agent does not take input mid-run)."""
     metadata: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     """What the agent passed and learned during the attempt (command line, session id, cost

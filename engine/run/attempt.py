@@ -26,6 +26,7 @@ from engine.ceiling import counted_tokens
 from engine.pricing import PriceTable
 from engine.prompting import continue_prompt, repair_prompt
 from engine.run.carry import input_key
+from engine.run.steering import Steering
 from engine.run.units import NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.structured import OutputInvalid, to_jsonable, validate_output
 from engine.workflow.user_code import USER_CODE_ERRORS, raised
@@ -160,7 +161,7 @@ async def run_attempt(
     text = ""
     try:
         async with asyncio.timeout(spec.effective_timeout_s):
-            result = await _agent_call(execution, unit, agent, request)
+            result = await _agent_call(execution, unit, agent, agent_name, request)
             # What an agent says is kept, never refused: a lone surrogate in its JSON becomes
             # U+FFFD here, so the output, its row and every later prompt can hold it.
             text = without_lone_surrogates(result.text)
@@ -179,6 +180,7 @@ async def run_attempt(
                         execution,
                         unit,
                         agent,
+                        agent_name,
                         dataclasses.replace(
                             request,
                             prompt=repair_prompt(text, str(problem), schema),
@@ -299,16 +301,19 @@ _NOT_RUN = "Not run: the run stopped dispatching before the agent started."
 
 
 async def _agent_call(
-    execution: RunExecution, unit: Unit, agent: Agent, request: AgentRequest
+    execution: RunExecution, unit: Unit, agent: Agent, agent_name: str, request: AgentRequest
 ) -> AgentResult:
     """``agent.run(request)`` as a task of its own, which a budget can stop
     (:meth:`RunExecution.stop_attempts`) without cancelling the node: stopping it once it has
     answered changes nothing."""
+    steering = Steering(execution.store, request, agent, agent_name,
+                        execution.config.poll_interval_s).start()
     task = asyncio.ensure_future(agent.run(request))
     execution.in_agent[unit.key] = task
     try:
         return await task
     finally:
+        await asyncio.shield(steering.stop())
         execution.in_agent.pop(unit.key, None)
         if not task.cancelled():
             execution.budget_stops.pop(unit.key, None)  # it answered before the stop landed

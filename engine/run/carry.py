@@ -12,7 +12,10 @@ attempt produced it), with no attempt and no agent call. A prompt that reads
 again on its own; ``carry=False`` on a task makes it run in every generation regardless.
 
 :func:`carry_candidates` reads the chain once when the successor starts (at most one run per
-generation); :func:`input_key` is pure.
+generation); :func:`input_key` is pure. A fork (:mod:`engine.fork`) carries the node
+iterations its ``fork_json`` lists from the run it was forked from *as recorded*
+(:func:`fork_candidates`): what is upstream of the forked node is never run again, whatever
+its prompt would render now.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class Finished:
     output: Any
     input_key: str
     made_in: str
+    as_recorded: bool = False
+    """Carried whatever its inputs are now (a fork's upstream), not only with equal keys."""
 
 
 async def carry_candidates(store: RunStore, run: RunRecord) -> dict[tuple[str, int], Finished]:
@@ -54,4 +59,20 @@ async def carry_candidates(store: RunStore, run: RunRecord) -> dict[tuple[str, i
             if node.state == "finished" and node.input_key and key not in found:
                 found[key] = Finished(node.output, node.input_key, node.carried_from or parent_id)
         parent_id, seen = parent.parent_run_id, seen + 1
+    return found
+
+
+async def fork_candidates(store: RunStore, run: RunRecord) -> dict[tuple[str, int], Finished]:
+    """The node iterations a fork carries over from the run it was forked from, as recorded
+    (the list ``engine.fork`` wrote when the fork was made; each one finished there)."""
+    fork = run.fork or {}
+    if run.forked_from is None or run.generation:
+        return {}
+    wanted = {(str(k[0]), int(k[1])) for k in fork.get("carried") or [] if len(k) == 2}
+    found: dict[tuple[str, int], Finished] = {}
+    for node in await store.list_nodes(run.forked_from):
+        key = (node.node_id, node.iteration)
+        if key in wanted and node.state == "finished":
+            made_in = node.carried_from or run.forked_from
+            found[key] = Finished(node.output, node.input_key or "", made_in, as_recorded=True)
     return found

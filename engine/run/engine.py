@@ -2,7 +2,8 @@
 workspace database.
 
 :meth:`Engine.start` creates a run and executes it, :meth:`Engine.resume` continues one,
-:meth:`Engine.run_claimed` executes a run claimed from the queue and :meth:`Engine.run_chain`
+:meth:`Engine.run_claimed` executes a run claimed from the queue, :meth:`Engine.fork` records a
+fork of a run from one of its nodes (``engine.fork``) and :meth:`Engine.run_chain`
 follows handoffs. Before anything is written, :meth:`Engine.prepare` checks the definition,
 every task's memory config and agent, and the ceiling. The loop of one run is
 :class:`~engine.run.scheduled_run.ScheduledRun`.
@@ -18,6 +19,7 @@ from engine.agents.agent import supports_tools
 from engine.agents.registry import AgentRegistry
 from engine.ceiling import CeilingGuard, ceiling_of
 from engine.executors.executors import Executors, check_placement
+from engine.fork import ForkEdit, create_fork
 from engine.hooks import EngineHooks
 from engine.run.engine_config import EngineConfig
 from engine.run.execution import EngineServices
@@ -149,6 +151,24 @@ class Engine:
             run_id=run_id,
         )
         return await self._execution(workflow, run, parsed).execute(fresh=True)
+
+    async def fork(
+        self,
+        workflow: Workflow,
+        origin_id: str,
+        node_id: str,
+        edit: ForkEdit,
+        *,
+        workflow_path: str | None = None,
+    ) -> RunRecord:
+        """Record a fork of ``origin_id`` from ``node_id`` with ``edit`` as a pending run
+        (:func:`engine.fork.create_fork`; the workflow is checked first); :meth:`resume`
+        executes it. A refusal raises InvalidInputError and writes nothing."""
+        self.prepare(workflow)
+        return await create_fork(
+            self.store, workflow, origin_id, node_id, edit,
+            agents=self.registry_for(workflow).names(), workflow_path=workflow_path,
+        )
 
     async def resume(self, workflow: Workflow, run_id: str) -> RunOutcome:
         """Continue ``run_id``: finished nodes keep their outputs, the rest run.

@@ -107,6 +107,8 @@ class RunExecution:
         self.progress_failed = False
         self.stop: DispatchDecision | None = None
         self.continuation: Any = None
+        self.fork = run.fork
+        """The node a fork starts from and its edit (engine.fork); None for other runs."""
         self.carried: dict[Key, Finished] = {}
         """What earlier generations of a handoff chain finished (engine.run.carry)."""
         self.finished_here = 0
@@ -412,6 +414,14 @@ class RunExecution:
                 return result
         return decision
 
+    def fork_edit(self, spec: TaskSpec, name: str) -> str | None:
+        """What a fork's edit gives task ``spec`` instead (``prompt``, ``memory_block`` or
+        ``agent``); None when this run is no fork, or not of this task, or that is unchanged."""
+        if self.fork is None or self.fork.get("node") != spec.id:
+            return None
+        value = self.fork.get(name)
+        return value if isinstance(value, str) else None
+
     async def prepare_prompt(
         self, unit: Unit, agent: Agent, task_prompt: str, attempt: int, memory: Any
     ) -> tuple[str, list[Any]]:
@@ -421,14 +431,15 @@ class RunExecution:
         recall block is placed first and its tools are offered; otherwise no block. Assembly
         itself is the pure :func:`engine.prompting.assemble_prompt`.
         """
-        block: str | None = None
+        block: str | None = self.fork_edit(unit.spec, "memory_block")
         tools: list[Any] = []
         runtime = self.hooks.memory
         if runtime is not None and memory is not None:
-            prepared = await runtime.block_for(
-                self.run_id, unit.node_id, unit.iteration, attempt, memory, task_prompt
-            )
-            block = prepared.text
+            if block is None:  # a fork's edited block replaces what recall would inject
+                prepared = await runtime.block_for(
+                    self.run_id, unit.node_id, unit.iteration, attempt, memory, task_prompt
+                )
+                block = prepared.text
             tools = list(runtime.tools_for(self.run_id, unit.node_id, unit.iteration, memory))
         schema = unit.spec.output.model_json_schema() if unit.spec.output else None
         prompt = assemble_prompt(

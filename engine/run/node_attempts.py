@@ -7,6 +7,7 @@ import asyncio
 from typing import Any, Protocol
 
 from engine.agents.agent import AgentError
+from engine.fork import edited_task_prompt
 from engine.run.attempt import Resume, record_failed_attempt, run_attempt
 from engine.run.cached_output import lookup_cached_output, record_cache_hit
 from engine.run.carry import input_key
@@ -47,7 +48,7 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
     failures = 0
     limit_waits = 0
     resume: Resume | None = None
-    agent_name = task_agent_name(spec, execution.workflow)
+    agent_name = execution.fork_edit(spec, "agent") or task_agent_name(spec, execution.workflow)
     agent = execution.placed_agent(spec, agent_name)
     memory = task_memory(spec, execution.workflow)
     policy = spec.cache or execution.workflow.cache
@@ -170,13 +171,17 @@ async def _carry_over(
     """Take the node over from an earlier generation of the chain when it finished there with
     the same inputs (``engine.run.carry``); :data:`_NOT_CARRIED` when it must run."""
     found = execution.carried.get(unit.key)
-    if found is None or not unit.spec.carry or execution.cancelled or execution.lost:
+    if found is None or execution.cancelled or execution.lost:
         return _NOT_CARRIED
-    task_prompt = await _render(execution, unit, task_context(execution, unit, attempt))
-    schema = unit.spec.output.model_json_schema() if unit.spec.output else None
-    key = input_key(agent_name, task_prompt, schema)
-    if key != found.input_key:
-        return _NOT_CARRIED  # its inputs changed since: it runs again
+    key = found.input_key
+    if not found.as_recorded:
+        if not unit.spec.carry:
+            return _NOT_CARRIED
+        task_prompt = await _render(execution, unit, task_context(execution, unit, attempt))
+        schema = unit.spec.output.model_json_schema() if unit.spec.output else None
+        key = input_key(agent_name, task_prompt, schema)
+        if key != found.input_key:
+            return _NOT_CARRIED  # its inputs changed since: it runs again
     execution.done_count += 1
     await execution.store.upsert_node(
         execution.run_id,
@@ -186,7 +191,7 @@ async def _carry_over(
         output=found.output,
         set_output=True,
         nodes_done=execution.done_count,
-        input_key=key,
+        input_key=key or None,
         carried_from=found.made_in,
     )
     execution.progress("node", unit, "finished", f"carried from {found.made_in}")
@@ -195,8 +200,12 @@ async def _carry_over(
 
 async def _render(execution: RunExecution, unit: Unit, ctx: TaskContext) -> str:
     """The task prompt of ``unit``; a prompt that raises or renders empty fails the node."""
+    edited = execution.fork_edit(unit.spec, "prompt")
+    if edited is not None:
+        schema = unit.spec.output.model_json_schema() if unit.spec.output else None
+        edited = edited_task_prompt(edited, schema)
     try:
-        text = unit.spec.prompt(ctx)
+        text = edited if edited is not None else unit.spec.prompt(ctx)
     except USER_CODE_ERRORS as error:
         message = f"The prompt of {unit.node_id} {raised(error)}"
         await execution.store.upsert_node(

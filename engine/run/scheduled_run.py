@@ -34,7 +34,7 @@ from collections import deque
 from typing import Any
 
 from engine.executors.run_on_cluster import prepare_cluster, record_nodes, watch_cluster
-from engine.run.carry import carry_candidates
+from engine.run.carry import carry_candidates, fork_candidates
 from engine.run.execution import EngineServices, RunExecution
 from engine.run.interruption import record_interruption
 from engine.run.monitor import monitor_run
@@ -119,6 +119,8 @@ class ScheduledRun(RunExecution):
                 self.continuation = handoffs[-1].carried_state
             if self.run.generation > 0:
                 self.carried = await carry_candidates(self.store, self.run)
+            elif self.run.forked_from is not None:
+                self.carried = await fork_candidates(self.store, self.run)
         static = [
             (i, 0, "pending", list(self.workflow.tasks[i].depends_on))
             for i in self.top_ids

@@ -107,6 +107,33 @@ UPDATE calls SET call_seq = call_id;
 CREATE UNIQUE INDEX calls_seq_idx ON calls (run_id, node_id, iteration, attempt, call_seq);"""
 
 
+def fork_columns(text: str, json_check: str, integer: str = "INTEGER") -> str:
+    """Acting on a run (both backends' migration of the same name). A run forked from another
+    one's node (``tether fork``, ``b`` in the run detail): ``runs.forked_from`` is the run it
+    was forked from;
+    ``runs.fork_node`` the task it was forked from (both read by every listing);
+    ``runs.fork_json`` the edit it runs with and what it carries over (``engine/fork.py``)."""
+    return f"""ALTER TABLE runs ADD COLUMN forked_from {text};
+ALTER TABLE runs ADD COLUMN fork_node {text};
+ALTER TABLE runs ADD COLUMN fork_json {text} CHECK ({json_check.format("fork_json")});
+CREATE INDEX runs_forked_from_idx ON runs (forked_from) WHERE forked_from IS NOT NULL;
+CREATE TABLE steers (
+    steer_id          {text} PRIMARY KEY,
+    run_id            {text} NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    node_id           {text} NOT NULL,
+    iteration         {integer} NOT NULL,
+    position          {integer} NOT NULL,
+    message           {text} NOT NULL,
+    sent_by           {text} NOT NULL,
+    state             {text} NOT NULL CHECK (state IN ('queued', 'delivered', 'refused')),
+    created_at_ms     {integer} NOT NULL,
+    decided_at_ms     {integer},
+    attempt           {integer},
+    refusal           {text}
+);
+CREATE INDEX steers_node_idx ON steers (run_id, node_id, iteration, state);"""
+
+
 def observe_tables(integer: str, real: str, text: str, without_rowid: str) -> str:
     """What the observation views read (``tether usage``, ``runs --where``, saved filters):
     usage per run, hour, agent and model, kept as calls are recorded and back-filled from the

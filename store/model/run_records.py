@@ -111,6 +111,12 @@ class RunRecord(NamedTuple):
     """When the run was put on the queue for a worker (None: it was not queued)."""
     budget_json: str | None = None
     """The budgets the run is held to (``engine/budget.py``), as JSON; None: none."""
+    forked_from: str | None = None
+    """The run this one was forked from (``tether fork``); None: not a fork."""
+    fork_node: str | None = None
+    """The task a fork was forked from (``tether fork RUN NODE``)."""
+    fork_json: str | None = None
+    """The node a fork starts from and its edit (``engine/fork.py``), as JSON."""
 
     @classmethod
     def from_row(cls, row: RowLike) -> RunRecord:
@@ -141,6 +147,9 @@ class RunRecord(NamedTuple):
             cost=CostTotal.from_row(v),
             queued_at_ms=v.get("queued_at_ms"),
             budget_json=v.get("budget_json"),
+            forked_from=v.get("forked_from"),
+            fork_node=v.get("fork_node"),
+            fork_json=v.get("fork_json"),
         )
 
     @property
@@ -153,6 +162,12 @@ class RunRecord(NamedTuple):
         """The budgets the run is held to (decoded; empty when none)."""
         value = read_json(self.budget_json)
         return [b for b in value if isinstance(b, dict)] if isinstance(value, list) else []
+
+    @property
+    def fork(self) -> dict[str, Any] | None:
+        """The node a fork starts from and its edit (decoded); None for a run not forked."""
+        value = read_json(self.fork_json)
+        return value if isinstance(value, dict) else None
 
     @property
     def input(self) -> Any:
@@ -206,6 +221,9 @@ class RunRecord(NamedTuple):
             "error": self.error,
             "parent_run_id": self.parent_run_id,
             "generation": self.generation,
+            "forked_from": self.forked_from,
+            "fork_node": self.fork_node,
+            "fork": self.fork,
             "created_at_ms": self.created_at_ms,
             "started_at_ms": self.started_at_ms,
             "finished_at_ms": self.finished_at_ms,

@@ -74,6 +74,9 @@ class Comparison(NamedTuple):
             return f"{self.b.run_id} continues {self.a.run_id} (generation {self.b.generation})"
         if self.a.parent_run_id == self.b.run_id:
             return f"{self.a.run_id} continues {self.b.run_id} (generation {self.a.generation})"
+        for one, other in ((self.b, self.a), (self.a, self.b)):
+            if one.forked_from == other.run_id:
+                return f"{one.run_id} is a fork of {other.run_id} from node {one.fork_node}"
         if self.a.workflow == self.b.workflow:
             return f"two runs of {self.a.workflow}"
         return f"runs of {self.a.workflow} and {self.b.workflow}"

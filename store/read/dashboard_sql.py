@@ -28,7 +28,8 @@ _RUN_COLUMNS = (
     "run_id, workflow, status, error, parent_run_id, generation, created_at_ms, started_at_ms, "
     "finished_at_ms, heartbeat_at_ms, updated_at_ms, nodes_total, nodes_done, input_tokens, "
     "cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens, input_json, "
-    "clear_reason, cost_usd, unpriced_calls, queued_at_ms, budget_json"
+    "clear_reason, cost_usd, unpriced_calls, queued_at_ms, budget_json, forked_from, "
+    "fork_node"
 )
 
 # Newest N runs through runs_created_idx.

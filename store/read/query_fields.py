@@ -31,6 +31,7 @@ FIELDS: dict[str, Field] = {
         Field("status", "status", "the run's status (stale: running with an old heartbeat; "
               "queued: pending on the queue for a worker)"),
         Field("parent", "text", "the run it continues (none: a first generation)"),
+        Field("forked", "text", "the run it was forked from (none: not a fork)"),
         Field("gen", "number", "the generation in its handoff chain"),
         Field("created", "time", "when the run was created"),
         Field("started", "time", "when it started"),

@@ -26,13 +26,14 @@ RUN_COLUMNS = (
     "run_id, workflow, status, error, parent_run_id, generation, created_at_ms, started_at_ms, "
     "finished_at_ms, heartbeat_at_ms, updated_at_ms, nodes_total, nodes_done, input_tokens, "
     "cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens, input_json, "
-    "clear_reason, cost_usd, unpriced_calls, queued_at_ms"
+    "clear_reason, cost_usd, unpriced_calls, queued_at_ms, forked_from, fork_node"
 )
 _TOKENS = "(" + " + ".join(f"runs.{c}" for c in LANE_COLUMNS) + ")"
 _COLUMNS = {
     "run": "runs.run_id",
     "workflow": "runs.workflow",
     "parent": "runs.parent_run_id",
+    "forked": "runs.forked_from",
     "gen": "runs.generation",
     "created": "runs.created_at_ms",
     "started": "runs.started_at_ms",
@@ -177,7 +178,8 @@ class _Compiler:
             test = f"runs.run_id IN (SELECT value FROM json_each(:{param}))"
             return Sql(test if c.op == "~" else f"NOT {test}")
         column = _COLUMNS[c.field]
-        if c.field == "parent" and c.op in ("=", "!=") and str(c.values[0]).lower() == "none":
+        none = c.op in ("=", "!=") and str(c.values[0]).lower() == "none"
+        if c.field in ("parent", "forked") and none:
             return Sql(f"{column} IS {'NOT ' if c.op == '!=' else ''}NULL")
         return Sql(self.compare(column, c))
 

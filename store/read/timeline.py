@@ -60,12 +60,23 @@ class NodeBar(NamedTuple):
     critical: bool = False
 
 
+class SteerMark(NamedTuple):
+    """A person's message to an attempt (``tether steer``): when it was delivered or refused."""
+
+    attempt: int
+    at_ms: int
+    label: str
+    delivered: bool
+
+
 class NodeDetail(NamedTuple):
-    """What a node's rows show beneath it once read: its attempts, calls and tool calls."""
+    """What a node's rows show beneath it once read: its attempts, calls, tool calls and
+    the steers their attempts took or refused."""
 
     attempts: tuple[AttemptRecord, ...]
     calls: tuple[CallRecord, ...] = ()
     tools: tuple[ToolCall, ...] = ()
+    steers: tuple[SteerMark, ...] = ()
 
 
 class RunTimeline(NamedTuple):
@@ -397,6 +408,13 @@ def attempt_rows(
             (Span(tool.start_ms, tool.end_ms, "tool" if tool.ok else "tool-failed"),),
             node_key, number, item_id=index,
         )))
+    for index, steer in enumerate(detail.steers):
+        if steer.attempt == number:
+            children.append((steer.at_ms, Row(
+                f"{node_key}/{number}/s{index}", 2, "steer", steer.label,
+                (Span(steer.at_ms, steer.at_ms, "steer" if steer.delivered else "steer-refused"),),
+                node_key, number, item_id=index,
+            )))
     rows.extend(row for _, row in sorted(children, key=lambda pair: pair[0]))
     return rows
 

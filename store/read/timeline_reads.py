@@ -21,7 +21,7 @@ from store.model.history_records import EventRecord
 from store.model.run_records import AttemptRecord, CallRecord, NodeRecord, RunRecord
 from store.read.run_query_sql import RUN_COLUMNS
 from store.read.run_search import Rows
-from store.read.timeline import NodeDetail, RunTimeline, ToolCall, build_timeline
+from store.read.timeline import NodeDetail, RunTimeline, SteerMark, ToolCall, build_timeline
 
 TIMELINE_RUN = f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?"
 
@@ -55,6 +55,11 @@ DETAIL_TOOL_EVENTS = f"""
 SELECT seq, at_ms, type, run_id, node_id, iteration, attempt, payload_json FROM events
 WHERE {_NODE_SET} AND type = 'memory.tool'
 ORDER BY seq
+"""
+
+DETAIL_STEERS = f"""
+SELECT node_id, iteration, attempt, decided_at_ms, state, sent_by, message FROM steers
+WHERE {_NODE_SET} AND state != 'queued' ORDER BY position
 """
 
 MAX_DETAIL_NODES = 400
@@ -127,9 +132,18 @@ async def read_details(
         tool = memory_tool_call(EventRecord.from_row(row))
         if tool is not None:
             tools[tool.node_key].append(tool)
+    steers: dict[str, list[SteerMark]] = defaultdict(list)
+    for node_id, iteration, attempt, at_ms, state, sent_by, message in await rows.fetch_all(
+        DETAIL_STEERS, params
+    ):
+        said = message if len(message) <= 80 else message[:79] + "…"
+        verb = "steer from" if state == "delivered" else "steer refused, from"
+        steers[f"{node_id}#{iteration}"].append(
+            SteerMark(int(attempt or 0), int(at_ms or 0), f"{verb} {sent_by}: {said}",
+                      state == "delivered"))
     return {
         key: NodeDetail(tuple(attempts.get(key, ())), tuple(calls.get(key, ())),
-                        tuple(tools.get(key, ())))
+                        tuple(tools.get(key, ())), tuple(steers.get(key, ())))
         for key in keys if key in wanted
     }
 

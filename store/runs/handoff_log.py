@@ -135,6 +135,7 @@ class HandoffLog(RunLog):
                 generation=generation,
                 owner_id=owner_id,
                 nodes_total=0,
+                fork=old.fork,  # a fork's edit holds in every generation of its chain
             )
             handoff_id = self._insert_handoff(
                 conn,

@@ -52,10 +52,13 @@ class RunLog(EventLog):
         run_id: str | None = None,
         status: str = "running",
         nodes_total: int = 0,
+        forked_from: str | None = None,
+        fork: dict[str, Any] | None = None,
     ) -> RunRecord:
         """Insert a run (``running`` by default, heartbeat now) and its ``run.created`` event.
 
-        ``parent_run_id``/``generation`` link a continuation (handoff) to the run it continues.
+        ``parent_run_id``/``generation`` link a continuation (handoff) to the run it continues;
+        ``forked_from``/``fork`` a fork to its origin run and the node and edit it starts from.
         """
         check_choice(status, RUN_STATUSES, "run status")
         run_id = validate_run_id(run_id) if run_id is not None else new_run_id()
@@ -74,6 +77,8 @@ class RunLog(EventLog):
                 generation=generation,
                 owner_id=owner_id,
                 nodes_total=nodes_total,
+                forked_from=forked_from,
+                fork=fork,
             )
             # Read back in the same transaction: no second trip to the database.
             return RunRecord.from_row(conn.execute(sql.SELECT_RUN, (run_id,)).fetchone())
@@ -95,6 +100,8 @@ class RunLog(EventLog):
         generation: int,
         owner_id: str | None,
         nodes_total: int,
+        forked_from: str | None = None,
+        fork: dict[str, Any] | None = None,
     ) -> None:
         running = status == "running"
         conn.execute(
@@ -112,6 +119,9 @@ class RunLog(EventLog):
                 "started_at_ms": now if running else None,
                 "heartbeat_at_ms": now if running else None,
                 "nodes_total": nodes_total,
+                "forked_from": forked_from,
+                "fork_node": (fork or {}).get("node") if forked_from else None,
+                "fork_json": None if fork is None else dump_json(fork),
             },
         )
         insert_events(
@@ -126,6 +136,8 @@ class RunLog(EventLog):
                         "status": status,
                         "parent_run_id": parent_run_id,
                         "generation": generation,
+                        **({"forked_from": forked_from, "fork_node": (fork or {}).get("node")}
+                           if forked_from else {}),
                     },
                 )
             ],

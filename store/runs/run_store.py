@@ -21,7 +21,8 @@ Event types written here (``EventRecord.type``):
 ``run.created``, ``run.status``, ``run.cancel-requested``, ``run.clear-requested``,
 ``run.resumed``, ``run.deleted``, ``node.state``, ``attempt.started``, ``attempt.finished``,
 ``attempt.abandoned``, ``attempt.placed``, ``executor.nodes``, ``call``, ``memory.block``,
-``handoff``, ``budget.alert``, plus whatever callers append with
+``handoff``, ``budget.alert``, ``steer.queued``, ``steer.delivered``, ``steer.refused``,
+plus whatever callers append with
 :meth:`RunStore.append_events` (the engine adds ``cache.hit``, ``cache.invalid``, ``warning``
 and ``executor.reaped``).
 
@@ -42,9 +43,11 @@ from store.runs.budget_log import BudgetLog
 from store.runs.call_usage import CallLog
 from store.runs.executor_log import ExecutorLog
 from store.runs.handoff_log import HandoffLog
+from store.runs.steer_log import SteerLog
 
 
-class RunStore(HandoffLog, AttemptLog, CallLog, BudgetLog, MemoryBlockLog, ExecutorLog):
+class RunStore(HandoffLog, AttemptLog, CallLog, BudgetLog, MemoryBlockLog, ExecutorLog,
+               SteerLog):
     """Reads and writes run records on an open workspace database (:mod:`store.db.seam`):
     runs (:mod:`store.runs.run_log`), handoffs (:mod:`store.runs.handoff_log`), nodes and
     attempts (:mod:`store.runs.node_log`, :mod:`store.runs.attempt_log`), calls

@@ -14,9 +14,10 @@ _SUBTRACT_LANES = each_lane("{c} = usage_rollups.{c} - r.{c}", ",\n    ")
 INSERT_RUN = """
 INSERT INTO runs (run_id, workflow, workflow_path, status, input_json, parent_run_id, generation,
                   owner_id, created_at_ms, started_at_ms, heartbeat_at_ms, updated_at_ms,
-                  nodes_total)
+                  nodes_total, forked_from, fork_node, fork_json)
 VALUES (:run_id, :workflow, :workflow_path, :status, :input_json, :parent_run_id, :generation,
-        :owner_id, :now, :started_at_ms, :heartbeat_at_ms, :now, :nodes_total)
+        :owner_id, :now, :started_at_ms, :heartbeat_at_ms, :now, :nodes_total, :forked_from,
+        :fork_node, :fork_json)
 """
 
 SELECT_RUN = "SELECT * FROM runs WHERE run_id = ?"
@@ -110,6 +111,7 @@ DELETE_RUN_ROWS = (
     "DELETE FROM usage_hours WHERE run_id = ?",
     "DELETE FROM task_cache WHERE scope = 'run' AND run_id = ?",
     "DELETE FROM handoffs WHERE from_run_id = ?",
+    "DELETE FROM steers WHERE run_id = ?",
     "DELETE FROM runs WHERE run_id = ?",
 )
 

@@ -46,6 +46,7 @@ COPY_ORDER = (
     "usage_hours",
     "memory_blocks",
     "handoffs",
+    "steers",
     "task_cache",
     "events",
     "workers",

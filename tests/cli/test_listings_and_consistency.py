@@ -249,6 +249,7 @@ def test_runs_shows_generation_and_parent(seeded: tuple[Path, dict[str, str]]) -
         "STATUS",
         "GEN",
         "PARENT",
+        "FORKED",
         "NODES",
         "TOKENS",
         "COST",

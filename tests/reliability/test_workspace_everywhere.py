@@ -60,6 +60,7 @@ async def seed(root: Path, where: str, workflow: Path) -> None:
                                      workflow_path=str(workflow))
         await runs.upsert_node(done.run_id, "plan", 0, "finished")
         await runs.create_run("tiny", run_id=f"r-{where}-wait", status="pending")
+        await runs.upsert_node(f"r-{where}-wait", "plan", 0, "pending")  # a steer's target
         await runs.create_run("tiny", run_id=f"r-{where}-bad", status="failed",
                               workflow_path=str(workflow))
         await save_filter(memory.db, f"{where}-filter", "status = failed")
@@ -156,6 +157,17 @@ CASES["worker"] = Case(
     and "target" in o.stderr else pytest.fail(o.stderr),  # r-target-done and the queued run
 )
 # The export names a run only the target has: the decoy would answer "no such run".
+CASES["fork"] = Case(
+    ("fork", "r-target-done", "plan", "--no-start", "--format", "json"),
+    lambda o, r: None if runs(r)[json.loads(o.stdout)["run_id"]]["forked_from"] == "r-target-done"
+    else pytest.fail(o.stdout),
+)
+CASES["steer"] = Case(
+    ("steer", "r-target-wait", "plan", "go on", "--format", "json"),
+    lambda o, r: None if json.loads(tether(r, "node", "plan", "--run", "r-target-wait",
+                                           "--format", "json").stdout)["steers"][0]["message"]
+    == "go on" else pytest.fail(o.stdout),
+)
 CASES["export otlp"] = Case(
     ("export", "otlp", "--run", "r-target-done", "--no-metrics", "--endpoint", "{otlp}"),
     expect("(1 of 1 runs)"),

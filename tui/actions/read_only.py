@@ -12,6 +12,8 @@ WRITE_ACTIONS = frozenset(
         "cancel_run",
         "resume_run",
         "delete_run",
+        "fork_node",
+        "steer_node",
         "edit_fact",
         "new_fact",
         "delete_fact",

@@ -6,6 +6,7 @@ Nothing is read past the limit: ``@/dev/zero``, an endless pipe on stdin or a hu
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import BinaryIO
@@ -72,3 +73,21 @@ def read_text_argument(value: str, what: str, *, limit: int = MAX_VALUE_BYTES) -
             f"{what[:1].upper()}{what[1:]} is larger than {_mib(limit)}, the most Tether reads."
         )
     return value
+
+
+_ITERATION_SUFFIX = re.compile(r"^(?P<node>.+)#(?P<iteration>\d+)$")
+
+
+def split_iteration(node_id: str, iteration: int | None) -> tuple[str, int | None]:
+    """``draft#2`` (as ``tether run`` prints a loop node) is node ``draft`` at iteration 2;
+    InvalidInputError when ``--iteration`` says otherwise."""
+    match = _ITERATION_SUFFIX.match(node_id)
+    if match is None:
+        return node_id, iteration
+    suffix = int(match.group("iteration"))
+    if iteration is not None and iteration != suffix:
+        raise InvalidInputError(
+            f"{node_id!r} names iteration {suffix} but --iteration says {iteration}; "
+            "give one of them."
+        )
+    return match.group("node"), suffix

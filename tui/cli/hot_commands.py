@@ -122,13 +122,23 @@ async def list_runs(
     )
 
 
+def fork_origin(run: RunRecord) -> str:
+    """Where a fork comes from, ``RUN:NODE`` (``-`` for a run that is no fork)."""
+    if run.forked_from is None:
+        return "-"
+    from tui.plain import visible
+
+    node = visible(run.fork_node or "?", keep_newlines=False)
+    return f"{run.forked_from}:{node}"
+
+
 def print_runs(runs: Sequence[RunRecord], now: int) -> None:
     """The runs as the text table ``tether runs`` prints."""
     from tui.plain import budget_used, duration, tokens, visible
     from tui.plain import cost as format_cost
 
     echo(
-        f"{'RUN':<16} {'WORKFLOW':<22} {'STATUS':<11} {'GEN':>3} {'PARENT':<16} "
+        f"{'RUN':<16} {'WORKFLOW':<22} {'STATUS':<11} {'GEN':>3} {'PARENT':<16} {'FORKED':<24} "
         f"{'NODES':>7} {'TOKENS':>8} {'COST':>10} {'BUDGET':>12} {'AGE':>8}"
     )
     for r in runs:
@@ -136,6 +146,7 @@ def print_runs(runs: Sequence[RunRecord], now: int) -> None:
         echo(
             f"{r.run_id:<16} {visible(r.workflow, keep_newlines=False)[:22]:<22} "
             f"{r.display_status(now):<11} {r.generation:>3} {r.parent_run_id or '-':<16} "
+            f"{fork_origin(r):<24} "
             f"{f'{r.nodes_done}/{r.nodes_total}':>7} {tokens(r.tokens.total):>8} "
             f"{spent:>10} {budget_used(r) or '-':>12} {duration(now - r.created_at_ms):>8}"
         )

@@ -60,6 +60,14 @@ COMMAND_MODULES = {
         "tui.cli.runs_commands",
         "Cancel RUN: the process running it stops its tasks within a moment.",
     ),
+    "fork": LazyCommand(
+        "tui.cli.fork_commands",
+        "Fork RUN from NODE with an edit: upstream nodes carried over, NODE...",
+    ),
+    "steer": LazyCommand(
+        "tui.cli.steer_commands",
+        "Send MESSAGE to the running NODE of RUN (delivered at most once, or...",
+    ),
     "clear": LazyCommand(
         "tui.cli.clear_commands",
         "Durable /clear: hand RUN off to a fresh run carrying only...",

@@ -83,7 +83,7 @@ class ProgressPrinter:
             self.stream = None  # its reader went away: the run goes on without progress lines
 
 
-def _summary(run: dict[str, Any], outcome: RunOutcome) -> str:
+def run_summary(run: dict[str, Any], outcome: RunOutcome) -> str:
     tok = run["tokens"]
     total = sum(tok.values())
     spent = format_cost(run["cost_usd"] if total else None, run["unpriced_calls"])
@@ -157,7 +157,7 @@ async def run_command(
     if output_format == "json":
         print_json({**run, "outcome": outcome.status, "next_run_id": outcome.next_run_id})
     else:
-        echo(_summary(run, outcome), err=True)
+        echo(run_summary(run, outcome), err=True)
         if run["output"] is not None:
             echo(visible(json.dumps(run["output"], ensure_ascii=False, indent=2)))
     if outcome.status != "finished":
@@ -193,4 +193,4 @@ async def enqueue_run(
 
 COMMANDS = [run_command]
 
-__all__ = ["COMMANDS", "parse_input"]
+__all__ = ["COMMANDS", "parse_input", "run_summary"]

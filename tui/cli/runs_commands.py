@@ -10,20 +10,20 @@ escape sequences.
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from store.errors import InvalidInputError, NotFoundError
+from store.errors import NotFoundError
 from store.model.history_records import MemoryBlockRecord
 from store.model.ids import validate_node_id, validate_run_id
 from store.model.run_records import AttemptRecord, CallRecord, NodeRecord
 from store.model.states import RUN_STATUSES
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
+from tui.cli.arguments import split_iteration
 from tui.cli.common import (
     format_option,
     limit_option,
@@ -41,7 +41,6 @@ from tui.plain import duration, visible
 
 DEFAULT_ATTEMPTS_LIMIT = 10
 DEFAULT_FAN_OUT_LIMIT = 200
-_ITERATION_SUFFIX = re.compile(r"^(?P<node>.+)#(?P<iteration>\d+)$")
 
 
 async def open_runs(workspace: Workspace) -> RunStore:
@@ -117,21 +116,6 @@ async def runs_command(
 
 
 # -- tether node ----------------------------------------------------------------------------
-
-
-def split_iteration(node_id: str, iteration: int | None) -> tuple[str, int | None]:
-    """``draft#2`` (as ``tether run`` prints a loop node) is node ``draft`` at iteration 2;
-    InvalidInputError when ``--iteration`` says otherwise."""
-    match = _ITERATION_SUFFIX.match(node_id)
-    if match is None:
-        return node_id, iteration
-    suffix = int(match.group("iteration"))
-    if iteration is not None and iteration != suffix:
-        raise InvalidInputError(
-            f"{node_id!r} names iteration {suffix} but --iteration says {iteration}; "
-            "give one of them."
-        )
-    return match.group("node"), suffix
 
 
 def _call_line(call: CallRecord) -> str:
@@ -360,6 +344,8 @@ async def _show_node(
             run_id, node.node_id, node.iteration, attempts[0].attempt, attempts[-1].attempt
         )
     block = await store.get_memory_block(run_id, node.node_id, node.iteration)
+    steers = [s for s in await store.list_steers(run_id, node.node_id)
+              if s.iteration == node.iteration]
     if output_format == "json":
         print_json(
             {
@@ -375,10 +361,14 @@ async def _show_node(
                 "attempts_total": total,
                 "attempts_offset": offset,
                 "memory_block": memory_block_json(block),
+                "steers": [s.as_dict() for s in steers],
             }
         )
         return
-    click.echo("\n".join(_node_lines(node, attempts, calls, states, offset, block, all_attempts)))
+    from tui.cli.steer_commands import steer_lines
+
+    lines = _node_lines(node, attempts, calls, states, offset, block, all_attempts)
+    click.echo("\n".join([*lines, *steer_lines(steers)]))
 
 
 def _node_lines(

@@ -7,20 +7,21 @@ a live tail of the node's artifact log, the attempts with their errors, and the 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import ScrollableContainer, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
-from engine.artifact_files import stream_log_path
 from store.model.run_records import TERMINAL_RUN_STATUSES, NodeRecord, RunRecord
 from store.read.timeline import Row
-from store.workspace.layout import Workspace
+from tui.actions.fork_action import FORK_NOTE, fork_allowed, fork_from_node
+from tui.actions.read_only import write_refused
+from tui.actions.steer_action import STEER_NOTE, steer_allowed, steer_node
 from tui.format import (
     duration,
     literal,
@@ -44,32 +45,11 @@ from tui.screens.run_detail_render import (
     node_cells,
 )
 from tui.screens.run_timeline import TIMELINE_TAB
-from tui.tailing import Batch, DatabaseLogTail, FileTail
+from tui.tailing import Batch, DatabaseLogTail, FileTail, find_node_log, find_stored_log
 from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.log_view import FollowLog
 from tui.widgets.workflow_graph import WorkflowGraph
-
-
-def find_node_log(workspace: Workspace, node: NodeRecord) -> Path | None:
-    """The stream log of the node iteration's latest attempt that has one (engine layout)."""
-    for attempt in range(max(node.attempts, 1), 0, -1):
-        path = stream_log_path(
-            workspace.artifacts_dir, node.run_id, node.node_id, node.iteration, attempt
-        )
-        if path.exists():
-            return path
-    return None
-
-
-async def find_stored_log(chunks: Any, node: NodeRecord) -> Path | None:
-    """The stream log (relative to the artifact folder) of the node iteration's latest attempt
-    that has one in the database of a PostgreSQL workspace."""
-    for attempt in range(max(node.attempts, 1), 0, -1):
-        path = stream_log_path(Path(""), node.run_id, node.node_id, node.iteration, attempt)
-        if await chunks.size(path.as_posix()) > 0:
-            return path
-    return None
 
 
 class RunDetailScreen(InspectorSearch):
@@ -93,7 +73,12 @@ class RunDetailScreen(InspectorSearch):
         Binding("T", "timeline", "Timeline"),
         Binding("t", "tokens", "Tokens of node"),
         Binding("f", "follow_log", "Follow log"),
+        # F follows live on the Timeline tab (issue 24): fork is b, for branch.
+        Binding("b", "fork_node", "Fork (branch) from node"),
+        Binding("m", "steer_node", "Steer node"),
     ]
+    KEY_NOTES: ClassVar[dict[str, str]] = {**InspectorSearch.KEY_NOTES, "fork_node": FORK_NOTE,
+                                             "steer_node": STEER_NOTE}
     AUTO_FOCUS = "#run-graph"
 
     _graph_wanted: tuple[list[NodeRecord], Any, Any] | None = None
@@ -224,6 +209,8 @@ class RunDetailScreen(InspectorSearch):
         line.append("  ")
         line.append_text(one_line(run.workflow, "bold"))
         line.append(f"  gen {run.generation}  elapsed {duration(run.elapsed_ms(now_ms))}")
+        if run.forked_from:
+            line.append(f"  forked from {run.forked_from}", style="bold")
         line.append(f"  nodes {run.nodes_done}/{run.nodes_total}")
         line.append(
             f"  tokens {tokens(run.tokens.total)} (fresh {tokens(run.tokens.input)}, cached "
@@ -478,6 +465,30 @@ class RunDetailScreen(InspectorSearch):
         if tabs.active in panes:
             tabs.active = panes[(panes.index(tabs.active) + step) % len(panes)]
 
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``b`` only on a node that ran, and never on a workspace that may only be read."""
+        if write_refused(self.app, action):
+            return False
+        if action == "fork_node":
+            return fork_allowed(self.selected_node)
+        if action == "steer_node":
+            return steer_allowed(self.run, self.selected_node)
+        return super().check_action(action, parameters)
+
+    @work(group="fork", exclusive=True)
+    async def action_fork_node(self) -> None:
+        """Fork the run from the node under the cursor, with an edit (tui.actions.fork_action)."""
+        node = self.selected_node
+        if fork_allowed(node) and node is not None:
+            await fork_from_node(self, self.run_id, node)
+
+    @work(group="steer", exclusive=True)
+    async def action_steer_node(self) -> None:
+        """Send the node under the cursor a message (tui.actions.steer_action)."""
+        node = self.selected_node
+        if steer_allowed(self.run, node) and node is not None:
+            await steer_node(self, self.run_id, node)
 
     def action_tokens(self) -> None:
         """Open the Tokens view scoped to the selected node."""

@@ -64,6 +64,14 @@ NARROW_DROPS = ("beat", "cached", "gen", "elapsed")
 would)."""
 
 
+def workflow_cell(run: RunRecord) -> Text:
+    """The workflow's name, and for a fork the run it was forked from (``⑂ RUN``)."""
+    cell = one_line(run.workflow)
+    if run.forked_from:
+        cell.append(f"  ⑂ {run.forked_from}", style="dim")
+    return cell
+
+
 def run_cells(run: RunRecord, now_ms: int) -> list[Text]:
     """The cells of one runs-list row."""
     stale = run.is_stale(now_ms)
@@ -77,7 +85,7 @@ def run_cells(run: RunRecord, now_ms: int) -> list[Text]:
     return [
         status,
         one_line(run.run_id),
-        one_line(run.workflow),
+        workflow_cell(run),
         Text(str(run.generation), justify="right"),
         Text(duration(run.elapsed_ms(now_ms)), justify="right"),
         Text(f"{run.nodes_done}/{run.nodes_total}", justify="right"),
@@ -354,8 +362,9 @@ class RunsScreen(RunSearchScreen):
             self.tether.open_compare(self.marked, run_id)
             return
         run = self.runs.get(run_id) or self.tether.known_runs.get(run_id)
-        if run is not None and run.parent_run_id:
-            self.tether.open_compare(run.parent_run_id, run_id)
+        origin = None if run is None else run.parent_run_id or run.forked_from
+        if origin:
+            self.tether.open_compare(origin, run_id)
             return
         self.app.notify("Mark a run with m, then press = on another run to compare them "
                         "(a run that continues another compares with it directly).", timeout=6)

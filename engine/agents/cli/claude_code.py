@@ -89,6 +89,7 @@ class ClaudeCodePreset(Preset):
     unset = (None, [])
     takes_schema_and_tools = True
     resumes_sessions = True
+    takes_steers = True
 
     def argv(self, agent: CommandSettings, invocation: Invocation) -> list[str]:
         request, mcp_server = invocation.request, invocation.mcp_server

@@ -53,6 +53,7 @@ from engine.agents.cli.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, TailBu
 from engine.agents.cli.mcp_wiring import mcp_argv, mcp_options
 from engine.agents.cli.plain_presets import JsonPreset, TextPreset
 from engine.agents.cli.preset import Invocation, OutputReader, Preset
+from engine.agents.cli.stream_input import INPUT_ARGS, Turns, converse
 from engine.agents.failures import resume_failed
 
 PRESETS: dict[str, Preset] = {
@@ -87,12 +88,17 @@ class _Lines:
     """Routes one invocation's stdout to its preset's reader: raw chunks, and lines of bounded
     length (a longer one is counted, never parsed)."""
 
-    def __init__(self, reader: OutputReader, request: AgentRequest) -> None:
+    def __init__(self, reader: OutputReader, request: AgentRequest,
+                 turns: Turns | None = None) -> None:
         self.reader = reader
         self.request = request
         self.long_lines = 0
+        self.turns = turns
+        """Turns ended so far, when the prompt goes in as stream-json (steers may follow)."""
 
     async def line(self, text: str, truncated: bool) -> None:
+        if self.turns is not None and not truncated:
+            self.turns.saw(text)
         if truncated:
             # Never parsed (memory stays bounded); the whole line is in stream.log.
             self.long_lines += 1
@@ -128,11 +134,17 @@ class CommandAgent:
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
     pass_env: list[str] = field(default_factory=list)
     simulated: bool = False
+    steerable: bool = False
+    """Claude Code only: send the prompt as stream-json input and keep stdin open, so a
+    person's message (``tether steer``, ``m``) reaches the session mid-run."""
 
     def __post_init__(self) -> None:
         preset = PRESETS.get(self.preset)
         if preset is None:
             raise ValueError(f"preset must be one of {', '.join(PRESETS)}, not {self.preset!r}")
+        if self.steerable and not preset.takes_steers:
+            raise ValueError(f"steerable needs the claude-code preset; {self.preset} runs one "
+                             "shot and cannot take a message mid-run")
         if isinstance(self.command, str):
             self.command = [self.command]
         if not self.command:
@@ -190,6 +202,11 @@ class CommandAgent:
         return self._preset.takes_schema_and_tools
 
     @property
+    def takes_steers(self) -> bool:
+        """Claude Code takes a person's message mid-run (stream-json input); others cannot."""
+        return self.steerable and self._preset.takes_steers
+
+    @property
     def resumes_sessions(self) -> bool:
         """Claude Code (``--resume``) and Codex (``exec resume``) continue a session by id."""
         return self._preset.resumes_sessions
@@ -232,6 +249,9 @@ class CommandAgent:
     ) -> AgentResult:
         folder = request.ensure_folder()
         argv = self.argv_for(request, folder, resume)
+        steering = request.steers if self.takes_steers else None
+        if steering is not None:
+            argv = [*argv, *INPUT_ARGS]
         invocation: dict[str, Any] = {"preset": self.preset, "command": _shown(argv)}
         if resume is not None:
             invocation["resumed_session"] = resume
@@ -269,7 +289,7 @@ class CommandAgent:
             raise AgentError(
                 f"could not start {argv[0]!r}: {error.strerror or error}", retryable=False
             ) from error
-        lines = _Lines(reader, request)
+        lines = _Lines(reader, request, Turns() if steering is not None else None)
         stderr = TailBuffer()
         splitter = LineSplitter(self.max_line_bytes)
         try:
@@ -315,11 +335,22 @@ class CommandAgent:
         async def feed() -> None:
             assert process.stdin
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                process.stdin.write(stdin_text.encode("utf-8"))
-                await process.stdin.drain()
+                if lines.turns is not None and request.steers is not None:
+                    await converse(process.stdin, stdin_text, request.steers, lines.turns,
+                                   request.details)
+                else:
+                    process.stdin.write(stdin_text.encode("utf-8"))
+                    await process.stdin.drain()
             process.stdin.close()
 
         async def pump_out() -> None:
+            try:
+                await read_out()
+            finally:
+                if lines.turns is not None:
+                    lines.turns.end()  # no more turns: the conversation closes stdin
+
+        async def read_out() -> None:
             assert process.stdout
             printed = 0
             with _logging(stream_path, self.max_log_bytes) as log:

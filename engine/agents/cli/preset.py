@@ -85,6 +85,8 @@ class Preset:
     takes_schema_and_tools = False
     """The CLI takes the output schema natively and the memory tools over MCP."""
     resumes_sessions = False
+    takes_steers = False
+    """Takes a person's message mid-run (Claude Code's stream-json input)."""
     """The CLI can continue a session by its id (a retry then costs only the new turns)."""
 
     def argv(self, agent: CommandSettings, invocation: Invocation) -> list[str]:

@@ -32,7 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall
+from engine.agents.agent import (
+    AgentError,
+    AgentRequest,
+    AgentResult,
+    ModelCall,
+    steers_for_next_turn,
+)
 from engine.agents.http.anthropic_stream import MessageStream
 from engine.agents.http.http_exchange import Reply
 from engine.agents.http.stop_reasons import anthropic_ending, refusal_reason
@@ -205,6 +211,8 @@ class AnthropicAgent(HttpAgent):
                     results.append(
                         {"type": "tool_result", "tool_use_id": use.get("id"), "content": output}
                     )
+                results += [{"type": "text", "text": text}  # a person's steer
+                            for text in await steers_for_next_turn(request)]
                 messages.append({"role": "user", "content": results})
         raise AgentError(f"{self.name}: still calling tools after {self.max_tool_rounds} rounds.")
 

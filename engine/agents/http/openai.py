@@ -41,7 +41,13 @@ from typing import Any
 
 import httpx
 
-from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall
+from engine.agents.agent import (
+    AgentError,
+    AgentRequest,
+    AgentResult,
+    ModelCall,
+    steers_for_next_turn,
+)
 from engine.agents.http.http_exchange import Reply
 from engine.agents.http.openai_rules import (
     assistant_turn,
@@ -332,6 +338,8 @@ class OpenAIAgent(HttpAgent):
                     messages.append(
                         {"role": "tool", "tool_call_id": call.get("id"), "content": result}
                     )
+                for text in await steers_for_next_turn(request):
+                    messages.append({"role": "user", "content": text})  # a person's steer
                 if round_number == self.max_tool_rounds:
                     # The tool-round budget is spent: the last request asks for the answer.
                     body["tool_choice"] = "none"

@@ -32,7 +32,7 @@ import os
 import random
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -119,6 +119,8 @@ class HttpAgent:
     size bound per request, streaming when the agent asks for it, retries per policy, clear
     errors."""
 
+    takes_steers: ClassVar[bool] = True
+    """A person's message (``tether steer``) goes in before the tool loop's next turn."""
     name: str
     base_url: str
     timeout_s: float

@@ -25,6 +25,7 @@ from store.db.schema_parts import (
     RUNS_INDEXES,
     call_key,
     executor_schema,
+    fork_columns,
     money_schema,
     observe_tables,
     queue_columns,
@@ -432,6 +433,9 @@ _MIGRATION_CALL_KEY = call_key("BIGINT")
 # What the observation views read (store/db/sqlite/sqlite_schema.py, its observe migration).
 _MIGRATION_OBSERVE = observe_tables("BIGINT", "DOUBLE PRECISION", TEXT, "")
 
+# Runs forked from another run's node (store/db/schema_parts.py, fork_columns).
+_MIGRATION_FORK = fork_columns(TEXT, "{0} IS NULL OR ({0}::json) IS NOT NULL", "BIGINT")
+
 # The ordered, append-only list. Index i takes schema_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_1,
@@ -444,6 +448,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_CALL_KEY,
     _MIGRATION_OBSERVE,
     _MIGRATION_MONEY,
+    _MIGRATION_FORK,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

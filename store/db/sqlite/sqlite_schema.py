@@ -17,6 +17,7 @@ from store.db.schema_parts import (
     RUNS_INDEXES,
     call_key,
     executor_schema,
+    fork_columns,
     money_schema,
     observe_tables,
     queue_columns,
@@ -493,6 +494,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_CALL_KEY,
     _MIGRATION_OBSERVE,
     _MIGRATION_MONEY,
+    fork_columns("TEXT", "{0} IS NULL OR json_valid({0})"),  # runs forked from a node
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

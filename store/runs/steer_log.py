@@ -1,0 +1,169 @@
+"""Steers: a person's message for a running node, delivered at most once.
+
+A steer is ``queued`` by ``tether steer`` or the dashboard's ``m`` (refused at once, writing
+nothing, for a node that ended or a run that did); the attempt running the node then
+``delivered`` it (its agent took it at the next point where it can: Claude Code's stream-json
+input, an HTTP agent's next tool-loop turn) or ``refused`` it with a sentence (an agent that
+cannot take input mid-run; the node ended before it could). Each change is one transaction
+with its event (``steer.queued``, ``steer.delivered``, ``steer.refused``); the change from
+``queued`` is conditional on the row still being queued, so no steer is delivered twice.
+"""
+
+from __future__ import annotations
+
+import getpass
+from typing import Any, NamedTuple
+
+from store.db.seam import Connection, RowLike
+from store.errors import InvalidInputError
+from store.model.ids import random_hex
+from store.model.run_records import TERMINAL_RUN_STATUSES, NewEvent, row_values
+from store.runs.event_log import insert_events
+from store.runs.run_log import RunLog
+
+MAX_STEER_BYTES = 16_384
+"""The longest message a steer may carry."""
+
+ENDED_NODE_STATES = ("finished", "failed", "skipped", "cancelled")
+
+INSERT_STEER = """
+INSERT INTO steers (steer_id, run_id, node_id, iteration, position, message, sent_by, state,
+                    created_at_ms)
+VALUES (:steer_id, :run_id, :node_id, :iteration,
+        (SELECT count(*) FROM steers WHERE run_id = :run_id), :message, :sent_by, 'queued', :now)
+"""
+DECIDE_STEER = """
+UPDATE steers SET state = :state, decided_at_ms = :now, attempt = :attempt, refusal = :refusal
+WHERE steer_id = :steer_id AND state = 'queued'
+"""
+QUEUED_FOR_NODE = """
+SELECT * FROM steers WHERE run_id = ? AND node_id = ? AND iteration = ? AND state = 'queued'
+ORDER BY position
+"""
+STEERS_OF_RUN = "SELECT * FROM steers WHERE run_id = ? ORDER BY position"
+NODE_STATE = "SELECT state FROM nodes WHERE run_id = ? AND node_id = ? AND iteration = ?"
+
+
+class SteerRecord(NamedTuple):
+    """One steer: the message, who sent it, and what became of it."""
+
+    steer_id: str
+    run_id: str
+    node_id: str
+    iteration: int
+    message: str
+    sent_by: str
+    state: str
+    created_at_ms: int
+    decided_at_ms: int | None = None
+    attempt: int | None = None
+    refusal: str | None = None
+
+    @classmethod
+    def from_row(cls, row: RowLike) -> SteerRecord:
+        """The steer a ``steers`` row describes."""
+        v = row_values(row)
+        return cls(v["steer_id"], v["run_id"], v["node_id"], int(v["iteration"]), v["message"],
+                   v["sent_by"], v["state"], int(v["created_at_ms"]), v["decided_at_ms"],
+                   v["attempt"], v["refusal"])
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return self._asdict()
+
+
+def default_sender() -> str:
+    """Who sends a steer when nobody is named: the login name of this process."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "someone"
+
+
+def check_message(message: str) -> str:
+    """A steer's message, or InvalidInputError (empty, too long)."""
+    if not message.strip():
+        raise InvalidInputError("A steer needs a message; give the text the node should read.")
+    size = len(message.encode("utf-8", "surrogatepass"))
+    if size > MAX_STEER_BYTES:
+        raise InvalidInputError(
+            f"The message is {size:,} bytes; a steer holds at most {MAX_STEER_BYTES:,}."
+        )
+    return message
+
+
+class SteerLog(RunLog):
+    """Queueing, delivering and refusing steers (see the module docstring)."""
+
+    async def queue_steer(
+        self, run_id: str, node_id: str, iteration: int, message: str, sent_by: str
+    ) -> SteerRecord:
+        """Queue ``message`` for the node iteration. Raises NotFoundError (no such run or
+        node) or InvalidInputError (one sentence; nothing written) when the run or the node
+        has ended, or the message is empty or too long."""
+        check_message(message)
+        run = await self.get_run(run_id)
+        steer_id = "s-" + random_hex(12)
+
+        def work(conn: Connection) -> Any:
+            found = conn.execute(NODE_STATE, (run_id, node_id, iteration)).fetchall()
+            if not found:
+                raise InvalidInputError(
+                    f"Run {run_id} has no node {node_id!r} at iteration {iteration}."
+                )
+            state = found[0][0]
+            if state in ENDED_NODE_STATES:
+                raise InvalidInputError(
+                    f"Node {node_id} already {state}, so it cannot take a message; fork the "
+                    f"run from it instead (tether fork {run_id} {node_id})."
+                )
+            if run.status in TERMINAL_RUN_STATUSES:
+                raise InvalidInputError(f"Run {run_id} is {run.status}; its nodes take no "
+                                        "messages.")
+            now = self.now_ms
+            conn.execute(INSERT_STEER, {"steer_id": steer_id, "run_id": run_id,
+                                        "node_id": node_id, "iteration": iteration,
+                                        "message": message, "sent_by": sent_by, "now": now})
+            insert_events(conn, now, [NewEvent(
+                "steer.queued", run_id, node_id, iteration, None,
+                {"steer_id": steer_id, "sent_by": sent_by, "message": message[:300]},
+            )])
+            return SteerRecord.from_row(
+                conn.execute("SELECT * FROM steers WHERE steer_id = ?", (steer_id,)).fetchone())
+
+        record: SteerRecord = await self._write((run_id,), work)
+        return record
+
+    async def queued_steers(self, run_id: str, node_id: str, iteration: int) -> list[SteerRecord]:
+        """The node iteration's steers still waiting, oldest first."""
+        rows = await self.db.fetch_all(QUEUED_FOR_NODE, (run_id, node_id, iteration))
+        return [SteerRecord.from_row(r) for r in rows]
+
+    async def decide_steer(
+        self, steer: SteerRecord, attempt: int, *, refusal: str | None = None
+    ) -> bool:
+        """Mark ``steer`` delivered by ``attempt`` (or refused with the sentence); False when
+        it was no longer queued (decided already: it must not be delivered again)."""
+        state = "refused" if refusal is not None else "delivered"
+
+        def work(conn: Connection) -> Any:
+            now = self.now_ms
+            cursor = conn.execute(DECIDE_STEER, {"state": state, "now": now, "attempt": attempt,
+                                                 "refusal": refusal,
+                                                 "steer_id": steer.steer_id})
+            if cursor.rowcount != 1:
+                return False
+            payload: dict[str, Any] = {"steer_id": steer.steer_id, "attempt": attempt}
+            if refusal is not None:
+                payload["refusal"] = refusal
+            insert_events(conn, now, [NewEvent(f"steer.{state}", steer.run_id, steer.node_id,
+                                               steer.iteration, attempt, payload)])
+            return True
+
+        return bool(await self._write((steer.run_id,), work))
+
+    async def list_steers(self, run_id: str, node_id: str | None = None) -> list[SteerRecord]:
+        """A run's steers (of one node when given), oldest first."""
+        rows = [SteerRecord.from_row(r) for r in await self.db.fetch_all(STEERS_OF_RUN,
+                                                                          (run_id,))]
+        return [r for r in rows if node_id is None or r.node_id == node_id]
