@@ -5,6 +5,8 @@ from __future__ import annotations
 
 RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled", "handed-off")
 NODE_STATES = ("pending", "running", "retrying", "finished", "failed", "cancelled", "skipped")
+ENDED_NODE_STATES = ("finished", "failed", "cancelled", "skipped")
+"""The node states a node iteration does not leave on its own."""
 ATTEMPT_STATES = ("running", "finished", "failed", "cancelled", "abandoned")
 NOTE_STATUSES = ("pending", "accepted", "rejected")
 

@@ -17,8 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from store.model.run_records import AttemptRecord, CallRecord, NodeRecord, RunRecord
-
-ENDED_NODE_STATES = ("finished", "failed", "cancelled", "skipped")
+from store.model.states import ENDED_NODE_STATES
 
 
 class Span(NamedTuple):

@@ -18,30 +18,20 @@ from store.db.seam import Connection, RowLike
 from store.errors import InvalidInputError
 from store.model.ids import random_hex
 from store.model.run_records import TERMINAL_RUN_STATUSES, NewEvent, row_values
+from store.model.states import ENDED_NODE_STATES
 from store.runs.event_log import insert_events
 from store.runs.run_log import RunLog
+from store.runs.steers_sql import (
+    DECIDE_STEER,
+    INSERT_STEER,
+    NODE_STATE,
+    QUEUED_FOR_NODE,
+    STEERS_OF_RUN,
+)
 
 MAX_STEER_BYTES = 16_384
 """The longest message a steer may carry."""
 
-ENDED_NODE_STATES = ("finished", "failed", "skipped", "cancelled")
-
-INSERT_STEER = """
-INSERT INTO steers (steer_id, run_id, node_id, iteration, position, message, sent_by, state,
-                    created_at_ms)
-VALUES (:steer_id, :run_id, :node_id, :iteration,
-        (SELECT count(*) FROM steers WHERE run_id = :run_id), :message, :sent_by, 'queued', :now)
-"""
-DECIDE_STEER = """
-UPDATE steers SET state = :state, decided_at_ms = :now, attempt = :attempt, refusal = :refusal
-WHERE steer_id = :steer_id AND state = 'queued'
-"""
-QUEUED_FOR_NODE = """
-SELECT * FROM steers WHERE run_id = ? AND node_id = ? AND iteration = ? AND state = 'queued'
-ORDER BY position
-"""
-STEERS_OF_RUN = "SELECT * FROM steers WHERE run_id = ? ORDER BY position"
-NODE_STATE = "SELECT state FROM nodes WHERE run_id = ? AND node_id = ? AND iteration = ?"
 
 
 class SteerRecord(NamedTuple):

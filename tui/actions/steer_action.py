@@ -9,7 +9,8 @@ from typing import Any
 from rich.text import Text
 
 from store.model.run_records import TERMINAL_RUN_STATUSES, NodeRecord, RunRecord
-from store.runs.steer_log import ENDED_NODE_STATES, default_sender
+from store.model.states import ENDED_NODE_STATES
+from store.runs.steer_log import default_sender
 from tui.actions.feedback import write_safely
 from tui.modals.reason import ReasonDialog
 from tui.run_control import host_for
