@@ -31,13 +31,8 @@ from store.model.run_records import RunRecord
 from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import Workspace
 from tui.commands import RunsProvider
-from tui.screens.handoffs_view import HandoffsScreen
+from tui.screens import views
 from tui.screens.live_screen import LiveScreen
-from tui.screens.memory_view import MemoryScreen
-from tui.screens.run_detail import RunDetailScreen
-from tui.screens.runs_view import RunsScreen
-from tui.screens.tokens_view import TokensScreen
-from tui.screens.usage_view import UsageScreen
 from tui.status_line import status_line
 from tui.tailing import Batch, WorkspaceTailer
 from tui.widgets.export_status import ExportStatusPiece
@@ -48,6 +43,8 @@ HISTORY_DEPTH = 20
 """How many earlier views escape can walk back through."""
 WARM_GAP_S = 0.05
 """Pause before building each unvisited view in the background (input is handled first)."""
+WARM_AFTER_S = 0.2
+"""How long after the first frame the other views start being built."""
 
 
 def read_problem(error: BaseException, workspace: Workspace) -> str:
@@ -66,11 +63,11 @@ class TetherApp(App[None]):
     TITLE = "Tether"
     CSS_PATH = "app.tcss"
     MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
-        "runs": RunsScreen,
-        "tokens": TokensScreen,
-        "memory": MemoryScreen,
-        "handoffs": HandoffsScreen,
-        "usage": UsageScreen,
+        "runs": views.runs_view,
+        "tokens": views.tokens_view,
+        "memory": views.memory_view,
+        "handoffs": views.handoffs_view,
+        "usage": views.usage_view,
     }
     DEFAULT_MODE = "runs"
     COMMANDS = App.COMMANDS | {RunsProvider}
@@ -116,6 +113,9 @@ class TetherApp(App[None]):
         self.read_problem: str | None = None
         """The last read error (cleared by the next successful poll)."""
         self.changed_at_ms: int | None = None
+        self.commits = 0
+        """How many polls found a commit: a view shown again with none since it last read
+        shows what it holds instead of reading it all again (LiveScreen.read_inputs)."""
         self.known_runs: dict[str, RunRecord] = {}
         self.selected_run_id: str | None = None
         self.selected_node_id: str | None = None
@@ -215,6 +215,7 @@ class TetherApp(App[None]):
             self.checked_at_ms = self.now_ms()
             if batch is None:
                 return None
+            self.commits += 1
             self.changed_at_ms = self.checked_at_ms
             if self.paused:
                 self.held_events += len(batch.events)
@@ -228,6 +229,7 @@ class TetherApp(App[None]):
     async def _apply(self, screen: LiveScreen, batch: Batch) -> None:
         if not screen.is_mounted:
             return  # it reads everything when it is shown (on_screen_resume)
+        inputs = screen.read_inputs()
         try:
             await screen.refresh_data(batch)
             screen.update_chrome()  # freshness, crumb, and the keys that apply now
@@ -236,13 +238,22 @@ class TetherApp(App[None]):
         except (sqlite3.Error, TetherError) as error:
             self.read_problem = read_problem(error, self.workspace)
             return
+        if batch.first_read or screen.read_with is not None:
+            # Up to date with every commit polled so far (a view not on screen gets no
+            # batches, so it stays at its last full read).
+            screen.read_with = inputs
         if not self._warm_started:
-            # The first view has been painted with data: build the others while nobody looks.
+            # The first view has its data: build the others while nobody looks, once its
+            # first frame is on the terminal (building a view holds the event loop for tens
+            # of milliseconds; before that frame it would delay the first paint).
             self._warm_started = True
-            self.run_worker(self._warm_views(), group="warm", exit_on_error=False)
+            self.call_after_refresh(self.set_timer, WARM_AFTER_S, self._start_warming)
         if self.after_apply is not None:
             callback = self.after_apply
             self.call_after_refresh(callback, batch)
+
+    def _start_warming(self) -> None:
+        self.run_worker(self._warm_views(), group="warm", exit_on_error=False)
 
     async def _warm_views(self) -> None:
         """Compose and mount every view not visited yet, one at a time, after the first paint.
@@ -343,8 +354,10 @@ class TetherApp(App[None]):
         origin = self.current_mode
         if origin != "runs":
             await self.switch_mode("runs")
-        while len(self.screen_stack) > 1 and not isinstance(self.screen, RunsScreen):
+        while len(self.screen_stack) > 1 and not views.is_runs_view(self.screen):
             await self.pop_screen()
+        from tui.screens.run_detail import RunDetailScreen
+
         await self.push_screen(RunDetailScreen(run_id, came_from=origin, node_key=node_key))
 
     def open_compare(self, run_a: str, run_b: str) -> None:
@@ -374,7 +387,7 @@ class TetherApp(App[None]):
 
     def can_go_back(self) -> bool:
         """Whether escape has somewhere to go (a run's detail, or an earlier view)."""
-        return isinstance(self.screen, RunDetailScreen) or bool(self.history)
+        return views.is_run_detail(self.screen) or bool(self.history)
 
     def go_back(self) -> None:
         """Escape: close a run's detail (back to the view it was opened from), else return to
@@ -383,7 +396,7 @@ class TetherApp(App[None]):
 
     async def _go_back(self) -> None:
         screen = self.screen
-        if isinstance(screen, RunDetailScreen):
+        if views.is_run_detail(screen):
             await self.pop_screen()
             if screen.came_from != "runs" and screen.came_from in self.MODES:
                 if self.history and self.history[-1] == screen.came_from:

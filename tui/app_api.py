@@ -35,6 +35,8 @@ class DashboardApp(Protocol):
     token_scope: str
     highlight_terms: tuple[str, ...]
     """The words of the Runs view's full-text search (a run opened from it highlights them)."""
+    commits: int
+    """How many polls found a commit (by anyone) since the dashboard started."""
 
     @property
     def reader(self) -> DashboardReader | None:

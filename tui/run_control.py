@@ -21,22 +21,9 @@ import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.examples import EXAMPLES_DIR
-from engine.fork import ForkEdit
-from engine.handoff import ClearResult, clear_run
-from engine.run.engine import Engine
-from engine.run.run_end import RunOutcome
-from engine.run.wiring import open_engine
-from engine.workflow.declaration import (
-    DeclarationError,
-    WorkflowDeclaration,
-    input_problem,
-    read_declaration,
-)
-from engine.workflow.definition import Workflow
-from engine.workflow.loader import load_workflow
 from store.clock import SYSTEM_CLOCK, Clock
 from store.db.backends import open_database
 from store.db.seam import Database
@@ -47,6 +34,16 @@ from store.runs.run_params import new_run_id
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 from tui.demo_plan import DEMO_PLAN
+
+if TYPE_CHECKING:
+    # The engine is imported when it is first used (a launch, a clear, the launch dialog):
+    # the dashboard's first paint does not wait for it.
+    from engine.fork import ForkEdit
+    from engine.handoff import ClearResult
+    from engine.run.engine import Engine
+    from engine.run.run_end import RunOutcome
+    from engine.workflow.declaration import WorkflowDeclaration
+    from engine.workflow.definition import Workflow
 
 RECENT_RUNS_SCANNED = 500
 """How many recent runs are looked at for workflow files run in this workspace."""
@@ -71,6 +68,8 @@ class KnownWorkflow:
     def problem(self, value: Any) -> str | None:
         """Why ``value`` does not fit the workflow's declared input, or None (the workflow's
         own validation runs once the file is loaded, at launch)."""
+        from engine.workflow.declaration import input_problem
+
         return input_problem(self.declaration, value)
 
     def load(self) -> Workflow:
@@ -80,6 +79,8 @@ class KnownWorkflow:
         Raises:
             InvalidInputError: it does not load, or now defines another workflow.
         """
+        from engine.workflow.loader import load_workflow
+
         workflow = load_workflow(self.path)
         if workflow.name != self.name:
             raise InvalidInputError(
@@ -190,6 +191,8 @@ class EngineHost:
         if self._engine is None:
             # The dashboard's engine asks the workspace's encoder service: the model never
             # loads into the dashboard process.
+            from engine.run.wiring import open_engine
+
             self._engine = open_engine(await self.database(create=True), shared_encoder=True)
         self._owners.add(self._engine.owner_id)
         return self._engine
@@ -197,6 +200,8 @@ class EngineHost:
     async def known_workflows(self) -> tuple[list[KnownWorkflow], list[str]]:
         """Workflows that can be launched, read without running any of them, and one sentence
         per file that could not be read."""
+        from engine.workflow.declaration import DeclarationError, read_declaration
+
         recorded: list[str | None] = []
         if self.workspace.exists():
             runs = await RunStore(await self.database()).list_runs(limit=RECENT_RUNS_SCANNED)
@@ -314,6 +319,8 @@ class EngineHost:
                 f"Run {run.run_id} has no workflow file recorded; resume it with "
                 f"tether run WORKFLOW --resume {run.run_id}."
             )
+        from engine.workflow.loader import load_workflow
+
         return load_workflow(run.workflow_path)
 
     async def cancel(self, run_id: str) -> RunRecord:
@@ -324,6 +331,8 @@ class EngineHost:
         """Durable /clear (the same decision as ``tether clear``). When the handoff happened
         here (no engine was running the run), the new generation starts in the embedded
         engine if the workflow file still loads."""
+        from engine.handoff import clear_run
+
         result = await clear_run(await self.database(), run_id, reason)
         if result.new_run_id is not None:
             try:

@@ -11,7 +11,7 @@ done by :class:`tui.run_control.EngineHost`, i.e. by the same store and engine f
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -19,16 +19,18 @@ from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.widgets import DataTable
 
-from engine.handoff import DEFAULT_CLEAR_REASON
 from store.model.run_records import RunRecord
 from tui.actions.feedback import write_safely
 from tui.actions.read_only import write_refused
 from tui.format import one_line
-from tui.modals import ConfirmDialog, LaunchRunDialog, WorkflowChoice, clear_run_dialog
-from tui.modals.confirm import named_targets
-from tui.modals.launch import LaunchRequest
+from tui.modals.confirm import ConfirmDialog, named_targets
+from tui.modals.reason import clear_run_dialog
 from tui.run_control import EngineHost, KnownWorkflow, host_for
 from tui.screens.live_screen import LiveScreen
+
+if TYPE_CHECKING:
+    # The launch dialog (its text area, its select) is imported when n is first pressed.
+    from tui.modals.launch import LaunchRequest, WorkflowChoice
 
 TERMINAL = ("finished", "failed", "cancelled", "handed-off")
 
@@ -70,6 +72,8 @@ def run_target(run: RunRecord) -> Text:
 def workflow_choice(known: KnownWorkflow) -> WorkflowChoice:
     """How a workflow file is offered in the launch dialog: by its name and its full path (the
     file is only loaded, and so run, once the person launches it)."""
+    from tui.modals.launch import WorkflowChoice
+
     return WorkflowChoice(
         key=str(known.path),
         name=known.name,
@@ -158,6 +162,8 @@ class RunControlScreen(LiveScreen):
     def action_launch_run(self) -> None:
         """Pick a workflow the workspace knows, edit its JSON input, start it embedded (or, on
         a PostgreSQL workspace, queue it for a worker)."""
+        from tui.modals.launch import LaunchRunDialog
+
         by_key: dict[str, KnownWorkflow] = {}
 
         async def load() -> list[WorkflowChoice] | None:
@@ -209,6 +215,8 @@ class RunControlScreen(LiveScreen):
         )
         if answer is None:
             return
+        from engine.handoff import DEFAULT_CLEAR_REASON
+
         reason = answer.reason or DEFAULT_CLEAR_REASON
         result = await write_safely(self, lambda: self.host.clear(run.run_id, reason))
         if result is None:

@@ -14,11 +14,12 @@ from textual.app import ComposeResult, ScreenStackError
 from textual.binding import ActiveBinding, Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.app_api import DashboardApp, dashboard
 from tui.tailing import Batch
 from tui.widgets.filter_bar import FilterBar
+from tui.widgets.footer import BoundedFooter
 from tui.widgets.status import PauseBanner, StatusLine
 
 VIEWS: tuple[tuple[str, str, str], ...] = (
@@ -106,7 +107,7 @@ class LiveScreen(QuitFirstFooter, Screen[None]):
         yield from self.compose_view()
         yield FilterBar()
         yield StatusLine(id="status-line")
-        yield Footer()
+        yield BoundedFooter()
 
     def compose_view(self) -> ComposeResult:
         """The view's own widgets."""
@@ -159,8 +160,24 @@ class LiveScreen(QuitFirstFooter, Screen[None]):
         banner.set_paused(app.paused, app.held_events)
         status.show(app.status_text())
 
+    read_with: tuple[object, ...] | None = None
+    """:meth:`read_inputs` as they were when the view last read everything it shows and was
+    kept up to date since (None: never, or not since it was last hidden with changes)."""
+
+    def read_inputs(self) -> tuple[object, ...]:
+        """Everything the view's data depends on besides its own state: the commits polled,
+        its filter, the selection, the Tokens scope, the search words, the minute (windows of
+        time end now), whether updates are paused."""
+        app = self.tether
+        return (app.commits, self.filter_text, app.selected_run_id, app.selected_node_id,
+                app.token_scope, app.highlight_terms, app.now_ms() // 60_000, app.paused)
+
     async def on_screen_resume(self) -> None:
         self.update_chrome()
+        if self.read_with is not None and self.read_with == self.read_inputs():
+            # Nothing it shows can have changed since it last read: shown as it is (the clock
+            # tick updates its ages within a second), no re-read, no table rebuilt.
+            return
         await self.tether.refresh_screen(self)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from store.memory.note_values import Note
 from tui.actions.note_decisions import accept_note, reject_note
@@ -31,6 +31,7 @@ from tui.screens.memory_render import (
     why_remembered,
 )
 from tui.screens.note_text import readable_body, readable_text
+from tui.widgets.footer import BoundedFooter
 from tui.word_diff import diff_text, word_diff
 
 
@@ -77,7 +78,7 @@ class NoteReviewScreen(QuitFirstFooter, Screen[None]):
             with VerticalScroll(id="review-targets", classes="review-column"):
                 yield Static("", id="review-targets-body")
         yield Static("", id="review-verdict")
-        yield Footer()
+        yield BoundedFooter()
 
     async def on_mount(self) -> None:
         await self.reload()

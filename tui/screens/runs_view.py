@@ -37,6 +37,9 @@ from tui.widgets.run_chart import CALLS_CHARTED, RunChart
 
 RUNS_SHOWN = 200
 """The runs list is a window on the newest runs (plus every running one)."""
+FIRST_WINDOW = 50
+"""The first listing reads only the newest runs a tall terminal shows (the rest of the window
+follows right after the first paint): every row costs the table a measure and a layout."""
 
 CHART_MIN_WIDTH = 160
 """From this many columns the selected run's chart is shown beside the list."""
@@ -149,6 +152,10 @@ class RunsScreen(RunSearchScreen):
         self._charted_at = 0.0
         self._chart_stale = True
         self._chart_timer: Timer | None = None
+        self.window = 0
+        """How many of the newest runs the list has read: 0 before the first listing (the
+        crumb then says "loading", never a count), :data:`FIRST_WINDOW` until the rest of
+        the window is read, then :data:`RUNS_SHOWN`."""
 
     def compose_view(self) -> ComposeResult:
         # Decided before the first layout: switching it after would lay the list out twice.
@@ -175,9 +182,13 @@ class RunsScreen(RunSearchScreen):
     def crumb(self) -> Text:
         if self.filter_text:
             text = self.search_crumb()
+        elif not self.window:
+            text = Text("loading runs…", style="dim")
         else:
             shown = len(self.query_one(KeyedTable).keys) if self.is_mounted else 0
             text = Text(f"{plural(shown, 'run')} shown")
+            if self.window < RUNS_SHOWN and shown >= self.window:
+                text.append(f", loading up to {RUNS_SHOWN}…", style="dim")
         if self.marked:
             text.append("  marked ", style="dim")
             text.append_text(literal(self.marked, "bold magenta"))
@@ -223,7 +234,8 @@ class RunsScreen(RunSearchScreen):
             self.runs = {run.run_id: run for run in runs}
             self.tether.remember_runs(runs)
         else:
-            recent = await reader.recent_runs(RUNS_SHOWN)
+            window = RUNS_SHOWN if self.window else FIRST_WINDOW
+            recent = await reader.recent_runs(window)
             active = await reader.active_runs()
             merged = {run.run_id: run for run in recent}
             for run in active:
@@ -248,7 +260,17 @@ class RunsScreen(RunSearchScreen):
         else:
             events = batch.events[-200:]
         feed.append(event_line(e) for e in events)
+        if found is None and self.window < RUNS_SHOWN:
+            first = not self.window
+            self.window = window
+            if first and len(recent) >= window:
+                # The rest of the window once this first screen is on the terminal.
+                self.call_after_refresh(self._read_rest)
         self.update_chrome()
+
+    def _read_rest(self) -> None:
+        self.run_worker(self.tether.refresh_screen(self), group="runs-window", exclusive=True,
+                        exit_on_error=False)
 
     def _show_workers(self, workers: list[WorkerRow], now_ms: int) -> None:
         line = self.query_one("#workers-line", Static)

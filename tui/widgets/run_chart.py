@@ -22,7 +22,6 @@ from textual.widgets import Static
 from store.model.buckets import BUCKET_EDGES
 from store.model.run_records import CallRecord
 from tui.format import duration, one_line, plural, tokens
-from tui.widgets.cached_plot import CachedPlot
 
 CALLS_CHARTED = 300
 """The chart reads at most this many of the selected run's newest calls."""
@@ -142,9 +141,12 @@ class RunChart(Vertical):
 
     async def show(self, run_id: str | None, calls: Sequence[CallRecord]) -> None:
         """Chart ``calls`` of ``run_id`` (redrawn at most once a second)."""
-        if not self.query(CachedPlot):
+        if not self.query("#rate-plot"):
             # The plots are built on first use, after the Runs view's first paint: an empty
-            # plotext figure still costs tens of milliseconds to draw.
+            # plotext figure still costs tens of milliseconds to draw, and plotext itself
+            # tens to import.
+            from tui.widgets.cached_plot import CachedPlot
+
             await self.mount(CachedPlot(id="rate-plot"), CachedPlot(id="context-plot"))
         self._run_id = run_id
         self._calls = tuple(calls)
@@ -177,6 +179,8 @@ class RunChart(Vertical):
             return
         self._drawn = key
         self._drawn_at = time.monotonic()
+        from tui.widgets.cached_plot import CachedPlot
+
         try:
             rate_plot = self.query_one("#rate-plot", CachedPlot)
             context_plot = self.query_one("#context-plot", CachedPlot)

@@ -1,0 +1,60 @@
+"""A long session keeps nothing per change: the footer's rebuilds (every time the keys that
+apply change, e.g. a run starting or ending) leave no widget behind."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+from tests.tui_actions.pilot_support import until
+from tui.screens.runs_view import RunsScreen
+from tui.widgets.footer import live_watchers
+from tui.widgets.keyed_table import KeyedTable
+
+
+def keys_text(footer: Footer) -> str:
+    return " ".join(str(key.description) for key in footer.query(FooterKey))
+
+
+class Node:
+    def __init__(self, closing: bool = False, closed: bool = False) -> None:
+        self._closing = closing
+        self._closed = closed
+
+
+def test_only_watchers_of_nodes_in_use_are_kept() -> None:
+    alive, closing, closed = Node(), Node(closing=True), Node(closed=True)
+    kept = live_watchers([(alive, "a"), (closing, "b"), (closed, "c")])
+    assert kept == [(alive, "a")]
+
+
+async def test_footer_rebuilds_leave_no_keys_behind(make_app: Any) -> None:
+    app = make_app()
+    async with app.run_test(size=(140, 42)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, RunsScreen)
+                    and app.screen.query(FooterKey), "the footer's keys")
+        footer = app.screen.query_one(Footer)
+        table = app.screen.query_one("#runs-table", KeyedTable)
+        footers: set[str] = set()
+        for turn in range(30):
+            # A running run offers c (cancel), a finished one R and d: the footer is rebuilt
+            # on each move, as when runs start and end in a long session.
+            assert table.select_key("run-incident-1" if turn % 2 else "run-review-1")
+            await until(pilot, lambda turn=turn: "Quit" in keys_text(footer) and (
+                "Cancel" in keys_text(footer)) == bool(turn % 2),
+                "the footer's keys for the run under the cursor")
+            footers.add(keys_text(footer))
+        assert len(footers) == 2
+        await pilot.pause()
+        shown = len(footer.query(FooterKey))
+        assert shown > 0
+        # One watcher per key bound to the footer's compact (the palette key is not bound).
+        assert len(getattr(footer, "__watchers")["compact"]) <= shown
+        gc.collect()
+        alive = [o for o in gc.get_objects() if isinstance(o, FooterKey)]
+        # The keys on screen, plus those of the other views' footers (built in the
+        # background); none of the 30 rebuilds' removed keys.
+        assert len(alive) < 8 * shown
