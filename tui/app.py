@@ -162,8 +162,6 @@ class TetherApp(App[None]):
 
     async def on_mount(self) -> None:
         self.run_worker(self._tail_loop(), group="tail", exclusive=True, exit_on_error=False)
-        if self.watch_files:
-            self.run_worker(self._watch_loop(), group="watch", exclusive=True, exit_on_error=False)
         self.set_interval(TICK_S, self._tick)
         # Move everything built at start-up out of the collector's view: full collections of
         # the widget tree otherwise show up as 50-100 ms pauses in commit-to-screen latency.
@@ -253,6 +251,10 @@ class TetherApp(App[None]):
             self.call_after_refresh(callback, batch)
 
     def _start_warming(self) -> None:
+        if self.watch_files:
+            # After the first frame too: watchfiles' import and thread cost tens of ms of
+            # start-up, and until it runs the slow poll (poll_interval) sees every commit.
+            self.run_worker(self._watch_loop(), group="watch", exclusive=True, exit_on_error=False)
         self.run_worker(self._warm_views(), group="warm", exit_on_error=False)
 
     async def _warm_views(self) -> None:
