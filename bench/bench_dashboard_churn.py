@@ -61,6 +61,14 @@ def slope_mb_per_min(samples: list[tuple[float, float]]) -> float:
     return sum((t - mean_t) * (m - mean_m) for t, m in samples) / spread * 60
 
 
+def kb_per_run(rows: list[dict[str, Any]]) -> float:
+    """Least-squares RSS growth per run (KB) over ``rows`` (runs done, RSS): the growth
+    whatever the machine's speed."""
+    # The fit's x is the run count; slope_mb_per_min scales by 60 (seconds to minutes).
+    per_sixty_runs = slope_mb_per_min([(row["runs"], row["rss_mb"]) for row in rows])
+    return round(per_sixty_runs / 60 * 1024, 1)
+
+
 def encoder_rss(workspace: Path) -> float:
     """The RSS of the workspace's encoder service, found by its command line (read only)."""
     wanted = str(workspace)
@@ -147,6 +155,7 @@ def main() -> None:
         "slope_from_s": rows[warm]["s"] if len(rows) > warm else None,
         "slope_mb_per_min": round(slope_mb_per_min(samples[churned][warm:]), 3),
         "idle_slope_mb_per_min": round(slope_mb_per_min(samples[idle][warm:]), 3),
+        "kb_per_run": kb_per_run(rows[warm:]),
         "runs": final.get("started", 0), "handed_off": final.get("handed_off", 0),
         "deleted": final.get("deleted", 0),
         "rss_before_first_run_mb": final.get("rss_before_mb"),
@@ -162,7 +171,7 @@ def main() -> None:
           f"load {result['load_before'][0]} -> {result['load_after'][0]}")
     print(f"RSS slope from {result['slope_from_s']} s on: churned dashboard "
           f"{result['slope_mb_per_min']:+.3f} MB/min   idle dashboard (floor) "
-          f"{result['idle_slope_mb_per_min']:+.3f} MB/min")
+          f"{result['idle_slope_mb_per_min']:+.3f} MB/min; {result['kb_per_run']:+.1f} KB per run")
     print(f"churned dashboard RSS: before its first run {result['rss_before_first_run_mb']} MB, "
           f"after it {result['rss_after_first_run_mb']} MB, at the end {last.get('rss_mb')} MB;"
           f" model modules loaded in it: {result['model_modules_in_dashboard']}; encoder "

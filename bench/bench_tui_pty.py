@@ -16,7 +16,7 @@ the next page's first line). Each view's header line is printed as it was on scr
 in every round (the same answers), and the first screen the dashboard showed with its tab line
 is checked: its count is "loading" or the true one, never a number the data does not have.
 The dashboard's RSS is read at the end; the load average at the start and the end. Results: a
-table and ``bench/results/bench_tui_pty.json``.
+table and ``bench/results/bench_tui_pty_<size>.json``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from pty_screen import (
     wait_for,
 )
 
-RESULTS = Path(__file__).with_name("results") / "bench_tui_pty.json"
+RESULTS = Path(__file__).with_name("results")
 VIEWS = (("2", "Tokens", "Histogram of calls"), ("3", "Memory", "Facts ("),
          ("4", "Handoffs", "Chain  Gen"), ("1", "Runs", "Status      Run"))
 FLOOR_VIEWS = (("2", "floor view two"), ("1", "floor view one"))
@@ -153,9 +153,10 @@ def main() -> None:
         "load_at_end": [round(x, 2) for x in load_end], "cpus": os.cpu_count(),
     }
     report(result)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {RESULTS}")
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"bench_tui_pty_{args.size}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
 
 
 def report(result: dict[str, Any]) -> None:
