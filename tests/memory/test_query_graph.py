@@ -1,6 +1,8 @@
-"""The query encoder's int8-arithmetic graph (engine/memory/onnx_query_model.py), built from the
-real verified model into a real cache folder: its vectors agree with the documents' graph, it is
-built once and then reused, a damaged file is built again, and without it queries still work."""
+"""The query path. The encoder's int8-arithmetic graph (engine/memory/onnx_query_model.py),
+built from the real verified model into a real cache folder: its vectors agree with the
+documents' graph, it is built once and then reused, a damaged file is built again, and without
+it queries still work. The worker that encodes a query ranks it too once the banks' snapshot is
+in, and a failed snapshot fails the recall without holding the worker."""
 
 from __future__ import annotations
 
@@ -78,3 +80,44 @@ def test_without_a_cache_folder_queries_use_the_documents_graph(
     assert encoder.query_session is encoder.session
     assert np.allclose(_agreement(encoder), 1.0, atol=1e-6)
     assert blocked.read_text() == "a file where the cache folder would be"
+
+
+async def test_the_worker_that_encodes_also_ranks_when_the_snapshot_is_in() -> None:
+    import asyncio
+    import threading
+
+    from engine.memory.semantic_recall import _encode_beside
+
+    go = threading.Event()
+
+    def encode() -> np.ndarray:
+        assert go.wait(60)  # released only once the snapshot is in
+        return np.ones(384, dtype=np.float32) / np.sqrt(384)
+
+    async def snapshot() -> list:  # type: ignore[type-arg]
+        asyncio.get_running_loop().call_soon(go.set)
+        return []
+
+    views, vector, found = await _encode_beside(encode, snapshot(), 16)
+    assert views == [] and vector.shape == (384,)
+    assert found == []  # ranked on the worker: no second hop
+
+
+async def test_a_failed_snapshot_fails_the_recall_and_frees_the_worker() -> None:
+    import asyncio
+
+    from engine.memory.semantic_recall import _encode_beside
+
+    finished = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def encode() -> np.ndarray:
+        loop.call_soon_threadsafe(finished.set)
+        return np.zeros(384, dtype=np.float32)
+
+    async def snapshot() -> list:  # type: ignore[type-arg]
+        raise RuntimeError("the bank could not be read")
+
+    with pytest.raises(RuntimeError, match="could not be read"):
+        await _encode_beside(encode, snapshot(), 16)
+    await asyncio.wait_for(finished.wait(), 60)
