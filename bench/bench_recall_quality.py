@@ -272,6 +272,18 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
         inner = runtime.semantic._encoder.inner  # type: ignore[attr-defined]
         inner.query_session = inner.session  # queries on the documents' float graph
 
+    def query_graph(parts: str) -> Callable[[MemoryRuntime], None]:
+        def apply(runtime: MemoryRuntime) -> None:
+            from engine.memory.onnx_encoder import _session, _verified_model
+            from engine.memory.onnx_query_model import query_model
+
+            assert runtime.semantic is not None and runtime.semantic._encoder is not None
+            derived, how = query_model(*_verified_model(), parts)
+            assert derived is not None, how
+            runtime.semantic._encoder.inner.query_session = _session(  # type: ignore[attr-defined]
+                derived)
+        return apply
+
     def floor(value: float) -> Callable[[MemoryRuntime], None]:
         def apply(runtime: MemoryRuntime) -> None:
             semantic_recall.MIN_SIMILARITY = value
@@ -302,6 +314,8 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
         "adaptive keyword: <2 terms or <half x0.5": weak(2, 0.5, 0.5),
         "adaptive keyword: <60% of the terms x0.5": weak(0, 0.5, 0.6),
         "query graph: original (float)": original_query_graph,
+        "query graph: int8 all products": query_graph("all"),
+        "query graph: int8 feed-forward products only": query_graph("ffn"),
         "similarity floor 0.3": floor(0.3),
         "similarity floor 0.25": floor(0.25),
         "similarity floor 0.2": floor(0.2),
