@@ -107,17 +107,11 @@ class CallLog(EventLog):
                 ).rowcount
                 if not inserted:
                     continue  # this call of this attempt is recorded already: counted once
-                for rollup_run_id in (call.run_id, WORKSPACE_ROLLUP):
-                    conn.execute(
-                        sql.UPSERT_ROLLUP,
-                        {
-                            "rollup_run_id": rollup_run_id,
-                            "bucket": bucket,
-                            "counted": counted,
-                            **tokens,
-                            **cost,
-                        },
-                    )
+                conn.execute(
+                    sql.UPSERT_ROLLUPS,
+                    {"run_id": call.run_id, "bucket": bucket, "counted": counted, **tokens,
+                     **cost},
+                )
                 conn.execute(
                     sql.UPSERT_USAGE_HOUR,
                     {

@@ -18,14 +18,17 @@ VALUES (:run_id, :node_id, :iteration, :attempt, :agent, :model, :simulated, :in
 ON CONFLICT (run_id, node_id, iteration, attempt, call_seq) DO NOTHING
 """
 
-UPSERT_ROLLUP = f"""
+_ROLLUP_VALUES = """:bucket, :counted, :input_tokens, :cache_read_tokens,
+        :cache_write_tokens, :output_tokens, :reasoning_tokens,
+        coalesce(CAST(:cost_usd AS DOUBLE PRECISION), 0), :unpriced"""
+
+# One statement adds a call to both rollups: its run's (``run_id``) and the workspace's ('').
+UPSERT_ROLLUPS = f"""
 INSERT INTO usage_rollups (run_id, bucket, calls, input_tokens, cache_read_tokens,
                            cache_write_tokens, output_tokens, reasoning_tokens, cost_usd,
                            unpriced_calls)
-VALUES (:rollup_run_id, :bucket, :counted, :input_tokens, :cache_read_tokens,
-        :cache_write_tokens, :output_tokens, :reasoning_tokens,
-        coalesce(CAST(:cost_usd AS DOUBLE PRECISION), 0),
-        :unpriced)
+VALUES (:run_id, {_ROLLUP_VALUES}),
+       ('', {_ROLLUP_VALUES})
 ON CONFLICT (run_id, bucket) DO UPDATE SET
     calls = usage_rollups.calls + excluded.calls,
     cost_usd = usage_rollups.cost_usd + excluded.cost_usd,

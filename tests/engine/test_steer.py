@@ -283,22 +283,13 @@ async def test_dispatching_nodes_reads_no_steers_while_none_waits(
     """Each attempt reads the node's steers only while a steer waits in the run: a 40-node
     chain with none reads the steers table once (the run's last poll), not twice per node.
     Counted on SQLite's own statement trace of every connection the workspace opens."""
-    import sqlite3
+    from engine_test_support import trace_sqlite
 
     from engine.agents.simulated import SimulatedAgent
     from store.db.sqlite.sqlite_database import SqliteDatabase
     from store.workspace.layout import Workspace
 
-    reads: list[str] = []
-    connect = sqlite3.connect
-
-    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
-        conn.set_trace_callback(lambda text: reads.append(text) if "FROM steers" in text
-                                else None)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced)
+    reads = trace_sqlite(monkeypatch, lambda text: "FROM steers" in text)
     db = await SqliteDatabase.open(Workspace(tmp_path / ".tether"))
     try:
         wf = Workflow("chain", agents={"sim": SimulatedAgent(latency_ms=0, use_tools=False)},
