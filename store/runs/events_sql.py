@@ -7,13 +7,20 @@ import functools
 INSERT_EVENT_HEAD = """
 INSERT INTO events (at_ms, type, run_id, node_id, iteration, attempt, payload_json)
 VALUES """
-"""How every statement appending events starts (PostgreSQL notifies the commit of one)."""
+"""How every statement that only appends events starts."""
 
 _EVENT_ROW = "(?, ?, ?, ?, ?, ?, ?)"
 
 EVENTS_PER_INSERT = 500
 """The most events one statement appends (7 parameters each, well under either backend's
 limit on parameters per statement)."""
+
+
+@functools.lru_cache(maxsize=1024)
+def appends_events(sql: str) -> bool:
+    """Whether ``sql`` appends events (PostgreSQL notifies the workspace's channel at the
+    commit of a transaction that ran one): on its own or as part of a larger statement."""
+    return "INSERT INTO events" in sql
 
 
 @functools.lru_cache(maxsize=EVENTS_PER_INSERT)
