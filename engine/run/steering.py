@@ -12,8 +12,8 @@ before it writes it; any other agent cannot, so the steer is refused at once wit
 naming the agent. When the attempt ends, what is still queued is refused (the node's turn
 ended before it could be delivered): a steer is never left waiting for an attempt that will
 not come. A steer that arrives after the watch's last poll and before the attempt's end is
-refused by the next poll (its node no longer has an attempt running), or by the run's last
-one as the run ends.
+refused by the next poll once its node has ended (or by the run's last poll, as the run
+ends); one for a node waiting to retry goes to its next attempt.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from store.model.states import ENDED_NODE_STATES
 from store.runs.run_store import RunStore
 from store.runs.steer_log import SteerRecord
 
-HAD_ITS_TURN = (*ENDED_NODE_STATES, "retrying")
-"""Node states whose last attempt is over: a steer still queued for one was not delivered."""
+HAD_ITS_TURN = ENDED_NODE_STATES
+"""Node states no attempt follows: a steer still queued for one will not be delivered (one
+for a node waiting to retry waits for its next attempt)."""
 
 
 def ended_sentence(node_id: str, attempt: int) -> str:

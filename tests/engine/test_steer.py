@@ -256,16 +256,21 @@ async def test_a_steer_its_attempt_ended_before_reading_is_refused_by_the_runs_w
     db: Database,
 ) -> None:
     """A steer queued after the watch's last poll for a node whose attempt then ended is
-    refused by the next poll with a sentence; one for a node not yet started stays queued."""
+    refused by the next poll with a sentence; one for a node not yet started, or waiting to
+    retry, stays queued for the attempt to come."""
     from engine.run.steering import SteerWatch
 
     store = RunStore(db)
     run = await store.create_run("steered")
-    await store.upsert_nodes(run.run_id, [("work", 0, "pending", []), ("later", 0, "pending", [])])
+    await store.upsert_nodes(run.run_id, [("work", 0, "pending", []), ("later", 0, "pending", []),
+                                          ("again", 0, "pending", [])])
     await store.upsert_node(run.run_id, "work", 0, "running", attempts=1)
+    await store.upsert_node(run.run_id, "again", 0, "running", attempts=1)
     late = await store.queue_steer(run.run_id, "work", 0, "Too late for attempt 1.", "alice")
     early = await store.queue_steer(run.run_id, "later", 0, "For when you start.", "bob")
+    retry = await store.queue_steer(run.run_id, "again", 0, "For your next try.", "carol")
     await store.upsert_node(run.run_id, "work", 0, "finished", attempts=1)
+    await store.upsert_node(run.run_id, "again", 0, "retrying", attempts=1)
     watch = SteerWatch(store, run.run_id)
     await watch.poll()
     steers = {s.steer_id: s for s in await store.list_steers(run.run_id)}
@@ -273,6 +278,7 @@ async def test_a_steer_its_attempt_ended_before_reading_is_refused_by_the_runs_w
     assert steers[late.steer_id].refusal == (
         "Attempt 1 of work ended before the message could be delivered.")
     assert steers[early.steer_id].state == "queued" and watch.waiting
+    assert steers[retry.steer_id].state == "queued"  # its next attempt takes it
     events = [e.type for e in await store.recent_events(100, run_id=run.run_id)]
     assert events.count("steer.refused") == 1
 
