@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import operator
 import os
 import platform
 import resource
@@ -43,29 +42,23 @@ import tempfile
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from engine_floors import (  # noqa: E402
+    WIDTH,
+    bare_walk,
+    commit_floor_ms,
+    count_statements,
+    layered,
+)
+from engine_peer_langgraph import run_langgraph  # noqa: E402
 
 SHAPES = ("chain", "layers", "fanout")
-WIDTH = 10  # layer width, and the concurrency limit of both engines
 LG_MODES = ("sync", "async")
-
-
-def graph_of(shape: str, n: int) -> dict[str, list[str]]:
-    """node -> dependencies for the chain and layers shapes (n nodes)."""
-    graph: dict[str, list[str]] = {}
-    if shape == "chain":
-        for i in range(n):
-            graph[f"n{i}"] = [f"n{i - 1}"] if i else []
-        return graph
-    layers = max(1, n // WIDTH)
-    for layer in range(layers):
-        for i in range(WIDTH):
-            deps = [] if layer == 0 else [f"n{layer - 1}_{i}", f"n{layer - 1}_{(i + 1) % WIDTH}"]
-            graph[f"n{layer}_{i}"] = deps
-    return graph
 
 
 def rss_bytes() -> int:
@@ -137,18 +130,20 @@ async def run_tether(
                 )
                 expected = n
             else:
-                graph = graph_of(shape, n)
+                graph = layered(shape, n)
                 for node, deps in graph.items():
                     workflow.add_task(node, prompt_reading(deps, node), depends_on=deps)
                 expected = len(graph)
             # The engine `tether run` uses: the workspace's config and every standard hook
             # (memory runtime, ceiling guard, handoff), none of which this workflow needs.
             engine = open_engine(db, config=EngineConfig(poll_interval_s=0.5))
+            groups = db.writes.groups
             if trace_heap:
                 tracemalloc.start()
             started, cpu = time.perf_counter(), time.process_time()
             outcome = await engine.start(workflow, {})
             elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+            groups = db.writes.groups - groups
             heap_peak = 0
             if trace_heap:
                 heap_peak = tracemalloc.get_traced_memory()[1]
@@ -157,6 +152,9 @@ async def run_tether(
             assert outcome.status == "finished", outcome.error
             count = await db.fetch_value("SELECT count(*) FROM attempts WHERE state = 'finished'")
             assert count == expected, (count, expected)
+            events = await db.fetch_value("SELECT count(*) FROM events")
+            tokens = await db.fetch_value(
+                "SELECT input_tokens + cache_read_tokens + output_tokens FROM runs")
             pragmas = await db.writer_pragmas()
         finally:
             await db.close()
@@ -166,122 +164,10 @@ async def run_tether(
         "nodes": expected,
         "rss_growth": peak - before,
         "heap_peak": heap_peak,
+        "commits": groups,
+        "answers": {"finished": count, "events": events, "tokens": tokens},
         "pragmas": pragmas,
     }
-
-
-# -- LangGraph ---------------------------------------------------------------------------------
-
-
-def _latest(_old: str, new: str) -> str:
-    return new
-
-
-class State(TypedDict):
-    """LangGraph state: how many nodes ran (each node adds one) and the last answer written."""
-
-    count: Annotated[int, operator.add]
-    last: Annotated[str, _latest]
-
-
-class FanState(TypedDict):
-    count: Annotated[int, operator.add]
-    answers: Annotated[list[str], operator.add]
-    plan: str
-
-
-async def run_langgraph(shape: str, n: int, durability: str, mode: str) -> dict[str, Any]:
-    import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-    from langgraph.graph import END, START, StateGraph
-    from langgraph.types import Send
-
-    before = rss_bytes()
-    builder: Any
-    if shape == "fanout":
-        builder = StateGraph(FanState)
-
-        async def plan(state: FanState) -> dict[str, Any]:
-            return {"count": 1, "plan": "ok plan"}
-
-        async def item(state: dict[str, Any]) -> dict[str, Any]:
-            return {"count": 1, "answers": [f"ok {state['i']} of {state['plan'][:12]}"]}
-
-        async def join(state: FanState) -> dict[str, Any]:
-            return {"count": 1, "plan": f"join {len(state['answers'])}"}
-
-        def spread(state: FanState) -> list[Any]:
-            return [Send("item", {"i": i, "plan": state["plan"]}) for i in range(n - 2)]
-
-        builder.add_node("plan", plan)
-        builder.add_node("item", item)
-        builder.add_node("join", join)
-        builder.add_edge(START, "plan")
-        builder.add_conditional_edges("plan", spread, ["item"])
-        builder.add_edge("item", "join")
-        builder.add_edge("join", END)
-        expected = n
-        initial: dict[str, Any] = {"count": 0, "answers": [], "plan": ""}
-    else:
-        graph = graph_of(shape, n)
-        builder = StateGraph(State)
-
-        def make(node: str) -> Any:
-            async def step(state: State) -> dict[str, Any]:
-                return {"count": 1, "last": f"ok {node} after {state['last'][:12]}"}
-
-            return step
-
-        for node in graph:
-            builder.add_node(node, make(node))
-        dependents = {d for deps in graph.values() for d in deps}
-        for node, deps in graph.items():
-            if not deps:
-                builder.add_edge(START, node)
-            elif len(deps) == 1:
-                builder.add_edge(deps[0], node)
-            else:
-                builder.add_edge(deps, node)
-            if node not in dependents:
-                builder.add_edge(node, END)
-        expected = len(graph)
-        initial = {"count": 0, "last": ""}
-    with tempfile.TemporaryDirectory() as folder:
-        conn = await aiosqlite.connect(str(Path(folder) / "lg.db"))
-        saver = AsyncSqliteSaver(conn)
-        await saver.setup()  # switches the file to WAL
-        await conn.execute(f"PRAGMA synchronous = {durability.upper()}")
-        app: Any = builder.compile(checkpointer=saver)
-        config = {
-            "configurable": {"thread_id": "bench"},
-            "recursion_limit": 100_000,
-            "max_concurrency": WIDTH,
-        }
-        started, cpu = time.perf_counter(), time.process_time()
-        result = await app.ainvoke(initial, config, durability=mode)
-        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-        peak = rss_bytes()
-        assert result["count"] == expected, (result["count"], expected)
-        pragmas = {"langgraph": await _pragmas(conn)}
-        await conn.close()
-    return {
-        "seconds": elapsed,
-        "cpu_seconds": cpu,
-        "nodes": expected,
-        "rss_growth": peak - before,
-        "pragmas": pragmas,
-    }
-
-
-async def _pragmas(conn: Any) -> dict[str, Any]:
-    async with conn.execute("PRAGMA journal_mode") as cursor:
-        journal = (await cursor.fetchone())[0]
-    async with conn.execute("PRAGMA synchronous") as cursor:
-        synchronous = (await cursor.fetchone())[0]
-    return {"journal_mode": str(journal).lower(), "synchronous": _SYNC_NAMES[int(synchronous)]}
-
-
-_SYNC_NAMES = {0: "off", 1: "normal", 2: "full", 3: "extra"}
 
 
 # -- orchestration -----------------------------------------------------------------------------
@@ -304,19 +190,31 @@ def one(engine: str, shape: str, n: int, durability: str) -> dict[str, Any]:
 
 def child(engine: str, shape: str, n: int, durability: str) -> None:
     """One measurement, after a warm-up run of the same engine on a 4-node graph of the same
-    shape (imports, statement caches, first-call costs: both engines pay them once per process,
-    and a long-lived engine, such as the dashboard's, pays them once for all its runs)."""
+    shape (imports, statement caches, first-call costs: every engine pays them once per
+    process, and a long-lived engine, such as the dashboard's, pays them once for all its
+    runs)."""
     try:
-        for size in (4, n):
+        if engine == "dbos":
+            from engine_peer_dbos import run_dbos
+
+            result = asyncio.run(run_dbos(shape, (4, n), durability, rss_bytes))
+        elif engine == "floor":
+            for size in (4, n):
+                result = asyncio.run(bare_walk(shape, size, instant_agent(), _bare_request))
+            result.update(pragmas={}, rss_growth=0)
+        for size in (4, n) if engine.startswith(("tether", "langgraph")) else ():
             if engine == "tether":
                 result = asyncio.run(run_tether(shape, size, durability))
             else:
                 result = asyncio.run(run_langgraph(shape, size, durability, engine.split(":")[1]))
         if engine == "tether":
             # Python heap at its peak during a second run, traced (slower, so not timed): the
-            # engine's own memory per node, free of the allocator's granularity.
+            # engine's own memory per node, free of the allocator's granularity; and every
+            # statement SQLite ran in that run, counted on its trace.
+            counted = count_statements()
             traced = asyncio.run(run_tether(shape, n, durability, trace_heap=True))
             result["heap_peak"] = traced["heap_peak"]
+            result["statements"] = counted[0]
         print(json.dumps(result), flush=True)
     except BaseException:
         import traceback
@@ -325,6 +223,16 @@ def child(engine: str, shape: str, n: int, durability: str) -> None:
         sys.stderr.flush()
         os._exit(1)  # a worker thread left behind must not keep a failed run alive
     os._exit(0)
+
+
+def _bare_request(node: str, prompt: str) -> Any:
+    """What the instant agent reads of a request, for the bare walk (no engine behind it)."""
+    from types import SimpleNamespace
+
+    async def on_call(_call: Any) -> None:
+        return None
+
+    return SimpleNamespace(node_id=node, prompt=prompt, on_call=on_call)
 
 
 def check_pragmas(result: dict[str, Any], durability: str) -> None:
@@ -353,65 +261,27 @@ def main() -> None:
         default=1,
         help="rounds at 10 000 nodes and more (LangGraph takes minutes per run there)",
     )
+    parser.add_argument("--no-dbos", dest="dbos", action="store_false",
+                        help="leave DBOS out (it is in the bench extra)")
     parser.add_argument("--out", default=str(ROOT / "bench/results/bench_engine_overhead.json"))
     args = parser.parse_args()
     if args.one:
         engine, shape, n, durability = args.one
         child(engine, shape, int(n), durability)
         return
-    engines = ["tether", *(f"langgraph:{m}" for m in args.lg_modes)]
+    peers = [*(f"langgraph:{m}" for m in args.lg_modes), *(["dbos"] if args.dbos else [])]
+    engines = ["tether", "floor", *peers]
     load_before = load_average()
     rows: list[dict[str, Any]] = []
     print(f"load average before: {load_before}", flush=True)
     for durability in args.durability:
+        commit_ms = commit_floor_ms(durability)
+        print(f"one SQLite commit (WAL, synchronous={durability}): {commit_ms:.3f} ms",
+              flush=True)
         for shape in args.shapes:
             for n in args.sizes:
-                best: dict[str, dict[str, Any]] = {}
-                rounds = args.repeat_large if n >= 10_000 else args.repeat
-                for _ in range(rounds):
-                    for engine in engines:  # interleaved: a burst of load hits every engine
-                        result = one(engine, shape, n, durability)
-                        check_pragmas(result, durability)
-                        kept = best.setdefault(engine, result)
-                        kept["seconds"] = min(kept["seconds"], result["seconds"])
-                        kept["cpu_seconds"] = min(kept["cpu_seconds"], result["cpu_seconds"])
-                        kept["rss_growth"] = min(kept["rss_growth"], result["rss_growth"])
-                        if "heap_peak" in result:
-                            kept["heap_peak"] = min(kept["heap_peak"], result["heap_peak"])
-                tether = best["tether"]
-                row: dict[str, Any] = {"durability": durability, "shape": shape, "nodes": n}
-                for engine, result in best.items():
-                    row[engine] = {
-                        "ms_per_task": result["seconds"] * 1000 / result["nodes"],
-                        "cpu_ms_per_task": result["cpu_seconds"] * 1000 / result["nodes"],
-                        "kib_per_node": result["rss_growth"] / 1024 / result["nodes"],
-                        "heap_kib_per_node": result.get("heap_peak", 0) / 1024 / result["nodes"],
-                        "pragmas": result["pragmas"],
-                    }
-                peers = [row[e]["ms_per_task"] for e in engines if e != "tether"]
-                row["peer_over_tether"] = min(peers) / row["tether"]["ms_per_task"]
-                row["peer_over_tether_cpu"] = (
-                    min(row[e]["cpu_ms_per_task"] for e in engines if e != "tether")
-                    / row["tether"]["cpu_ms_per_task"]
-                )
-                row["load_average"] = load_average()
-                rows.append(row)
-                lg = "  ".join(
-                    f"{e} {row[e]['ms_per_task']:.3f} ms (cpu {row[e]['cpu_ms_per_task']:.3f}) "
-                    f"{row[e]['kib_per_node']:.1f} KiB"
-                    for e in engines
-                    if e != "tether"
-                )
-                t = row["tether"]
-                print(
-                    f"{durability:<6} {shape:<6} {n:>6}  tether {t['ms_per_task']:.3f} ms "
-                    f"(cpu {t['cpu_ms_per_task']:.3f}) {t['kib_per_node']:.1f} KiB "
-                    f"(heap {t['heap_kib_per_node']:.1f})  |  {lg}  |  "
-                    f"peer/tether {row['peer_over_tether']:.2f}x "
-                    f"(cpu {row['peer_over_tether_cpu']:.2f}x)  load {row['load_average']}",
-                    flush=True,
-                )
-                del tether
+                rows.append(_row(engines, peers, shape, n, durability, commit_ms, args))
+    commit_after = {d: commit_floor_ms(d) for d in args.durability}
     growth = _growth(rows, args.sizes)
     print("\nper-task cost and memory per node, largest size over smallest (target <= 1.5x):")
     for key, values in growth.items():
@@ -425,10 +295,10 @@ def main() -> None:
     for text in pragmas:
         print("  tether", text)
     lg_pragmas = sorted(
-        {json.dumps(r[e]["pragmas"], sort_keys=True) for r in rows for e in engines[1:]}
+        {json.dumps(r[e]["pragmas"], sort_keys=True) for r in rows for e in peers}
     )
     for text in lg_pragmas:
-        print("  langgraph", text)
+        print("  peers", text)
     load_after = load_average()
     print(f"load average after: {load_after}")
     document = {
@@ -438,8 +308,10 @@ def main() -> None:
         "width_and_concurrency": WIDTH,
         "repeat": args.repeat,
         "langgraph_modes": args.lg_modes,
+        "peers": peers,
         "rows": rows,
         "growth_largest_over_smallest": growth,
+        "commit_floor_ms_at_end": commit_after,
         "load_average": {"before": load_before, "after": load_after},
         "machine": {
             "python": platform.python_version(),
@@ -452,6 +324,65 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(document, indent=2) + "\n")
     print(f"wrote {out}")
+
+
+def _row(engines: list[str], peers: list[str], shape: str, n: int, durability: str,
+         commit_ms: float, args: Any) -> dict[str, Any]:
+    """Measure every engine on one shape and size (interleaved rounds, best kept), print the
+    row with Tether's floors and answers beside it, and return it."""
+    best: dict[str, dict[str, Any]] = {}
+    rounds = args.repeat_large if n >= 10_000 else args.repeat
+    for _ in range(rounds):
+        for engine in engines:  # interleaved: a burst of load hits every engine
+            result = one(engine, shape, n, durability)
+            check_pragmas(result, durability)
+            kept = best.setdefault(engine, result)
+            for key in ("seconds", "cpu_seconds", "rss_growth"):
+                kept[key] = min(kept[key], result[key])
+            if "heap_peak" in result:
+                kept["heap_peak"] = min(kept["heap_peak"], result["heap_peak"])
+    row: dict[str, Any] = {"durability": durability, "shape": shape, "nodes": n,
+                           "commit_floor_ms": commit_ms}
+    for engine, result in best.items():
+        row[engine] = {
+            "ms_per_task": result["seconds"] * 1000 / result["nodes"],
+            "cpu_ms_per_task": result["cpu_seconds"] * 1000 / result["nodes"],
+            "kib_per_node": result.get("rss_growth", 0) / 1024 / result["nodes"],
+            "heap_kib_per_node": result.get("heap_peak", 0) / 1024 / result["nodes"],
+            "nodes": result["nodes"],
+            "pragmas": result["pragmas"],
+        }
+    t, tether = row["tether"], best["tether"]
+    t["statements_per_task"] = tether["statements"] / tether["nodes"]
+    t["commits_per_task"] = tether["commits"] / tether["nodes"]
+    t["answers"] = tether["answers"]
+    # The durability floor: this many commits, each as dear as a bare one on the same disk.
+    t["over_commit_floor"] = t["ms_per_task"] / max(t["commits_per_task"] * commit_ms, 1e-9)
+    t["over_bare_walk"] = t["ms_per_task"] / row["floor"]["ms_per_task"]
+    row["peer_over_tether"] = min(row[e]["ms_per_task"] for e in peers) / t["ms_per_task"]
+    row["peer_over_tether_cpu"] = (
+        min(row[e]["cpu_ms_per_task"] for e in peers) / t["cpu_ms_per_task"]
+    )
+    row["load_average"] = load_average()
+    shown = "  ".join(
+        f"{e} {row[e]['ms_per_task']:.3f} ms (cpu {row[e]['cpu_ms_per_task']:.3f}) "
+        f"{row[e]['kib_per_node']:.1f} KiB, {row[e]['nodes']} nodes"
+        for e in peers
+    )
+    answers = t["answers"]
+    print(
+        f"{durability:<6} {shape:<6} {n:>6}  tether {t['ms_per_task']:.3f} ms "
+        f"(cpu {t['cpu_ms_per_task']:.3f}) {t['statements_per_task']:.1f} statements "
+        f"{t['commits_per_task']:.2f} commits/task, {t['over_commit_floor']:.2f}x commit floor, "
+        f"{t['kib_per_node']:.1f} KiB (heap {t['heap_kib_per_node']:.1f}); "
+        f"{answers['finished']} finished, {answers['events']} events, {answers['tokens']} tokens"
+        f"  |  bare walk {row['floor']['ms_per_task']:.3f} ms ({row['floor']['nodes']} nodes, "
+        f"tether {t['over_bare_walk']:.1f}x)  |  {shown}  |  "
+        f"peer/tether {row['peer_over_tether']:.2f}x "
+        f"(cpu {row['peer_over_tether_cpu']:.2f}x)  load {row['load_average']}",
+        flush=True,
+    )
+    return row
 
 
 def _growth(rows: list[dict[str, Any]], sizes: list[int]) -> dict[str, dict[str, float]]:

@@ -9,8 +9,10 @@ its node, attempt, call (with usage rollups) and events. Durability: SQLite in W
 ``synchronous=NORMAL`` (the workspace default), PostgreSQL at the workspace's two durability
 levels: ``full`` (``synchronous_commit=on``) and ``normal`` (``off``: a crash of the server may
 lose the last commits but never corrupts, the same promise as SQLite's WAL with NORMAL), each
-beside SQLite at the same level, with the commits per task (group commits) and the one-commit
-floor (one INSERT and COMMIT on a bare connection) measured in the same run. Rounds
+beside SQLite at the same level, with the commits per task (group commits), the statements
+per task (SQLite's trace; on PostgreSQL each statement the connection sends, a row of an
+``executemany`` counted as one) and the one-commit floor (one INSERT and COMMIT on a bare
+connection) measured in the same run. Rounds
 of the backends are interleaved; the best of ``--repeat`` is kept (other load only adds time).
 Results: a table and ``bench/results/bench_pg_engine.json``.
 """
@@ -30,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from engine_floors import count_statements  # noqa: E402
 from pg_support import machine, scratch_schema, write_results  # noqa: E402
 
 from engine.agents.agent import AgentRequest, AgentResult, ModelCall  # noqa: E402
@@ -37,6 +40,7 @@ from engine.run.engine import Engine  # noqa: E402
 from engine.run.engine_config import EngineConfig  # noqa: E402
 from engine.workflow.definition import Workflow  # noqa: E402
 from store.db.backends import open_database  # noqa: E402
+from store.db.postgres.pg_connection import PgConnection  # noqa: E402
 from store.model.token_lanes import TokenUsage  # noqa: E402
 from store.workspace.layout import Workspace  # noqa: E402
 
@@ -75,6 +79,30 @@ def workflow(shape: str) -> Workflow:
     return flow
 
 
+SQLITE_STATEMENTS = count_statements()
+PG_STATEMENTS = [0]
+
+
+def _count_pg_statements() -> None:
+    """Count what every PostgreSQL connection of the workspace sends (one per row of an
+    ``executemany``, as the server sees them)."""
+    execute, executemany = PgConnection.execute, PgConnection.executemany
+
+    def counted(self: PgConnection, sql: str, parameters: Any = (), /) -> Any:
+        PG_STATEMENTS[0] += 1
+        return execute(self, sql, parameters)
+
+    def counted_many(self: PgConnection, sql: str, parameters: Any, /) -> Any:
+        batch = list(parameters)
+        PG_STATEMENTS[0] += len(batch)
+        return executemany(self, sql, batch)
+
+    PgConnection.execute = counted  # type: ignore[method-assign]
+    PgConnection.executemany = counted_many  # type: ignore[method-assign]
+
+
+_count_pg_statements()
+
 # Each side's workspace durability level (store.db.durability): SQLite's synchronous, and
 # PostgreSQL's synchronous_commit on every writing session (full: on, normal: off). Each
 # PostgreSQL row is compared with the SQLite row at the same level.
@@ -86,8 +114,8 @@ BACKENDS = {
 }
 
 
-async def run_once(backend: str, shape: str) -> tuple[float, int, int]:
-    """Seconds for the whole run, finished attempts, group commits."""
+async def run_once(backend: str, shape: str) -> tuple[float, int, int, int]:
+    """Seconds for the whole run, finished attempts, group commits, statements."""
     kind, level = BACKENDS[backend]
     with tempfile.TemporaryDirectory(prefix="tether-pg-engine-") as folder, \
             scratch_schema("be") as url:
@@ -99,14 +127,17 @@ async def run_once(backend: str, shape: str) -> tuple[float, int, int]:
         async with await open_database(workspace) as db:
             engine = Engine(db, config=EngineConfig(poll_interval_s=0.5))
             groups = db.writes.groups  # type: ignore[attr-defined]
+            counter = PG_STATEMENTS if kind == "postgresql" else SQLITE_STATEMENTS
+            statements = counter[0]
             started = time.perf_counter()
             outcome = await engine.start(workflow(shape), {})
             elapsed = time.perf_counter() - started
             groups = db.writes.groups - groups  # type: ignore[attr-defined]
+            statements = counter[0] - statements
             assert outcome.status == "finished", outcome.error
             done = await db.fetch_value("SELECT count(*) FROM attempts WHERE state = 'finished'")
             assert done == NODES, done
-            return elapsed, int(done), groups
+            return elapsed, int(done), groups, statements
 
 
 def commit_floor_ms(synchronous_commit: str, rounds: int = 200) -> float:
@@ -130,7 +161,7 @@ def main() -> None:
     parser.add_argument("--shapes", nargs="+", default=["chain", "layers", "fanout"])
     args = parser.parse_args()
     info = machine()
-    best: dict[tuple[str, str], tuple[float, int, int]] = {}
+    best: dict[tuple[str, str], tuple[float, int, int, int]] = {}
     floors = {"off": commit_floor_ms("off"), "on": commit_floor_ms("on")}
     for _ in range(args.repeat):
         for shape in args.shapes:
@@ -141,17 +172,18 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     print(f"engine overhead per task, {NODES} nodes, instant agent (best of {args.repeat})")
     print(f"{'shape':<8} {'backend':<36} {'ms/task':>8} {'finished':>9} {'commits/task':>13} "
-          f"{'vs sqlite, same level':>22}")
+          f"{'statements/task':>16} {'vs sqlite, same level':>22}")
     for shape in args.shapes:
         for backend, (_kind, level) in BACKENDS.items():
-            elapsed, done, groups = best[(shape, backend)]
+            elapsed, done, groups, statements = best[(shape, backend)]
             lite = best[(shape, f"sqlite {level}")][0]
             ms = elapsed * 1000 / NODES
             results.append({"shape": shape, "backend": backend, "ms_per_task": round(ms, 3),
                             "finished": done, "commits_per_task": round(groups / NODES, 2),
+                            "statements_per_task": round(statements / NODES, 2),
                             "over_sqlite_same_level": round(elapsed / lite, 2)})
             print(f"{shape:<8} {backend:<36} {ms:>8.3f} {done:>9} {groups / NODES:>13.2f} "
-                  f"{elapsed / lite:>21.1f}x")
+                  f"{statements / NODES:>16.1f} {elapsed / lite:>21.1f}x")
     print(f"one PostgreSQL commit (floor): {floors['off']:.3f} ms at synchronous_commit=off, "
           f"{floors['on']:.3f} ms at on")
     results.append({"floor_commit_ms": {k: round(v, 3) for k, v in floors.items()}})

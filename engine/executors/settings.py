@@ -152,8 +152,10 @@ def resolve(
     for layer in (workflow, task):
         if layer is None:
             continue
-        chosen = {f.name: getattr(layer, f.name) for f in fields(layer)}
-        merged = replace(merged, **{k: v for k, v in chosen.items() if v is not None})
+        chosen = {f.name: value for f in fields(layer)
+                  if (value := getattr(layer, f.name)) is not None}
+        if chosen:  # an empty layer (every task's default) changes nothing: no copy
+            merged = replace(merged, **chosen)
     if merged.backend is None:
         merged = replace(merged, backend=IN_PROCESS)
     return merged

@@ -306,14 +306,16 @@ async def _agent_call(
     """``agent.run(request)`` as a task of its own, which a budget can stop
     (:meth:`RunExecution.stop_attempts`) without cancelling the node: stopping it once it has
     answered changes nothing."""
-    steering = Steering(execution.store, request, agent, agent_name,
+    steering = Steering(execution.steers, request, agent, agent_name,
                         execution.config.poll_interval_s).start()
     task = asyncio.ensure_future(agent.run(request))
     execution.in_agent[unit.key] = task
     try:
         return await task
     finally:
-        await asyncio.shield(steering.stop())
+        stopping = steering.stop()
+        if stopping is not None:
+            await asyncio.shield(stopping)
         execution.in_agent.pop(unit.key, None)
         if not task.cancelled():
             execution.budget_stops.pop(unit.key, None)  # it answered before the stop landed

@@ -32,6 +32,7 @@ from engine.prompting import assemble_prompt
 from engine.run.budget_meter import BudgetMeter
 from engine.run.carry import Finished
 from engine.run.engine_config import EngineConfig
+from engine.run.steering import SteerWatch
 from engine.run.units import Key, StopDispatch, Unit
 from engine.workflow.definition import Workflow
 from engine.workflow.task_spec import TaskSpec
@@ -122,6 +123,8 @@ class RunExecution:
         self.budget_stops: dict[Key, tuple[str, str]] = {}
         """Attempts a budget stopped: the reason and the state their node goes to."""
         self.meter = BudgetMeter(self)
+        self.steers = SteerWatch(self.store, self.run_id)
+        """The run's queued steers, polled by its monitor (engine.run.steering)."""
         self.top_ids = workflow.top_level_ids()
         self.top_deps = {n: workflow.top_level_deps(n) for n in self.top_ids}
         self.dependents: dict[str, list[str]] = {n: [] for n in self.top_ids}

@@ -1,12 +1,13 @@
 """The monitor of a run execution: it refreshes the heartbeat and polls the run row for cancel
-and clear requests written by other processes (CLI, dashboard)."""
+and clear requests written by other processes (CLI, dashboard), and the run's queued steers
+(engine.run.steering)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import TYPE_CHECKING
 
-from store.errors import StorageError
+from store.errors import LeaseLost, StorageError
 
 if TYPE_CHECKING:
     from engine.run.execution import RunExecution
@@ -41,3 +42,9 @@ async def _monitor(execution: RunExecution) -> None:
             execution.cancel_all()
             return
         execution.take_requests(run)
+        try:
+            await execution.steers.poll()
+        except LeaseLost:
+            execution.lost = True  # a refusal's write found the run claimed by another worker
+            execution.cancel_all()
+            return

@@ -172,6 +172,11 @@ class ScheduledRun(RunExecution):
                 with contextlib.suppress(Exception):
                     await mirror.sync()  # the last lines of every log
         await self.settle_ends()
+        if not self.lost:
+            # A steer queued after the monitor's last poll for a node that has ended since
+            # (another worker claiming the run meanwhile writes it instead).
+            with contextlib.suppress(LeaseLost):
+                await self.steers.poll()
         await self.meter.settle()
         if self.storage_problem is not None:
             raise self.storage_problem

@@ -1,13 +1,19 @@
 """Steers reaching a running attempt: a person's message for the node (``tether steer``, the
 dashboard's ``m``), delivered at most once at the next point where its agent can take it.
 
-While an attempt talks to its agent, :class:`Steering` reads the node's queued steers every
-poll interval. An agent that takes input mid-run (``takes_steers``: Claude Code through its
-stream-json input, the HTTP agents before their tool loop's next turn) gets each on its inbox
-and marks it delivered right before it writes it; any other agent cannot, so the steer is
-refused at once with a sentence naming the agent. When the
-attempt ends, what is still queued is refused (the node's turn ended before it could be
-delivered): a steer is never left waiting for an attempt that will not come.
+A run's :class:`SteerWatch` (polled by its monitor, :mod:`engine.run.monitor`) reads the run's
+queued steers once per poll interval, whatever the number of nodes, so an attempt reads the
+database only while a steer is waiting somewhere in its run: dispatching a node costs no read
+of its own. While an attempt talks to its agent and a steer is waiting, its :class:`Steering`
+reads the node's queued steers (woken by the watch, and every poll interval). An agent that
+takes input mid-run (``takes_steers``: Claude Code through its stream-json input, the HTTP
+agents before their tool loop's next turn) gets each on its inbox and marks it delivered right
+before it writes it; any other agent cannot, so the steer is refused at once with a sentence
+naming the agent. When the attempt ends, what is still queued is refused (the node's turn
+ended before it could be delivered): a steer is never left waiting for an attempt that will
+not come. A steer that arrives after the watch's last poll and before the attempt's end is
+refused by the next poll once its node has ended (or by the run's last poll, as the run
+ends); one for a node waiting to retry goes to its next attempt.
 """
 
 from __future__ import annotations
@@ -17,8 +23,44 @@ import contextlib
 from typing import Any
 
 from engine.agents.agent import Agent, AgentRequest
+from engine.run.units import Key
+from store.model.states import ENDED_NODE_STATES
 from store.runs.run_store import RunStore
 from store.runs.steer_log import SteerRecord
+
+HAD_ITS_TURN = ENDED_NODE_STATES
+"""Node states no attempt follows: a steer still queued for one will not be delivered (one
+for a node waiting to retry waits for its next attempt)."""
+
+
+def ended_sentence(node_id: str, attempt: int) -> str:
+    """Why a steer was refused because its node's attempt ended first (one sentence)."""
+    return f"Attempt {attempt} of {node_id} ended before the message could be delivered."
+
+
+class SteerWatch:
+    """The steers of one run execution: whether any is waiting, the attempts that can take
+    one now, and the refusal of those whose node's attempt ended before they were read."""
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.waiting = False
+        """Whether the last poll found a queued steer in the run (attempts read only then)."""
+        self.active: dict[Key, Steering] = {}
+
+    async def poll(self) -> None:
+        """Read the run's queued steers (one read): wake the attempts they are for, refuse
+        those whose node has no attempt running any more and had its turn."""
+        queued = await self.store.queued_steers_of_run(self.run_id)
+        self.waiting = bool(queued)
+        for steer, node_state, attempts in queued:
+            steering = self.active.get((steer.node_id, steer.iteration))
+            if steering is not None:
+                steering.watch_now()
+            elif node_state in HAD_ITS_TURN and attempts > 0:
+                await self.store.decide_steer(
+                    steer, attempts, refusal=ended_sentence(steer.node_id, attempts))
 
 
 def cannot_take(agent_name: str, agent: Agent) -> str:
@@ -34,9 +76,11 @@ def cannot_take(agent_name: str, agent: Agent) -> str:
 class Steering:
     """The steers of one attempt (see the module docstring)."""
 
-    def __init__(self, store: RunStore, request: AgentRequest, agent: Agent, agent_name: str,
+    def __init__(self, watch: SteerWatch, request: AgentRequest, agent: Agent, agent_name: str,
                  poll_s: float) -> None:
-        self.store = store
+        self.watch = watch
+        self.store = watch.store
+        self.wake = asyncio.Event()
         self.request = request
         self.agent = agent
         self.agent_name = agent_name
@@ -49,9 +93,20 @@ class Steering:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> Steering:
-        """Start reading the node's queued steers."""
-        self._task = asyncio.ensure_future(self._watch())
+        """Take the node's queued steers from now on: read at once when a steer waits in the
+        run, else as soon as the run's watch finds one (no task, no read until then)."""
+        self.watch.active[(self.request.node_id, self.request.iteration)] = self
+        if self.watch.waiting:
+            self.watch_now()
         return self
+
+    def watch_now(self) -> None:
+        """Read the node's queued steers now, then every poll interval until the attempt
+        ends (the run's watch found a steer waiting)."""
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._watch())
+        else:
+            self.wake.set()
 
     async def deliver(self, steer: Any) -> bool:
         """Mark ``steer`` delivered by this attempt; False: decided already (do not send)."""
@@ -81,20 +136,36 @@ class Steering:
 
     async def _watch(self) -> None:
         while True:
-            await self._read()
-            await asyncio.sleep(self.poll_s)
+            self.wake.clear()  # before the read: a wake-up during it is not lost
+            if self.watch.waiting:
+                await self._read()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.poll_s):
+                    await self.wake.wait()
 
-    async def stop(self) -> None:
-        """Stop reading; refuse what is still queued for the node (its turn ended)."""
+    def stop(self) -> asyncio.Future[None] | None:
+        """Stop reading; refuse what is still queued for the node (its turn ended). None when
+        there is nothing to do (no steer waited at the watch's last poll, nothing read):
+        the attempt's end is then queued without a pass of the event loop in between."""
+        request = self.request
+        key = (request.node_id, request.iteration)
+        if self.watch.active.get(key) is self:
+            del self.watch.active[key]
+        if self._task is None and not self.watch.waiting:
+            return None  # a steer queued since is refused by the watch's next poll
+        return asyncio.ensure_future(self._stop())
+
+    async def _stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
+        if not self.watch.waiting:
+            return
         request = self.request
         with contextlib.suppress(Exception):
             for steer in await self.store.queued_steers(request.run_id, request.node_id,
                                                          request.iteration):
                 await self.store.decide_steer(
                     steer, request.attempt,
-                    refusal=f"Attempt {request.attempt} of {request.node_id} ended before the "
-                            "message could be delivered.")
+                    refusal=ended_sentence(request.node_id, request.attempt))

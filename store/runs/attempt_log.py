@@ -165,13 +165,15 @@ class AttemptLog(NodeLog):
                 )
                 write_node(conn, node)
                 events.append(self._node_event(node))
-            if nodes_done is not None:
-                conn.execute(
-                    sql.UPDATE_PROGRESS, progress_params(run_id, now, nodes_done=nodes_done)
-                )
             events.extend(extra_events)
             insert_events(conn, now, events)
-            requests = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,))
+            if nodes_done is not None:
+                requests = conn.execute(
+                    sql.UPDATE_PROGRESS_READ_REQUESTS,
+                    progress_params(run_id, now, nodes_done=nodes_done),
+                )
+            else:
+                requests = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,))
 
             def read() -> RunRequests | None:
                 row = requests.fetchone()

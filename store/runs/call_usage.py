@@ -65,96 +65,28 @@ class CallLog(EventLog):
 
         def work(conn: Connection) -> Any:
             now = self.now_ms
+            rows = [_call_row(call, now) for call in calls]
+            if getattr(conn, "waits_for_results", False):
+                # PostgreSQL: each call is one statement and nothing is read back (whether
+                # the row was new would cost a round trip of its own).
+                for row in rows:
+                    conn.execute(sql.RECORD_CALL, {
+                        **row, "payload_json": dump_recorded_json(row["payload"])})
+                return
             events: list[NewEvent] = []
             days: dict[str, dict[str, Any]] = {}
-            for call in calls:
-                usage = call.usage
-                context = usage.context_tokens
-                bucket = bucket_for(context)
-                tokens = usage.as_dict()
-                # A retry or reconciliation row carries tokens and cost but is not a call of
-                # its own: the rollups count model calls only. A retry costs nothing.
-                counted = int(call.kind == "model")
-                cost = {
-                    "cost_usd": call.cost_usd,
-                    "unpriced": int(call.cost_usd is None and call.kind != "retry"),
-                }
-                started = call.started_at_ms if call.started_at_ms is not None else now
-                inserted = conn.execute(
-                    sql.INSERT_CALL,
-                    {
-                        "run_id": call.run_id,
-                        "node_id": call.node_id,
-                        "iteration": call.iteration,
-                        "attempt": call.attempt,
-                        "agent": call.agent,
-                        "model": call.model,
-                        "simulated": int(call.simulated),
-                        **tokens,
-                        "context_tokens": context,
-                        "bucket": bucket,
-                        "started_at_ms": started,
-                        "finished_at_ms": call.finished_at_ms
-                        if call.finished_at_ms is not None
-                        else now,
-                        "cost_usd": call.cost_usd,
-                        "kind": call.kind,
-                        "detail_json": None
-                        if call.detail is None
-                        else dump_recorded_json(dict(call.detail)),
-                        "call_seq": call.seq,
-                    },
-                ).rowcount
-                if not inserted:
+            for call, row in zip(calls, rows, strict=True):
+                if not conn.execute(sql.INSERT_CALL, row).rowcount:
                     continue  # this call of this attempt is recorded already: counted once
-                for rollup_run_id in (call.run_id, WORKSPACE_ROLLUP):
-                    conn.execute(
-                        sql.UPSERT_ROLLUP,
-                        {
-                            "rollup_run_id": rollup_run_id,
-                            "bucket": bucket,
-                            "counted": counted,
-                            **tokens,
-                            **cost,
-                        },
-                    )
-                conn.execute(
-                    sql.UPSERT_USAGE_HOUR,
-                    {
-                        "run_id": call.run_id,
-                        "hour_ms": started - started % sql.HOUR_MS,
-                        "agent": call.agent,
-                        "model": call.model or "",
-                        "counted": counted,
-                        **tokens,
-                        **cost,
-                    },
-                )
-                conn.execute(
-                    sql.ADD_RUN_TOKENS, {"run_id": call.run_id, "now": now, **tokens, **cost}
-                )
-                _add_to_day(days, utc_day(call.finished_at_ms or now), counted, tokens, cost)
-                events.append(
-                    NewEvent(
-                        "call",
-                        call.run_id,
-                        call.node_id,
-                        call.iteration,
-                        call.attempt,
-                        {
-                            "agent": call.agent,
-                            "model": call.model,
-                            "simulated": call.simulated,
-                            "context_tokens": context,
-                            "bucket": bucket,
-                            "tokens": tokens,
-                            "kind": call.kind,
-                            "cost_usd": call.cost_usd,
-                        },
-                    )
-                )
-            for row in days.values():
-                conn.execute(spend_sql.UPSERT_SPEND_DAY, row)
+                conn.execute(sql.UPSERT_ROLLUPS, row)
+                conn.execute(sql.UPSERT_USAGE_HOUR, row)
+                conn.execute(sql.ADD_RUN_TOKENS, row)
+                _add_to_day(days, row["day"], row["counted"], row["payload"]["tokens"],
+                            {"cost_usd": row["cost_usd"], "unpriced": row["unpriced"]})
+                events.append(NewEvent("call", call.run_id, call.node_id, call.iteration,
+                                       call.attempt, row["payload"]))
+            for day in days.values():
+                conn.execute(spend_sql.UPSERT_SPEND_DAY, day)
             insert_events(conn, now, events)
 
         return self._submit((call.run_id for call in calls), work, flush=False)
@@ -183,3 +115,50 @@ class CallLog(EventLog):
         """``{bucket: (calls, usage)}`` for a run, or for the workspace with ``run_id=''``."""
         rows = await self.db.fetch_all(sql.SELECT_ROLLUPS, (run_id,))
         return {r["bucket"]: (int(r["calls"]), TokenUsage.from_row(r)) for r in rows}
+
+
+def _call_row(call: CallUsage, now: int) -> dict[str, Any]:
+    """Every parameter the statements recording ``call`` take (its row, rollups, usage hour,
+    run tokens, day) and its event's payload (``payload``)."""
+    usage = call.usage
+    context = usage.context_tokens
+    bucket = bucket_for(context)
+    tokens = usage.as_dict()
+    started = call.started_at_ms if call.started_at_ms is not None else now
+    finished = call.finished_at_ms if call.finished_at_ms is not None else now
+    return {
+        "run_id": call.run_id,
+        "node_id": call.node_id,
+        "iteration": call.iteration,
+        "attempt": call.attempt,
+        "agent": call.agent,
+        "model": call.model,
+        "simulated": int(call.simulated),
+        **tokens,
+        "context_tokens": context,
+        "bucket": bucket,
+        "started_at_ms": started,
+        "finished_at_ms": finished,
+        "cost_usd": call.cost_usd,
+        "kind": call.kind,
+        "detail_json": None if call.detail is None else dump_recorded_json(dict(call.detail)),
+        "call_seq": call.seq,
+        # A retry or reconciliation row carries tokens and cost but is not a call of its
+        # own: the rollups count model calls only. A retry costs nothing.
+        "counted": int(call.kind == "model"),
+        "unpriced": int(call.cost_usd is None and call.kind != "retry"),
+        "hour_ms": started - started % sql.HOUR_MS,
+        "hour_model": call.model or "",
+        "day": utc_day(call.finished_at_ms or now),
+        "now": now,
+        "payload": {
+            "agent": call.agent,
+            "model": call.model,
+            "simulated": call.simulated,
+            "context_tokens": context,
+            "bucket": bucket,
+            "tokens": tokens,
+            "kind": call.kind,
+            "cost_usd": call.cost_usd,
+        },
+    }

@@ -26,9 +26,11 @@ MAX_READ_LIMIT = 100_000
 
 
 def insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> None:
-    """Append ``events`` inside the caller's transaction, all at ``now``."""
-    rows = [
-        (
+    """Append ``events`` inside the caller's transaction, all at ``now``, in their order (one
+    statement for up to :data:`~store.runs.events_sql.EVENTS_PER_INSERT` of them)."""
+    values: list[Any] = []
+    for e in events:
+        values += (
             now,
             e.type,
             e.run_id,
@@ -37,10 +39,10 @@ def insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> Non
             e.attempt,
             None if e.payload is None else dump_recorded_json(dict(e.payload)),
         )
-        for e in events
-    ]
-    if rows:
-        conn.executemany(sql.INSERT_EVENT, rows)
+    width = 7 * sql.EVENTS_PER_INSERT
+    for start in range(0, len(values), width):
+        chunk = values[start:start + width]
+        conn.execute(sql.insert_events_text(len(chunk) // 7), chunk)
 
 
 class EventLog:

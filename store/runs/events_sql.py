@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
-INSERT_EVENT = """
+import functools
+
+INSERT_EVENT_HEAD = """
 INSERT INTO events (at_ms, type, run_id, node_id, iteration, attempt, payload_json)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-"""
+VALUES """
+"""How every statement that only appends events starts."""
+
+_EVENT_ROW = "(?, ?, ?, ?, ?, ?, ?)"
+
+EVENTS_PER_INSERT = 500
+"""The most events one statement appends (7 parameters each, well under either backend's
+limit on parameters per statement)."""
+
+
+@functools.lru_cache(maxsize=1024)
+def appends_events(sql: str) -> bool:
+    """Whether ``sql`` appends events (PostgreSQL notifies the workspace's channel at the
+    commit of a transaction that ran one): on its own or as part of a larger statement."""
+    return "INSERT INTO events" in sql
+
+
+@functools.lru_cache(maxsize=EVENTS_PER_INSERT)
+def insert_events_text(rows: int) -> str:
+    """One statement appending ``rows`` events (a write's events cost one statement, not one
+    per event: on PostgreSQL each statement is a message of its own)."""
+    return INSERT_EVENT_HEAD + ",\n       ".join([_EVENT_ROW] * rows) + "\n"
 
 EVENT_COLUMNS = "seq, at_ms, type, run_id, node_id, iteration, attempt, payload_json"
 

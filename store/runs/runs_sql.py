@@ -77,6 +77,11 @@ UPDATE runs SET nodes_done = coalesce(CAST(:nodes_done AS BIGINT), nodes_done),
 WHERE run_id = :run_id
 """
 
+# A node's end moves the run's progress and reads its pending requests in one statement.
+UPDATE_PROGRESS_READ_REQUESTS = UPDATE_PROGRESS + (
+    "RETURNING cancel_requested_at_ms, clear_requested_at_ms, clear_reason\n"
+)
+
 LIST_RUNS = "SELECT * FROM runs ORDER BY created_at_ms DESC, run_id DESC LIMIT ?"
 
 LIST_RUNS_BY_STATUS = """

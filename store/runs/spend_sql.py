@@ -7,18 +7,24 @@ from store.model.token_lanes import each_lane
 
 _NEXT = ",\n    "
 
-UPSERT_SPEND_DAY = f"""
+INSERT_SPEND_DAY = """
 INSERT INTO spend_days (day, calls, input_tokens, cache_read_tokens, cache_write_tokens,
-                        output_tokens, reasoning_tokens, cost_usd, unpriced_calls)
-VALUES (:day, :counted, :input_tokens, :cache_read_tokens, :cache_write_tokens,
+                        output_tokens, reasoning_tokens, cost_usd, unpriced_calls)"""
+
+SPEND_DAY_VALUES = """:day, :counted, :input_tokens, :cache_read_tokens, :cache_write_tokens,
         :output_tokens, :reasoning_tokens, coalesce(CAST(:cost_usd AS DOUBLE PRECISION), 0),
-        :unpriced)
+        :unpriced"""
+
+SPEND_DAY_CONFLICT = f"""
 ON CONFLICT (day) DO UPDATE SET
     calls = spend_days.calls + excluded.calls,
     cost_usd = spend_days.cost_usd + excluded.cost_usd,
     unpriced_calls = spend_days.unpriced_calls + excluded.unpriced_calls,
     {each_lane("{c} = spend_days.{c} + excluded.{c}", _NEXT)}
 """
+
+UPSERT_SPEND_DAY = f"""{INSERT_SPEND_DAY}
+VALUES ({SPEND_DAY_VALUES}){SPEND_DAY_CONFLICT}"""
 
 SELECT_SPEND_DAY = "SELECT * FROM spend_days WHERE day = ?"
 

@@ -26,6 +26,7 @@ from store.runs.steers_sql import (
     INSERT_STEER,
     NODE_STATE,
     QUEUED_FOR_NODE,
+    QUEUED_OF_RUN,
     STEERS_OF_RUN,
 )
 
@@ -128,6 +129,13 @@ class SteerLog(RunLog):
         """The node iteration's steers still waiting, oldest first."""
         rows = await self.db.fetch_all(QUEUED_FOR_NODE, (run_id, node_id, iteration))
         return [SteerRecord.from_row(r) for r in rows]
+
+    async def queued_steers_of_run(self, run_id: str) -> list[tuple[SteerRecord, str | None, int]]:
+        """The run's steers still waiting, oldest first, each with its node's state and
+        attempt count (one read for the whole run: what a run's monitor polls)."""
+        rows = await self.db.fetch_all(QUEUED_OF_RUN, (run_id,))
+        return [(SteerRecord.from_row(r), r["node_state"], int(r["node_attempts"] or 0))
+                for r in rows]
 
     async def decide_steer(
         self, steer: SteerRecord, attempt: int, *, refusal: str | None = None

@@ -16,5 +16,10 @@ QUEUED_FOR_NODE = """
 SELECT * FROM steers WHERE run_id = ? AND node_id = ? AND iteration = ? AND state = 'queued'
 ORDER BY position
 """
+QUEUED_OF_RUN = """
+SELECT s.*, n.state AS node_state, n.attempts AS node_attempts FROM steers s
+LEFT JOIN nodes n ON n.run_id = s.run_id AND n.node_id = s.node_id AND n.iteration = s.iteration
+WHERE s.run_id = ? AND s.state = 'queued' ORDER BY s.position
+"""
 STEERS_OF_RUN = "SELECT * FROM steers WHERE run_id = ? ORDER BY position"
 NODE_STATE = "SELECT state FROM nodes WHERE run_id = ? AND node_id = ? AND iteration = ?"

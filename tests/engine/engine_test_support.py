@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall
 from engine.agents.fake_data import example_for
@@ -101,3 +104,20 @@ def agent_script(tmp_path: Path, body: str) -> list[str]:
     path = tmp_path / "agent.py"
     path.write_text(textwrap.dedent(body))
     return [sys.executable, str(path)]
+
+
+def trace_sqlite(
+    monkeypatch: pytest.MonkeyPatch, keep: Callable[[str], bool] = lambda text: True
+) -> list[str]:
+    """The statements SQLite runs (its own trace, one line per statement executed) on every
+    connection opened from now on that ``keep`` accepts; the list fills as they run."""
+    seen: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(lambda text: seen.append(text) if keep(text) else None)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    return seen

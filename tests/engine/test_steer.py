@@ -250,3 +250,62 @@ async def test_the_timeline_shows_each_steer_under_its_attempt(
     steers = [row for row in rows if row.kind == "steer"]
     assert [row.label for row in steers] == ["steer from carol: Mind the tests."]
     assert steers[0].attempt == 1 and steers[0].key == "work#0/1/s0"
+
+
+async def test_a_steer_its_attempt_ended_before_reading_is_refused_by_the_runs_watch(
+    db: Database,
+) -> None:
+    """A steer queued after the watch's last poll for a node whose attempt then ended is
+    refused by the next poll with a sentence; one for a node not yet started, or waiting to
+    retry, stays queued for the attempt to come."""
+    from engine.run.steering import SteerWatch
+
+    store = RunStore(db)
+    run = await store.create_run("steered")
+    await store.upsert_nodes(run.run_id, [("work", 0, "pending", []), ("later", 0, "pending", []),
+                                          ("again", 0, "pending", [])])
+    await store.upsert_node(run.run_id, "work", 0, "running", attempts=1)
+    await store.upsert_node(run.run_id, "again", 0, "running", attempts=1)
+    late = await store.queue_steer(run.run_id, "work", 0, "Too late for attempt 1.", "alice")
+    early = await store.queue_steer(run.run_id, "later", 0, "For when you start.", "bob")
+    retry = await store.queue_steer(run.run_id, "again", 0, "For your next try.", "carol")
+    await store.upsert_node(run.run_id, "work", 0, "finished", attempts=1)
+    await store.upsert_node(run.run_id, "again", 0, "retrying", attempts=1)
+    watch = SteerWatch(store, run.run_id)
+    await watch.poll()
+    steers = {s.steer_id: s for s in await store.list_steers(run.run_id)}
+    assert steers[late.steer_id].state == "refused"
+    assert steers[late.steer_id].refusal == (
+        "Attempt 1 of work ended before the message could be delivered.")
+    assert steers[early.steer_id].state == "queued" and watch.waiting
+    assert steers[retry.steer_id].state == "queued"  # its next attempt takes it
+    events = [e.type for e in await store.recent_events(100, run_id=run.run_id)]
+    assert events.count("steer.refused") == 1
+
+
+async def test_dispatching_nodes_reads_no_steers_while_none_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each attempt reads the node's steers only while a steer waits in the run: a 40-node
+    chain with none reads the steers table once (the run's last poll), not twice per node.
+    Counted on SQLite's own statement trace of every connection the workspace opens."""
+    from engine_test_support import trace_sqlite
+
+    from engine.agents.simulated import SimulatedAgent
+    from store.db.sqlite.sqlite_database import SqliteDatabase
+    from store.workspace.layout import Workspace
+
+    reads = trace_sqlite(monkeypatch, lambda text: "FROM steers" in text)
+    db = await SqliteDatabase.open(Workspace(tmp_path / ".tether"))
+    try:
+        wf = Workflow("chain", agents={"sim": SimulatedAgent(latency_ms=0, use_tools=False)},
+                      default_agent="sim")
+        for index in range(40):
+            wf.add_task(f"n{index}", f"step {index}",
+                        depends_on=[f"n{index - 1}"] if index else [])
+        # The monitor does not poll during the run: what is left is per node, or the last poll.
+        outcome = await Engine(db, config=EngineConfig(poll_interval_s=600)).start(wf, {})
+    finally:
+        await db.close()
+    assert outcome.status == "finished", outcome.error
+    assert len(reads) == 1, reads[:3]

@@ -15,7 +15,7 @@ import psycopg
 from store.db.dialect import postgres_params, postgres_text
 from store.db.postgres.pg_retry import CommitUnknown, writes
 from store.db.seam import Params, resolved
-from store.runs.events_sql import INSERT_EVENT
+from store.runs.events_sql import appends_events
 
 T = TypeVar("T")
 
@@ -150,7 +150,7 @@ class PgConnection:
         return self._conn
 
     def _translate(self, sql: str, params: Any) -> tuple[str, Any]:
-        if sql == INSERT_EVENT:
+        if appends_events(sql):
             self.wrote_events = True
         self.wrote = self.wrote or writes(sql)
         return postgres_text(sql), postgres_params(sql, params)

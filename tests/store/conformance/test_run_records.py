@@ -185,3 +185,34 @@ async def test_a_queued_write_that_fails_unawaited_prints_no_traceback(
     del forgotten, awaited
     gc.collect()
     assert "never retrieved" not in caplog.text
+
+
+async def test_a_writes_many_events_are_appended_in_order(db: Database) -> None:
+    """A write's events go in as few statements as fit (up to 500 per statement): 1 234 node
+    events of one write come back one each, in the order written, with rising sequence."""
+    store = RunStore(db)
+    run = await store.create_run("wf", owner_id="me")
+    after = await store.last_event_seq()
+    names = [f"n{index:04d}" for index in range(1234)]
+    await store.upsert_nodes(run.run_id, [(name, 0, "pending", []) for name in names])
+    events = await store.events_since(after, limit=5000)
+    assert [e.node_id for e in events] == names
+    assert [e.seq for e in events] == sorted({e.seq for e in events})
+
+
+async def test_a_nodes_end_moves_progress_and_reads_the_requests_at_once(db: Database) -> None:
+    """The end of an attempt that counts a node done returns the run's pending requests from
+    the same statement that moves its progress (a cancel asked for meanwhile is seen)."""
+    store = RunStore(db)
+    run = await store.create_run("wf", nodes_total=2, owner_id="me")
+    await store.upsert_nodes(run.run_id, [("a", 0, "pending", []), ("b", 0, "pending", [])])
+    await store.start_attempt(run.run_id, "a", 0, 1, agent="sim", prompt="p")
+    quiet = await store.finish_attempt(run.run_id, "a", 0, 1, "finished", node_state="finished",
+                                       nodes_done=1)
+    assert quiet is not None and quiet.cancel_requested_at_ms is None
+    await store.start_attempt(run.run_id, "b", 0, 1, agent="sim", prompt="p")
+    await store.request_cancel(run.run_id)
+    asked = await store.finish_attempt(run.run_id, "b", 0, 1, "finished", node_state="finished",
+                                       nodes_done=2)
+    assert asked is not None and asked.cancel_requested_at_ms is not None
+    assert (await store.get_run(run.run_id)).nodes_done == 2
