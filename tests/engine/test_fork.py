@@ -90,6 +90,12 @@ async def test_the_agent_and_memory_block_edits_reach_the_node(
     assert attempt.agent == "simulated"
     assert (attempt.prompt or "").startswith("Remember: the audience is new.")
     assert (await store.get_node(fork, "draft")).carried_from == origin
+    # The edited block is the attempt's memory block: what the Memory tab and tether node show.
+    block = await store.get_memory_block(fork, "review", 0)
+    assert block is not None and block.text == "Remember: the audience is new."
+    assert block.attempt == 1 and block.bytes_used == len(block.text)
+    assert block.warning is not None and f"edited in the fork of {origin}" in block.warning
+    assert await store.get_memory_block(origin, "review", 0) is None
 
 
 async def test_refusals_are_one_sentence_and_write_nothing(
