@@ -16,8 +16,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from store.read.fork_chain import MAX_FAMILY, ChainLink, ForkChain, read_fork_chain
-from tui.format import cost, literal, one_line, plural, status_text, tokens
 from tui.fork_chain_text import fork_words, tree_prefix
+from tui.format import cost, literal, one_line, plural, status_text, tokens
 from tui.screens.live_screen import LiveScreen
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
