@@ -8,12 +8,18 @@ and marks it delivered right before it writes it; any other agent cannot, so the
 refused at once with a sentence naming the agent. When the
 attempt ends, what is still queued is refused (the node's turn ended before it could be
 delivered): a steer is never left waiting for an attempt that will not come.
+
+A steer sent for the node's **next attempt** (``tether steer --next-attempt``: the way to reach
+an agent that runs one shot) is not read while an attempt runs: the next attempt that starts
+(a retry, or the run resumed) takes it (:func:`next_attempt_steers`, each at most once) and its
+prompt begins with it (:func:`steered_prompt`, pure).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from engine.agents.agent import Agent, AgentRequest
@@ -22,13 +28,31 @@ from store.runs.steer_log import SteerRecord
 
 
 def cannot_take(agent_name: str, agent: Agent) -> str:
-    """Why ``agent`` cannot take a message mid-run (one sentence)."""
+    """Why ``agent`` cannot take a message mid-run (one sentence, naming the way that works)."""
     kind = getattr(agent, "preset", None) or type(agent).__name__
     if kind == "claude-code":
         return (f"Agent {agent_name!r} (claude-code) was not started with steerable=True, so "
-                "it read its prompt once and cannot take a message; nothing was delivered.")
+                "it read its prompt once and cannot take a message; nothing was delivered "
+                "(send it with --next-attempt for the node's next attempt to read).")
     return (f"Agent {agent_name!r} ({kind}) runs one shot and cannot take a message while it "
-            "works; nothing was delivered.")
+            "works; nothing was delivered (send it with --next-attempt for the node's next "
+            "attempt to read).")
+
+
+def steered_prompt(prompt: str, steers: Sequence[SteerRecord]) -> str:
+    """An attempt's prompt with the messages sent for it first, each naming its sender
+    (pure; unchanged without any)."""
+    if not steers:
+        return prompt
+    said = "\n\n".join(f"A message from {s.sent_by} for this attempt:\n{s.message}"
+                        for s in steers)
+    return f"{said}\n\n{prompt}"
+
+
+async def next_attempt_steers(store: RunStore, run_id: str, unit: Any,
+                              attempt: int) -> list[SteerRecord]:
+    """The steers waiting for the node's next attempt, now delivered by ``attempt``."""
+    return await store.deliver_next_attempt(run_id, unit.node_id, unit.iteration, attempt)
 
 
 class Steering:

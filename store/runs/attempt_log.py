@@ -19,6 +19,7 @@ from store.runs.run_params import (
     progress_params,
     write_node,
 )
+from store.runs.steer_log import NO_NEXT_ATTEMPT_STATES, refuse_next_attempt_steers
 
 
 class AttemptLog(NodeLog):
@@ -165,6 +166,9 @@ class AttemptLog(NodeLog):
                 )
                 write_node(conn, node)
                 events.append(self._node_event(node))
+                if node_state in NO_NEXT_ATTEMPT_STATES:
+                    refuse_next_attempt_steers(conn, now, run_id, node_id, iteration, attempt,
+                                               node_state)
             if nodes_done is not None:
                 conn.execute(
                     sql.UPDATE_PROGRESS, progress_params(run_id, now, nodes_done=nodes_done)

@@ -160,7 +160,8 @@ async def test_a_one_shot_cli_refuses_the_steer_with_a_sentence(
     decided = await until(refused, "the refusal")
     assert decided.steer_id == steer.steer_id
     assert decided.refusal == ("Agent 'claude' (json) runs one shot and cannot take a message "
-                               "while it works; nothing was delivered.")
+                               "while it works; nothing was delivered (send it with "
+                               "--next-attempt for the node's next attempt to read).")
     ready.with_name("ready.go").touch()
     assert (await task).status == "finished"
 

@@ -21,6 +21,7 @@ from store.db.schema_parts import (
     money_schema,
     observe_tables,
     queue_columns,
+    steer_delivery,
 )
 from store.model.states import (
     ATTEMPT_STATES,
@@ -495,6 +496,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_OBSERVE,
     _MIGRATION_MONEY,
     fork_columns("TEXT", "{0} IS NULL OR json_valid({0})"),  # runs forked from a node
+    steer_delivery("TEXT"),  # a steer for the node's next attempt
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
