@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,36 +24,21 @@ from store.errors import InvalidInputError
 from store.read.timeline_reads import read_details
 from store.runs.run_store import RunStore
 from store.runs.steer_log import SteerRecord
+from tests.engine.test_steer import files, until
+
+__all__ = ["files"]  # the fixture, shared with the other steer tests
 
 ONE_SHOT = Path(__file__).with_name("next_attempt_cli.py")
 MESSAGE = "Use the metric system."
 PREFIX = f"A message from alice for this attempt:\n{MESSAGE}\n\n"
 
 
-@pytest.fixture
-def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    ready, record = tmp_path / "ready", tmp_path / "record.jsonl"
-    monkeypatch.setenv("NEXT_READY", str(ready))
-    monkeypatch.setenv("NEXT_RECORD", str(record))
-    return ready, record
-
-
 def workflow(retries: int) -> Workflow:
     agent = CommandAgent(command=[sys.executable, str(ONE_SHOT)], preset="json",
-                         pass_env=["NEXT_READY", "NEXT_RECORD"])
+                         pass_env=["STEER_READY", "STEER_RECORD"])
     wf = Workflow("one-shot", agents={"cli": agent}, default_agent="cli")
     wf.add_task("work", "Write the report.", retries=retries, backoff=0.0)
     return wf
-
-
-async def until(condition: Callable[[], Awaitable[Any]], what: str) -> Any:
-    """Await ``condition()`` until it is truthy (bounded; no wall-clock assertion)."""
-    for _ in range(3000):
-        value = await condition()
-        if value:
-            return value
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def prompts(record: Path) -> list[str]:

@@ -488,9 +488,9 @@ class RunDetailScreen(InspectorSearch):
     @work(group="steer", exclusive=True)
     async def action_steer_node(self) -> None:
         """Send the node under the cursor a message (tui.actions.steer_action)."""
-        node = self.selected_node
-        if steer_allowed(self.run, node) and node is not None:
-            await steer_node(self, self.run_id, node)
+        node, run = self.selected_node, self.run
+        if steer_allowed(run, node) and node is not None and run is not None:
+            await steer_node(self, run, node)
 
     def action_tokens(self) -> None:
         """Open the Tokens view scoped to the selected node."""
