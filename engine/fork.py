@@ -23,7 +23,7 @@ from engine.prompting import json_instructions
 from engine.structured import to_jsonable
 from engine.workflow.definition import Workflow
 from store.errors import InvalidInputError
-from store.model.run_records import NodeRecord, RunRecord
+from store.model.run_records import TERMINAL_RUN_STATUSES, NodeRecord, RunRecord
 from store.runs.run_store import RunStore
 
 MAX_EDIT_BYTES = 1_048_576
@@ -87,6 +87,11 @@ def plan_fork(
             f"Workflow {workflow.name!r} has no task {node_id!r}; its tasks are: {known}."
         )
     ran = [n for n in nodes if task_of(n.node_id) == task and n.state != "pending"]
+    if not ran and origin.status not in TERMINAL_RUN_STATUSES:
+        raise InvalidInputError(  # another process may still run it: forking would race it
+            f"Node {task!r} has not run yet in run {origin.run_id}, which is still "
+            f"{origin.status}; fork from it once it has run, or from a node that ran."
+        )
     if not ran:
         raise InvalidInputError(
             f"Node {task!r} never ran in run {origin.run_id}; fork from a node that ran."

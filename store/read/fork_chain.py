@@ -85,17 +85,17 @@ async def read_fork_chain(rows: Rows, run_id: str) -> ForkChain:
         run = RunRecord.from_row(above[0])
         family[run.run_id] = run
     root = run.run_id
-    todo, cut = [root], False
-    while todo:
+    todo, read, cut = [root], set(), False
+    while todo and not cut:
         parent = todo.pop()
-        room = MAX_FAMILY - len(family)
-        forks = [RunRecord.from_row(r) for r in await rows.fetch_all(FORKS_OF, (parent, room + 1))]
-        if len(forks) > room:
-            forks, cut = forks[:room], True
-        for fork in forks:
-            if fork.run_id not in family:
-                family[fork.run_id] = fork
+        read.add(parent)
+        found = await rows.fetch_all(FORKS_OF, (parent, MAX_FAMILY))
+        for fork in (RunRecord.from_row(r) for r in found):
+            # The runs on the way up are in the family already; their forks are read too.
+            if fork.run_id not in family and len(family) >= MAX_FAMILY:
+                cut = True
+                break
+            family[fork.run_id] = fork
+            if fork.run_id not in read:
                 todo.append(fork.run_id)
-        if cut:
-            break
     return ForkChain(run_id, chain_rows(list(family.values()), root), cut)
