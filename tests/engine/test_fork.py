@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from engine.fork import ForkEdit, plan_fork
 from engine.run.engine import Engine
@@ -26,6 +27,12 @@ from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 
 WORKFLOW = Path(__file__).with_name("fork_workflow.py")
+
+
+class Scored(BaseModel):
+    """An output schema the counting agent's answers do not fit."""
+
+    score: int
 
 
 @pytest.fixture
@@ -124,6 +131,15 @@ async def test_refusals_are_one_sentence_and_write_nothing(
         with pytest.raises(InvalidInputError, match=sentence) as refused:
             await engine.fork(workflow, origin.run_id, node, edit)
         assert str(refused.value).count(". ") <= 1
+    # The workflow changed since: plan's recorded output no longer fits its output schema.
+    stricter = load_workflow(WORKFLOW)
+    stricter.tasks["plan"].output = Scored
+    with pytest.raises(InvalidInputError) as refused:
+        await engine.fork(stricter, origin.run_id, "draft", ForkEdit(prompt="Draft"))
+    assert str(refused.value) == (
+        "Node 'plan' would be carried over with an output that no longer fits task 'plan''s "
+        "output schema (it does not match the schema at score: Field required); fork with the "
+        "workflow the run ran with, or from that node.")
     assert len(await store.list_runs()) == before
     # The failed node itself may be forked (its upstream finished): the fix runs, once.
     Path(f"{count_file}.fail-draft").unlink()
