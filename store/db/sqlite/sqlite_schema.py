@@ -471,11 +471,8 @@ DROP TABLE IF EXISTS notes_fts;
 """
 
 # Carried nodes, daily spend and budget alerts (store/db/schema_parts.py, money_schema).
-_MIGRATION_MONEY = money_schema(
-    "TEXT", "INTEGER", "REAL", "{0} IS NULL OR json_valid({0})"
-)
-# Where each attempt ran (executor, host, Ray node) and the executor's nodes
-# (engine/executors/).
+_MIGRATION_MONEY = money_schema("TEXT", "INTEGER", "REAL", "{0} IS NULL OR json_valid({0})")
+# Where each attempt ran (executor, host, Ray node) and the executor's nodes (engine/executors/).
 _MIGRATION_EXECUTOR = executor_schema("TEXT", "INTEGER", "json_valid({0})")
 # Calls keyed by their number in the attempt, so a retried write cannot record one twice.
 _MIGRATION_CALL_KEY = call_key("INTEGER")
