@@ -64,7 +64,7 @@ async def run_attempt(
     session of an earlier attempt (recorded in the attempt's details)."""
     spec = unit.spec
     prompt, tools = await execution.prepare_prompt(unit, agent, task_prompt, attempt, memory)
-    steers = await next_attempt_steers(execution.store, execution.run_id, unit, attempt)
+    steers = await next_attempt_steers(execution.store, execution.run_id, unit)
     prompt = steered_prompt(prompt, steers)  # what was sent for this attempt goes first
     # The attempt's start is committed before the agent runs (an agent never runs without a
     # recorded attempt, so a resumed run never reuses an attempt number) but not flushed to
@@ -82,6 +82,7 @@ async def run_attempt(
             model=getattr(agent, "model", None),
             prompt=prompt,
             owner_id=execution.owner_id,
+            steers=steers,  # delivered by this attempt's start
         )
     except asyncio.CancelledError:
         # The queued start still commits: end it as cancelled behind it.

@@ -11,8 +11,8 @@ delivered): a steer is never left waiting for an attempt that will not come.
 
 A steer sent for the node's **next attempt** (``tether steer --next-attempt``: the way to reach
 an agent that runs one shot) is not read while an attempt runs: the next attempt that starts
-(a retry, or the run resumed) takes it (:func:`next_attempt_steers`, each at most once) and its
-prompt begins with it (:func:`steered_prompt`, pure).
+(a retry, or the run resumed) takes it (:func:`next_attempt_steers`; the attempt's start
+marks it delivered, at most once) and its prompt begins with it (:func:`steered_prompt`).
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ def steered_prompt(prompt: str, steers: Sequence[SteerRecord]) -> str:
     return f"{said}\n\n{prompt}"
 
 
-async def next_attempt_steers(store: RunStore, run_id: str, unit: Any,
-                              attempt: int) -> list[SteerRecord]:
-    """The steers waiting for the node's next attempt, now delivered by ``attempt``."""
-    return await store.deliver_next_attempt(run_id, unit.node_id, unit.iteration, attempt)
+async def next_attempt_steers(store: RunStore, run_id: str, unit: Any) -> list[SteerRecord]:
+    """The steers waiting for the node's next attempt: the attempt about to start takes them
+    (its start marks them delivered, in the same transaction)."""
+    return await store.next_attempt_steers(run_id, unit.node_id, unit.iteration)
 
 
 class Steering:

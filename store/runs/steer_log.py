@@ -198,21 +198,13 @@ class SteerLog(RunLog):
 
         return bool(await self._write((steer.run_id,), work))
 
-    async def deliver_next_attempt(
-        self, run_id: str, node_id: str, iteration: int, attempt: int
+    async def next_attempt_steers(
+        self, run_id: str, node_id: str, iteration: int
     ) -> list[SteerRecord]:
-        """Mark the steers waiting for the node's next attempt delivered by ``attempt`` (one
-        transaction; each at most once) and return them, oldest first: its prompt gets them."""
-
-        def work(conn: Connection) -> Any:
-            now = self.now_ms
-            rows = conn.execute(QUEUED_NEXT_ATTEMPT, (run_id, node_id, iteration)).fetchall()
-            waiting = [SteerRecord.from_row(r) for r in rows]
-            return [s._replace(state="delivered", attempt=attempt, decided_at_ms=now)
-                    for s in waiting if decide_in(conn, now, s, attempt)]
-
-        taken: list[SteerRecord] = await self._write((run_id,), work)
-        return taken
+        """The steers waiting for the node iteration's next attempt, oldest first (the
+        attempt's start marks them delivered: ``AttemptLog.start_attempt(steers=)``)."""
+        rows = await self.db.fetch_all(QUEUED_NEXT_ATTEMPT, (run_id, node_id, iteration))
+        return [SteerRecord.from_row(r) for r in rows]
 
     async def list_steers(self, run_id: str, node_id: str | None = None) -> list[SteerRecord]:
         """A run's steers (of one node when given), oldest first."""
