@@ -89,5 +89,11 @@ def test_fork_from_the_command_line(tmp_path: Path) -> None:
     assert [(c["run_id"], c["depth"], c["fork_node"], c["edit"]) for c in chain_doc["chain"]] \
         == [(origin, 0, None, None), (fork["run_id"], 1, "draft", "prompt"),
             (second, 2, "review", "memory block")]
+    items = {r["run_id"]: r for r in json.loads(
+        tether(workspace, count, "runs", "--format", "json").stdout)["items"]}
+    assert (items[second]["forked_from"], items[second]["fork_node"]) == (fork["run_id"],
+                                                                          "review")
+    assert items[second]["fork"]["memory_block"] == "Remember: the readers are new."
+    assert items[origin]["forked_from"] is None
     missing = tether(workspace, count, "runs", "--forks", "r-000000000000")
     assert missing.returncode != 0 and missing.stderr.count("\n") == 1

@@ -19,6 +19,7 @@ from store.clock import ManualClock
 from store.db.backends import open_database
 from store.workspace.layout import Workspace
 from tests.tui_actions.pilot_support import press_for, shown_keys, until
+from tui.run_control import host_for
 from tui.screens.compare_view import CompareScreen
 from tui.screens.fork_chain_view import ForkChainScreen
 from tui.screens.run_detail import RunDetailScreen
@@ -99,3 +100,10 @@ async def test_o_shows_the_fork_chain_and_compares_a_fork_with_its_origin(
         assert chain.run_id == origin and chain.query_one(KeyedTable).cursor_key == origin
         assert "first run of this chain" in str(chain.query_one("#chain-detail",
                                                                 Static).render())
+        # A new fork of the origin appears in the open chain as soon as it is recorded.
+        workflow = load_workflow(WORKFLOW)
+        engine = await host_for(app).engine()
+        third = await engine.fork(workflow, origin, "side", ForkEdit(agent="simulated"))
+        await until(pilot, lambda: len(chain.links) == 4, "the new fork listed")
+        assert chain.query_one(KeyedTable).keys == [origin, fork, second, third.run_id]
+        assert "from side · agent simulated · 0 carried" in table_text(chain)[3]
