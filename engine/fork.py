@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.prompting import json_instructions
-from engine.structured import to_jsonable
+from engine.structured import OutputInvalid, to_jsonable, validate_output
 from engine.workflow.definition import Workflow
 from store.errors import InvalidInputError
-from store.model.run_records import NodeRecord, RunRecord
+from store.model.run_records import TERMINAL_RUN_STATUSES, NodeRecord, RunRecord
 from store.runs.run_store import RunStore
 
 MAX_EDIT_BYTES = 1_048_576
@@ -87,6 +87,11 @@ def plan_fork(
             f"Workflow {workflow.name!r} has no task {node_id!r}; its tasks are: {known}."
         )
     ran = [n for n in nodes if task_of(n.node_id) == task and n.state != "pending"]
+    if not ran and origin.status not in TERMINAL_RUN_STATUSES:
+        raise InvalidInputError(  # another process may still run it: forking would race it
+            f"Node {task!r} has not run yet in run {origin.run_id}, which is still "
+            f"{origin.status}; fork from it once it has run, or from a node that ran."
+        )
     if not ran:
         raise InvalidInputError(
             f"Node {task!r} never ran in run {origin.run_id}; fork from a node that ran."
@@ -104,6 +109,24 @@ def plan_fork(
             )
         carried += rows
     return ForkPlan(task, tuple(carried))
+
+
+def check_carried(workflow: Workflow, plan: ForkPlan) -> None:
+    """Refuse a fork whose carried outputs no longer fit their task's output schema (the
+    workflow changed since the origin ran: ``--workflow``, an edited file), InvalidInputError
+    in one sentence: the nodes that read them would fail on them."""
+    for node in plan.carried:
+        spec = workflow.tasks.get(task_of(node.node_id))
+        if spec is None or spec.output is None:
+            continue
+        try:
+            validate_output(spec.output, node.output)
+        except OutputInvalid as error:
+            raise InvalidInputError(
+                f"Node {node.node_id!r} would be carried over with an output that no longer "
+                f"fits task {spec.id!r}'s output schema ({str(error).removesuffix('.')}); fork "
+                "with the workflow the run ran with, or from that node."
+            ) from None
 
 
 def check_edit(edit: ForkEdit, agents: Iterable[str]) -> None:
@@ -170,8 +193,9 @@ async def create_fork(
     agents: Iterable[str],
     workflow_path: str | None = None,
 ) -> RunRecord:
-    """Check the fork (:func:`plan_fork`, :func:`check_edit`, the input against the workflow's
-    schema) and record it as a ``pending`` run; nothing is written when it is refused.
+    """Check the fork (:func:`plan_fork`, :func:`check_carried`, :func:`check_edit`, the input
+    against the workflow's schema) and record it as a ``pending`` run; nothing is written
+    when it is refused.
 
     Raises:
         NotFoundError: no run ``origin_id``.
@@ -183,6 +207,7 @@ async def create_fork(
             f"Run {origin_id} belongs to workflow {origin.workflow!r}, not {workflow.name!r}."
         )
     plan = plan_fork(workflow, origin, await store.list_nodes(origin_id), node_id)
+    check_carried(workflow, plan)
     check_edit(edit, agents)
     value = edit.input if edit.input_given else origin.input
     parsed = workflow.parse_input(value)

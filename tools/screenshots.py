@@ -5,8 +5,8 @@
 It creates a fresh demo workspace in a temporary folder, runs the demo workflows in the
 embedded engine (faster than the interactive demo), and saves an SVG of each view while the
 runs are moving: Runs (with the selected run's chart), a run's workflow graph, a run's
-inspector on a node with a recalled memory block, the fork dialog (b) on that node, its
-Timeline tab, Tokens, Memory (on a
+inspector on a node with a recalled memory block, the fork dialog (b) on that node, the
+fork chain (o) of a fork of a fork of that run, its Timeline tab, Tokens, Memory (on a
 pending proposal), the note review screen, Handoffs, Usage, Runs searched with the query
 language, two runs compared, a run's cost explained. Then it serves the same workspace with
 ``tether serve`` and saves ``browser.png``, ``browser_timeline.png``, ``browser_usage.png``,
@@ -136,6 +136,9 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
                     await pilot.pause(0.5)
                 app.select(run_id=run_id)
                 await pilot.press("escape")
+                await _fork_chain(app, pilot, run_id, node_key)
+                await save("fork_chain")
+                await pilot.press("escape")
         await pilot.pause(8.0)
         app.show_tokens("run")
         await pilot.pause(1.5)
@@ -176,6 +179,28 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
             await pilot.pause(1.5)
             await save("cost")
     return saved
+
+
+async def _fork_chain(app: TetherApp, pilot: Pilot[None], run_id: str, node_id: str) -> None:
+    """Fork ``run_id`` from ``node_id`` (an edited prompt), fork that fork from the same node
+    (an edited memory block) once its node has run, and open the chain of the second."""
+    from engine.fork import ForkEdit
+    from tui.run_control import host_for
+
+    host = host_for(app)
+    first = await host.fork(run_id, node_id, ForkEdit(prompt="Answer in three bullet points."))
+    store = await host.runs()
+
+    async def ran() -> bool:
+        return any(n.node_id == node_id and n.state == "finished"
+                   for n in await store.list_nodes(first))
+
+    await _until(pilot, ran, 30)
+    second = await host.fork(first, node_id, ForkEdit(
+        memory_block="Remember: the on-call team is new to this service."))
+    await pilot.pause(1.5)
+    app.open_fork_chain(second)
+    await pilot.pause(1.5)
 
 
 async def _timeline(app: TetherApp, pilot: Pilot[None]) -> None:

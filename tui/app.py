@@ -368,6 +368,13 @@ class TetherApp(App[None]):
 
         self.push_screen(CompareScreen(run_a, run_b))
 
+    def open_fork_chain(self, run_id: str) -> None:
+        """Show a run's fork chain over the current view (escape comes back)."""
+        from tui.screens.fork_chain_view import ForkChainScreen
+
+        self.select(run_id=run_id)
+        self.push_screen(ForkChainScreen(run_id))
+
     def open_cost(self, run_id: str) -> None:
         """Show why a run cost what it did over the current view (escape comes back)."""
         from tui.screens.cost_view import CostScreen

@@ -61,6 +61,9 @@ class DashboardApp(Protocol):
     def open_compare(self, run_a: str, run_b: str) -> None:
         """Show two runs side by side."""
 
+    def open_fork_chain(self, run_id: str) -> None:
+        """Show a run's fork chain: its first run and every fork below it."""
+
     def open_cost(self, run_id: str) -> None:
         """Show why a run cost what it did."""
 

@@ -26,7 +26,7 @@ from engine.ceiling import counted_tokens
 from engine.pricing import PriceTable
 from engine.prompting import continue_prompt, repair_prompt
 from engine.run.carry import input_key
-from engine.run.steering import Steering
+from engine.run.steering import Steering, next_attempt_steers, steered_prompt
 from engine.run.units import NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.structured import OutputInvalid, to_jsonable, validate_output
 from engine.workflow.user_code import USER_CODE_ERRORS, raised
@@ -64,6 +64,8 @@ async def run_attempt(
     session of an earlier attempt (recorded in the attempt's details)."""
     spec = unit.spec
     prompt, tools = await execution.prepare_prompt(unit, agent, task_prompt, attempt, memory)
+    steers = await next_attempt_steers(execution.store, execution.run_id, unit)
+    prompt = steered_prompt(prompt, steers)  # what was sent for this attempt goes first
     # The attempt's start is committed before the agent runs (an agent never runs without a
     # recorded attempt, so a resumed run never reuses an attempt number) but not flushed to
     # disk on its own. Its calls join the next group commit without being waited for one by
@@ -80,6 +82,7 @@ async def run_attempt(
             model=getattr(agent, "model", None),
             prompt=prompt,
             owner_id=execution.owner_id,
+            steers=steers,  # delivered by this attempt's start
         )
     except asyncio.CancelledError:
         # The queued start still commits: end it as cancelled behind it.
@@ -155,7 +158,7 @@ async def run_attempt(
     )
     if resume is not None:
         request.resume_session = resume.session_id
-        request.resume_prompt = continue_prompt(resume.error)
+        request.resume_prompt = steered_prompt(continue_prompt(resume.error), steers)
         request.details["resumed_session"] = resume.session_id
         request.details["continues_attempt"] = resume.continues_attempt
     text = ""

@@ -109,6 +109,7 @@ class RunExecution:
         self.stop: DispatchDecision | None = None
         self.continuation: Any = None
         self.fork = run.fork
+        self.forked_from = run.forked_from
         """The node a fork starts from and its edit (engine.fork); None for other runs."""
         self.carried: dict[Key, Finished] = {}
         """What earlier generations of a handoff chain finished (engine.run.carry)."""
@@ -425,6 +426,17 @@ class RunExecution:
         value = self.fork.get(name)
         return value if isinstance(value, str) else None
 
+    async def save_edited_block(self, unit: Unit, attempt: int, block: str) -> None:
+        """Record a fork's edited memory block as this attempt's block (the Memory tab and
+        ``tether node`` show what the node really got; recall did not run for it)."""
+        size = len(block.encode("utf-8", "surrogatepass"))
+        await self.store.save_memory_block(
+            self.run_id, unit.node_id, unit.iteration, attempt=attempt, text=block,
+            budget_bytes=size, bytes_used=size,
+            warning=f"edited in the fork of {self.forked_from}: recall did not run, this "
+                    "block was given as is",
+        )
+
     async def prepare_prompt(
         self, unit: Unit, agent: Agent, task_prompt: str, attempt: int, memory: Any
     ) -> tuple[str, list[Any]]:
@@ -444,6 +456,8 @@ class RunExecution:
                 )
                 block = prepared.text
             tools = list(runtime.tools_for(self.run_id, unit.node_id, unit.iteration, memory))
+        if block is not None and self.fork_edit(unit.spec, "memory_block") is not None:
+            await self.save_edited_block(unit, attempt, block)
         schema = unit.spec.output.model_json_schema() if unit.spec.output else None
         prompt = assemble_prompt(
             task_prompt,

@@ -2,24 +2,30 @@
 dashboard's ``m``), delivered at most once at the next point where its agent can take it.
 
 A run's :class:`SteerWatch` (polled by its monitor, :mod:`engine.run.monitor`) reads the run's
-queued steers once per poll interval, whatever the number of nodes, so an attempt reads the
-database only while a steer is waiting somewhere in its run: dispatching a node costs no read
-of its own. While an attempt talks to its agent and a steer is waiting, its :class:`Steering`
-reads the node's queued steers (woken by the watch, and every poll interval). An agent that
-takes input mid-run (``takes_steers``: Claude Code through its stream-json input, the HTTP
-agents before their tool loop's next turn) gets each on its inbox and marks it delivered right
-before it writes it; any other agent cannot, so the steer is refused at once with a sentence
-naming the agent. When the attempt ends, what is still queued is refused (the node's turn
-ended before it could be delivered): a steer is never left waiting for an attempt that will
-not come. A steer that arrives after the watch's last poll and before the attempt's end is
-refused by the next poll once its node has ended (or by the run's last poll, as the run
+steers queued to deliver now once per poll interval, whatever the number of nodes, so an
+attempt reads the database only while a steer is waiting somewhere in its run: dispatching a
+node costs no read of its own. While an attempt talks to its agent and a steer is waiting, its
+:class:`Steering` reads the node's queued steers (woken by the watch, and every poll interval).
+An agent that takes input mid-run (``takes_steers``: Claude Code through its stream-json input,
+the HTTP agents before their tool loop's next turn) gets each on its inbox and marks it
+delivered right before it writes it; any other agent cannot, so the steer is refused at once
+with a sentence naming the agent. When the attempt ends, what is still queued is refused (the
+node's turn ended before it could be delivered): a steer is never left waiting for an attempt
+that will not come. A steer that arrives after the watch's last poll and before the attempt's
+end is refused by the next poll once its node has ended (or by the run's last poll, as the run
 ends); one for a node waiting to retry goes to its next attempt.
+
+A steer sent for the node's **next attempt** (``tether steer --next-attempt``: the way to reach
+an agent that runs one shot) is not read while an attempt runs: the next attempt that starts
+(a retry, or the run resumed) takes it (:func:`next_attempt_steers`; the attempt's start
+marks it delivered, at most once) and its prompt begins with it (:func:`steered_prompt`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from engine.agents.agent import Agent, AgentRequest
@@ -64,13 +70,31 @@ class SteerWatch:
 
 
 def cannot_take(agent_name: str, agent: Agent) -> str:
-    """Why ``agent`` cannot take a message mid-run (one sentence)."""
+    """Why ``agent`` cannot take a message mid-run (one sentence, naming the way that works)."""
     kind = getattr(agent, "preset", None) or type(agent).__name__
     if kind == "claude-code":
         return (f"Agent {agent_name!r} (claude-code) was not started with steerable=True, so "
-                "it read its prompt once and cannot take a message; nothing was delivered.")
+                "it read its prompt once and cannot take a message; nothing was delivered "
+                "(send it with --next-attempt for the node's next attempt to read).")
     return (f"Agent {agent_name!r} ({kind}) runs one shot and cannot take a message while it "
-            "works; nothing was delivered.")
+            "works; nothing was delivered (send it with --next-attempt for the node's next "
+            "attempt to read).")
+
+
+def steered_prompt(prompt: str, steers: Sequence[SteerRecord]) -> str:
+    """An attempt's prompt with the messages sent for it first, each naming its sender
+    (pure; unchanged without any)."""
+    if not steers:
+        return prompt
+    said = "\n\n".join(f"A message from {s.sent_by} for this attempt:\n{s.message}"
+                        for s in steers)
+    return f"{said}\n\n{prompt}"
+
+
+async def next_attempt_steers(store: RunStore, run_id: str, unit: Any) -> list[SteerRecord]:
+    """The steers waiting for the node's next attempt: the attempt about to start takes them
+    (its start marks them delivered, in the same transaction)."""
+    return await store.next_attempt_steers(run_id, unit.node_id, unit.iteration)
 
 
 class Steering:

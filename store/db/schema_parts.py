@@ -134,6 +134,15 @@ CREATE TABLE steers (
 CREATE INDEX steers_node_idx ON steers (run_id, node_id, iteration, state);"""
 
 
+def steer_delivery(text: str) -> str:
+    """When a steer is delivered (both backends' migration of the same name): ``now``, at the
+    next point where the running attempt's agent can take it, or ``next-attempt``, prepended
+    to the prompt of the node's next attempt (a retry or a resume: ``tether steer
+    --next-attempt``, for an agent that runs one shot)."""
+    return (f"ALTER TABLE steers ADD COLUMN deliver {text} NOT NULL DEFAULT 'now' "
+            "CHECK (deliver IN ('now', 'next-attempt'));")
+
+
 def observe_tables(integer: str, real: str, text: str, without_rowid: str) -> str:
     """What the observation views read (``tether usage``, ``runs --where``, saved filters):
     usage per run, hour, agent and model, kept as calls are recorded and back-filled from the

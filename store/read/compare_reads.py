@@ -16,8 +16,15 @@ from store.model.token_lanes import CostTotal, TokenUsage
 from store.read import dashboard_sql
 from store.read.dashboard_rows import NodeUsage
 from store.read.run_search import Rows
-from store.read.timeline_reads import TIMELINE_NODES, TIMELINE_RUN
+from store.read.timeline_reads import TIMELINE_RUN
 
+COMPARED_NODES = """
+SELECT run_id, node_id, iteration, state, attempts, cached, depends_on_json,
+       NULL AS output_json, NULL AS error, started_at_ms, finished_at_ms, updated_at_ms,
+       carried_from
+FROM nodes WHERE run_id = ?
+ORDER BY started_at_ms IS NULL, started_at_ms, node_id, iteration
+"""
 NODE_OUTPUT = """
 SELECT output_json, error FROM nodes WHERE run_id = ? AND node_id = ? AND iteration = ?
 """
@@ -52,10 +59,24 @@ class Pair(NamedTuple):
     b: Side | None
 
     @property
+    def carried(self) -> bool:
+        """Whether both sides hold the same recorded output: one (or both) carried it over
+        from the run whose attempt made it (a fork's upstream, a handoff's finished nodes)."""
+        if self.a is None or self.b is None:
+            return False
+        a, b = self.a.node, self.b.node
+        if a.carried_from is None and b.carried_from is None:
+            return False
+        return (a.carried_from or a.run_id) == (b.carried_from or b.run_id)
+
+    @property
     def differs(self) -> bool:
-        """Whether the two sides differ in state, attempts or tokens (or one is missing)."""
+        """Whether the two sides differ in state, attempts or tokens (or one is missing); a
+        carried pair never does (it is one recorded output)."""
         if self.a is None or self.b is None:
             return True
+        if self.carried:
+            return False
         return (self.a.node.state, self.a.node.attempts, self.a.tokens) != (
             self.b.node.state, self.b.node.attempts, self.b.tokens)
 
@@ -105,7 +126,7 @@ def pair_nodes(
 
 
 async def _sides(rows: Rows, run_id: str) -> list[Side]:
-    nodes = [NodeRecord.from_row(r) for r in await rows.fetch_all(TIMELINE_NODES, (run_id,))]
+    nodes = [NodeRecord.from_row(r) for r in await rows.fetch_all(COMPARED_NODES, (run_id,))]
     usage = {u.key: u for u in (NodeUsage.from_row(r) for r in
                                 await rows.fetch_all(dashboard_sql.NODE_USAGE_OF_RUN, (run_id,)))}
     out = []

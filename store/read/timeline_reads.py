@@ -58,7 +58,7 @@ ORDER BY seq
 """
 
 DETAIL_STEERS = f"""
-SELECT node_id, iteration, attempt, decided_at_ms, state, sent_by, message FROM steers
+SELECT node_id, iteration, attempt, decided_at_ms, state, sent_by, message, deliver FROM steers
 WHERE {_NODE_SET} AND state != 'queued' ORDER BY position
 """
 
@@ -133,11 +133,13 @@ async def read_details(
         if tool is not None:
             tools[tool.node_key].append(tool)
     steers: dict[str, list[SteerMark]] = defaultdict(list)
-    for node_id, iteration, attempt, at_ms, state, sent_by, message in await rows.fetch_all(
-        DETAIL_STEERS, params
+    for node_id, iteration, attempt, at_ms, state, sent_by, message, deliver in (
+        await rows.fetch_all(DETAIL_STEERS, params)
     ):
         said = message if len(message) <= 80 else message[:79] + "…"
         verb = "steer from" if state == "delivered" else "steer refused, from"
+        if deliver == "next-attempt":  # read at the attempt's start, first in its prompt
+            verb = verb.replace("steer", "steer for the next attempt", 1)
         steers[f"{node_id}#{iteration}"].append(
             SteerMark(int(attempt or 0), int(at_ms or 0), f"{verb} {sent_by}: {said}",
                       state == "delivered"))

@@ -19,6 +19,12 @@ from store.runs.run_params import (
     progress_params,
     write_node,
 )
+from store.runs.steer_log import (
+    NO_NEXT_ATTEMPT_STATES,
+    SteerRecord,
+    decide_in,
+    refuse_next_attempt_steers,
+)
 
 
 class AttemptLog(NodeLog):
@@ -39,10 +45,13 @@ class AttemptLog(NodeLog):
         owner_id: str | None = None,
         cached: bool = False,
         node_state: str = "running",
+        steers: Sequence[SteerRecord] = (),
     ) -> None:
         """Insert a running attempt and set its node to ``node_state`` with the attempt count.
 
-        Emits ``node.state`` and ``attempt.started`` in the same transaction. Committed without
+        Emits ``node.state`` and ``attempt.started`` in the same transaction, and marks
+        ``steers`` (waiting for the node's next attempt: the prompt begins with them) delivered
+        by it there, so a steer is delivered exactly when its attempt exists. Committed without
         a flush to disk of its own (see :meth:`Database.submit`): a power cut abandons running
         attempts anyway, and the attempt's end flushes it.
         """
@@ -82,6 +91,8 @@ class AttemptLog(NodeLog):
                     ),
                 ],
             )
+            for steer in steers:
+                decide_in(conn, now, steer, attempt)
 
         await self._submit((run_id,), work, flush=False)
 
@@ -165,6 +176,9 @@ class AttemptLog(NodeLog):
                 )
                 write_node(conn, node)
                 events.append(self._node_event(node))
+                if node_state in NO_NEXT_ATTEMPT_STATES:
+                    refuse_next_attempt_steers(conn, now, run_id, node_id, iteration, attempt,
+                                               node_state)
             events.extend(extra_events)
             insert_events(conn, now, events)
             if nodes_done is not None:

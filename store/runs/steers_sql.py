@@ -4,22 +4,28 @@ from __future__ import annotations
 
 INSERT_STEER = """
 INSERT INTO steers (steer_id, run_id, node_id, iteration, position, message, sent_by, state,
-                    created_at_ms)
+                    created_at_ms, deliver)
 VALUES (:steer_id, :run_id, :node_id, :iteration,
-        (SELECT count(*) FROM steers WHERE run_id = :run_id), :message, :sent_by, 'queued', :now)
+        (SELECT count(*) FROM steers WHERE run_id = :run_id), :message, :sent_by, 'queued', :now,
+        :deliver)
 """
 DECIDE_STEER = """
 UPDATE steers SET state = :state, decided_at_ms = :now, attempt = :attempt, refusal = :refusal
 WHERE steer_id = :steer_id AND state = 'queued'
 """
+# What a running attempt reads (deliver = 'now'); a steer for the next attempt waits for it.
 QUEUED_FOR_NODE = """
 SELECT * FROM steers WHERE run_id = ? AND node_id = ? AND iteration = ? AND state = 'queued'
-ORDER BY position
+AND deliver = 'now' ORDER BY position
+"""
+QUEUED_NEXT_ATTEMPT = """
+SELECT * FROM steers WHERE run_id = ? AND node_id = ? AND iteration = ? AND state = 'queued'
+AND deliver = 'next-attempt' ORDER BY position
 """
 QUEUED_OF_RUN = """
 SELECT s.*, n.state AS node_state, n.attempts AS node_attempts FROM steers s
 LEFT JOIN nodes n ON n.run_id = s.run_id AND n.node_id = s.node_id AND n.iteration = s.iteration
-WHERE s.run_id = ? AND s.state = 'queued' ORDER BY s.position
+WHERE s.run_id = ? AND s.state = 'queued' AND s.deliver = 'now' ORDER BY s.position
 """
 STEERS_OF_RUN = "SELECT * FROM steers WHERE run_id = ? ORDER BY position"
 NODE_STATE = "SELECT state FROM nodes WHERE run_id = ? AND node_id = ? AND iteration = ?"

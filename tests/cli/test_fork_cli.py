@@ -57,3 +57,43 @@ def test_fork_from_the_command_line(tmp_path: Path) -> None:
     compared = tether(workspace, count, "compare", origin, fork["run_id"])
     assert compared.returncode == 0, compared.stderr
     assert f"{fork['run_id']} is a fork of {origin} from node draft" in compared.stdout
+    lines = {line[2:30].strip(): line for line in compared.stdout.splitlines()[2:]}
+    assert lines["plan#0"].startswith("⑂") and lines["sections[0]#0"].startswith("⑂")
+    assert lines["draft#0"][0] == " " and lines["review#0"][0] == " "  # ran anew: not carried
+    as_json = json.loads(tether(workspace, count, "compare", origin, fork["run_id"],
+                                "--format", "json").stdout)
+    flags = {n["node"]: (n["carried"], n["differs"]) for n in as_json["nodes"]}
+    assert flags["plan#0"] == (True, False) and flags["draft#0"][0] is False
+
+    # A fork of the fork, with an edited memory block: the chain shows all three.
+    (tmp_path / "block.txt").write_text("Remember: the readers are new.", encoding="utf-8")
+    again = tether(workspace, count, "fork", fork["run_id"], "review", "--memory-block",
+                   f"@{tmp_path / 'block.txt'}", "--format", "json")
+    assert again.returncode == 0, again.stderr
+    second = json.loads(again.stdout)["run_id"]
+    seen = Counter(json.loads(line)["node"] for line in count.read_text().splitlines())
+    assert seen["draft"] == 2 and seen["review"] == 3  # draft carried, review ran once more
+    node = tether(workspace, count, "node", "review", "--run", second)
+    assert "| Remember: the readers are new." in node.stdout
+    assert f"edited in the fork of {fork['run_id']}" in node.stdout
+    chain = tether(workspace, count, "runs", "--forks", second)
+    assert chain.returncode == 0, chain.stderr
+    assert chain.stdout.splitlines() == [
+        f"Fork chain of {second}: 3 run(s)",
+        f"  {origin}  finished    first run",
+        f"  └─ {fork['run_id']}  finished    from draft · prompt · 3 carried",
+        f"*    └─ {second}  finished    from review · memory block · 4 carried",
+    ]
+    chain_doc = json.loads(tether(workspace, count, "runs", "--forks", origin,
+                                  "--format", "json").stdout)
+    assert [(c["run_id"], c["depth"], c["fork_node"], c["edit"]) for c in chain_doc["chain"]] \
+        == [(origin, 0, None, None), (fork["run_id"], 1, "draft", "prompt"),
+            (second, 2, "review", "memory block")]
+    items = {r["run_id"]: r for r in json.loads(
+        tether(workspace, count, "runs", "--format", "json").stdout)["items"]}
+    assert (items[second]["forked_from"], items[second]["fork_node"]) == (fork["run_id"],
+                                                                          "review")
+    assert items[second]["fork"]["memory_block"] == "Remember: the readers are new."
+    assert items[origin]["forked_from"] is None
+    missing = tether(workspace, count, "runs", "--forks", "r-000000000000")
+    assert missing.returncode != 0 and missing.stderr.count("\n") == 1

@@ -59,3 +59,39 @@ async def test_steer_from_the_command_line(
     assert code == 2
     assert err.strip() == (f"tether: Node work already finished, so it cannot take a message; "
                            f"fork the run from it instead (tether fork {run.run_id} work).")
+
+
+async def test_steer_for_the_next_attempt_from_the_command_line(
+    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-shot CLI failed the node: ``--next-attempt`` queues the message for the node's
+    next attempt, the resumed run's attempt 2 reads it first, ``tether node`` says so."""
+    from tests.engine.test_steer_next_attempt import MESSAGE, PREFIX, prompts
+    from tests.engine.test_steer_next_attempt import workflow as one_shot
+
+    ready, record = tmp_path / "ready", tmp_path / "record.jsonl"
+    monkeypatch.setenv("STEER_READY", str(ready))
+    monkeypatch.setenv("STEER_RECORD", str(record))
+    ready.with_name("ready.go").touch()  # attempt 1 fails at once
+    wf = one_shot(retries=0)
+    async with await open_database(workspace, create=True) as db:
+        assert (await Engine(db).start(wf, {})).status == "failed"
+        (run,) = await RunStore(db).list_runs()
+    code, _, err = await tether(workspace, "steer", run.run_id, "work", MESSAGE)
+    assert code == 2 and err.strip().startswith("tether: Node work already failed, so it")
+    code, out, err = await tether(workspace, "steer", run.run_id, "work", MESSAGE,
+                                  "--as", "alice", "--next-attempt")
+    assert code == 0, err
+    assert "delivered at the node's next attempt, first in its prompt" in out
+    _, out, _ = await tether(workspace, "node", "work", "--run", run.run_id)
+    assert f"from alice: {MESSAGE!r} — queued for the next attempt" in out
+    async with await open_database(workspace) as db:
+        assert (await Engine(db).resume(wf, run.run_id)).status == "finished"
+    assert prompts(record) == ["Write the report.", PREFIX + "Write the report."]
+    _, out, _ = await tether(workspace, "node", "work", "--run", run.run_id)
+    assert f"{MESSAGE!r} — delivered to attempt 2 (first in its prompt)" in out
+    code, out, _ = await tether(workspace, "node", "work", "--run", run.run_id,
+                                "--format", "json")
+    (steer,) = json.loads(out)["steers"]
+    assert (steer["state"], steer["attempt"], steer["deliver"]) == ("delivered", 2,
+                                                                   "next-attempt")

@@ -160,7 +160,8 @@ async def test_a_one_shot_cli_refuses_the_steer_with_a_sentence(
     decided = await until(refused, "the refusal")
     assert decided.steer_id == steer.steer_id
     assert decided.refusal == ("Agent 'claude' (json) runs one shot and cannot take a message "
-                               "while it works; nothing was delivered.")
+                               "while it works; nothing was delivered (send it with "
+                               "--next-attempt for the node's next attempt to read).")
     ready.with_name("ready.go").touch()
     assert (await task).status == "finished"
 
@@ -287,7 +288,8 @@ async def test_dispatching_nodes_reads_no_steers_while_none_waits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each attempt reads the node's steers only while a steer waits in the run: a 40-node
-    chain with none reads the steers table once (the run's last poll), not twice per node.
+    chain with none reads the steers to deliver now once (the run's last poll), not twice per
+    node (steers for the next attempt are read at each attempt's start and end).
     Counted on SQLite's own statement trace of every connection the workspace opens."""
     from engine_test_support import trace_sqlite
 
@@ -295,7 +297,8 @@ async def test_dispatching_nodes_reads_no_steers_while_none_waits(
     from store.db.sqlite.sqlite_database import SqliteDatabase
     from store.workspace.layout import Workspace
 
-    reads = trace_sqlite(monkeypatch, lambda text: "FROM steers" in text)
+    reads = trace_sqlite(
+        monkeypatch, lambda text: "FROM steers" in text and "next-attempt" not in text)
     db = await SqliteDatabase.open(Workspace(tmp_path / ".tether"))
     try:
         wf = Workflow("chain", agents={"sim": SimulatedAgent(latency_ms=0, use_tools=False)},

@@ -30,8 +30,10 @@ from tests.tui_actions.memory_seed import seed_memory
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, FactEditor, LaunchRunDialog, ReasonDialog
 from tui.modals.confirm import DialogBox
+from tui.modals.steer_dialog import SteerDialog
 from tui.screens.compare_view import CompareScreen
 from tui.screens.cost_view import CostScreen
+from tui.screens.fork_chain_view import ForkChainScreen
 from tui.screens.help import HelpScreen
 from tui.screens.memory_render import fact_row_key, note_row_key
 from tui.screens.memory_view import MemoryScreen
@@ -237,6 +239,13 @@ async def test_every_view_and_dialog_matches_its_snapshot(full_workspace, size) 
         assert "Nodes by cost" in text
         await walk.close()
 
+        # o on a run: its fork chain (a run that is no fork: the chain is the run alone).
+        chain = await walk.open("o", ForkChainScreen)
+        await until(pilot, lambda: chain.chain is not None, "the fork chain")
+        text = await walk.snap("fork_chain")
+        assert "first run" in text
+        await walk.close()
+
         # 2 Tokens (the histogram is redrawn at most once a second).
         await walk.press("2")
         await pilot.pause(1.2)
@@ -319,6 +328,19 @@ async def test_every_view_and_dialog_matches_its_snapshot(full_workspace, size) 
         await walk.open("d", ConfirmDialog)
         await walk.snap("dialog_delete_run")
         await walk.close("n")
+
+        # m on the running node of a run: the steer dialog (now, or ctrl+n: next attempt).
+        runs.select_key("run-incident-1")
+        detail = await walk.open("enter", RunDetailScreen)
+        await until(pilot, lambda: detail.nodes, "the run's nodes")
+        await walk.press("g")
+        detail.query_one("#nodes-table", KeyedTable).select_key("triage#0")
+        await until(pilot, lambda: detail.selected_node is not None
+                    and detail.selected_node.node_id == "triage", "the running node")
+        await walk.open("m", SteerDialog)
+        text = await walk.snap("dialog_steer")
+        assert "next attempt" in text
+        await walk.close()
     assert not walk.created, f"created missing snapshots {walk.created}; look at them and re-run"
     assert not walk.differ, (
         f"{walk.differ} differ from {walk.folder}; if intended, regenerate with "

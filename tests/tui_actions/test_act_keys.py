@@ -95,10 +95,10 @@ async def test_m_sends_the_running_node_a_message_it_reads_at_its_next_turn(
     make_app, workspace: Workspace, clock: ManualClock, tmp_path: Path,  # type: ignore[no-untyped-def]
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from textual.widgets import Input
+    from textual.widgets import Checkbox, Input
 
     from tests.engine.test_steer import claude, workflow
-    from tui.modals.reason import ReasonDialog
+    from tui.modals.steer_dialog import SteerDialog
 
     ready, record = tmp_path / "ready", tmp_path / "record.jsonl"
     monkeypatch.setenv("STEER_READY", str(ready))
@@ -114,8 +114,14 @@ async def test_m_sends_the_running_node_a_message_it_reads_at_its_next_turn(
         await until(pilot, lambda: isinstance(app.screen, RunDetailScreen)
                     and app.screen.run is not None and "m" in shown_keys(app),
                     "m offered on the running node")
-        dialog = await press_for(pilot, app, "m", ReasonDialog)
-        dialog.query_one("#reason-input", Input).value = "Mention the date."
+        dialog = await press_for(pilot, app, "m", SteerDialog)
+        box = dialog.query_one("#steer-next", Checkbox)
+        assert not box.value and not box.disabled  # now, unless asked for the next attempt
+        await pilot.press("ctrl+n")
+        assert box.value
+        await pilot.press("ctrl+n")
+        assert not box.value
+        dialog.query_one("#steer-input", Input).value = "Mention the date."
         await pilot.press("enter")
         await until(pilot, task.done, "the run to end")
         assert task.result().status == "finished"
@@ -124,3 +130,55 @@ async def test_m_sends_the_running_node_a_message_it_reads_at_its_next_turn(
         await until(pilot, lambda: "m" not in shown_keys(app), "m withdrawn once it ended")
     lines = [json.loads(line)["message"] for line in record.read_text().splitlines()]
     assert lines == ["Write the summary.", "Mention the date."]
+
+
+async def test_m_on_a_failed_node_sends_the_message_to_its_next_attempt(
+    make_app, workspace: Workspace, clock: ManualClock, tmp_path: Path,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The node failed (a one-shot CLI): ``m`` is still offered, its dialog can only send for
+    the next attempt, and the resumed run's attempt 2 reads the message first, once."""
+    from textual.widgets import Checkbox, Input
+
+    from tests.engine.test_steer_next_attempt import PREFIX, prompts
+    from tests.engine.test_steer_next_attempt import workflow as one_shot
+    from tui.modals.steer_dialog import SteerDialog
+
+    ready, record = tmp_path / "ready", tmp_path / "record.jsonl"
+    monkeypatch.setenv("STEER_READY", str(ready))
+    monkeypatch.setenv("STEER_RECORD", str(record))
+    monkeypatch.setenv("LOGNAME", "alice")  # who sends it (getpass reads LOGNAME first)
+    ready.with_name("ready.go").touch()  # attempt 1 fails at once
+    wf = one_shot(retries=0)
+    async with await open_database(workspace, clock=clock) as db:
+        assert (await Engine(db).start(wf, {})).status == "failed"
+        (run,) = await RunStore(db).list_runs()
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.open_run(run.run_id, node_key="work#0")
+        await until(pilot, lambda: isinstance(app.screen, RunDetailScreen)
+                    and app.screen.selected_node is not None and "m" in shown_keys(app),
+                    "m offered on the failed node")
+        dialog = await press_for(pilot, app, "m", SteerDialog)
+        box = dialog.query_one("#steer-next", Checkbox)
+        assert box.value and box.disabled
+        await pilot.press("ctrl+n")
+        assert box.value  # the node ended: only its next attempt can read it
+        dialog.query_one("#steer-input", Input).value = "Use the metric system."
+        await pilot.press("enter")
+        store = await host_for(app).runs()
+
+        async def queued() -> bool:
+            return len(await store.list_steers(run.run_id)) == 1
+
+        for _ in range(2000):
+            if await queued():
+                break
+            await pilot.pause(0.02)
+        (steer,) = await store.list_steers(run.run_id)
+        assert (steer.state, steer.deliver) == ("queued", "next-attempt")
+    async with await open_database(workspace, clock=clock) as db:
+        assert (await Engine(db).resume(wf, run.run_id)).status == "finished"
+        (steer,) = await RunStore(db).list_steers(run.run_id)
+    assert (steer.state, steer.attempt) == ("delivered", 2)
+    assert prompts(record) == ["Write the report.", PREFIX + "Write the report."]

@@ -50,7 +50,7 @@ _SPECS: dict[str, tuple[int, dict[str, tuple[tuple[str, ...] | None, bool]]]] = 
 # Options of a hot command that only click runs (a search, a timeline): a command line with one
 # of them is not a hot command line at all (parse_hot does not know them, so it returns None).
 CLICK_ONLY: dict[str, frozenset[str]] = {
-    "runs": frozenset({"--where", "--filter", "--save", "--scan", "--timeline"}),
+    "runs": frozenset({"--where", "--filter", "--save", "--scan", "--timeline", "--forks"}),
 }
 
 

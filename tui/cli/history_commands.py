@@ -171,6 +171,26 @@ async def print_timeline(
         echo("A stream log was longer than 4 MiB: tool calls are shown from its first 4 MiB.")
 
 
+async def print_fork_chain(workspace: Workspace, run_id: str, output_format: str) -> None:
+    """Print RUN's fork chain: its first run, every fork below it (forks of forks too), each
+    with the node it was forked from, its edit and how many node iterations it carried."""
+    from store.read.fork_chain import MAX_FAMILY, read_fork_chain
+    from tui.fork_chain_text import chain_json, fork_words, tree_prefix
+
+    async with reading_runs(workspace, run_id) as (db, now):
+        chain = await read_fork_chain(db, run_id)
+    if output_format in ("json", "jsonl"):
+        print_json(chain_json(chain, now))
+        return
+    echo(f"Fork chain of {run_id}: {len(chain.links)} run(s)")
+    for link in chain.links:
+        mark = "*" if link.run.run_id == run_id else " "
+        echo(f"{mark} {tree_prefix(link)}{link.run.run_id}  {link.run.display_status(now):<11} "
+             f"{visible(fork_words(link), keep_newlines=False)}")
+    if chain.cut:
+        echo(f"The chain has more than {MAX_FAMILY} runs; the first {MAX_FAMILY} are shown.")
+
+
 # -- tether compare ---------------------------------------------------------------------------
 
 
@@ -186,7 +206,8 @@ def _side_cells(side: Any, now_ms: int) -> tuple[str, str, str, str]:
 
 
 def compare_lines(comparison: Any, now_ms: int) -> list[str]:
-    """The node table of two runs side by side (changed rows marked ``≠``)."""
+    """The node table of two runs side by side (changed rows marked ``≠``, rows carried over
+    with one recorded output ``⑂``)."""
     a, b = comparison.a, comparison.b
     lines = [f"A {visible(a.run_id)} ({a.status})  vs  B {visible(b.run_id)} ({b.status}): "
              f"{visible(comparison.relation, keep_newlines=False)}",
@@ -195,7 +216,7 @@ def compare_lines(comparison: Any, now_ms: int) -> list[str]:
     for pair in comparison.pairs:
         sa, ta, ca, da = _side_cells(pair.a, now_ms)
         sb, tb, cb, db = _side_cells(pair.b, now_ms)
-        mark = "≠" if pair.differs else " "
+        mark = "⑂" if pair.carried else "≠" if pair.differs else " "
         name = visible(pair.key, keep_newlines=False)
         name = name if len(name) <= 28 else name[:27] + "…"
         lines.append(f"{mark} {name:<28} {sa:<10} {sb:<10} {ta:>9} {tb:>9} {ca:>10} {cb:>10} "
@@ -222,7 +243,7 @@ async def print_compare(
         document: dict[str, Any] = {
             "a": comparison.a.as_dict(now), "b": comparison.b.as_dict(now),
             "relation": comparison.relation,
-            "nodes": [{"node": p.key, "differs": p.differs,
+            "nodes": [{"node": p.key, "differs": p.differs, "carried": p.carried,
                        "a": None if p.a is None else {**p.a.node.as_dict(), "tokens":
                                                        p.a.tokens.total, **p.a.cost.as_dict()},
                        "b": None if p.b is None else {**p.b.node.as_dict(), "tokens":

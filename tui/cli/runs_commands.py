@@ -82,6 +82,9 @@ async def open_runs(workspace: Workspace) -> RunStore:
 )
 @click.option("--timeline", "timeline_run", metavar="RUN", default=None,
               help="Print RUN's timeline: every node's attempts, calls and tool calls in time.")
+@click.option("--forks", "forks_run", metavar="RUN", default=None,
+              help="Print RUN's fork chain: the run it was forked from, back to the first, "
+              "and every fork below it, with the node and the edit of each.")
 @limit_option(DEFAULT_RUNS_LIMIT, "runs")
 @listing_format_option
 @workspace_option
@@ -93,6 +96,7 @@ async def runs_command(
     save: str | None,
     scan: int,
     timeline_run: str | None,
+    forks_run: str | None,
     limit: int,
     output_format: str,
     workspace_dir: str | None,
@@ -103,6 +107,11 @@ async def runs_command(
         from tui.cli.history_commands import print_timeline
 
         await print_timeline(workspace, timeline_run, None, output_format)
+        return
+    if forks_run is not None:
+        from tui.cli.history_commands import print_fork_chain
+
+        await print_fork_chain(workspace, forks_run, output_format)
         return
     if where is None and filter_name is None and save is None:
         await list_runs(workspace, status=status, limit=limit, output_format=output_format)

@@ -52,6 +52,13 @@ def side_cells(side: Side | None, now_ms: int) -> list[Text]:
             Text(duration(side.duration_ms(now_ms)), justify="right")]
 
 
+def pair_mark(pair: Pair) -> Text:
+    """``≠`` for a pair that differs, ``⑂`` for one carried over (one recorded output)."""
+    if pair.carried:
+        return Text("⑂", style="dim")
+    return Text("≠", style="bold yellow") if pair.differs else Text(" ")
+
+
 def pair_cells(pair: Pair, now_ms: int) -> list[Text]:
     """The cells of one compared node iteration."""
     a, b = side_cells(pair.a, now_ms), side_cells(pair.b, now_ms)
@@ -61,7 +68,7 @@ def pair_cells(pair: Pair, now_ms: int) -> list[Text]:
         if change:
             delta = Text(("+" if change > 0 else "-") + tokens(abs(change)), justify="right",
                          style="red" if change > 0 else "green")
-    return [Text("≠", style="bold yellow") if pair.differs else Text(" "), one_line(pair.key),
+    return [pair_mark(pair), one_line(pair.key),
             a[0], b[0], a[1], b[1], delta, a[2], b[2], a[3], b[3]]
 
 
@@ -87,6 +94,9 @@ def header_text(comparison: Comparison, now_ms: int) -> Text:
                     f"{run.nodes_total}   ")
     differing = sum(1 for p in comparison.pairs if p.differs)
     text.append(f"{differing} of {len(comparison.pairs)} node iterations differ", style="yellow")
+    carried = sum(1 for p in comparison.pairs if p.carried)
+    if carried:
+        text.append(f", {carried} carried over (⑂, the same recorded output)", style="dim")
     return text
 
 
@@ -98,8 +108,9 @@ class CompareScreen(LiveScreen):
     HELP_TITLE = "Compare runs"
     HELP_TEXT = (
         "Two runs side by side: each node iteration's state, tokens, cost and duration in run "
-        "A and run B (≠ where they differ). Below, the selected node's prompt as sent, its "
-        "memory block and its output as word diffs: struck-through red words are only in A, "
+        "A and run B (≠ where they differ, ⑂ where one carried the other's recorded output "
+        "over). Below, the selected node's prompt as sent, its memory block and its output as "
+        "word diffs: struck-through red words are only in A, "
         "green words only in B. d shows only the nodes that differ, s swaps A and B, [ and ] "
         "switch the diff tab."
     )

@@ -1,9 +1,8 @@
 """A run opened from the list: its node table and an inspector for the selected node.
 
 Inspector tabs: the prompt as sent, the memory block (each recalled item with its source,
-namespace, score and why it was picked; bytes used of budget; truncation; warnings), the output,
-a live tail of the node's artifact log, the attempts with their errors, and the model calls.
-"""
+namespace, score and why it was picked; bytes used of budget; truncation; warnings), the
+output, a live tail of the node's artifact log, the attempts with their errors, the calls."""
 
 from __future__ import annotations
 
@@ -59,12 +58,11 @@ class RunDetailScreen(InspectorSearch):
     FILTER_KEY = "run-detail"
     HELP_TITLE = "Run"
     HELP_TEXT = (
-        "The run as a live graph (one box per task, columns by dependency; a fan-out is one box "
-        "with its items counted, a loop shows its iteration; arrows move the cursor) and, on "
-        "the Nodes tab (g), one row per node iteration; below, the inspector for the node. "
-        "Tabs: prompt as sent, memory block (what recall injected and why), output, live log "
-        "(follows the end; scroll up to stop following), attempts, calls. "
-        "escape goes back to where the run was opened from."
+        "The run as a live graph (a box per task, a fan-out's items counted, a loop's iteration; "
+        "arrows move) and, on the Nodes tab (g), a row per node iteration; below, the node's "
+        "inspector: prompt as sent, memory block (what recall injected and why), output, live "
+        "log, attempts, calls. b forks the run from the node (F follows live on the Timeline), "
+        "o shows its fork chain, m steers a running node. escape goes back."
     )
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
@@ -76,6 +74,7 @@ class RunDetailScreen(InspectorSearch):
         # F follows live on the Timeline tab (issue 24): fork is b, for branch.
         Binding("b", "fork_node", "Fork (branch) from node"),
         Binding("m", "steer_node", "Steer node"),
+        Binding("o", "fork_chain", "Fork chain"),
     ]
     KEY_NOTES: ClassVar[dict[str, str]] = {**InspectorSearch.KEY_NOTES, "fork_node": FORK_NOTE,
                                              "steer_node": STEER_NOTE}
@@ -465,7 +464,6 @@ class RunDetailScreen(InspectorSearch):
         if tabs.active in panes:
             tabs.active = panes[(panes.index(tabs.active) + step) % len(panes)]
 
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """``b`` only on a node that ran, and never on a workspace that may only be read."""
         if write_refused(self.app, action):
@@ -475,6 +473,10 @@ class RunDetailScreen(InspectorSearch):
         if action == "steer_node":
             return steer_allowed(self.run, self.selected_node)
         return super().check_action(action, parameters)
+
+    def action_fork_chain(self) -> None:
+        """This run's fork chain, from its first run down (tui.screens.fork_chain_view)."""
+        self.tether.open_fork_chain(self.run_id)
 
     @work(group="fork", exclusive=True)
     async def action_fork_node(self) -> None:
@@ -486,9 +488,9 @@ class RunDetailScreen(InspectorSearch):
     @work(group="steer", exclusive=True)
     async def action_steer_node(self) -> None:
         """Send the node under the cursor a message (tui.actions.steer_action)."""
-        node = self.selected_node
-        if steer_allowed(self.run, node) and node is not None:
-            await steer_node(self, self.run_id, node)
+        node, run = self.selected_node, self.run
+        if steer_allowed(run, node) and node is not None and run is not None:
+            await steer_node(self, run, node)
 
     def action_tokens(self) -> None:
         """Open the Tokens view scoped to the selected node."""

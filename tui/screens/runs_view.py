@@ -141,6 +141,7 @@ class RunsScreen(RunSearchScreen):
         Binding("dollar_sign", "cost", "Why this cost"),
         Binding("m", "mark", "Mark to compare"),
         Binding("equals_sign", "compare", "Compare"),
+        Binding("o", "fork_chain", "Fork chain"),
     ]
     AUTO_FOCUS = "#runs-table"
 
@@ -367,6 +368,12 @@ class RunsScreen(RunSearchScreen):
         run_id = self.selected_run_id
         if run_id is not None:
             self.tether.open_cost(run_id)
+
+    def action_fork_chain(self) -> None:
+        """The selected run's fork chain: its first run and every fork below it."""
+        run_id = self.selected_run_id
+        if run_id is not None:
+            self.tether.open_fork_chain(run_id)
 
     def action_mark(self) -> None:
         """Mark the selected run as the A side of a comparison (again: unmark it)."""

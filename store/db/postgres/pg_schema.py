@@ -29,6 +29,7 @@ from store.db.schema_parts import (
     money_schema,
     observe_tables,
     queue_columns,
+    steer_delivery,
 )
 from store.model.states import (
     ATTEMPT_STATES,
@@ -449,6 +450,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_OBSERVE,
     _MIGRATION_MONEY,
     _MIGRATION_FORK,
+    steer_delivery(TEXT),  # a steer for the node's next attempt (store/db/schema_parts.py)
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

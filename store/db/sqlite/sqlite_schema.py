@@ -21,6 +21,7 @@ from store.db.schema_parts import (
     money_schema,
     observe_tables,
     queue_columns,
+    steer_delivery,
 )
 from store.model.states import (
     ATTEMPT_STATES,
@@ -470,11 +471,8 @@ DROP TABLE IF EXISTS notes_fts;
 """
 
 # Carried nodes, daily spend and budget alerts (store/db/schema_parts.py, money_schema).
-_MIGRATION_MONEY = money_schema(
-    "TEXT", "INTEGER", "REAL", "{0} IS NULL OR json_valid({0})"
-)
-# Where each attempt ran (executor, host, Ray node) and the executor's nodes
-# (engine/executors/).
+_MIGRATION_MONEY = money_schema("TEXT", "INTEGER", "REAL", "{0} IS NULL OR json_valid({0})")
+# Where each attempt ran (executor, host, Ray node) and the executor's nodes (engine/executors/).
 _MIGRATION_EXECUTOR = executor_schema("TEXT", "INTEGER", "json_valid({0})")
 # Calls keyed by their number in the attempt, so a retried write cannot record one twice.
 _MIGRATION_CALL_KEY = call_key("INTEGER")
@@ -495,6 +493,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_OBSERVE,
     _MIGRATION_MONEY,
     fork_columns("TEXT", "{0} IS NULL OR json_valid({0})"),  # runs forked from a node
+    steer_delivery("TEXT"),  # a steer for the node's next attempt
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
