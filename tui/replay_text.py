@@ -16,8 +16,11 @@ from store.model.run_records import RunRecord
 from store.model.states import ENDED_NODE_STATES
 from store.read.replay import ReplayLog, ReplayState
 from store.read.replay_reads import NoteText
-from tui.event_text import event_summary, subject
+from tui.event_text import event_sentence
 from tui.plain import cost, tokens, visible
+
+WORKSPACE_SUBJECT = "The workspace"
+"""What :func:`tui.event_text.subject` calls an event of no run (here: of the run replayed)."""
 
 
 def moment(at_ms: int) -> str:
@@ -46,9 +49,10 @@ def event_words(event: EventRecord) -> str:
         if state in ENDED_NODE_STATES:
             return visible(f"node {name} ended: {state}", keep_newlines=False)
         return visible(f"node {name} is {state}", keep_newlines=False)
-    head = subject(event._replace(run_id=None))
-    summary = event_summary(event.type, event.payload_json)
-    return visible(f"{head}: {summary}", keep_newlines=False)
+    sentence = event_sentence(event._replace(run_id=None)).rstrip(".")
+    if event.node_id is None and sentence.startswith(WORKSPACE_SUBJECT):
+        sentence = "run" + sentence[len(WORKSPACE_SUBJECT):]  # the replayed run's own event
+    return visible(sentence[:1].lower() + sentence[1:], keep_newlines=False)
 
 
 def header(state: ReplayState) -> str:

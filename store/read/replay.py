@@ -223,7 +223,7 @@ class ReplayState(NamedTuple):
     event: EventRecord
     run_status: str
     nodes: list[NodeRecord]
-    """Node iterations that existed then, in the order they first appeared."""
+    """Node iterations that existed then, in the run view's order (by start, then name)."""
     usage: dict[str, NodeUsage]
     buckets: list[BucketUsage]
     """Calls and tokens per context-window bucket, every bucket in the BRIEF's order."""
@@ -267,6 +267,9 @@ def state_of(
             finished_at_ms=node.finished_at_ms, updated_at_ms=node.updated_at_ms,
             carried_from=node.carried_from,
         ))  # fmt: skip
+    # The live read's order (NODES_OF_RUN): started first, by start, then by name.
+    nodes.sort(key=lambda n: (n.started_at_ms is None, n.started_at_ms or 0, n.node_id,
+                              n.iteration))
     usage = {}
     for key, sums in fold.usage.items():
         node_id, _, iteration = key.rpartition("#")

@@ -34,6 +34,7 @@ from tui.format import (
 )
 from tui.graph_layout import build_graph
 from tui.screens.inspector_search import InspectorSearch
+from tui.screens.replay_entry import ReplayEntry
 from tui.screens.run_detail_render import (
     ATTEMPT_COLUMNS,
     CALL_COLUMNS,
@@ -52,7 +53,7 @@ from tui.widgets.log_view import FollowLog
 from tui.widgets.workflow_graph import WorkflowGraph
 
 
-class RunDetailScreen(InspectorSearch):
+class RunDetailScreen(ReplayEntry, InspectorSearch):
     """Nodes of one run and the inspector for the node under the cursor."""
 
     MODE = "runs"
@@ -63,7 +64,8 @@ class RunDetailScreen(InspectorSearch):
         "with its items counted, a loop shows its iteration; arrows move the cursor) and, on "
         "the Nodes tab (g), one row per node iteration; below, the inspector for the node. "
         "Tabs: prompt as sent, memory block (what recall injected and why), output, live log "
-        "(follows the end; scroll up to stop following), attempts, calls. "
+        "(follows the end; scroll up to stop following), attempts, calls. r replays the run: "
+        "a read-only cursor over its event log showing the run as it was at each event. "
         "escape goes back to where the run was opened from."
     )
     BINDINGS: ClassVar[list[Binding]] = [
@@ -464,7 +466,6 @@ class RunDetailScreen(InspectorSearch):
         panes = [pane.id for pane in tabs.query(TabPane) if pane.id]
         if tabs.active in panes:
             tabs.active = panes[(panes.index(tabs.active) + step) % len(panes)]
-
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """``b`` only on a node that ran, and never on a workspace that may only be read."""
