@@ -5,8 +5,8 @@
 It creates a fresh demo workspace in a temporary folder, runs the demo workflows in the
 embedded engine (faster than the interactive demo), and saves an SVG of each view while the
 runs are moving: Runs (with the selected run's chart), a run's workflow graph, a run's
-inspector on a node with a recalled memory block, the fork dialog (b) on that node, its
-Timeline tab, Tokens, Memory (on a
+inspector on a node with a recalled memory block, the fork dialog (b) on that node, the
+run replayed (r) part-way, its Timeline tab, Tokens, Memory (on a
 pending proposal), the note review screen, Handoffs, Usage, Runs searched with the query
 language, two runs compared, a run's cost explained. Then it serves the same workspace with
 ``tether serve`` and saves ``browser.png``, ``browser_timeline.png``, ``browser_usage.png``,
@@ -134,6 +134,10 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
                     await save("fork")
                     await pilot.press("escape")
                     await pilot.pause(0.5)
+                await _replay(app, pilot)
+                await save("replay")
+                await pilot.press("escape")
+                await pilot.pause(0.5)
                 app.select(run_id=run_id)
                 await pilot.press("escape")
         await pilot.pause(8.0)
@@ -191,6 +195,27 @@ async def _timeline(app: TetherApp, pilot: Pilot[None]) -> None:
             await pilot.press("right")
             break
     await pilot.pause(1.0)
+
+
+async def _replay(app: TetherApp, pilot: Pilot[None]) -> None:
+    """Replay the run (``r``) with the cursor just before its last node end: the last node
+    still running, its memory block and proposed note already there."""
+    from tui.screens.replay_view import ReplayScreen
+
+    await pilot.press("r")
+    await pilot.pause(1.0)
+    screen = app.screen
+    if isinstance(screen, ReplayScreen):
+        await _until(pilot, _replayed(screen), 10)
+        await pilot.press("end", "left_curly_bracket", "left_square_bracket")
+        await pilot.pause(0.5)
+
+
+def _replayed(screen: object) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return getattr(screen, "state", None) is not None
+
+    return check
 
 
 async def _search(app: TetherApp, pilot: Pilot[None], query: str) -> None:
