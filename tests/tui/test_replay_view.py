@@ -14,6 +14,7 @@ from tests.tui_actions.pilot_support import press_for, shown_keys, until
 from tui.app import TetherApp
 from tui.screens.replay_view import ReplayScreen
 from tui.screens.run_detail import RunDetailScreen
+from tui.widgets.filter_bar import FilterBar
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.workflow_graph import WorkflowGraph
 
@@ -146,3 +147,36 @@ async def test_help_names_the_replay_keys(make_app) -> None:
         for words in ("Next node end", "Prev node end", "First event", "Last event",
                       "read-only"):
             assert words in text
+
+
+async def test_slash_filters_the_nodes_and_a_running_run_says_what_is_replayed(
+        make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        screen = await opened(pilot, app)
+        await pilot.press("slash")
+        bar = screen.query_one(FilterBar)
+        await until(pilot, lambda: bar.has_focus, "the filter bar")
+        bar.value = "review"
+        await pilot.press("enter")
+        await until(pilot, lambda: set(table_states(screen)) == {"review-a#0", "review-b#0"},
+                    "the filtered nodes")
+        assert set(graph_states(screen)) == {"review-a", "review-b"}
+        assert "still running" not in shown(screen, "#replay-header")
+        await pilot.press("slash")
+        await until(pilot, lambda: bar.has_focus, "the filter bar")
+        bar.value = ""
+        await pilot.press("enter")  # an empty filter shows every node again
+        await until(pilot, lambda: len(table_states(screen)) == 4, "every node")
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, RunDetailScreen), "the run again")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, RunDetailScreen), "the runs")
+
+        await open_run(pilot, app, "run-incident-1")
+        running = await press_for(pilot, app, "r", ReplayScreen)
+        await until(pilot, lambda: running.state is not None, "the running run replayed")
+        assert "still running: the events up to when replay opened" in shown(
+            running, "#replay-header")
+        assert table_states(running)["triage#0"] == "running"

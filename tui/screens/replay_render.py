@@ -23,11 +23,14 @@ EVENTS_AROUND = 4
 """Events shown on each side of the cursor's."""
 
 
-def header_text(state: ReplayState, cut: bool = False) -> Text:
-    """``Replay 37/212 · 12:03:41.220 · node report ended: finished``."""
+def header_text(state: ReplayState, cut: bool = False, live: bool = False) -> Text:
+    """``Replay 37/212 · 12:03:41.220 · node report ended: finished`` (``cut``: the log had
+    more events than were read; ``live``: the run had not ended when it was read)."""
     text = one_line(header(state), "bold")
     if cut:
         text.append(f"  (the run's first {state.total} events)", style="yellow")
+    if live:
+        text.append("  (still running: the events up to when replay opened)", style="yellow")
     return text
 
 

@@ -5,7 +5,8 @@ the event log (:mod:`store.read.replay`): node states on the graph and in the No
 tokens so far per node and for the run, the context-window histogram, the memory blocks recall
 had saved and the notes the run had proposed. ``[``/``]`` step one event, ``{``/``}`` jump
 between node ends, ``home``/``end`` go to the first and last event, ``escape`` leaves. The log
-is read once when replay opens; nothing is executed and nothing is written.
+is read once when replay opens (a run still running replays what it had done by then); ``/``
+filters the nodes by name or state. Nothing is executed and nothing is written.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Static, TabbedContent, TabPane
 
 from store.errors import NotFoundError
+from store.model.run_records import TERMINAL_RUN_STATUSES
 from store.read.replay import ReplayState
 from store.read.replay_reads import NoteText, RunHistory, notes_text, read_history
 from tui.format import one_line
@@ -35,6 +37,7 @@ from tui.screens.replay_render import (
 )
 from tui.screens.run_detail_render import NODE_COLUMNS, node_cells
 from tui.tailing import Batch
+from tui.widgets.filter_bar import matches
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.workflow_graph import WorkflowGraph
 
@@ -53,7 +56,9 @@ class ReplayScreen(LiveScreen):
         "context-window bucket, the memory blocks recall had saved and the notes proposed "
         "for review; below, the events around the cursor. [ and ] step one event, { and } "
         "jump to the previous or next node end, home and end go to the first and last event, "
-        "escape goes back to the run. tether replay RUN --at N prints the same."
+        "/ filters the nodes by name or state. escape goes back to the run. A run still "
+        "running replays the events it had when replay opened (r again reads the newer "
+        "ones). tether replay RUN --at N prints the same."
     )
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("left_square_bracket", "step(-1)", "Step back", priority=True),
@@ -108,7 +113,11 @@ class ReplayScreen(LiveScreen):
 
     async def refresh_data(self, batch: Batch) -> None:
         # The log is read once: a replay shows a history, not the live run.
-        if self.history is not None or not batch.first_read:
+        if self.history is not None:
+            if batch.first_read:
+                self.show()  # the filter changed
+            return
+        if not batch.first_read:
             return
         reader = self.tether.reader
         if reader is None:
@@ -131,15 +140,17 @@ class ReplayScreen(LiveScreen):
             return
         state = self.state = history.log.at(self.position)
         try:
-            self.query_one("#replay-header", Static).update(header_text(state, history.cut))
+            self.query_one("#replay-header", Static).update(
+                header_text(state, history.cut, history.run.status not in TERMINAL_RUN_STATUSES))
             self.query_one("#replay-summary", Static).update(
                 summary_text(state, history.run.nodes_total, history.run.workflow))
-            at = state.event.at_ms
+            at, needle = state.event.at_ms, self.filter_text
+            nodes = [n for n in state.nodes if matches(needle, n.node_id, n.state)]
             table = self.query_one("#replay-nodes", KeyedTable)
             table.sync([(n.key, node_cells(n, state.usage.get(n.key), state.memory.get(n.key),
-                                           at)) for n in state.nodes])
+                                           at)) for n in nodes])
             graph = self.query_one(WorkflowGraph)
-            graph.show(build_graph(state.nodes, state.usage), table.cursor_key)
+            graph.show(build_graph(nodes, state.usage), table.cursor_key)
             side = self.query_one("#replay-side").size.width or 40
             self.query_one("#replay-tokens", Static).update(
                 histogram_text(state.buckets, side - 2))
