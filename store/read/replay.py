@@ -12,7 +12,6 @@ between checkpoints. Nothing here reads or writes the database.
 
 from __future__ import annotations
 
-import copy
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +48,7 @@ class BlockSeen(NamedTuple):
     seq: int
 
 
-@dataclass
+@dataclass(slots=True)
 class _Node:
     state: str
     attempts: int = 0
@@ -60,8 +59,12 @@ class _Node:
     finished_at_ms: int | None = None
     updated_at_ms: int = 0
 
+    def clone(self) -> _Node:
+        return _Node(self.state, self.attempts, self.cached, self.error, self.carried_from,
+                     self.started_at_ms, self.finished_at_ms, self.updated_at_ms)
 
-@dataclass
+
+@dataclass(slots=True)
 class _Usage:
     calls: int = 0
     tokens: TokenUsage = TokenUsage()
@@ -82,6 +85,9 @@ class _Usage:
     def cost(self) -> CostTotal:
         return CostTotal(self.usd, self.unpriced)
 
+    def clone(self) -> _Usage:
+        return _Usage(self.calls, self.tokens, self.usd, self.unpriced)
+
 
 @dataclass
 class ReplayFold:
@@ -95,6 +101,19 @@ class ReplayFold:
     blocks: dict[str, BlockSeen] = field(default_factory=dict)
     notes: dict[str, ProposedNote] = field(default_factory=dict)
     _cancel_requested: bool = False
+
+    def copy(self) -> ReplayFold:
+        """An independent copy (what is mutable is copied; records are immutable)."""
+        return ReplayFold(
+            self.run_status,
+            {key: node.clone() for key, node in self.nodes.items()},
+            {key: sums.clone() for key, sums in self.usage.items()},
+            {key: sums.clone() for key, sums in self.buckets.items()},
+            self.run.clone(),
+            dict(self.blocks),
+            dict(self.notes),
+            self._cancel_requested,
+        )
 
     def apply(self, event: EventRecord) -> None:
         """Fold one event (events of other runs and of unknown types change nothing)."""
@@ -315,8 +334,9 @@ def is_node_end(event: EventRecord) -> bool:
 class ReplayLog:
     """A run's events with a cursor that can be put anywhere (1-based positions)."""
 
-    CHECKPOINTS = 50
-    """At most this many folded copies are kept (one every ``len(events) / 50`` events)."""
+    CHECKPOINTS = 20
+    """At most this many folded copies are kept (one every ``len(events) / 20`` events, at
+    least 500 apart): a move folds at most that many events, from the nearest one before."""
 
     def __init__(
         self, events: Sequence[EventRecord], structure: Mapping[str, NodeRecord] | None = None
@@ -329,6 +349,8 @@ class ReplayLog:
         self.seqs = [event.seq for event in self.events]
         self.every = max(500, -(-len(self.events) // self.CHECKPOINTS))
         self._checkpoints: dict[int, ReplayFold] = {0: ReplayFold()}
+        self._cursor: tuple[int, ReplayFold] = (0, ReplayFold())
+        """The last fold asked for: a step forward goes on from it without a copy."""
         self._ends = [i + 1 for i, event in enumerate(self.events) if is_node_end(event)]
 
     @property
@@ -337,17 +359,21 @@ class ReplayLog:
         return len(self.events)
 
     def fold_at(self, position: int) -> ReplayFold:
-        """The fold right after the event at ``position`` (1..total)."""
+        """The fold right after the event at ``position`` (1..total); the log keeps it as its
+        cursor (asking for another position may change it: copy it to keep it)."""
         if not 1 <= position <= self.total:
             raise ValueError(f"Event {position} is out of range: the run has {self.total}.")
         start = (position // self.every) * self.every
         while start not in self._checkpoints:
             start -= self.every
-        fold = copy.deepcopy(self._checkpoints[start])
-        for index in range(start, position):
+        at, fold = self._cursor
+        if not start <= at <= position:
+            at, fold = start, self._checkpoints[start].copy()
+        for index in range(at, position):
             fold.apply(self.events[index])
             if (index + 1) % self.every == 0 and index + 1 not in self._checkpoints:
-                self._checkpoints[index + 1] = copy.deepcopy(fold)
+                self._checkpoints[index + 1] = fold.copy()
+        self._cursor = (position, fold)
         return fold
 
     def at(self, position: int) -> ReplayState:

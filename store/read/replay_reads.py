@@ -53,7 +53,8 @@ async def run_events(
     while len(events) < limit:
         page = await rows.fetch_all(sql.RUN_EVENTS_PAGE,
                                     (run_id, after, min(PAGE, limit - len(events))))
-        events.extend(EventRecord.from_row(row) for row in page)
+        # The columns come in the record's field order (replay_sql): no dict per row.
+        events.extend(map(EventRecord._make, page))
         if len(page) < PAGE:
             break
         after = events[-1].seq
