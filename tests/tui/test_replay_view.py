@@ -102,6 +102,12 @@ async def test_every_replay_key_moves_the_cursor_and_every_part_follows(make_app
         assert screen.state is not None and screen.state.run_tokens.total == 45_000
         assert "1 call · 45.0k tokens" in shown(screen, "#replay-tokens")
         assert "Memory blocks recalled so far: 1" in shown(screen, "#replay-memory")
+        # The node under the cursor: its block's recalled items, shown literally.
+        screen.query_one("#replay-nodes", KeyedTable).select_key("plan#0")
+        await until(pilot, lambda: "Block of plan#0" in shown(screen, "#replay-memory"),
+                    "plan's recalled items")
+        assert "prefer pytest -x" in shown(screen, "#replay-memory")
+        assert "[bold red]x[/]" in shown(screen, "#replay-memory")
         assert "Pending notes proposed so far: 0" in shown(screen, "#replay-notes")
         assert "45.0k" in shown(screen, "#replay-summary")
 

@@ -10,17 +10,19 @@ from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 
-from store.model.history_records import EventRecord
+from store.model.history_records import EventRecord, MemoryBlockRecord
 from store.model.token_lanes import TokenUsage
 from store.read.dashboard_rows import BucketUsage
 from store.read.replay import ReplayState
 from store.read.replay_reads import NoteText
 from tui.format import cost, one_line, plural, status_text, tokens
 from tui.replay_text import event_words, header, moment, node_name
-from tui.screens.run_detail_render import memory_cell
+from tui.screens.run_detail_render import memory_cell, recalled_item_text
 
 EVENTS_AROUND = 4
 """Events shown on each side of the cursor's."""
+SHOWN_ITEMS = 10
+"""Recalled items of the selected node's block listed (the run's Memory tab has them all)."""
 
 
 def header_text(state: ReplayState, cut: bool = False, live: bool = False) -> Text:
@@ -79,19 +81,32 @@ def bucket_total(buckets: Sequence[BucketUsage]) -> TokenUsage:
     return TokenUsage.sum(b.tokens for b in buckets)
 
 
-def memory_text(state: ReplayState) -> Text:
-    """The memory blocks recall had saved by the cursor's event, one line per node."""
+def memory_text(
+    state: ReplayState, selected: str | None = None, block: MemoryBlockRecord | None = None
+) -> Text:
+    """The memory blocks recall had saved by the cursor's event, one line per node, then the
+    recalled items of the ``selected`` node iteration's ``block`` when it had one by then."""
     out = Text(f"Memory blocks recalled so far: {len(state.blocks)}\n", style="bold")
-    for block in state.blocks:
-        summary = block.summary
+    for seen in state.blocks:
+        summary = seen.summary
         out.append("  ")
         out.append_text(one_line(node_name(summary.node_id, summary.iteration)))
-        out.append(f" · {plural(block.items, 'item')} · ")
+        out.append(f" · {plural(seen.items, 'item')} · ")
         out.append_text(memory_cell(summary))
         if summary.warning and not summary.degraded and summary.bytes_used:
             out.append(" · ")
             out.append_text(one_line(summary.warning, "dim", width=60))
         out.append("\n")
+    if selected is not None and selected in state.memory and block is not None:
+        out.append("\nBlock of ", style="bold")
+        out.append_text(one_line(selected, "bold"))
+        out.append(f" ({block.bytes_used} of {block.budget_bytes} bytes)\n", style="bold")
+        items = block.item_dicts
+        for index, item in enumerate(items[:SHOWN_ITEMS], start=1):
+            out.append_text(recalled_item_text(index, item, block.query))
+        if len(items) > SHOWN_ITEMS:
+            out.append(f"… {len(items) - SHOWN_ITEMS} more (the run's Memory tab)\n",
+                       style="dim")
     return out
 
 

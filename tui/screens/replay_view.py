@@ -18,9 +18,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
 from textual.css.query import NoMatches
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from store.errors import NotFoundError
+from store.model.history_records import MemoryBlockRecord
 from store.model.run_records import TERMINAL_RUN_STATUSES
 from store.read.replay import ReplayState
 from store.read.replay_reads import NoteText, RunHistory, notes_text, read_history
@@ -79,6 +80,8 @@ class ReplayScreen(LiveScreen):
         """The cursor: 1-based place of its event among the run's events (0: the last)."""
         self.state: ReplayState | None = None
         self.notes: dict[str, NoteText] = {}
+        self.blocks: dict[str, MemoryBlockRecord | None] = {}
+        """Memory blocks read so far, by node iteration (each saved once per iteration)."""
 
     def compose_view(self) -> ComposeResult:
         with Vertical(id="replay-body"):
@@ -154,13 +157,44 @@ class ReplayScreen(LiveScreen):
             side = self.query_one("#replay-side").size.width or 40
             self.query_one("#replay-tokens", Static).update(
                 histogram_text(state.buckets, side - 2))
-            self.query_one("#replay-memory", Static).update(memory_text(state))
+            self._show_memory()
             self.query_one("#replay-notes", Static).update(notes_panel_text(state, self.notes))
             self.query_one("#replay-events", Static).update(
                 events_text(history.log.events, state.position))
         except NoMatches:
             return  # the screen is being closed
         self.update_chrome()
+
+    def _show_memory(self) -> None:
+        """The blocks so far and, for the node under the cursor, its recalled items."""
+        state = self.state
+        if state is None:
+            return
+        key = self.query_one("#replay-nodes", KeyedTable).cursor_key
+        if key is not None and key in state.memory and key not in self.blocks:
+            self.blocks[key] = None  # being read: asked once
+            self.run_worker(self._read_block(key), group="replay-block")
+        block = self.blocks.get(key) if key is not None else None
+        self.query_one("#replay-memory", Static).update(memory_text(state, key, block))
+
+    async def _read_block(self, key: str) -> None:
+        reader = self.tether.reader
+        if reader is None:
+            return
+        node_id, _, iteration = key.rpartition("#")
+        self.blocks[key] = await reader.memory_block(self.run_id, node_id, int(iteration))
+        try:
+            self._show_memory()
+        except NoMatches:
+            return  # closed while reading
+
+    def on_workflow_graph_moved(self, event: WorkflowGraph.Moved) -> None:
+        # The node table is the one selection, as in the run's view.
+        self.query_one("#replay-nodes", KeyedTable).select_key(event.row_key)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "replay-nodes":
+            self._show_memory()
 
     def on_resize(self) -> None:
         self.show()  # the histogram's bars fit the new width
