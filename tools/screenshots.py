@@ -208,7 +208,12 @@ async def _replay(app: TetherApp, pilot: Pilot[None]) -> None:
     if isinstance(screen, ReplayScreen):
         await _until(pilot, _replayed(screen), 10)
         await pilot.press("end", "left_curly_bracket", "left_square_bracket")
-        await pilot.pause(0.5)
+        blocks = screen.state.blocks if screen.state is not None else []
+        recalled = [seen.summary for seen in blocks if seen.items]
+        if recalled:  # the node under the cursor lists what its block recalled
+            key = f"{recalled[-1].node_id}#{recalled[-1].iteration}"
+            screen.query_one("#replay-nodes", KeyedTable).select_key(key)
+        await pilot.pause(1.0)
 
 
 def _replayed(screen: object) -> Callable[[], Awaitable[bool]]:

@@ -199,6 +199,8 @@ async def test_every_view_and_dialog_matches_its_snapshot(full_workspace, size) 
         replay = await walk.open("r", ReplayScreen)
         await until(pilot, lambda: replay.state is not None, "the replayed run")
         await walk.press("home", "right_curly_bracket", "right_curly_bracket")
+        await until(pilot, lambda: "Block of plan#0" in str(
+            replay.query_one("#replay-memory").render()), "plan's recalled items")
         text = await walk.snap("replay")
         assert "Replay " in text and "q Quit" in text
         await walk.close()

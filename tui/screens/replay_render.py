@@ -102,6 +102,9 @@ def memory_text(
         out.append_text(one_line(selected, "bold"))
         out.append(f" ({block.bytes_used} of {block.budget_bytes} bytes)\n", style="bold")
         items = block.item_dicts
+        if not items:
+            out.append_text(one_line(block.warning or "nothing was recalled", "dim"))
+            out.append("\n")
         for index, item in enumerate(items[:SHOWN_ITEMS], start=1):
             out.append_text(recalled_item_text(index, item, block.query))
         if len(items) > SHOWN_ITEMS:

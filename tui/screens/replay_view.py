@@ -193,8 +193,13 @@ class ReplayScreen(LiveScreen):
         self.query_one("#replay-nodes", KeyedTable).select_key(event.row_key)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "replay-nodes":
-            self._show_memory()
+        if event.data_table.id != "replay-nodes":
+            return
+        graph = self.query_one(WorkflowGraph)
+        key = event.row_key.value
+        if key is not None and graph.graph.position_of(key) not in (None, graph.cursor):
+            graph.show(graph.graph, key)  # the graph's cursor follows the table's
+        self._show_memory()
 
     def on_resize(self) -> None:
         self.show()  # the histogram's bars fit the new width
