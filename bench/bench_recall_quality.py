@@ -267,6 +267,23 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
                                                  weak_keyword=(terms, share, fraction))
         return apply
 
+    def original_query_graph(runtime: MemoryRuntime) -> None:
+        assert runtime.semantic is not None and runtime.semantic._encoder is not None
+        inner = runtime.semantic._encoder.inner  # type: ignore[attr-defined]
+        inner.query_session = inner.session  # queries on the documents' float graph
+
+    def query_graph(parts: str) -> Callable[[MemoryRuntime], None]:
+        def apply(runtime: MemoryRuntime) -> None:
+            from engine.memory.onnx_encoder import _session, _verified_model
+            from engine.memory.onnx_query_model import query_model
+
+            assert runtime.semantic is not None and runtime.semantic._encoder is not None
+            derived, how = query_model(*_verified_model(), parts)
+            assert derived is not None, how
+            runtime.semantic._encoder.inner.query_session = _session(  # type: ignore[attr-defined]
+                derived)
+        return apply
+
     def floor(value: float) -> Callable[[MemoryRuntime], None]:
         def apply(runtime: MemoryRuntime) -> None:
             semantic_recall.MIN_SIMILARITY = value
@@ -296,6 +313,9 @@ def sweep_variants() -> dict[str, Callable[[MemoryRuntime], None]]:
         "adaptive keyword: <half the terms x0.25": weak(0, 0.25, 0.5),
         "adaptive keyword: <2 terms or <half x0.5": weak(2, 0.5, 0.5),
         "adaptive keyword: <60% of the terms x0.5": weak(0, 0.5, 0.6),
+        "query graph: original (float)": original_query_graph,
+        "query graph: int8 all products": query_graph("all"),
+        "query graph: int8 feed-forward products only": query_graph("ffn"),
         "similarity floor 0.3": floor(0.3),
         "similarity floor 0.25": floor(0.25),
         "similarity floor 0.2": floor(0.2),
@@ -308,6 +328,7 @@ async def sweep(sets: list[RecallSet], encoder: PreparedEncoder,
                 settings: MemorySettings, only: list[str] | None = None) -> dict[str, Any]:
     saved = (term_ranking.is_question_echo, semantic_recall.is_question_echo,
              semantic_recall.MIN_SIMILARITY)
+    query_session = getattr(encoder.inner, "query_session", None)
     out: dict[str, Any] = {}
     for label, apply in sweep_variants().items():
         if only and label not in only:
@@ -326,6 +347,8 @@ async def sweep(sets: list[RecallSet], encoder: PreparedEncoder,
             await db.close()
             (term_ranking.is_question_echo, semantic_recall.is_question_echo,
              semantic_recall.MIN_SIMILARITY) = saved  # type: ignore[assignment]
+            if query_session is not None:
+                encoder.inner.query_session = query_session
         out[label] = row
         print(f"{label:28} " + "  ".join(f"{k} {v}" for k, v in row.items()), flush=True)
     return out

@@ -22,7 +22,9 @@ Every item says how it was found: the words it matched and its similarity.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import functools
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
@@ -75,6 +77,10 @@ EncoderSource = Callable[[], Awaitable[TextEncoder | None]]
 MIN_SIMILARITY = 0.25
 # Each ranking contributes this many candidates to the fusion.
 FUSION_DEPTH = 50
+# Banks with at most this many vectors in all are ranked on the event loop (well under a
+# millisecond): a thread hop costs more than that on a busy machine.
+INLINE_RANK_VECTORS = 20_000
+Encoding = Callable[[], np.ndarray]
 EMBED_BATCH = 64
 
 
@@ -188,16 +194,22 @@ class SemanticRecallBackend:
                     f"semantic recall is unavailable: {unavailable_reason(self.requested)}")
         return self._encoder
 
+    async def query_encoding(self, query: str) -> np.ndarray | Encoding:
+        """The query's cached vector (a repeated query: no thread hop, no model), else the
+        call that computes it, to run off the event loop."""
+        encoder = await self.encoder()
+        cached = getattr(encoder, "cached_query", None)
+        found = cached(query) if cached is not None else None
+        if found is not None:
+            return found
+        return functools.partial(encoder.embed_query, query)
+
     async def query_vector(self, query: str) -> np.ndarray:
         """The query's embedding (computed off the event loop). Records written since the
         last pass are embedded in the background after each write; until then keyword recall
         finds them."""
-        encoder = await self.encoder()
-        cached = getattr(encoder, "cached_query", None)
-        found = cached(query) if cached is not None else None
-        if found is not None:  # a repeated query: no thread hop, no model
-            return found
-        return await asyncio.to_thread(encoder.embed_query, query)
+        found = await self.query_encoding(query)
+        return found if isinstance(found, np.ndarray) else await asyncio.to_thread(found)
 
     def written(self) -> asyncio.Task[int]:
         """Something was written: embed what lacks a vector, in the background."""
@@ -221,20 +233,29 @@ class SemanticRecallBackend:
             await asyncio.gather(self._catch_up, return_exceptions=True)
 
     async def similar(
-        self, request: RecallRequest, vector: np.ndarray | Awaitable[np.ndarray], depth: int
+        self, request: RecallRequest, vector: np.ndarray | Encoding, depth: int
     ) -> list[tuple[Similar, RecallItem]]:
         """The most similar live, tag-scoped notes and facts, as items (score = similarity).
 
         The banks are read on the database thread, ranked off it (so keyword recall, sharing
-        that thread, proceeds meanwhile), and the chosen items read back on it. ``vector``
-        may still be computing: the snapshot is taken first."""
+        that thread, proceeds meanwhile; small banks on the loop), and the chosen items read
+        back on it. ``vector`` may be the call that computes it (:meth:`query_encoding`): it
+        runs on a worker thread while the snapshot is read, and ranks there too when the
+        snapshot is in by then (one hop fewer)."""
 
         def snapshot(conn: sqlite3.Connection) -> list[BankView]:
             return self.vectors.snapshot(conn, self.terms, request.namespaces)
 
-        views = await self.db.run_read(snapshot)
-        query = vector if isinstance(vector, np.ndarray) else await vector
-        found = await asyncio.to_thread(rank, views, query, depth, MIN_SIMILARITY)
+        found: list[Similar] | None = None
+        if isinstance(vector, np.ndarray):
+            views = await self.db.run_read(snapshot)
+        else:
+            views, vector, found = await _encode_beside(
+                vector, self.db.run_read(snapshot), depth)
+        if found is None:
+            found = (rank(views, vector, depth, MIN_SIMILARITY)
+                     if sum(len(v.refs) for v in views) <= INLINE_RANK_VECTORS
+                     else await asyncio.to_thread(rank, views, vector, depth, MIN_SIMILARITY))
 
         def read(conn: sqlite3.Connection) -> list[tuple[Similar, RecallItem]]:
             return _materialise(conn, found, request, self.db.clock.now_ms())
@@ -301,8 +322,7 @@ class HybridRecallBackend:
         # the banks' snapshot is queued on the database thread first; the encoder and then
         # the vector ranking run off it while keyword recall reads
         semantic_task = asyncio.ensure_future(self.semantic.similar(
-            request, asyncio.ensure_future(self.semantic.query_vector(request.query)),
-            FUSION_DEPTH))
+            request, await self.semantic.query_encoding(request.query), FUSION_DEPTH))
         try:
             keyword = await self.keyword.recall(deep)
         except BaseException:
@@ -341,6 +361,32 @@ class HybridRecallBackend:
             terms=terms,
             details={"mode": self.name, "fusion": self.fusion, "keyword_share": factor},
         )
+
+
+async def _encode_beside(
+    encode: Encoding, snapshot: Awaitable[list[BankView]], depth: int
+) -> tuple[list[BankView], np.ndarray, list[Similar] | None]:
+    """``encode()`` on a worker thread while ``snapshot`` is read; the worker ranks too when
+    the snapshot is in by the time the vector is (it never waits for it: no pool thread is
+    held by a worker waiting on another)."""
+    views_in: concurrent.futures.Future[list[BankView]] = concurrent.futures.Future()
+
+    def work() -> tuple[np.ndarray, list[Similar] | None]:
+        query = encode()
+        if views_in.done() and views_in.exception() is None:
+            return query, rank(views_in.result(), query, depth, MIN_SIMILARITY)
+        return query, None
+
+    encoding = asyncio.ensure_future(asyncio.to_thread(work))
+    try:
+        views = await snapshot
+    except BaseException as error:
+        views_in.set_exception(error)
+        encoding.add_done_callback(lambda done: done.cancelled() or done.exception())
+        raise
+    views_in.set_result(views)
+    vector, found = await encoding
+    return views, vector, found
 
 
 async def loading_answer(keyword: KeywordRecallBackend, request: RecallRequest,

@@ -34,7 +34,7 @@ def _semantic() -> None:
 
 def test_both_minilm_encoders_match_the_reference_model() -> None:
     """The numpy float32 encoder to 1e-4; the int8 ONNX one (the default) to int8 rounding,
-    with the same geometry (cosine above 0.999 with the float32 vectors)."""
+    with the same geometry (cosine above 0.99 with the float32 vectors)."""
     numpy_encoder = load_encoder("minilm-numpy")
     onnx_encoder = load_encoder()
     assert numpy_encoder is not None and onnx_encoder is not None
@@ -50,7 +50,9 @@ def test_both_minilm_encoders_match_the_reference_model() -> None:
     kids, park, database = vectors[1], vectors[0], vectors[2]
     assert kids @ park > 0.4 > kids @ database
     query = onnx_encoder.embed_query("  My kids love\nthe playground. ")
-    assert np.allclose(query, vectors[1], atol=1e-5)  # whitespace folded, then cached
+    # whitespace folded, encoded on the int8 query graph (tests/memory/test_query_graph.py),
+    # then cached
+    assert float(query @ vectors[1]) > 0.98
     assert onnx_encoder.embed_query("My kids love the playground.") is query
 
 
