@@ -5,14 +5,13 @@
 It creates a fresh demo workspace in a temporary folder, runs the demo workflows in the
 embedded engine (faster than the interactive demo), and saves an SVG of each view while the
 runs are moving: Runs (with the selected run's chart), a run's workflow graph, a run's
-inspector on a node with a recalled memory block, the fork dialog (b) on that node, the
-fork chain (o) of a fork of a fork of that run, its Timeline tab, Tokens, Memory (on a
-pending proposal), the note review screen, Handoffs, Usage, Runs searched with the query
-language, two runs compared, a run's cost explained. Then it serves the same workspace with
-``tether serve`` and saves ``browser.png``, ``browser_timeline.png``, ``browser_usage.png``,
-``browser_search.png`` and ``browser_compare.png``: the dashboard in headless Chromium
-(skipped, with a message, when Chromium or playwright is not installed).
-"""
+inspector on a node with a recalled memory block, the fork dialog (b) on that node, the fork
+chain (o) of a fork of a fork of that run, the run replayed (r) part-way, its Timeline tab,
+Tokens, Memory (on a pending proposal), the note review screen, Handoffs, Usage, Runs searched
+with the query language, two runs compared, a run's cost explained. Then it serves the same
+workspace with ``tether serve`` and saves ``browser.png``, ``browser_timeline.png``,
+``browser_usage.png``, ``browser_search.png`` and ``browser_compare.png``: the dashboard in
+headless Chromium (skipped, with a message, when Chromium or playwright is not installed). """
 
 from __future__ import annotations
 
@@ -134,6 +133,10 @@ async def capture(workspace: Workspace, out: Path) -> list[Path]:
                     await save("fork")
                     await pilot.press("escape")
                     await pilot.pause(0.5)
+                await _replay(app, pilot)
+                await save("replay")
+                await pilot.press("escape")
+                await pilot.pause(0.5)
                 app.select(run_id=run_id)
                 await pilot.press("escape")
                 await _fork_chain(app, pilot, run_id, node_key)
@@ -216,6 +219,32 @@ async def _timeline(app: TetherApp, pilot: Pilot[None]) -> None:
             await pilot.press("right")
             break
     await pilot.pause(1.0)
+
+
+async def _replay(app: TetherApp, pilot: Pilot[None]) -> None:
+    """Replay the run (``r``) with the cursor just before its last node end: the last node
+    still running, its memory block and proposed note already there."""
+    from tui.screens.replay_view import ReplayScreen
+
+    await pilot.press("r")
+    await pilot.pause(1.0)
+    screen = app.screen
+    if isinstance(screen, ReplayScreen):
+        await _until(pilot, _replayed(screen), 10)
+        await pilot.press("end", "left_curly_bracket", "left_square_bracket")
+        blocks = screen.state.blocks if screen.state is not None else []
+        recalled = [seen.summary for seen in blocks if seen.items]
+        if recalled:  # the node under the cursor lists what its block recalled
+            key = f"{recalled[-1].node_id}#{recalled[-1].iteration}"
+            screen.query_one("#replay-nodes", KeyedTable).select_key(key)
+        await pilot.pause(1.0)
+
+
+def _replayed(screen: object) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return getattr(screen, "state", None) is not None
+
+    return check
 
 
 async def _search(app: TetherApp, pilot: Pilot[None], query: str) -> None:

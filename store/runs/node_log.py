@@ -66,6 +66,8 @@ class NodeLog(EventLog):
     @staticmethod
     def _node_event(params: Mapping[str, Any]) -> NewEvent:
         payload: dict[str, Any] = {"state": params["state"]}
+        if params["attempts"] is not None:
+            payload["attempts"] = params["attempts"]  # a replay of the log needs the count
         if params["cached"]:
             payload["cached"] = True
         if params["error"] is not None:

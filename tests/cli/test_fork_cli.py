@@ -5,22 +5,10 @@ fork runs in the foreground, carries what is upstream, shows its origin in ``tet
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-WORKFLOW = ROOT / "tests" / "engine" / "fork_workflow.py"
-
-
-def tether(workspace: Path, count: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui.cli.entry", *args, "--workspace", str(workspace)],
-        capture_output=True, text=True, timeout=180, cwd=ROOT,
-        env={**os.environ, "COUNT_FILE": str(count)},
-    )
+from counting_cli import WORKFLOW, tether
 
 
 def test_fork_from_the_command_line(tmp_path: Path) -> None:

@@ -138,6 +138,7 @@ CASES = {
     "usage": Case(("usage", "--by", "workflow"), lambda o, r: None),  # reads only: decoy check
     "cost": Case(("cost", "r-target-done"), expect("Run r-target-done")),
     "compare": Case(("compare", "r-target-done", "r-target-bad"), expect("A r-target-done")),
+    "replay": Case(("replay", "r-target-done"), expect("Run r-target-done")),  # reads only
     "filters list": Case(("filters", "list"), expect("target-filter")),
     "filters save": Case(("filters", "save", "mine", "status = finished"),
                          lambda o, r: None if "mine" in _filters(r) else pytest.fail("save")),

@@ -38,6 +38,7 @@ from tui.screens.help import HelpScreen
 from tui.screens.memory_render import fact_row_key, note_row_key
 from tui.screens.memory_view import MemoryScreen
 from tui.screens.note_review import NoteReviewScreen
+from tui.screens.replay_view import ReplayScreen
 from tui.screens.run_detail import RunDetailScreen
 from tui.screens.usage_view import UsageScreen
 from tui.widgets.filter_bar import FilterBar
@@ -196,6 +197,15 @@ async def test_every_view_and_dialog_matches_its_snapshot(full_workspace, size) 
         detail.query_one("#nodes-table", KeyedTable).select_key("plan#0")
         await walk.press("right_square_bracket")  # Prompt -> Memory
         await walk.snap("run_nodes_memory")
+        # Replay, part-way: the cursor on review-a's end (review-b on its second attempt).
+        replay = await walk.open("r", ReplayScreen)
+        await until(pilot, lambda: replay.state is not None, "the replayed run")
+        await walk.press("home", "right_curly_bracket", "right_curly_bracket")
+        await until(pilot, lambda: "Block of plan#0" in str(
+            replay.query_one("#replay-memory").render()), "plan's recalled items")
+        text = await walk.snap("replay")
+        assert "Replay " in text and "q Quit" in text
+        await walk.close()
         # The Timeline tab with the retried node expanded (its attempts and calls).
         await walk.press("T")
         bars = detail.query_one(TimelineBars)

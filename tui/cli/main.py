@@ -68,6 +68,10 @@ COMMAND_MODULES = {
         "tui.cli.steer_commands",
         "Send MESSAGE to the running NODE of RUN (delivered at most once, or...",
     ),
+    "replay": LazyCommand(
+        "tui.cli.replay_commands",
+        "Show RUN as it was at one event of its log: node states, tokens so...",
+    ),
     "clear": LazyCommand(
         "tui.cli.clear_commands",
         "Durable /clear: hand RUN off to a fresh run carrying only...",

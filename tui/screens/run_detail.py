@@ -33,6 +33,7 @@ from tui.format import (
 )
 from tui.graph_layout import build_graph
 from tui.screens.inspector_search import InspectorSearch
+from tui.screens.replay_entry import ReplayEntry
 from tui.screens.run_detail_render import (
     ATTEMPT_COLUMNS,
     CALL_COLUMNS,
@@ -51,7 +52,7 @@ from tui.widgets.log_view import FollowLog
 from tui.widgets.workflow_graph import WorkflowGraph
 
 
-class RunDetailScreen(InspectorSearch):
+class RunDetailScreen(ReplayEntry, InspectorSearch):
     """Nodes of one run and the inspector for the node under the cursor."""
 
     MODE = "runs"
@@ -62,7 +63,8 @@ class RunDetailScreen(InspectorSearch):
         "arrows move) and, on the Nodes tab (g), a row per node iteration; below, the node's "
         "inspector: prompt as sent, memory block (what recall injected and why), output, live "
         "log, attempts, calls. b forks the run from the node (F follows live on the Timeline), "
-        "o shows its fork chain, m steers a running node. escape goes back."
+        "o shows its fork chain, m steers a running node, r replays the run (a read-only "
+        "cursor over its event log). escape goes back."
     )
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
