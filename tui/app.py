@@ -371,7 +371,6 @@ class TetherApp(App[None]):
     def open_fork_chain(self, run_id: str) -> None:
         """Show a run's fork chain over the current view (escape comes back)."""
         from tui.screens.fork_chain_view import ForkChainScreen
-
         self.select(run_id=run_id)
         self.push_screen(ForkChainScreen(run_id))
 

@@ -487,12 +487,8 @@ class _AttemptError(AgentError):
         model: str | None = None,
     ) -> None:
         super().__init__(
-            str(cause),
-            retryable=cause.retryable,
-            retry_after_s=cause.retry_after_s,
-            limit=cause.limit,
-            resets_at_ms=cause.resets_at_ms,
-            session_id=cause.session_id,
+            str(cause), retryable=cause.retryable, retry_after_s=cause.retry_after_s,
+            limit=cause.limit, resets_at_ms=cause.resets_at_ms, session_id=cause.session_id,
         )
         self.usage = usage
         self.text = text

@@ -105,5 +105,10 @@ async def test_o_shows_the_fork_chain_and_compares_a_fork_with_its_origin(
         engine = await host_for(app).engine()
         third = await engine.fork(workflow, origin, "side", ForkEdit(agent="simulated"))
         await until(pilot, lambda: len(chain.links) == 4, "the new fork listed")
-        assert chain.query_one(KeyedTable).keys == [origin, fork, second, third.run_id]
-        assert "from side · agent simulated · 0 carried" in table_text(chain)[3]
+        # Siblings come in the order they were created (the id breaks a tie of the same
+        # millisecond): the new fork sits beside the first one, the fork of the fork under it.
+        keys = chain.query_one(KeyedTable).keys
+        assert keys[0] == origin and set(keys) == {origin, fork, second, third.run_id}
+        assert keys.index(second) == keys.index(fork) + 1
+        third_row = table_text(chain)[keys.index(third.run_id)]
+        assert "from side · agent simulated · 0 carried" in third_row

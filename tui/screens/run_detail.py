@@ -1,8 +1,7 @@
 """A run opened from the list: its node table and an inspector for the selected node.
 
-Inspector tabs: the prompt as sent, the memory block (each recalled item with its source,
-namespace, score and why it was picked; bytes used of budget; truncation; warnings), the
-output, a live tail of the node's artifact log, the attempts with their errors, the calls."""
+Inspector tabs: the prompt as sent, the memory block (recalled items, source, score, why; bytes
+of budget; truncation; warnings), output, live log tail, attempts with errors, calls."""
 
 from __future__ import annotations
 
@@ -73,7 +72,6 @@ class RunDetailScreen(ReplayEntry, InspectorSearch):
         Binding("T", "timeline", "Timeline"),
         Binding("t", "tokens", "Tokens of node"),
         Binding("f", "follow_log", "Follow log"),
-        # F follows live on the Timeline tab (issue 24): fork is b, for branch.
         Binding("b", "fork_node", "Fork (branch) from node"),
         Binding("m", "steer_node", "Steer node"),
         Binding("o", "fork_chain", "Fork chain"),
