@@ -394,7 +394,8 @@ class ReplayLog:
         return self.at(position)
 
     def position_at_time(self, at_ms: int) -> int:
-        """The position of the last event written at or before ``at_ms`` (0: none)."""
+        """The end of the longest run of events from the first stamped at or before ``at_ms``
+        (0: none); events committed together need not be stamped in order."""
         found = 0
         for index, event in enumerate(self.events, start=1):
             if event.at_ms > at_ms:
