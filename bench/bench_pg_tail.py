@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,38 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_tui_latency import WARMUP_S, now_ms, writer  # noqa: E402
 from pg_support import machine, percentile, scratch_schema, write_results  # noqa: E402
 
 from store.db.backends import open_database  # noqa: E402
-from store.model.run_records import NewEvent  # noqa: E402
-from store.runs.run_store import RunStore  # noqa: E402
 from store.workspace.layout import Workspace  # noqa: E402
-
-TICK_S = 0.01
-WARMUP_S = 1.0
-
-
-def now_ms() -> float:
-    return time.time_ns() / 1_000_000
-
-
-async def writer(root: str, url: str, rate: int, seconds: float) -> None:
-    """Append ``rate`` events per second for ``seconds``, one transaction per tick."""
-    async with await open_database(Workspace(Path(root), url or None)) as db:
-        store = RunStore(db)
-        run = await store.create_run("latency-bench", nodes_total=1)
-        per_tick = max(1, round(rate * TICK_S))
-        start = time.monotonic()
-        tick = 0
-        while time.monotonic() - start < seconds:
-            await store.append_events(
-                [NewEvent("bench.tick", run.run_id, payload={"n": tick * per_tick + i})
-                 for i in range(per_tick)]
-            )
-            tick += 1
-            delay = start + tick * TICK_S - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
 
 
 async def measure(backend: str, url: str, rate: int, seconds: float) -> dict[str, Any]:
@@ -116,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.writer:
         root, url, rate, seconds = args.writer
-        asyncio.run(writer(root, url, int(rate), float(seconds)))
+        asyncio.run(writer(root, int(rate), float(seconds), url))
         return
     info = machine()
     results = asyncio.run(run_all(args.rates, args.seconds))

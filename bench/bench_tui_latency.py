@@ -40,10 +40,10 @@ def now_ms() -> float:
     return time.time_ns() / 1_000_000
 
 
-async def writer(root: str, rate: int, seconds: float) -> None:
-    """Append ``rate`` events per second for ``seconds``, one transaction per tick."""
-    db = await open_database(Workspace(Path(root)))
-    try:
+async def writer(root: str, rate: int, seconds: float, url: str = "") -> None:
+    """Append ``rate`` events per second for ``seconds``, one transaction per tick (to the
+    PostgreSQL database at ``url`` when given: ``bench_pg_tail.py``)."""
+    async with await open_database(Workspace(Path(root), url or None)) as db:
         store = RunStore(db)
         run = await store.create_run("latency-bench", nodes_total=1)
         per_tick = max(1, round(rate * TICK_S))
@@ -58,8 +58,6 @@ async def writer(root: str, rate: int, seconds: float) -> None:
             delay = start + tick * TICK_S - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-    finally:
-        await db.close()
 
 
 def percentile(values: list[float], p: float) -> float:

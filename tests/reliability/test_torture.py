@@ -93,6 +93,17 @@ class Dashboard:
         self.process.stdin.flush()
         return self.read()
 
+    def quit(self) -> None:
+        """Quit the dashboard through its protocol and check that it exited cleanly."""
+        assert self.ask(op="quit")["return_code"] == 0
+        assert self.process.wait(timeout=120) == 0
+
+    def kill_if_running(self) -> None:
+        """Kill the dashboard if a failed check left it running."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=60)
+
     def deleted_database_files(self) -> list[str]:
         """The dashboard's descriptors of tether.db* whose file was deleted under it."""
         found = []
@@ -218,10 +229,7 @@ def test_dashboard_beside_cli_processes_keeps_the_workspace_intact(tmp_path: Pat
             newest = check_workspace(db, acked)
             status = wait_for_event(dashboard, newest)
             assert status["problem"] is None, status
-        assert dashboard.ask(op="quit")["return_code"] == 0
-        assert dashboard.process.wait(timeout=120) == 0
+        dashboard.quit()
     finally:
-        if dashboard.process.poll() is None:
-            dashboard.process.kill()
-            dashboard.process.wait(timeout=60)
+        dashboard.kill_if_running()
     check_workspace(db, acked)

@@ -167,12 +167,9 @@ def test_team_workspace_rides_out_dropped_connections(
                 wait_until_finished(admin, queued)
                 check_acknowledged(admin, acked)
                 settled(dashboard)
-            assert dashboard.ask(op="quit")["return_code"] == 0
-            assert dashboard.process.wait(timeout=120) == 0
+            dashboard.quit()
         finally:
-            if dashboard.process.poll() is None:
-                dashboard.process.kill()
-                dashboard.process.wait(timeout=60)
+            dashboard.kill_if_running()
             for worker in workers:
                 worker.send_signal(signal.SIGTERM)
             outputs = [worker.communicate(timeout=120) for worker in workers]

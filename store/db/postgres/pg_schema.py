@@ -19,18 +19,8 @@ application and the number of migrations applied (``schema_version``).
 
 from __future__ import annotations
 
-from store.db.schema_parts import (
-    ATTEMPTS_KEYS,
-    COST_BACKFILL,
-    RUNS_INDEXES,
-    call_key,
-    executor_schema,
-    fork_columns,
-    money_schema,
-    observe_tables,
-    queue_columns,
-    steer_delivery,
-)
+# The text both backends share, read as ``parts.<name>`` (the SQLite schema imports the same).
+from store.db import schema_parts as parts
 from store.model.states import (
     ATTEMPT_STATES,
     NODE_STATES,
@@ -171,7 +161,7 @@ CREATE TABLE runs (
     output_tokens           BIGINT NOT NULL DEFAULT 0,
     reasoning_tokens        BIGINT NOT NULL DEFAULT 0
 );
-{RUNS_INDEXES}
+{parts.RUNS_INDEXES}
 
 CREATE TABLE nodes (
     run_id          {TEXT} NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
@@ -210,7 +200,7 @@ CREATE TABLE attempts (
     cache_write_tokens  BIGINT NOT NULL DEFAULT 0,
     output_tokens       BIGINT NOT NULL DEFAULT 0,
     reasoning_tokens    BIGINT NOT NULL DEFAULT 0,
-{ATTEMPTS_KEYS}
+{parts.ATTEMPTS_KEYS}
 );
 
 CREATE TABLE calls (
@@ -307,7 +297,7 @@ CREATE INDEX events_run_idx ON events (run_id, seq);
 """
 
 _MIGRATION_QUEUE = f"""
-{queue_columns("BIGINT")}
+{parts.queue_columns("BIGINT")}
 CREATE TABLE workers (
     worker_id        {TEXT} PRIMARY KEY,
     host             {TEXT} NOT NULL,
@@ -355,7 +345,7 @@ ALTER TABLE runs ADD COLUMN cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN unpriced_calls BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE usage_rollups ADD COLUMN cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;
 ALTER TABLE usage_rollups ADD COLUMN unpriced_calls BIGINT NOT NULL DEFAULT 0;
-{COST_BACKFILL}
+{parts.COST_BACKFILL}
 """
 
 # Recall's in-memory term indexes and semantic vectors (store/db/sqlite/sqlite_schema.py, its recall
@@ -423,19 +413,19 @@ ALTER TABLE notes DROP COLUMN IF EXISTS search_vector, DROP COLUMN IF EXISTS bod
 """
 
 # Carried nodes, daily spend and budget alerts (store/db/schema_parts.py, money_schema).
-_MIGRATION_MONEY = money_schema(
+_MIGRATION_MONEY = parts.money_schema(
     TEXT, "BIGINT", "DOUBLE PRECISION", "{0} IS NULL OR ({0}::json) IS NOT NULL"
 )
 # Where each attempt ran (executor, host, Ray node) and the executor's nodes
 # (engine/executors/).
-_MIGRATION_EXECUTOR = executor_schema(TEXT, "BIGINT", "({0}::json) IS NOT NULL")
+_MIGRATION_EXECUTOR = parts.executor_schema(TEXT, "BIGINT", "({0}::json) IS NOT NULL")
 # Calls keyed by their number in the attempt, so a retried write cannot record one twice.
-_MIGRATION_CALL_KEY = call_key("BIGINT")
+_MIGRATION_CALL_KEY = parts.call_key("BIGINT")
 # What the observation views read (store/db/sqlite/sqlite_schema.py, its observe migration).
-_MIGRATION_OBSERVE = observe_tables("BIGINT", "DOUBLE PRECISION", TEXT, "")
+_MIGRATION_OBSERVE = parts.observe_tables("BIGINT", "DOUBLE PRECISION", TEXT, "")
 
 # Runs forked from another run's node (store/db/schema_parts.py, fork_columns).
-_MIGRATION_FORK = fork_columns(TEXT, "{0} IS NULL OR ({0}::json) IS NOT NULL", "BIGINT")
+_MIGRATION_FORK = parts.fork_columns(TEXT, "{0} IS NULL OR ({0}::json) IS NOT NULL", "BIGINT")
 
 # The ordered, append-only list. Index i takes schema_version from i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
@@ -450,7 +440,7 @@ MIGRATIONS: tuple[str, ...] = (
     _MIGRATION_OBSERVE,
     _MIGRATION_MONEY,
     _MIGRATION_FORK,
-    steer_delivery(TEXT),  # a steer for the node's next attempt (store/db/schema_parts.py)
+    parts.steer_delivery(TEXT),  # a steer for the node's next attempt (store/db/schema_parts.py)
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
