@@ -26,7 +26,7 @@ from engine.ceiling import counted_tokens
 from engine.pricing import PriceTable
 from engine.prompting import continue_prompt, repair_prompt
 from engine.run.carry import input_key
-from engine.run.steering import Steering, next_attempt_steers, steered_prompt
+from engine.run.steering import Steering, steered_prompt
 from engine.run.units import NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.structured import OutputInvalid, to_jsonable, validate_output
 from engine.workflow.user_code import USER_CODE_ERRORS, raised
@@ -35,6 +35,7 @@ from store.errors import StorageError
 from store.model.json_text import without_lone_surrogates
 from store.model.run_records import CallUsage
 from store.model.token_lanes import TokenUsage
+from store.runs.steer_log import SteerRecord
 
 if TYPE_CHECKING:
     from engine.run.execution import RunExecution
@@ -64,7 +65,7 @@ async def run_attempt(
     session of an earlier attempt (recorded in the attempt's details)."""
     spec = unit.spec
     prompt, tools = await execution.prepare_prompt(unit, agent, task_prompt, attempt, memory)
-    steers = await next_attempt_steers(execution.store, execution.run_id, unit)
+    steers = await execution.steers.next_attempt_steers(unit)  # no read unless one waits
     prompt = steered_prompt(prompt, steers)  # what was sent for this attempt goes first
     # The attempt's start is committed before the agent runs (an agent never runs without a
     # recorded attempt, so a resumed run never reuses an attempt number) but not flushed to
@@ -73,7 +74,7 @@ async def run_attempt(
     # as finished all of them are durable (writes commit in submission order).
     writes: list[Awaitable[None]] = []
     try:
-        await execution.store.start_attempt(
+        left = await execution.store.start_attempt(
             execution.run_id,
             unit.node_id,
             unit.iteration,
@@ -86,13 +87,14 @@ async def run_attempt(
         )
     except asyncio.CancelledError:
         # The queued start still commits: end it as cancelled behind it.
-        await _end_cancelled(execution, unit, attempt, _NOT_RUN, node_state="cancelled")
+        await _not_run(execution, unit, attempt, steers, node_state="cancelled")
         raise
+    execution.steers.waits(unit, left)  # queued since the watch's poll: the next attempt's
     if execution.halting():
         # Something this attempt was dispatched after went wrong while its start was being
         # committed (an upstream node's end failed to commit, a cancel or clear arrived):
         # the agent does not run.
-        await _end_cancelled(execution, unit, attempt, _NOT_RUN, node_state="pending")
+        await _not_run(execution, unit, attempt, steers, node_state="pending")
         raise StopDispatch("the run stopped dispatching")
     execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
     calls: list[ModelCall] = []
@@ -213,16 +215,10 @@ async def run_attempt(
                             f"repair: {second} (raw answer kept in {raw})"
                         ) from second
     except TimeoutError as error:
+        default = "" if spec.timeout_s is not None else " (the default; set timeout_s)"
         raise _AttemptError(
-            AgentError(
-                f"timed out after {spec.effective_timeout_s:g} s"
-                + ("" if spec.timeout_s is not None else " (the default; set timeout_s)")
-            ),
-            total(),
-            text,
-            request.details,
-            writes,
-            model(),
+            AgentError(f"timed out after {spec.effective_timeout_s:g} s{default}"), total(),
+            text, request.details, writes, model(),
         ) from error
     except AgentError as error:
         raise _AttemptError(error, total(), text, request.details, writes, model()) from error
@@ -239,14 +235,8 @@ async def run_attempt(
     except USER_CODE_ERRORS as error:
         # A bug or unexpected error inside an agent fails the attempt (retries apply); it
         # never leaves the attempt marked running (sys.exit() in a custom agent included).
-        raise _AttemptError(
-            AgentError(f"the agent {raised(error)}"),
-            total(),
-            text,
-            request.details,
-            writes,
-            model(),
-        ) from error
+        raise _AttemptError(AgentError(f"the agent {raised(error)}"), total(), text,
+                            request.details, writes, model()) from error
     except asyncio.CancelledError:
         stop = execution.budget_stops.pop(unit.key, None)
         if stop is not None:
@@ -295,12 +285,19 @@ async def run_attempt(
         details=request.details or None,
         input_key=input_key(agent_name, task_prompt, request.output_schema),
         model=model(),
+        refuse_next_attempt=execution.steers.refuses_at_end(unit),
     )
     execution.acknowledge(unit, end, writes, tokens=total().total, attempt=attempt)
     return output
 
 
-_NOT_RUN = "Not run: the run stopped dispatching before the agent started."
+async def _not_run(execution: RunExecution, unit: Unit, attempt: int,
+                   steers: list[SteerRecord], node_state: str) -> None:
+    """End an attempt whose agent never ran: the steers its start took wait again."""
+    await _end_cancelled(execution, unit, attempt,
+                         "Not run: the run stopped dispatching before the agent started.",
+                         node_state=node_state, returned=steers)
+    execution.steers.waits(unit, len(steers))
 
 
 async def _agent_call(
@@ -336,6 +333,7 @@ async def _end_cancelled(
     details: dict[str, Any] | None = None,
     nodes_done: int | None = None,
     model: str | None = None,
+    returned: list[SteerRecord] | None = None,
 ) -> None:
     """Record an attempt as cancelled (shielded: the task itself may be being cancelled)."""
     with contextlib.suppress(Exception):
@@ -353,6 +351,8 @@ async def _end_cancelled(
                 details=details,
                 nodes_done=nodes_done,
                 model=model,
+                refuse_next_attempt=execution.steers.refuses_at_end(unit),
+                returned=returned or (),
             )
         )
 
@@ -449,6 +449,7 @@ async def record_failed_attempt(
     )
     await _committed(writes)
     execution.absorb_requests(requests)
+    execution.steers.retrying(unit, requests)  # what waits for the next attempt
     shown = node_state or ("retrying" if retry else "failed")
     execution.progress("node", unit, shown, str(error), attempt=attempt)
 

@@ -83,7 +83,7 @@ async def record_cache_hit(
 ) -> None:
     """Record a cache hit as a finished, cached attempt of the node (with a ``cache.hit``
     event)."""
-    await execution.store.start_attempt(
+    left = await execution.store.start_attempt(
         execution.run_id,
         unit.node_id,
         unit.iteration,
@@ -115,6 +115,8 @@ async def record_cache_hit(
                 task_prompt,
                 unit.spec.output.model_json_schema() if unit.spec.output else None,
             ),
+            # A steer for the node's next attempt waits in vain: it is refused here.
+            refuse_next_attempt=left > 0 or execution.steers.refuses_at_end(unit),
         )
     )
     execution.progress("node", unit, "finished", "cached")

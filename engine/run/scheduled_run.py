@@ -131,6 +131,9 @@ class ScheduledRun(RunExecution):
         self.known.update((n, 0) for n, *_ in static)
         await self.store.upsert_nodes(self.run_id, static, nodes_total=len(self.known))
         await self.meter.start()
+        # One read of the run's queued steers before anything is dispatched: a resumed run
+        # learns what was sent for its nodes' next attempts while it was stopped.
+        await self.steers.poll()
         # Tasks placed on a Ray cluster: connected (or the run is interrupted) before anything
         # is dispatched; a resumed run's leftovers on the nodes are stopped first.
         cluster = await prepare_cluster(self, fresh=fresh)

@@ -17,8 +17,20 @@ ends); one for a node waiting to retry goes to its next attempt.
 
 A steer sent for the node's **next attempt** (``tether steer --next-attempt``: the way to reach
 an agent that runs one shot) is not read while an attempt runs: the next attempt that starts
-(a retry, or the run resumed) takes it (:func:`next_attempt_steers`; the attempt's start
-marks it delivered, at most once) and its prompt begins with it (:func:`steered_prompt`).
+(a retry, or the run resumed) takes it (:meth:`SteerWatch.next_attempt_steers`; the attempt's
+start marks it delivered, at most once) and its prompt begins with it (:func:`steered_prompt`).
+No task reads for them unless one waits: the watch learns which node iterations one waits for
+from its poll (the same one read, which the run also makes before it dispatches anything, so
+a resumed run knows what was sent while it was stopped), from each attempt's start and from a
+retrying attempt's end (a column of a statement they run anyway). Only such a node's next
+attempt reads and takes them, and only such a node's end refuses them in its transaction. A
+steer queued after all of those and before the attempt's start (a poll interval at most: the
+watch had not polled yet) is known from that start: it goes to the attempt after, or is
+refused in the transaction that ends the node; one queued while an attempt runs and after the
+last poll, for a node that then finishes, is refused by the next poll (or the run's last).
+Every change of a steer is conditional on it still being queued, so none is delivered twice;
+an attempt whose agent never ran (the run stopped while its start was committed) gives back
+what its start took (``engine.run.attempt``), for the attempt after.
 """
 
 from __future__ import annotations
@@ -30,9 +42,10 @@ from typing import Any
 
 from engine.agents.agent import Agent, AgentRequest
 from engine.run.units import Key
+from store.model.run_records import RunRequests
 from store.model.states import ENDED_NODE_STATES
 from store.runs.run_store import RunStore
-from store.runs.steer_log import SteerRecord
+from store.runs.steer_log import NEXT_ATTEMPT, NO_NEXT_ATTEMPT_STATES, SteerRecord, no_next_attempt
 
 HAD_ITS_TURN = ENDED_NODE_STATES
 """Node states no attempt follows: a steer still queued for one will not be delivered (one
@@ -52,21 +65,60 @@ class SteerWatch:
         self.store = store
         self.run_id = run_id
         self.waiting = False
-        """Whether the last poll found a queued steer in the run (attempts read only then)."""
+        """Whether the last poll found a queued steer for now in the run (attempts read only
+        then)."""
         self.active: dict[Key, Steering] = {}
+        self.next_attempt: set[Key] = set()
+        """The node iterations a steer for the next attempt waits for, as far as this run
+        knows (a stale entry costs one read; see the module docstring)."""
 
     async def poll(self) -> None:
-        """Read the run's queued steers (one read): wake the attempts they are for, refuse
-        those whose node has no attempt running any more and had its turn."""
+        """Read the run's queued steers (one read): wake the attempts they are for, note the
+        nodes whose next attempt has one, refuse those whose node had its turn (for now: no
+        attempt running any more; for the next attempt: no attempt will come)."""
         queued = await self.store.queued_steers_of_run(self.run_id)
-        self.waiting = bool(queued)
+        self.waiting = any(steer.deliver != NEXT_ATTEMPT for steer, _, _ in queued)
         for steer, node_state, attempts in queued:
-            steering = self.active.get((steer.node_id, steer.iteration))
+            key = (steer.node_id, steer.iteration)
+            if steer.deliver == NEXT_ATTEMPT:
+                if node_state in NO_NEXT_ATTEMPT_STATES and attempts > 0:
+                    await self.store.decide_steer(steer, attempts, refusal=no_next_attempt(
+                        steer.node_id, node_state, attempts))
+                else:
+                    self.next_attempt.add(key)
+                continue
+            steering = self.active.get(key)
             if steering is not None:
                 steering.watch_now()
             elif node_state in HAD_ITS_TURN and attempts > 0:
                 await self.store.decide_steer(
                     steer, attempts, refusal=ended_sentence(steer.node_id, attempts))
+
+    async def next_attempt_steers(self, unit: Any) -> list[SteerRecord]:
+        """The steers waiting for the node's next attempt, which the attempt about to start
+        takes (its start marks them delivered, in the same transaction); no read unless the
+        run knows one waits."""
+        key = (unit.node_id, unit.iteration)
+        if key not in self.next_attempt:
+            return []
+        self.next_attempt.discard(key)
+        return await self.store.next_attempt_steers(self.run_id, unit.node_id, unit.iteration)
+
+    def waits(self, unit: Any, count: int = 1) -> None:
+        """Note that ``count`` steers wait for the node's next attempt (what an attempt's
+        start, or a retrying attempt's end, read)."""
+        if count > 0:
+            self.next_attempt.add((unit.node_id, unit.iteration))
+
+    def retrying(self, unit: Any, requests: RunRequests | None) -> None:
+        """Take in what a retrying attempt's end read about the node's next attempt."""
+        if requests is not None:
+            self.waits(unit, requests.next_attempt_steers)
+
+    def refuses_at_end(self, unit: Any) -> bool:
+        """Whether the node's end must look for steers waiting for its next attempt (to
+        refuse them in its transaction when no attempt will come)."""
+        return (unit.node_id, unit.iteration) in self.next_attempt
 
 
 def cannot_take(agent_name: str, agent: Agent) -> str:
@@ -89,12 +141,6 @@ def steered_prompt(prompt: str, steers: Sequence[SteerRecord]) -> str:
     said = "\n\n".join(f"A message from {s.sent_by} for this attempt:\n{s.message}"
                         for s in steers)
     return f"{said}\n\n{prompt}"
-
-
-async def next_attempt_steers(store: RunStore, run_id: str, unit: Any) -> list[SteerRecord]:
-    """The steers waiting for the node's next attempt: the attempt about to start takes them
-    (its start marks them delivered, in the same transaction)."""
-    return await store.next_attempt_steers(run_id, unit.node_id, unit.iteration)
 
 
 class Steering:

@@ -80,6 +80,8 @@ class RunRequests(NamedTuple):
     cancel_requested_at_ms: int | None
     clear_requested_at_ms: int | None
     clear_reason: str | None
+    next_attempt_steers: int = 0
+    """Steers waiting for the node's next attempt (read by a retrying attempt's end only)."""
 
 
 class RunRecord(NamedTuple):

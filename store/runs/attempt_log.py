@@ -24,6 +24,7 @@ from store.runs.steer_log import (
     SteerRecord,
     decide_in,
     refuse_next_attempt_steers,
+    return_in,
 )
 
 
@@ -46,22 +47,25 @@ class AttemptLog(NodeLog):
         cached: bool = False,
         node_state: str = "running",
         steers: Sequence[SteerRecord] = (),
-    ) -> None:
+    ) -> int:
         """Insert a running attempt and set its node to ``node_state`` with the attempt count.
 
         Emits ``node.state`` and ``attempt.started`` in the same transaction, and marks
         ``steers`` (waiting for the node's next attempt: the prompt begins with them) delivered
-        by it there, so a steer is delivered exactly when its attempt exists. Committed without
-        a flush to disk of its own (see :meth:`Database.submit`): a power cut abandons running
-        attempts anyway, and the attempt's end flushes it.
+        by it there, so a steer is delivered exactly when its attempt exists. Returns how many
+        other steers wait for the node's next attempt as it starts (queued since ``steers``
+        were read; a column of the attempt's insert, so no statement of its own): they are
+        the next attempt's, or refused by the node's end. Committed without a flush to disk
+        of its own (see :meth:`Database.submit`): a power cut abandons running attempts
+        anyway, and the attempt's end flushes it.
         """
         now = self.now_ms
         node = self._node_params(now, run_id, node_id, iteration, node_state, attempts=attempt)
 
         def work(conn: Connection) -> Any:
             write_node(conn, node)
-            conn.execute(
-                sql.INSERT_ATTEMPT,
+            waiting = conn.execute(
+                sql.START_ATTEMPT,
                 {
                     "run_id": run_id,
                     "node_id": node_id,
@@ -91,10 +95,12 @@ class AttemptLog(NodeLog):
                     ),
                 ],
             )
-            for steer in steers:
-                decide_in(conn, now, steer, attempt)
+            taken = sum(decide_in(conn, now, steer, attempt) for steer in steers)
+            # Counted before ``steers`` were marked delivered, in the same transaction.
+            return read_later(conn, lambda: max(0, int(waiting.fetchone()[0]) - taken))
 
-        await self._submit((run_id,), work, flush=False)
+        left: int = await self._submit((run_id,), work, flush=False)
+        return left
 
     def finish_attempt(
         self,
@@ -116,6 +122,8 @@ class AttemptLog(NodeLog):
         extra_events: Sequence[NewEvent] = (),
         details: Mapping[str, Any] | None = None,
         input_key: str | None = None,
+        refuse_next_attempt: bool = True,
+        returned: Sequence[SteerRecord] = (),
     ) -> Awaitable[RunRequests | None]:
         """End an attempt, writing its authoritative token totals once.
 
@@ -127,7 +135,11 @@ class AttemptLog(NodeLog):
         queues a node's end and then its dependents' starts behind it. ``details`` (what the
         agent passed and reported: command line, session, per-model cost) is stored as JSON;
         the attempt's cost is summed from its calls. ``input_key`` says what a finished
-        node's output was made from (``engine.run.carry``).
+        node's output was made from (``engine.run.carry``). A node that ends for good
+        refuses the steers still waiting for its next attempt, unless ``refuse_next_attempt``
+        is false (its run knows none waits: ``engine.run.steering``); a retrying node's end
+        reads how many wait (``RunRequests.next_attempt_steers``). ``returned``: the steers
+        the attempt's start took, to wait again for the next attempt (its agent never ran).
         """
         check_choice(state, ATTEMPT_STATES, "attempt state")
         now = self.now_ms
@@ -176,22 +188,30 @@ class AttemptLog(NodeLog):
                 )
                 write_node(conn, node)
                 events.append(self._node_event(node))
-                if node_state in NO_NEXT_ATTEMPT_STATES:
+                if refuse_next_attempt and node_state in NO_NEXT_ATTEMPT_STATES:
                     refuse_next_attempt_steers(conn, now, run_id, node_id, iteration, attempt,
                                                node_state)
             events.extend(extra_events)
             insert_events(conn, now, events)
+            for steer in returned:
+                return_in(conn, now, steer, attempt)
             if nodes_done is not None:
                 requests = conn.execute(
                     sql.UPDATE_PROGRESS_READ_REQUESTS,
                     progress_params(run_id, now, nodes_done=nodes_done),
                 )
+            elif node_state == "retrying":
+                requests = conn.execute(sql.RETRY_READ_REQUESTS, {
+                    "run_id": run_id, "node_id": node_id, "iteration": iteration})
             else:
                 requests = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,))
 
             def read() -> RunRequests | None:
                 row = requests.fetchone()
-                return None if row is None else RunRequests(row[0], row[1], row[2])
+                if row is None:
+                    return None
+                waiting = int(row[3]) if node_state == "retrying" else 0
+                return RunRequests(row[0], row[1], row[2], waiting)
 
             return read_later(conn, read)
 

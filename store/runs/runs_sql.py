@@ -206,6 +206,17 @@ ON CONFLICT (run_id, node_id, iteration, attempt) DO UPDATE SET
     started_at_ms = excluded.started_at_ms, finished_at_ms = NULL
 """
 
+# How many steers wait for the node's next attempt, as a column of a statement a task runs
+# anyway (an attempt's start, a retrying attempt's end): knowing costs no statement of its own.
+NEXT_ATTEMPT_WAITING = """(SELECT count(*) FROM steers WHERE run_id = :run_id
+    AND node_id = :node_id AND iteration = :iteration AND state = 'queued'
+    AND deliver = 'next-attempt')"""
+START_ATTEMPT = INSERT_ATTEMPT + "RETURNING " + NEXT_ATTEMPT_WAITING + "\n"
+RETRY_READ_REQUESTS = f"""
+SELECT cancel_requested_at_ms, clear_requested_at_ms, clear_reason, {NEXT_ATTEMPT_WAITING}
+FROM runs WHERE run_id = :run_id
+"""
+
 # Token totals are written exactly once, here, when the attempt ends.
 FINISH_ATTEMPT = """
 UPDATE attempts SET state = :state, response_text = :response_text, error = :error,

@@ -8,6 +8,9 @@ cannot take input mid-run; the node ended before it could). A steer sent for the
 attempt** (``deliver = 'next-attempt'``: ``tether steer --next-attempt``, for an agent that
 runs one shot) waits for the node's next attempt (a retry, or a resume of the run) and is
 prepended to its prompt; when the node finishes first it is refused in the same transaction.
+An attempt whose start took one but whose agent never ran (the run stopped while that start
+was committed) gives it back in the transaction that ends it: queued again, with a
+``steer.queued`` event naming that attempt (``returned_by``), for the attempt after.
 Each change is one transaction with its event (``steer.queued``, ``steer.delivered``,
 ``steer.refused``); the change from ``queued`` is conditional on the row still being queued,
 so no steer is delivered twice.
@@ -32,6 +35,7 @@ from store.runs.steers_sql import (
     QUEUED_FOR_NODE,
     QUEUED_NEXT_ATTEMPT,
     QUEUED_OF_RUN,
+    RETURN_STEER,
     STEERS_OF_RUN,
 )
 
@@ -132,15 +136,30 @@ def decide_in(conn: Connection, now: int, steer: SteerRecord, attempt: int,
     return True
 
 
+def no_next_attempt(node_id: str, node_state: str, attempt: int) -> str:
+    """Why a steer for the next attempt was refused: its node ended for good (one sentence)."""
+    return (f"Node {node_id} {node_state} at attempt {attempt}, so no next attempt came to "
+            "read the message; nothing was delivered.")
+
+
 def refuse_next_attempt_steers(conn: Connection, now: int, run_id: str, node_id: str,
                                iteration: int, attempt: int, node_state: str) -> None:
     """Inside the write that ends a node for good (``finished``, ``skipped``): refuse what
     still waits for its next attempt, which will not come."""
     rows = conn.execute(QUEUED_NEXT_ATTEMPT, (run_id, node_id, iteration)).fetchall()
     for steer in (SteerRecord.from_row(r) for r in rows):
-        decide_in(conn, now, steer, attempt,
-                  f"Node {node_id} {node_state} at attempt {attempt}, so no next attempt came "
-                  "to read the message; nothing was delivered.")
+        decide_in(conn, now, steer, attempt, no_next_attempt(node_id, node_state, attempt))
+
+
+def return_in(conn: Connection, now: int, steer: SteerRecord, attempt: int) -> None:
+    """Inside the write that ends an attempt whose agent never ran (the run stopped while its
+    start was committed): a steer its start took for the node's next attempt waits again,
+    with a ``steer.queued`` event saying so; the next attempt that runs takes it."""
+    cursor = conn.execute(RETURN_STEER, {"steer_id": steer.steer_id, "attempt": attempt})
+    if cursor.rowcount == 1:
+        insert_events(conn, now, [NewEvent(
+            "steer.queued", steer.run_id, steer.node_id, steer.iteration, attempt,
+            {"steer_id": steer.steer_id, "deliver": NEXT_ATTEMPT, "returned_by": attempt})])
 
 
 class SteerLog(RunLog):
@@ -190,8 +209,9 @@ class SteerLog(RunLog):
         return [SteerRecord.from_row(r) for r in rows]
 
     async def queued_steers_of_run(self, run_id: str) -> list[tuple[SteerRecord, str | None, int]]:
-        """The run's steers still waiting, oldest first, each with its node's state and
-        attempt count (one read for the whole run: what a run's monitor polls)."""
+        """The run's steers still waiting (for now and for the next attempt), oldest first,
+        each with its node's state and attempt count (one read for the whole run: what a
+        run's monitor polls)."""
         rows = await self.db.fetch_all(QUEUED_OF_RUN, (run_id,))
         return [(SteerRecord.from_row(r), r["node_state"], int(r["node_attempts"] or 0))
                 for r in rows]
