@@ -15,6 +15,8 @@ fusion of calibrated scores instead of rank fusion):
   three candidates holds, raised to a power (a continuous form of the weak-keyword step);
   ``idf coverage`` the same share weighted by idf, so common words count less;
 * ``agreement``: keyword's weight grows with the overlap of the two top-10 lists;
+* ``dense confidence``: keyword's weight (after the weak-keyword step) is cut when the best
+  cosine similarity reaches a threshold (the vectors are sure of their first item);
 * ``z-score``: the sum of each list's standardised scores (CombSUM);
 * ``cosine + BM25``: the cosine similarity plus a bounded bonus, BM25 over the query's best
   BM25 (optionally scaled by coverage), for keyword candidates.
@@ -95,6 +97,15 @@ def agreement(floor: float, top: int = 10) -> Callable[[Candidates], float]:
     return weight
 
 
+def confident(threshold: float, share: float) -> Fusion:
+    """The default, with keyword's weight times ``share`` when dense's best similarity is at
+    least ``threshold``."""
+    def fuse(c: Candidates) -> list[str]:
+        best = c.semantic[0][1] if c.semantic else 0.0
+        return rrf(keyword_weight=share if best >= threshold else 1.0)(c)
+    return fuse
+
+
 def z_scores(keyword_weight: float = 1.0, top: int = 50) -> Fusion:
     """CombSUM of standardised scores; a list's missing candidate gets that list's lowest."""
     def fuse(c: Candidates) -> list[str]:
@@ -149,6 +160,10 @@ def fusions() -> dict[str, Fusion]:
             lambda c, t=threshold: 0.5 if coverage(c, weighted=True) < t else 1.0)
     for floor in (0.0, 0.25, 0.5):
         out[f"agreement, floor {floor}"] = weighted_rrf(agreement(floor))
+    for threshold in (0.55, 0.65):
+        for share in (0.5, 0.75):
+            out[f"dense confidence: best cosine >= {threshold}, keyword x{share}"] = confident(
+                threshold, share)
     for weight in (0.5, 1.0):
         for top in (10, 50):
             out[f"z-score, keyword {weight}, top {top}"] = z_scores(weight, top)
