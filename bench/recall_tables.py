@@ -4,6 +4,7 @@ figures there are the ones a run wrote, not retyped).
     python bench/recall_tables.py quality     # bench/results/bench_recall_quality.json
     python bench/recall_tables.py sweep       # bench/results/bench_recall_quality_sweep.json
     python bench/recall_tables.py latency     # bench/results/bench_recall.json
+    python bench/recall_tables.py study [FILE]  # bench/results/bench_recall_fusion_study.json
 """
 
 from __future__ import annotations
@@ -61,6 +62,27 @@ def sweep(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def study(data: dict[str, Any]) -> str:
+    """The fusion study: each fusion's hit@10 per tuning split with the questions it won and
+    lost against the default, and its paired difference against dense on the first set
+    (chat: where dense alone is strongest) with the 95% interval."""
+    rows = {k: v for k, v in data["fusions"].items() if isinstance(v, dict) and "mean" in v}
+    sets = [s for s in next(iter(rows.values())) if s != "mean"]
+    dense = data["fusions"]["dense"]
+    out = [f"encoder `{data['encoder']}`, tuning splits; dense alone: "
+           + ", ".join(f"{s} {dense[s]:.3f}" for s in sets), "",
+           "| fusion | " + " | ".join(f"{s} (won / lost vs default)" for s in sets)
+           + f" | mean | {sets[0]} − dense [95% CI] |",
+           "|---|" + "---:|" * (len(sets) + 2)]
+    for label, row in rows.items():
+        cells = [f"{row[s]['hit@10']:.3f} ({row[s]['- default']['wins']} / "
+                 f"{row[s]['- default']['losses']})" for s in sets]
+        p = row[sets[0]]["- dense"]
+        out.append(f"| {label} | " + " | ".join(cells) + f" | {row['mean']:.3f} | "
+                   f"{p['diff']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] |")
+    return "\n".join(out)
+
+
 BEFORE = "encoder, documents' graph"  # the query encoded as before this round (float graph)
 
 
@@ -98,6 +120,7 @@ def latency(data: dict[str, Any]) -> str:
 if __name__ == "__main__":
     kind = sys.argv[1] if len(sys.argv) > 1 else "quality"
     files = {"quality": "bench_recall_quality.json", "sweep": "bench_recall_quality_sweep.json",
-             "latency": "bench_recall.json"}
-    render = {"quality": quality, "sweep": sweep, "latency": latency}[kind]
-    print(render(json.loads((RESULTS / files[kind]).read_text())))
+             "latency": "bench_recall.json", "study": "bench_recall_fusion_study.json"}
+    render = {"quality": quality, "sweep": sweep, "latency": latency, "study": study}[kind]
+    name = sys.argv[2] if len(sys.argv) > 2 else files[kind]
+    print(render(json.loads((RESULTS / name).read_text())))

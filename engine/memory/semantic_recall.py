@@ -336,14 +336,7 @@ class HybridRecallBackend:
             by_id.setdefault(item.id, _with_terms(item, terms))
         keyword_ids = [item.id for item in keyword.items]
         semantic_ids = [item.id for _, item in semantic]
-        factor = keyword_share([len(set(i.matched_terms)) for i in keyword.items], len(terms),
-                               *self.weak_keyword)
-        weights = [self.weights[0] * factor, self.weights[1]]
-        if self.fusion == "rrf":
-            fused = reciprocal_rank_fusion([keyword_ids, semantic_ids], weights, self.rrf_k)
-        else:
-            fused = normalised_fusion([{i.id: i.score for i in keyword.items}, similarity],
-                                      weights)
+        fused, factor = self.fuse(keyword.items, semantic, terms)
         items = []
         for item_id, score in fused.items():
             item = by_id[item_id]
@@ -361,6 +354,23 @@ class HybridRecallBackend:
             terms=terms,
             details={"mode": self.name, "fusion": self.fusion, "keyword_share": factor},
         )
+
+
+    def fuse(
+        self, keyword: Sequence[RecallItem], semantic: Sequence[tuple[Similar, RecallItem]],
+        terms: Sequence[str],
+    ) -> tuple[dict[str, float], float]:
+        """The fused score of every candidate (before the question-echo demotion) and the
+        query's keyword-weight factor (:func:`keyword_share`). A method so the benchmark's
+        fusion study can try others on the same candidates."""
+        factor = keyword_share([len(set(i.matched_terms)) for i in keyword], len(terms),
+                               *self.weak_keyword)
+        weights = [self.weights[0] * factor, self.weights[1]]
+        if self.fusion == "rrf":
+            return reciprocal_rank_fusion([[i.id for i in keyword], [i.id for _, i in semantic]],
+                                          weights, self.rrf_k), factor
+        return normalised_fusion([{i.id: i.score for i in keyword},
+                                  {i.id: sim.similarity for sim, i in semantic}], weights), factor
 
 
 async def _encode_beside(

@@ -4,17 +4,20 @@ found, the read contract, tags and the similarity floor hold, and vectors follow
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 from semantic_support import require_semantic
 
 from engine.memory.encoders import load_encoder
 from engine.memory.keyword_recall import KeywordRecallBackend
-from engine.memory.recall_items import RecallRequest
+from engine.memory.recall_items import RecallItem, RecallRequest
 from engine.memory.semantic_recall import Embedder, HybridRecallBackend, SemanticRecallBackend
 from store.clock import ManualClock
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
+from store.search.vector_store import Similar
 
 NS = "workflow:household"
 
@@ -157,3 +160,25 @@ def test_the_status_line_says_why_semantic_recall_is_off(
     chosen = recall_status(MemorySettings(mode="hybrid", encoder="minilm-onnx-int8"))
     assert chosen["recall"] == "keyword" and "onnxruntime is not installed" in chosen["line"]
     assert recall_status(MemorySettings(mode="keyword"))["recall"] == "keyword"
+
+
+async def test_hybrid_orders_its_items_by_its_fusion_method(db: Database) -> None:
+    """``fuse`` sees both candidate lists and decides the order (the benchmark's fusion study
+    replays other fusions on what it sees); the question-echo demotion still applies after."""
+    await seed(db)
+    seen: list[tuple[list[str], list[str]]] = []
+
+    class Reversed(HybridRecallBackend):
+        def fuse(self, keyword: Sequence[RecallItem],
+                 semantic: Sequence[tuple[Similar, RecallItem]],
+                 terms: Sequence[str]) -> tuple[dict[str, float], float]:
+            fused, factor = super().fuse(keyword, semantic, terms)
+            seen.append(([i.id for i in keyword], [i.id for _, i in semantic]))
+            return {key: -score for key, score in fused.items()}, factor
+
+    request = RecallRequest((NS,), "boiler service date")
+    normal = [i.id for i in (await HybridRecallBackend(db).recall(request)).items]
+    flipped = [i.id for i in (await Reversed(db).recall(request)).items]
+    assert seen and "note:boiler" in seen[0][0] and "note:boiler" in seen[0][1]
+    assert normal[0] == "note:boiler" and flipped[-1] == "note:boiler"
+    assert sorted(flipped) == sorted(normal)
