@@ -258,26 +258,27 @@ class TetherApp(App[None]):
         self.run_worker(self._warm_views(), group="warm", exit_on_error=False)
 
     async def _warm_views(self) -> None:
-        """Compose and mount every view not visited yet, one at a time, after the first paint.
-
-        Composing a view (its tables, plot, CSS) takes 200-400 ms on a small machine; done here,
-        the first press of ``2``/``3``/``4`` only re-reads data and draws, like any later
-        switch. The view is mounted off screen and not resumed, so it reads nothing and takes
-        no focus until it is shown. Textual has no public "build this mode's screen now" call,
-        so this does what ``App._init_mode`` does minus the resume (Textual is pinned to 8.2).
-        """
+        """Compose, mount, read and render every view not visited yet, one at a time, after
+        the first paint (200-400 ms each on a small machine), so the first press of ``2``/``3``
+        /``4`` only draws, like any later switch. Mounted off screen and not resumed, a view
+        takes no focus until shown. Textual has no public "build this mode's screen now", so
+        this does what ``App._init_mode`` does minus the resume (Textual is pinned to 8.2)."""
         for mode, factory in self.MODES.items():
             await asyncio.sleep(WARM_GAP_S)  # let pending input and repaints go first
             if self._exit or not self.is_running:
                 return  # shutting down: Textual is closing the screen stacks
             if mode in self._screen_stacks or not callable(factory):
                 continue  # already visited
+            css_version = self._css_update_count
             screen, mounted = self._get_screen(factory())
             self._load_screen_css(screen)
             self._screen_stacks[mode] = [screen]
             await mounted
-            # Fill it once at the real size, so its tables and plot have done their first
-            # layout; showing it re-reads anyway (on_screen_resume), which then only patches.
+            if self._css_update_count == css_version:
+                # Styled at mount by the stylesheet as it is: else the first visit re-parses
+                # every CSS source and restyles the app (refresh_css, for an unstyled screen).
+                screen._css_update_count = css_version
+            # Filled once at the real size (shown with no commit since, it is not read again).
             screen._screen_resized(self.size)
             if isinstance(screen, LiveScreen) and self.reader is not None and not self.paused:
                 async with self._lock:
@@ -288,8 +289,7 @@ class TetherApp(App[None]):
                 # table and plot lines) is most of a first visit's cost.
                 await asyncio.sleep(WARM_GAP_S)
                 screen._refresh_layout(self.size)
-                # The layout sends Resize to the widgets it sized, and a table drops its
-                # rendered cells on one: let them take it first, or the render is wasted.
+                # The layout sends Resize to the widgets it sized: let them take it first.
                 await asyncio.sleep(WARM_GAP_S)
                 if mode != self.current_mode and self.is_running:
                     screen._compositor.render_update(full=True)

@@ -106,3 +106,38 @@ async def test_a_collector_that_is_down_is_said_on_the_line(make_app, sample_wor
     app = make_app()
     async with app.run_test(size=(200, 40)) as pilot:
         assert "⚠ OTLP failing: connection refused" in await _checked(app, pilot)
+
+
+def test_the_target_is_the_engine_configs_with_or_without_a_config_file(
+    tmp_path, monkeypatch
+) -> None:
+    """The quick answer for a workspace with no config (export off) is the full reading's."""
+    import os
+
+    from engine.run.engine_config import load_config
+    from engine.telemetry.otel_settings import resolve_target
+    from store.errors import TetherError
+    from store.workspace.layout import Workspace
+    from tui.widgets.export_status import configured_target
+
+    for name in [n for n in os.environ if n.startswith("OTEL_")]:
+        monkeypatch.delenv(name)
+    workspace = Workspace(tmp_path)
+
+    def full() -> object:
+        return resolve_target(load_config(workspace.config_path).telemetry, os.environ)
+
+    assert configured_target(workspace) is None and full() is None  # no file
+    workspace.config_path.write_text("# nothing set\n")
+    assert configured_target(workspace) is None and full() is None
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    assert configured_target(workspace) == full() is not None  # a variable turns it on
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+    workspace.config_path.write_text('[telemetry]\nendpoint = "http://127.0.0.1:4318"\n')
+    assert configured_target(workspace) == full() is not None
+    workspace.config_path.write_text("[engine]\nconcurrency = 'many'\n")
+    with pytest.raises(TetherError) as quick:
+        configured_target(workspace)
+    with pytest.raises(TetherError) as whole:
+        full()
+    assert str(quick.value) == str(whole.value)  # a bad file is said the same way

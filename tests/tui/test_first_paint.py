@@ -3,12 +3,14 @@
 The first screen must be true: the Runs view's count says "loading" until the first listing,
 then the count of rows it really shows; the first listing reads only the newest
 ``FIRST_WINDOW`` runs and the rest of the window follows. Starting the dashboard imports the
-Runs view alone: no other view, no engine, no embedding model or numpy.
+Runs view alone: no other view, no engine (not even its config), no embedding model or numpy,
+no click, none of the write side or the run search.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -116,7 +118,12 @@ from tui.app import TetherApp
 
 HEAVY = ("numpy", "onnxruntime", "tokenizers", "pydantic", "plotext", "engine.run.engine",
          "tui.screens.memory_view", "tui.screens.tokens_view", "tui.screens.run_detail",
-         "tui.modals.launch", "tui.modals.fact_editor")
+         "tui.modals.launch", "tui.modals.fact_editor",
+         # the write side and the engine's config: imported by the first key that needs them
+         "click", "tui.run_control", "store.memory.memory_store", "store.runs.run_store",
+         "engine.run.engine_config", "engine.telemetry.otel_settings", "tui.modals.confirm",
+         # the query language and search: imported by the first filter
+         "store.read.run_search", "store.read.run_query", "tui.modals.filter_dialogs")
 loaded = []
 
 def first_paint(batch):
@@ -136,7 +143,10 @@ def test_the_first_paint_imports_neither_other_views_nor_the_engine_nor_the_mode
     workspace = asyncio.run(runs_workspace(tmp_path / "ws", 3))
     script = tmp_path / "startup.py"
     script.write_text(STARTUP)
+    # No OTEL_* variable: with no config.toml either, export is off without reading the
+    # engine's config (an OTEL_* variable may turn it on, and then the config is read).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run([sys.executable, str(script), str(workspace.root)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     assert "loaded at first paint: []" in done.stdout, done.stdout

@@ -214,3 +214,13 @@ def test_the_lanes_panel_of_turn_totals_alone_shows_their_tokens_and_says_they_a
     said = totals_text([turn]).plain
     assert said.startswith("0 calls · 1.75M tokens\nno model call: these are turn or session")
     assert "fresh input     99.5k" in said and "94% read from cache" in said
+
+
+async def test_a_chart_read_that_ends_after_the_chart_was_unmounted_shows_nothing() -> None:
+    """The Runs view reads the selected run's calls and then shows them; when the dashboard
+    quits in between, the chart is gone and must not try to mount its plots (a crash)."""
+    from tui.widgets.run_chart import RunChart
+
+    chart = RunChart()
+    await chart.show("run-1", [])  # never mounted: no MountError
+    assert chart.drawn_run_id is None and not chart.children

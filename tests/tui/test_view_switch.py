@@ -1,6 +1,8 @@
 """Switching views is cheap: a view built and read once is shown again as it is when nothing
 it depends on changed (no commit, the same selection and filter), and read again as soon as
-something did, so what it shows stays true."""
+something did, so what it shows stays true. A view built in the background is shown without
+being styled or drawn again, and a table is drawn at its final column widths from its first
+frame."""
 
 from __future__ import annotations
 
@@ -80,3 +82,65 @@ async def test_a_view_shown_again_is_read_again_only_when_something_changed(
         assert counts["tokens"] == read + 2
         assert isinstance(app.screen, TokensScreen)
         assert "run-review-1" in str(app.screen.crumb())
+
+
+async def test_a_view_built_in_the_background_is_shown_without_restyling_or_redrawing(
+    make_app: Any, monkeypatch: Any
+) -> None:
+    """The views built after the first paint are styled and drawn then: showing one for the
+    first time neither re-parses the CSS (Textual's refresh_css for a screen it did not
+    style) nor draws its table cells again because of the Resize its layout sent."""
+    from textual.css.stylesheet import Stylesheet
+    from textual.widgets import DataTable
+
+    reparsed: list[int] = []
+    drawn: list[int] = []
+    reparse, render_cell = Stylesheet.reparse, DataTable._render_cell
+
+    def counting_reparse(self: Stylesheet) -> None:
+        reparsed.append(1)
+        reparse(self)
+
+    def counting_render(self: DataTable[Any], *args: Any, **kwargs: Any) -> Any:
+        drawn.append(1)
+        return render_cell(self, *args, **kwargs)
+
+    monkeypatch.setattr(Stylesheet, "reparse", counting_reparse)
+    monkeypatch.setattr(DataTable, "_render_cell", counting_render)
+    app = make_app(poll_interval=3600)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: set(app._screen_stacks) == set(app.MODES) and not [
+            w for w in app.workers if w.group == "warm" and not w.is_finished],
+            "every view built")
+        await pilot.pause()
+        handoffs = app._screen_stacks["handoffs"][0]
+        table = handoffs.query_one("#handoffs-table", KeyedTable)
+        drawn_before = table._update_count
+        reparsed.clear()
+        await show(pilot, app, "4", "handoffs")
+        assert reparsed == []
+        assert table._update_count == drawn_before  # the cells drawn off screen are kept
+        assert drawn  # (the counter counts: the views did draw cells)
+
+
+async def test_the_runs_list_is_drawn_at_its_final_widths_from_its_first_frame(
+    make_app: Any, monkeypatch: Any
+) -> None:
+    """The main column is stretched when the layout sizes the table, before it is drawn: the
+    first frame is not drawn with a narrow column and then every cell again."""
+    widths: list[tuple[int, ...]] = []
+    render_lines = KeyedTable.render_lines
+
+    def recording(self: KeyedTable, crop: Any) -> Any:
+        if self.id == "runs-table" and self.row_count:
+            widths.append(tuple(c.get_render_width(self) for c in self.ordered_columns))
+        return render_lines(self, crop)
+
+    monkeypatch.setattr(KeyedTable, "render_lines", recording)
+    app = make_app(poll_interval=3600)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(widths) >= 1, "the runs listed")
+        await pilot.pause()
+        table = app.screen.query_one("#runs-table", KeyedTable)
+        final = tuple(c.get_render_width(table) for c in table.ordered_columns)
+    assert widths and set(widths) == {final}

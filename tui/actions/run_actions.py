@@ -23,14 +23,15 @@ from store.model.run_records import RunRecord
 from tui.actions.feedback import write_safely
 from tui.actions.read_only import write_refused
 from tui.format import one_line
-from tui.modals.confirm import ConfirmDialog, named_targets
-from tui.modals.reason import clear_run_dialog
-from tui.run_control import EngineHost, KnownWorkflow, host_for
 from tui.screens.live_screen import LiveScreen
 
 if TYPE_CHECKING:
-    # The launch dialog (its text area, its select) is imported when n is first pressed.
+    # The launch dialog (its text area, its select) is imported when n is first pressed; the
+    # write side (tui.run_control: the writable database, the stores, the engine) and the
+    # confirmations when a run key is first used, so the Runs view's first paint waits for
+    # none of them.
     from tui.modals.launch import LaunchRequest, WorkflowChoice
+    from tui.run_control import EngineHost, KnownWorkflow
 
 TERMINAL = ("finished", "failed", "cancelled", "handed-off")
 
@@ -108,6 +109,8 @@ class RunControlScreen(LiveScreen):
     @property
     def host(self) -> EngineHost:
         """The dashboard's writable side (embedded engine and writable connection)."""
+        from tui.run_control import host_for
+
         return host_for(self.app)
 
     def selected_run(self) -> RunRecord | None:
@@ -210,6 +213,8 @@ class RunControlScreen(LiveScreen):
         run = None if listed is None else await self._recorded(listed)
         if run is None:
             return
+        from tui.modals.reason import clear_run_dialog
+
         answer = await self.app.push_screen_wait(
             clear_run_dialog(run.run_id, run.workflow, run.workflow_path)
         )
@@ -245,6 +250,8 @@ class RunControlScreen(LiveScreen):
         run = self._target("cancel_run")
         if run is None:
             return
+        from tui.modals.confirm import ConfirmDialog
+
         confirmed = await self.app.push_screen_wait(
             ConfirmDialog("Cancel this run?", run_target(run), confirm_label="Stop the run",
                           cancel_label="Keep it running",
@@ -271,6 +278,8 @@ class RunControlScreen(LiveScreen):
             return
         # The run's workflow file is whatever its row records (anyone who can write the
         # workspace chose it): name it before this process loads and runs it.
+        from tui.modals.confirm import ConfirmDialog
+
         confirmed = await self.app.push_screen_wait(
             ConfirmDialog(
                 "Resume this run here?", run_target(run), confirm_label="Resume",
@@ -293,6 +302,8 @@ class RunControlScreen(LiveScreen):
         run = self._target("delete_run")
         if run is None:
             return
+        from tui.modals.confirm import ConfirmDialog
+
         confirmed = await self.app.push_screen_wait(
             ConfirmDialog(
                 "Delete this run?", run_target(run), confirm_label="Delete run",
@@ -314,10 +325,14 @@ class RunControlScreen(LiveScreen):
 async def confirm_quit(app: Any) -> bool:
     """True to quit now. While embedded runs are active, ask first (naming them) and return
     False; the dialog quits on "yes", leaving those runs resumable (they show as stale)."""
+    from tui.run_control import host_for
+
     host = host_for(app)
     active = await host.active_runs()
     if not active:
         return True
+    from tui.modals.confirm import ConfirmDialog, named_targets
+
     names = named_targets([(run.run_id, one_line(run.workflow, "dim")) for run in active],
                           limit=8)
 

@@ -5,7 +5,9 @@ and scripts in loops, where start-up is most of their cost: Python itself starts
 11 ms, and importing click (20 ms) and dataclasses (9 ms) would triple that. So this module
 reads the command line of those three commands itself, when it is one of their ordinary
 forms (:func:`parse_hot`), and runs the same bodies the click commands run
-(:mod:`tui.cli.hot_commands`).
+(:mod:`tui.cli.hot_commands`). The dashboard's own command line (``tether``, ``tether tui``,
+with ``--workspace DIR``) opens it the same way (:func:`parse_dashboard`): its first paint
+waits for whatever is imported before Textual starts.
 
 Anything else goes to click untouched, and click then decides exactly as it always has: help,
 any option or argument this parser does not know, a malformed value, a repeated option, a
@@ -198,6 +200,42 @@ def _one(options: dict[str, list[str]], name: str, default: str) -> str:
     return options[name][0] if name in options else default
 
 
+def parse_dashboard(argv: Sequence[str]) -> tuple[str | None] | None:
+    """``argv`` as the command line that opens the dashboard: ``tether`` or ``tether tui``,
+    with at most one ``--workspace DIR`` before or after ``tui``; a 1-tuple of that folder (or
+    None), or None for any other command line (``--help``, ``--database-url``, a typo: click
+    handles it)."""
+    args = list(argv)
+    workspace_dirs: list[str] = []
+    index = 0
+    while index < len(args):
+        if args[index].split("=", 1)[0] != "--workspace":
+            index += 1
+            continue
+        value = _take_value(args, index, "--workspace")
+        if not value or value == "-":
+            return None  # no folder, or one click reads its own way
+        workspace_dirs.append(value)
+    if args not in ([], ["tui"]) or len(workspace_dirs) > 1:
+        return None
+    return (workspace_dirs[0] if workspace_dirs else None,)
+
+
+def run_dashboard_line(workspace_dir: str | None) -> int:
+    """Open the dashboard as ``tether tui`` does (:func:`tui.cli.dashboard_start.open_dashboard`)
+    and return its exit code; errors before it starts are one sentence, as through click."""
+    from tui.cli.dashboard_start import open_dashboard
+    from tui.cli.output import echo
+
+    try:
+        return open_dashboard(workspace_dir)
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else 1
+    except KeyboardInterrupt:
+        echo("tether: interrupted.", err=True)
+        return 130
+
+
 def main(*, fast_exit: bool = True) -> None:
     """Console-script entry: a hot command runs here, any other command line goes to click
     (:func:`tui.cli.main.main`).
@@ -216,6 +254,14 @@ def main(*, fast_exit: bool = True) -> None:
 
             flush_quietly()
             os._exit(code)
+    dashboard = parse_dashboard(sys.argv[1:])
+    if dashboard is not None:
+        # Straight to the dashboard: its first paint does not wait for click (see
+        # tui.cli.dashboard_start). It ends like any process, threads and all.
+        code = run_dashboard_line(dashboard[0])
+        if code:
+            sys.exit(code)
+        return
     from tui.cli.main import main as click_main
 
     click_main(fast_exit=fast_exit)

@@ -5,46 +5,21 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from pathlib import Path
 
 import click
 
-from store.db.sqlite.sqlite_database import inspect_database_file
 from store.errors import TetherError
 from store.workspace.layout import ENV_VAR, Workspace
 from tui.cli.common import chosen_workspace_dir, run_async, workspace_from, workspace_option
+from tui.cli.dashboard_start import check_database, require_existing
 from tui.cli.output import fail
-
-
-def _check_database(workspace: Workspace) -> None:
-    if workspace.database_path.exists():
-        try:
-            inspect_database_file(workspace.database_path)
-        except TetherError as error:
-            fail(str(error), error.exit_code)
-
-
-def no_workspace_message(workspace: Workspace, named: bool, cwd: Path) -> str:
-    """One sentence saying no workspace was found, where, and how to make one."""
-    start = "create one with `tether demo` (./tether-demo) or `tether run WORKFLOW` (./.tether)"
-    if named:
-        return f"no Tether workspace at {workspace.root} (no tether.db there); {start}."
-    return (
-        f"no Tether workspace found in {cwd} or any folder above it (no .tether/ folder, no "
-        f"tether.db); {start}, or name one with --workspace DIR."
-    )
 
 
 def existing_workspace(ctx: click.Context, workspace_dir: str | None) -> Workspace:
     """The workspace the command names or finds; exits 1 with one sentence when it has no
     database yet, 2 when its file is not a usable Tether database."""
     named = chosen_workspace_dir(workspace_dir)
-    workspace = workspace_from(named)
-    if not workspace.exists():
-        fail(no_workspace_message(workspace, bool(named or os.environ.get(ENV_VAR)), Path.cwd()),
-             1)
-    _check_database(workspace)
-    return workspace
+    return require_existing(workspace_from(named), named)
 
 
 @click.command("tui")
@@ -80,7 +55,7 @@ def demo_command(ctx: click.Context, workspace_dir: str | None, headless: bool) 
     # --workspace (either place), else TETHER_WORKSPACE, else ./tether-demo (not .tether/).
     chosen = chosen_workspace_dir(workspace_dir) or os.environ.get(ENV_VAR) or demo.DEFAULT_DEMO_DIR
     workspace = Workspace(workspace_from(chosen).root)
-    _check_database(workspace)
+    check_database(workspace)
     if not demo.demo_steps():
         fail(f"No example workflows found in {demo.EXAMPLES_DIR}; reinstall Tether.", 1)
     demo.tune_agents(live=not headless)

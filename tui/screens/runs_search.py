@@ -11,23 +11,24 @@ covered.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.binding import Binding
 
 from store.errors import InvalidInputError
 from store.model.run_records import RunRecord
-from store.read.run_query import Query, parse_query
-from store.read.run_search import RunSearch, search_runs
-from store.runs.saved_filters import delete_filter, save_filter, saved_filters
 from tui.actions.feedback import write_safely
 from tui.actions.run_actions import RunControlScreen
 from tui.format import literal, visible
-from tui.modals.filter_dialogs import SavedFiltersDialog, SaveFilterDialog
 from tui.tailing import Batch
-from tui.timeline_tools import log_source_for
 from tui.widgets.filter_bar import FilterBar
+
+if TYPE_CHECKING:
+    # The query language, the search, the saved filters and their dialogs are imported when a
+    # filter is first used: the Runs view's first paint (no filter yet) does not wait for them.
+    from store.read.run_query import Query
+    from store.read.run_search import RunSearch
 
 SEARCH_LIMIT = 200
 """The Runs list shows at most this many matching runs (newest first); the crumb counts all."""
@@ -55,6 +56,8 @@ class RunSearchScreen(RunControlScreen):
         """The filter in effect as a query (None when there is none or it no longer parses)."""
         if not self.filter_text:
             return None
+        from store.read.run_query import parse_query
+
         try:
             return parse_query(self.filter_text, self.tether.now_ms())
         except InvalidInputError:
@@ -71,6 +74,9 @@ class RunSearchScreen(RunControlScreen):
         again = batch.first_read or self._searched_text != self.filter_text
         if query.scans_text and not again:
             return None
+        from store.read.run_search import search_runs
+        from tui.timeline_tools import log_source_for
+
         now = self.tether.now_ms()
         logs = log_source_for(self.tether.workspace, reader)
         self.search = await search_runs(reader, query, now_ms=now, limit=SEARCH_LIMIT, logs=logs)
@@ -101,6 +107,8 @@ class RunSearchScreen(RunControlScreen):
     async def on_filter_bar_applied(self, message: FilterBar.Applied) -> None:
         """Apply a query, or refuse it with its sentence (the filter in effect stays)."""
         message.prevent_default()  # Textual would call the base class's handler as well
+        from store.read.run_query import parse_query
+
         try:
             parse_query(message.value, self.tether.now_ms())
         except InvalidInputError as error:
@@ -118,6 +126,9 @@ class RunSearchScreen(RunControlScreen):
 
     async def action_saved_filters(self) -> None:
         """Pick a saved filter (enter applies it, d forgets it)."""
+        from store.runs.saved_filters import saved_filters
+        from tui.modals.filter_dialogs import SavedFiltersDialog
+
         reader = self.tether.reader
         filters = await saved_filters(reader) if reader is not None else []
         self.app.push_screen(SavedFiltersDialog(filters), self._picked)
@@ -132,6 +143,8 @@ class RunSearchScreen(RunControlScreen):
             await self.tether.refresh_screen(self)
             return
 
+        from store.runs.saved_filters import delete_filter
+
         async def forget() -> None:
             await delete_filter(await self.host.database(), value)
             self.app.notify(f"Forgot the filter {visible(value)}.", markup=False)
@@ -140,6 +153,9 @@ class RunSearchScreen(RunControlScreen):
 
     async def action_save_filter(self) -> None:
         """Save the filter in effect under a name."""
+        from store.runs.saved_filters import save_filter, saved_filters
+        from tui.modals.filter_dialogs import SaveFilterDialog
+
         reader = self.tether.reader
         taken = [f.name for f in await saved_filters(reader)] if reader is not None else []
         query = self.filter_text

@@ -54,6 +54,24 @@ def export_piece(snapshot: ExportSnapshot | None, configured: bool,
     return line
 
 
+def configured_target(workspace: Workspace) -> ExportTarget | None:
+    """Where ``workspace``'s runs are exported (None: export is off); TetherError for a bad
+    config file or OTEL_* variable.
+
+    Asked before the first paint, so a workspace with no config.toml (or an empty one) and no
+    OTEL_* variable, where export is off whatever the rest says, is answered without importing
+    the engine's config and telemetry settings (tens of milliseconds on a small machine)."""
+    from store.workspace.config_file import read_config
+
+    data = read_config(workspace.config_path)
+    if not data and not any(name.startswith("OTEL_") for name in os.environ):
+        return None
+    from engine.run.engine_config import parse_config
+    from engine.telemetry.otel_settings import resolve_target
+
+    return resolve_target(parse_config(data, str(workspace.config_path)).telemetry, os.environ)
+
+
 class ExportStatusPiece:
     """What the status line shows about the export of ``workspace``'s runs."""
 
@@ -65,10 +83,7 @@ class ExportStatusPiece:
         self.unreachable: str | None = None
         """Why the collector refused the last check (None: it took it, or not checked)."""
         try:
-            from engine.run.engine_config import load_config
-            from engine.telemetry.otel_settings import resolve_target
-
-            target = resolve_target(load_config(workspace.config_path).telemetry, os.environ)
+            target = configured_target(workspace)
         except TetherError as error:  # a bad [telemetry] or OTEL_* variable: said on the line
             self.problem = str(error)
             return

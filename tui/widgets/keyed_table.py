@@ -6,8 +6,9 @@ from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowDoesNotExist
@@ -55,6 +56,8 @@ class KeyedTable(DataTable[Text]):
         """The main column, widened to take the width the others leave (None: no stretch)."""
         self._others_width = 0
         self._main_widest = 0
+        self._drawn_geometry: tuple[object, ...] | None = None
+        """The size and column widths the cached cells were rendered at."""
         self._look: tuple[str, ...] | None = None
         """The styles the cached cells were rendered with (see :meth:`notify_style_update`)."""
         for key, label in self._columns:
@@ -80,6 +83,13 @@ class KeyedTable(DataTable[Text]):
     def render_lines(self, crop: Region) -> list[Strip]:
         if self._look is None:
             self._look = self._current_look()
+        # The rendered cells and rows are valid for the widths they were drawn at (DataTable
+        # keys them by its update count, not by width): drop them when the table's size or a
+        # column's width changed since the last render, and only then (see on_resize).
+        geometry = (self.size, tuple(c.get_render_width(self) for c in self.ordered_columns))
+        if geometry != self._drawn_geometry:
+            self._drawn_geometry = geometry
+            self._update_count += 1
         return super().render_lines(crop)
 
     def _current_look(self) -> tuple[str, ...] | None:
@@ -92,7 +102,22 @@ class KeyedTable(DataTable[Text]):
         except KeyError:
             return None
 
-    def on_resize(self) -> None:
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        if resized and size.width:
+            # Sized by the layout: stretch the main column now, before the first render,
+            # rather than on the Resize that follows it (the first frame would show the
+            # column too narrow, and every visible cell would be drawn twice).
+            self.stretch_main_column()
+        return resized
+
+    def on_resize(self, event: events.Resize) -> None:
+        # DataTable drops every rendered cell on any Resize, even one to the size they were
+        # drawn at: the first layout of a view, and each view warmed off screen, then drew
+        # every visible cell twice. render_lines drops them when the geometry really changed.
+        event.prevent_default()
         keep, order = self.cursor_key, self._order
         if self._choose_columns(self._cell_widths(self._cells.values())):
             self._order = []  # every row is added again, with the columns now shown

@@ -140,7 +140,10 @@ class RunChart(Vertical):
         yield Static(id="chart-title")
 
     async def show(self, run_id: str | None, calls: Sequence[CallRecord]) -> None:
-        """Chart ``calls`` of ``run_id`` (redrawn at most once a second)."""
+        """Chart ``calls`` of ``run_id`` (redrawn at most once a second); nothing once the
+        chart is no longer mounted (its read finished while the dashboard was quitting)."""
+        if not self.is_mounted:
+            return
         if not self.query("#rate-plot"):
             # The plots are built on first use, after the Runs view's first paint: an empty
             # plotext figure still costs tens of milliseconds to draw, and plotext itself
