@@ -32,9 +32,7 @@ function that derives them.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -72,15 +70,20 @@ def postgres_text(sql: str) -> str:
     return _render(variant if variant is not None else str(sql))
 
 
-@dataclasses.dataclass(frozen=True)
 class Rendered:
-    """A statement as PostgreSQL's extended protocol takes it (no client-side parsing left)."""
+    """A statement as PostgreSQL's extended protocol takes it (no client-side parsing left).
 
-    text: bytes
-    """UTF-8 text with ``$1``, ``$2``... placeholders and literal ``%`` signs."""
-    names: tuple[str, ...] | None
-    """The named parameter each placeholder binds, in order (a name used twice binds two
-    placeholders); None when the markers are positional (``?``)."""
+    A plain class, not a dataclass: the short commands import this module and must not pay
+    for ``dataclasses`` (tests/cli/test_hot_commands.py)."""
+
+    __slots__ = ("names", "text")
+
+    def __init__(self, text: bytes, names: tuple[str, ...] | None) -> None:
+        self.text = text
+        """UTF-8 text with ``$1``, ``$2``... placeholders and literal ``%`` signs."""
+        self.names = names
+        """The named parameter each placeholder binds, in order (a name used twice binds
+        two placeholders); None when the markers are positional (``?``)."""
 
     def arguments(self, params: Any) -> Any:
         """The values to bind, in placeholder order (named ones picked from the mapping)."""
@@ -91,12 +94,11 @@ class Rendered:
         return params
 
 
-_PSYCOPG_MARKER = re.compile(r"%%|%\((\w+)\)s|%s")
-
-
 @functools.lru_cache(maxsize=2048)
 def postgres_statement(sql: str) -> Rendered:
     """``sql`` rendered (:func:`postgres_text`) down to ``$n`` placeholders, once per text."""
+    import re
+
     names: list[str | None] = []
 
     def placeholder(match: re.Match[str]) -> str:
@@ -105,13 +107,15 @@ def postgres_statement(sql: str) -> Rendered:
         names.append(match.group(1))
         return f"${len(names)}"
 
-    text = _PSYCOPG_MARKER.sub(placeholder, postgres_text(sql))
+    text = re.sub(r"%%|%\((\w+)\)s|%s", placeholder, postgres_text(sql))
     if None in names:
         return Rendered(text.encode(), None)
     return Rendered(text.encode(), tuple(name for name in names if name is not None))
 
 
 def _render(sql: str) -> str:
+    import re
+
     parts: list[str] = []
     for index, piece in enumerate(re.split(r"('(?:[^']|'')*'|--[^\n]*)", sql)):
         if index % 2:
@@ -126,6 +130,8 @@ _MARKER = r"(?::[A-Za-z_]\w*|\?)"
 
 
 def _render_code(code: str) -> str:
+    import re
+
     code = code.replace("%", "%%")
     code = re.sub(r"\bLIMIT\s+-1\b", "LIMIT ALL", code)
     code = re.sub(r"\bLIMIT\s+:limit\b", "LIMIT nullif(:limit, -1)", code)
@@ -145,6 +151,8 @@ def _render_code(code: str) -> str:
 
 def _greatest_least(code: str) -> str:
     """Two-argument (scalar) ``max``/``min`` -> ``greatest``/``least``; aggregates stay."""
+    import re
+
     out: list[str] = []
     position = 0
     for match in re.finditer(r"\b(max|min)\(", code):
