@@ -18,6 +18,12 @@ text (cached):
   (both yield a ``value`` column);
 * ``--`` comments are dropped (an apostrophe in one would read as a string).
 
+:func:`postgres_statement` goes one step further, to what the server itself takes: ``$n``
+placeholders (one per marker, as psycopg would send them) in encoded text and, for named
+markers, the name each placeholder binds, so that executing a statement costs psycopg no
+parsing of its text (psycopg caches its own parse only of statements under 4 KB; the one
+statement that records a model call is longer, and was parsed again for every call).
+
 Where the SQL really differs (a row lock, an upsert instead of ``INSERT OR REPLACE``, a
 ``tsvector`` column), a :class:`Statement` carries PostgreSQL's own text beside the SQLite one,
 written with the same markers, and, where PostgreSQL needs parameters SQLite derives itself, a
@@ -62,6 +68,49 @@ def postgres_text(sql: str) -> str:
     """The PostgreSQL text of ``sql`` (its variant when it has one, else rendered)."""
     variant = getattr(sql, "postgres", None)
     return _render(variant if variant is not None else str(sql))
+
+
+class Rendered:
+    """A statement as PostgreSQL's extended protocol takes it (no client-side parsing left).
+
+    A plain class, not a dataclass: the short commands import this module and must not pay
+    for ``dataclasses`` (tests/cli/test_hot_commands.py)."""
+
+    __slots__ = ("names", "text")
+
+    def __init__(self, text: bytes, names: tuple[str, ...] | None) -> None:
+        self.text = text
+        """UTF-8 text with ``$1``, ``$2``... placeholders and literal ``%`` signs."""
+        self.names = names
+        """The named parameter each placeholder binds, in order (a name used twice binds
+        two placeholders); None when the markers are positional (``?``)."""
+
+    def arguments(self, params: Any) -> Any:
+        """The values to bind, in placeholder order (named ones picked from the mapping)."""
+        if isinstance(params, Mapping):
+            if self.names is None:
+                raise TypeError("A statement with positional markers takes a sequence.")
+            return tuple([params[name] for name in self.names])
+        return params
+
+
+@functools.lru_cache(maxsize=2048)
+def postgres_statement(sql: str) -> Rendered:
+    """``sql`` rendered (:func:`postgres_text`) down to ``$n`` placeholders, once per text."""
+    import re
+
+    names: list[str | None] = []
+
+    def placeholder(match: re.Match[str]) -> str:
+        if match.group(0) == "%%":
+            return "%"
+        names.append(match.group(1))
+        return f"${len(names)}"
+
+    text = re.sub(r"%%|%\((\w+)\)s|%s", placeholder, postgres_text(sql))
+    if None in names:
+        return Rendered(text.encode(), None)
+    return Rendered(text.encode(), tuple(name for name in names if name is not None))
 
 
 def _render(sql: str) -> str:

@@ -11,7 +11,7 @@ from store.model.run_records import AttemptRecord, NewEvent, RunRequests
 from store.model.states import ATTEMPT_STATES
 from store.model.token_lanes import TokenUsage
 from store.runs import runs_sql as sql
-from store.runs.event_log import insert_events
+from store.runs.event_log import event_params, insert_events
 from store.runs.fences import held_tokens
 from store.runs.node_log import NodeLog
 from store.runs.run_params import (
@@ -62,39 +62,39 @@ class AttemptLog(NodeLog):
         now = self.now_ms
         node = self._node_params(now, run_id, node_id, iteration, node_state, attempts=attempt)
 
+        def attempt_params() -> dict[str, Any]:
+            return {
+                "run_id": run_id,
+                "node_id": node_id,
+                "iteration": iteration,
+                "attempt": attempt,
+                "agent": agent,
+                "model": model,
+                "prompt": recorded_text(prompt),
+                "cached": int(cached),
+                "owner_id": owner_id,
+                "lease_token": held_tokens(self.db).get(run_id),
+                "now": now,
+            }
+
+        events = [
+            self._node_event(node),
+            NewEvent("attempt.started", run_id, node_id, iteration, attempt,
+                     {"agent": agent, "model": model}),
+        ]
+
         def work(conn: Connection) -> Any:
-            write_node(conn, node)
-            waiting = conn.execute(
-                sql.START_ATTEMPT,
-                {
-                    "run_id": run_id,
-                    "node_id": node_id,
-                    "iteration": iteration,
-                    "attempt": attempt,
-                    "agent": agent,
-                    "model": model,
-                    "prompt": recorded_text(prompt),
-                    "cached": int(cached),
-                    "owner_id": owner_id,
-                    "lease_token": held_tokens(self.db).get(run_id),
-                    "now": now,
-                },
-            )
-            insert_events(
-                conn,
-                now,
-                [
-                    self._node_event(node),
-                    NewEvent(
-                        "attempt.started",
-                        run_id,
-                        node_id,
-                        iteration,
-                        attempt,
-                        {"agent": agent, "model": model},
-                    ),
-                ],
-            )
+            started = attempt_params()
+            if getattr(conn, "waits_for_results", False):
+                # Each statement is a message of its own: the node, the attempt and the
+                # events go as one (the same rows, the same events in the same order).
+                waiting = conn.execute(sql.START_ATTEMPT_WITH_NODE, {
+                    **node, **started, "attempt_cached": started["cached"],
+                    "cached": node["cached"], **event_params(events)})
+            else:
+                write_node(conn, node)
+                waiting = conn.execute(sql.START_ATTEMPT, started)
+                insert_events(conn, now, events)
             taken = sum(decide_in(conn, now, steer, attempt) for steer in steers)
             # Counted before ``steers`` were marked delivered, in the same transaction.
             return read_later(conn, lambda: max(0, int(waiting.fetchone()[0]) - taken))
@@ -146,65 +146,66 @@ class AttemptLog(NodeLog):
         error = recorded_text(error)
 
         def work(conn: Connection) -> Any:
-            conn.execute(
-                sql.FINISH_ATTEMPT,
-                {
-                    "run_id": run_id,
-                    "node_id": node_id,
-                    "iteration": iteration,
-                    "attempt": attempt,
-                    "state": state,
-                    "response_text": recorded_text(response_text),
-                    "error": error,
-                    "model": model,
-                    "cached": int(cached),
-                    "now": now,
-                    **usage.as_dict(),
-                    "details_json": None
-                    if details is None
-                    else dump_recorded_json(dict(details)),
-                },
-            )
+            ended = {
+                "run_id": run_id,
+                "node_id": node_id,
+                "iteration": iteration,
+                "attempt": attempt,
+                "state": state,
+                "response_text": recorded_text(response_text),
+                "error": error,
+                "model": model,
+                "cached": int(cached),
+                "now": now,
+                **usage.as_dict(),
+                "details_json": None if details is None else dump_recorded_json(dict(details)),
+            }
             payload: dict[str, Any] = {"state": state, "tokens": usage.as_dict()}
             if error is not None:
                 payload["error"] = error
             if cached:
                 payload["cached"] = True
             events = [NewEvent("attempt.finished", run_id, node_id, iteration, attempt, payload)]
-            if node_state is not None:
-                node = self._node_params(
-                    now,
-                    run_id,
-                    node_id,
-                    iteration,
-                    node_state,
-                    attempts=attempt,
-                    cached=cached,
-                    output=node_output,
-                    set_output=set_node_output,
-                    error=error if node_state == "failed" else None,
-                    set_error=True,
-                    input_key=input_key,
-                )
-                write_node(conn, node)
+            node = None if node_state is None else self._node_params(
+                now,
+                run_id,
+                node_id,
+                iteration,
+                node_state,
+                attempts=attempt,
+                cached=cached,
+                output=node_output,
+                set_output=set_node_output,
+                error=error if node_state == "failed" else None,
+                set_error=True,
+                input_key=input_key,
+            )
+            refuses = refuse_next_attempt and node_state in NO_NEXT_ATTEMPT_STATES
+            if node is not None:
                 events.append(self._node_event(node))
-                if refuse_next_attempt and node_state in NO_NEXT_ATTEMPT_STATES:
-                    refuse_next_attempt_steers(conn, now, run_id, node_id, iteration, attempt,
-                                               node_state)
             events.extend(extra_events)
-            insert_events(conn, now, events)
-            for steer in returned:
-                return_in(conn, now, steer, attempt)
-            if nodes_done is not None:
-                requests = conn.execute(
-                    sql.UPDATE_PROGRESS_READ_REQUESTS,
-                    progress_params(run_id, now, nodes_done=nodes_done),
-                )
-            elif node_state == "retrying":
-                requests = conn.execute(sql.RETRY_READ_REQUESTS, {
-                    "run_id": run_id, "node_id": node_id, "iteration": iteration})
+            if (getattr(conn, "waits_for_results", False) and node is not None
+                    and nodes_done is not None and not refuses and not returned):
+                # Each statement is a message of its own: a finished node's end (attempt,
+                # node, events, progress) goes as one, making the same changes.
+                requests = conn.execute(sql.finish_attempt_with_node(len(events)), {
+                    **node, **progress_params(run_id, now, nodes_done=nodes_done),
+                    "attempt_state": state, "attempt_error": error,
+                    "attempt_cached": ended["cached"],
+                    **{k: v for k, v in ended.items() if k not in ("state", "error", "cached")},
+                    **event_params(events)})
             else:
-                requests = conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,))
+                conn.execute(sql.FINISH_ATTEMPT, ended)
+                if node is not None:
+                    write_node(conn, node)
+                    if refuses:
+                        refuse_next_attempt_steers(conn, now, run_id, node_id, iteration,
+                                                   attempt, node["state"])
+                insert_events(conn, now, events)
+                for steer in returned:
+                    return_in(conn, now, steer, attempt)
+                requests = _requests(conn, now, run_id, node_id, iteration, node_state,
+                                     nodes_done)
 
             def read() -> RunRequests | None:
                 row = requests.fetchone()
@@ -245,3 +246,16 @@ class AttemptLog(NodeLog):
         counted on the primary key's range without reading the attempts."""
         rows = await self.db.fetch_all(sql.COUNT_ATTEMPTS_BY_STATE, (run_id, node_id, iteration))
         return {str(row[0]): int(row[1]) for row in rows}
+
+
+def _requests(conn: Connection, now: int, run_id: str, node_id: str, iteration: int,
+              node_state: str | None, nodes_done: int | None) -> Any:
+    """The statement of an attempt's end that reads its run's requests (moving its progress
+    when ``nodes_done``; with how many steers wait for a retrying node)."""
+    if nodes_done is not None:
+        return conn.execute(sql.UPDATE_PROGRESS_READ_REQUESTS,
+                            progress_params(run_id, now, nodes_done=nodes_done))
+    if node_state == "retrying":
+        return conn.execute(sql.RETRY_READ_REQUESTS,
+                            {"run_id": run_id, "node_id": node_id, "iteration": iteration})
+    return conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,))

@@ -30,19 +30,27 @@ def insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> Non
     statement for up to :data:`~store.runs.events_sql.EVENTS_PER_INSERT` of them)."""
     values: list[Any] = []
     for e in events:
-        values += (
-            now,
-            e.type,
-            e.run_id,
-            e.node_id,
-            e.iteration,
-            e.attempt,
-            None if e.payload is None else dump_recorded_json(dict(e.payload)),
-        )
+        values += (now, e.type, e.run_id, e.node_id, e.iteration, e.attempt, _payload(e))
     width = 7 * sql.EVENTS_PER_INSERT
     for start in range(0, len(values), width):
         chunk = values[start:start + width]
         conn.execute(sql.insert_events_text(len(chunk) // 7), chunk)
+
+
+def event_params(events: Sequence[NewEvent]) -> dict[str, Any]:
+    """The parameters of :func:`store.runs.events_sql.named_event_rows` for ``events``."""
+    params: dict[str, Any] = {}
+    for n, e in enumerate(events):
+        params.update({
+            f"e{n}_type": e.type, f"e{n}_run_id": e.run_id, f"e{n}_node_id": e.node_id,
+            f"e{n}_iteration": e.iteration, f"e{n}_attempt": e.attempt,
+            f"e{n}_payload_json": _payload(e),
+        })
+    return params
+
+
+def _payload(event: NewEvent) -> str | None:
+    return None if event.payload is None else dump_recorded_json(dict(event.payload))
 
 
 class EventLog:

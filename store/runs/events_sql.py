@@ -29,6 +29,18 @@ def insert_events_text(rows: int) -> str:
     per event: on PostgreSQL each statement is a message of its own)."""
     return INSERT_EVENT_HEAD + ",\n       ".join([_EVENT_ROW] * rows) + "\n"
 
+
+def named_event_rows(rows: int) -> str:
+    """The ``VALUES`` rows of ``rows`` events at ``:now`` with named markers (``:e0_type``...,
+    bound by :func:`store.runs.event_log.event_params`), for a larger statement that also
+    appends events."""
+    return ",\n       ".join(
+        f"(:now, :e{n}_type, :e{n}_run_id, :e{n}_node_id, :e{n}_iteration, :e{n}_attempt, "
+        f":e{n}_payload_json)"
+        for n in range(rows)
+    )
+
+
 EVENT_COLUMNS = "seq, at_ms, type, run_id, node_id, iteration, attempt, payload_json"
 
 EVENTS_SINCE = f"SELECT {EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?"

@@ -4,8 +4,12 @@ here so all run SQL sits beside the schema (events, calls and memory blocks have
 
 from __future__ import annotations
 
+import functools
+import re
+
 from store.db.paging import counted
 from store.model.token_lanes import each_lane
+from store.runs.events_sql import INSERT_EVENT_HEAD, named_event_rows
 
 _SUBTRACT_LANES = each_lane("{c} = usage_rollups.{c} - r.{c}", ",\n    ")
 
@@ -212,6 +216,21 @@ NEXT_ATTEMPT_WAITING = """(SELECT count(*) FROM steers WHERE run_id = :run_id
     AND node_id = :node_id AND iteration = :iteration AND state = 'queued'
     AND deliver = 'next-attempt')"""
 START_ATTEMPT = INSERT_ATTEMPT + "RETURNING " + NEXT_ATTEMPT_WAITING + "\n"
+
+# An attempt's start in one statement, for a connection where each statement is a message of
+# its own (PostgreSQL's pipelined group commit): the node's upsert, the attempt (its
+# ``cached`` bound as ``:attempt_cached``, the node's being ``:cached``) and its two events
+# (the node's state, ``attempt.started``), returning what START_ATTEMPT returns. Written in
+# SQLite's spelling like every statement, but only PostgreSQL runs it (SQLite has no writes
+# inside WITH; it runs the three statements one by one, store/runs/attempt_log.py). The
+# attempt's reference to its node is checked at the end of the statement, after the upsert.
+START_ATTEMPT_WITH_NODE = f"""
+WITH node_row AS ({UPSERT_NODE.strip()}
+), started AS ({INSERT_ATTEMPT.strip().replace(":cached", ":attempt_cached")}
+RETURNING {NEXT_ATTEMPT_WAITING} AS waiting
+){INSERT_EVENT_HEAD}{named_event_rows(2)}
+RETURNING (SELECT waiting FROM started)
+"""
 RETRY_READ_REQUESTS = f"""
 SELECT cancel_requested_at_ms, clear_requested_at_ms, clear_reason, {NEXT_ATTEMPT_WAITING}
 FROM runs WHERE run_id = :run_id
@@ -236,6 +255,23 @@ UPDATE attempts SET state = :state, response_text = :response_text, error = :err
                         AND c.cost_usd IS NULL AND c.kind != 'retry')
 WHERE run_id = :run_id AND node_id = :node_id AND iteration = :iteration AND attempt = :attempt
 """
+
+
+@functools.lru_cache(maxsize=16)
+def finish_attempt_with_node(events: int) -> str:
+    """An attempt's end with its node's and its run's in one statement, for a connection where
+    each statement is a message of its own (PostgreSQL's pipelined group commit): the attempt
+    (its ``state``, ``error`` and ``cached`` bound as ``:attempt_state``, ``:attempt_error``,
+    ``:attempt_cached``), the node's upsert, ``events`` events and the run's progress,
+    returning the run's requests as UPDATE_PROGRESS_READ_REQUESTS does. Only PostgreSQL runs
+    it (SQLite runs the four statements one by one, store/runs/attempt_log.py)."""
+    ended = re.sub(r":(state|error|cached)\b", r":attempt_\1", FINISH_ATTEMPT.strip())
+    return f"""
+WITH ended AS ({ended}
+), node_row AS ({UPSERT_NODE.strip()}
+), appended AS ({INSERT_EVENT_HEAD}{named_event_rows(events)}
+){UPDATE_PROGRESS_READ_REQUESTS}"""
+
 
 SELECT_RUNNING_ATTEMPTS = """
 SELECT run_id, node_id, iteration, attempt FROM attempts WHERE run_id = ? AND state = 'running'

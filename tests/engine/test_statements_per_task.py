@@ -73,15 +73,18 @@ async def test_a_task_costs_a_bounded_number_of_statements(
     assert per_task <= MOST_PER_TASK[shape], (per_task, statements[:40])
 
 
-async def test_on_postgresql_a_task_is_nine_statements(
+async def test_on_postgresql_a_task_is_four_statements(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On PostgreSQL, where each statement of a pipelined group is a message of its own, a
-    call is one statement (its row, rollups, usage hour, run tokens, day and event), so a
-    fan-out task sends 9: start 3, call 1, end 4, and its node's creation (counted as the
-    connection sends them, a row of an ``executemany`` as one; BEGIN and COMMIT aside; the
-    run's own reads, its steers' before dispatching among them, add a fraction: 9.17). Steers
-    for the next attempt add nothing while none waits (11.15 when each task read them)."""
+    call is one statement (its row, rollups, usage hour, run tokens, day and event), and so
+    are an attempt's start (node, attempt, its events) and a finished node's end (attempt,
+    node, events, progress returning the run's requests), so a fan-out task sends 4: start,
+    call, end and its node's creation (counted as the connection sends them, a row of an
+    ``executemany`` as one; BEGIN and COMMIT aside; the run's own reads, its steers' before
+    dispatching among them, add a fraction: 4.02 in bench/bench_pg_engine.py; 9.17 before
+    the start and the end were one statement each). Steers for the next attempt add nothing
+    while none waits (11.15 when each task read them)."""
     if db.backend != "postgresql":
         pytest.skip("SQLite's count is the test above")
     from store.db.postgres.pg_connection import PgConnection
@@ -108,7 +111,7 @@ async def test_on_postgresql_a_task_is_nine_statements(
     outcome = await engine.start(wf, {})
     assert outcome.status == "finished", outcome.error
     per_task = sent[0] / TASKS
-    assert per_task <= 9.5, per_task
+    assert per_task <= 4.5, per_task
     store = RunStore(db)
     assert (await store.get_run(outcome.run_id)).tokens.input == 100 * TASKS
     assert (await store.usage_by_bucket(""))["<50k"][0] == TASKS

@@ -6,7 +6,9 @@ the conformance tests (every store test runs on both backends); these pin the ru
 
 from __future__ import annotations
 
-from store.db.dialect import Statement, postgres_params, postgres_text
+import pytest
+
+from store.db.dialect import Statement, postgres_params, postgres_statement, postgres_text
 from store.search.tsvector import fts5_to_tsquery, tsvector_text
 
 
@@ -14,6 +16,31 @@ def test_markers_become_psycopg_placeholders_and_percent_signs_are_doubled() -> 
     assert postgres_text("SELECT * FROM t WHERE a = :a AND b = ? AND c LIKE 'x%'") == (
         "SELECT * FROM t WHERE a = %(a)s AND b = %s AND c LIKE 'x%%'"
     )
+
+
+def test_a_statement_reaches_the_server_with_numbered_placeholders_once_rendered() -> None:
+    rendered = postgres_statement("SELECT :a, :b, :a FROM t WHERE c LIKE 'x%' AND d = '?'")
+    assert rendered.text == b"SELECT $1, $2, $3 FROM t WHERE c LIKE 'x%' AND d = '?'"
+    assert rendered.names == ("a", "b", "a")  # each use binds its own placeholder
+    assert rendered.arguments({"a": 1, "b": "two", "unused": 3}) == (1, "two", 1)
+    assert postgres_statement("SELECT :a, :b, :a FROM t WHERE c LIKE 'x%' AND d = '?'") is (
+        rendered
+    )  # rendered once per text
+
+
+def test_positional_markers_bind_the_given_sequence() -> None:
+    rendered = postgres_statement("UPDATE t SET a = ? WHERE b IS ? AND c = '%s'")
+    assert rendered.text == b"UPDATE t SET a = $1 WHERE b IS NOT DISTINCT FROM $2 AND c = '%s'"
+    assert rendered.names is None
+    assert rendered.arguments((1, 2)) == (1, 2)
+    with pytest.raises(TypeError):
+        rendered.arguments({"a": 1})
+
+
+def test_a_statement_without_markers_is_sent_as_written() -> None:
+    rendered = postgres_statement("SELECT 100 % 7; SELECT 'a%b'")
+    assert rendered.text == b"SELECT 100 % 7; SELECT 'a%b'"
+    assert rendered.names == ()
 
 
 def test_text_inside_quotes_and_comments_is_not_rewritten() -> None:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, TypeVar
 
 import psycopg
 
-from store.db.dialect import postgres_params, postgres_text
+from store.db.dialect import Rendered, postgres_params, postgres_statement
 from store.db.postgres.pg_retry import CommitUnknown, writes
 from store.db.seam import Params, resolved
 from store.runs.events_sql import appends_events
@@ -149,26 +149,27 @@ class PgConnection:
         """The psycopg connection underneath (for session settings of one transaction)."""
         return self._conn
 
-    def _translate(self, sql: str, params: Any) -> tuple[str, Any]:
+    def _translate(self, sql: str, params: Any) -> tuple[Rendered, Any]:
         if appends_events(sql):
             self.wrote_events = True
         self.wrote = self.wrote or writes(sql)
-        return postgres_text(sql), postgres_params(sql, params)
+        rendered = postgres_statement(sql)
+        if not params:
+            return rendered, None
+        return rendered, _arguments(rendered, postgres_params(sql, params))
 
     def execute(self, sql: str, parameters: Params = (), /) -> PgCursor | PgPendingCursor:
-        text, params = self._translate(sql, parameters)
+        # A raw cursor: the text already has the server's $n placeholders (rendered once per
+        # statement), so psycopg parses nothing per execution.
+        rendered, args = self._translate(sql, parameters)
         if self.pipeline is not None:
-            pending = self._conn.cursor()
-            if params:
-                pending.execute(text, params)
-            else:  # one statement: pipeline mode sends each on its own
-                pending.execute(text.replace("%%", "%"))
+            pending = psycopg.RawCursor(self._conn)
+            # Without arguments: one statement (pipeline mode sends each on its own).
+            pending.execute(rendered.text, args)
             return PgPendingCursor(pending, self.pipeline)
-        with self._conn.cursor() as cursor:
-            if params:
-                cursor.execute(text, params)
-            else:  # no markers to bind: sent as written, one or more statements
-                cursor.execute(text.replace("%%", "%"))
+        with psycopg.RawCursor(self._conn) as cursor:
+            # Without arguments the text is sent as written: one or more statements.
+            cursor.execute(rendered.text, args)
             rows = cursor.fetchall() if cursor.description is not None else []
             return PgCursor(rows, cursor.rowcount)
 
@@ -176,11 +177,22 @@ class PgConnection:
         batch = list(parameters)
         if not batch:
             return PgCursor([], 0)
-        text = postgres_text(sql)
+        rendered, _ = self._translate(sql, ())
         self.wrote = True
-        with self._conn.cursor() as cursor:
-            cursor.executemany(text, [self._translate(sql, one)[1] for one in batch])
+        with psycopg.RawCursor(self._conn) as cursor:
+            cursor.executemany(
+                rendered.text, [_arguments(rendered, postgres_params(sql, one)) for one in batch]
+            )
             return PgCursor([], cursor.rowcount)
+
+
+def _arguments(rendered: Rendered, params: Any) -> Any:
+    """The values of ``params`` in ``rendered``'s placeholder order; a missing name is the
+    error psycopg gives for one."""
+    try:
+        return rendered.arguments(params)
+    except KeyError as missing:
+        raise psycopg.ProgrammingError(f"query parameter missing: {missing.args[0]}") from None
 
 
 def one_transaction(conn: psycopg.Connection[Any], adapter: PgConnection,

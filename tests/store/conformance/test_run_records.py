@@ -216,3 +216,48 @@ async def test_a_nodes_end_moves_progress_and_reads_the_requests_at_once(db: Dat
                                        nodes_done=2)
     assert asked is not None and asked.cancel_requested_at_ms is not None
     assert (await store.get_run(run.run_id)).nodes_done == 2
+
+
+async def test_an_attempts_start_and_end_write_the_same_rows_and_events_on_both_backends(
+    db: Database, clock: ManualClock
+) -> None:
+    """PostgreSQL sends a start (node, attempt, events) and a finished node's end (attempt,
+    node, events, progress) as one statement each; SQLite runs them one by one. The rows,
+    the events and their order, and the run's requests read back are the same."""
+    from store.model.run_records import NewEvent
+
+    store = RunStore(db)
+    run = await store.create_run("wf", nodes_total=2)
+    # "a" has no row yet: its attempt's start creates the node its attempt refers to.
+    start_at = clock.now_ms()
+    assert await store.start_attempt(run.run_id, "a", 0, 1, agent="ag", model="m",
+                                     prompt="p", cached=True) == 0
+    usage = TokenUsage(input=10, output=2)
+    await store.record_call(CallUsage(run.run_id, "a", 0, 1, "ag", usage, model="m"))
+    await store.request_cancel(run.run_id)
+    clock.advance(5)
+    requests = await store.finish_attempt(
+        run.run_id, "a", 0, 1, "failed", usage=usage, error="boom", model="m2",
+        node_state="failed", nodes_done=1, refuse_next_attempt=False,
+        extra_events=[NewEvent("custom", run.run_id, "a", 0, 1, {"k": 1})],
+        details={"command": "x"},
+    )
+    assert requests is not None and requests.cancel_requested_at_ms is not None
+    node = await store.get_node(run.run_id, "a")
+    assert (node.state, node.attempts, node.error) == ("failed", 1, "boom")
+    assert (node.started_at_ms, node.finished_at_ms) == (start_at, start_at + 5)
+    (attempt,) = await store.list_attempts(run.run_id, "a")
+    assert (attempt.state, attempt.agent, attempt.model, attempt.prompt, attempt.error) == (
+        "failed", "ag", "m2", "p", "boom")
+    assert not attempt.cached  # the end writes the attempt's own (its start's was cached)
+    assert attempt.tokens == usage and attempt.details_json == '{"command":"x"}'
+    assert attempt.cost.unpriced_calls == 1  # summed from its calls
+    assert attempt.finished_at_ms == start_at + 5
+    assert (await store.get_run(run.run_id)).nodes_done == 1
+    events = [e for e in await store.events_since(0) if e.node_id == "a"]
+    assert [(e.type, e.attempt) for e in events] == [
+        ("node.state", None), ("attempt.started", 1), ("call", 1), ("attempt.finished", 1),
+        ("node.state", None), ("custom", 1)]
+    assert [e.at_ms for e in events] == [start_at] * 3 + [start_at + 5] * 3
+    assert '"failed"' in (events[3].payload_json or "") and '"boom"' in (
+        events[4].payload_json or "")
