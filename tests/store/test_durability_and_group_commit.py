@@ -179,6 +179,31 @@ async def test_a_statement_failing_later_in_the_group_is_its_writes_own(db: Data
     assert types == ["good", "good"]
 
 
+async def test_groups_keep_committing_after_many_failed_groups(db: Database) -> None:
+    """A group that fails in the middle of its pipeline leaves the connection as usable as
+    before: PostgreSQL never prepared what the aborted pipeline carried, so no later write
+    may count on it (psycopg prepares a statement on its fifth execution; before, every
+    group on a connection failed with 'prepared statement does not exist' from then on)."""
+
+    def breaks_a_constraint(conn: Any) -> None:
+        conn.execute("INSERT INTO events (at_ms, type) VALUES (?, NULL)", (0,))
+
+    def two_good(conn: Any) -> None:
+        conn.executemany("INSERT INTO events (at_ms, type) VALUES (?, ?)",
+                         [(0, "good"), (1, "good")])
+
+    for round_ in range(30):
+        results = await asyncio.gather(
+            db.submit(_good(round_)), db.submit(breaks_a_constraint), db.submit(two_good),
+            return_exceptions=True,
+        )
+        assert results[0] == 1 and results[2] is None, (round_, results)
+        assert isinstance(results[1], Exception) and "null" in str(results[1]).lower()
+    assert await db.submit(_good(99)) == 1
+    count = await db.fetch_all("SELECT count(*) FROM events WHERE type = 'good'")
+    assert count[0][0] == 91
+
+
 @pytest.mark.postgresql
 async def test_unflushed_writes_skip_the_wal_flush_only_when_alone(tmp_path: Path) -> None:
     """At ``full`` on PostgreSQL a group made only of ``flush=False`` writes commits with

@@ -8,6 +8,12 @@ back and every write runs again in a transaction of its own, so the failing one 
 back and the others commit. Failures of the connection or the server (a dropped session, a
 serialization failure, a commit cut off) are the whole group's and are ridden out, or retried,
 as a single write's are (store/db/postgres/pg_retry.py).
+
+No statement sent in a pipeline is a named prepared statement. psycopg records a statement as
+prepared when it sends the Parse; when an earlier statement of the pipeline fails, the server
+skips that Parse, psycopg's record stays, and every later use of the statement on that
+connection failed with 'prepared statement "_pg3_n" does not exist'. Statements run outside a
+pipeline are still prepared on their fifth use.
 """
 
 from __future__ import annotations
@@ -67,16 +73,18 @@ def pipelined_transaction(
     statements and the question for the transaction's id sent in one pipeline: one round trip
     for all of it, plus one for each result a write reads, plus the ``COMMIT``. An error the
     server reports later than the statement that caused it is the group's :class:`WriteFailed`
-    (its writes then run one by one and each gets its own error)."""
+    (its writes then run one by one and each gets its own error).
+
+    Nothing sent in the pipeline is prepared (the module's note)."""
     try:
         # Leaving the pipeline waits for every statement, so an error surfaces here, before
         # the commit, whichever write's statement it was.
         with conn.pipeline() as pipeline:
             adapter.pipeline = pipeline
-            conn.execute("BEGIN")  # queued: pipeline mode waits for nothing
+            conn.execute("BEGIN", prepare=False)  # queued: pipeline mode waits for nothing
             result = work(adapter)
             asked = conn.cursor()
-            asked.execute("SELECT pg_current_xact_id_if_assigned()::text")
+            asked.execute("SELECT pg_current_xact_id_if_assigned()::text", prepare=False)
     except BaseException as error:
         adapter.pipeline = None
         with contextlib.suppress(psycopg.Error):
