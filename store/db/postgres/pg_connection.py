@@ -165,8 +165,7 @@ class PgConnection:
         if self.pipeline is not None:
             pending = psycopg.RawCursor(self._conn)
             # Without arguments: one statement (pipeline mode sends each on its own).
-            # Unprepared: a Parse a failed pipeline skips would poison the connection (pg_group).
-            pending.execute(rendered.text, args, prepare=False)
+            pending.execute(rendered.text, args)
             return PgPendingCursor(pending, self.pipeline)
         with psycopg.RawCursor(self._conn) as cursor:
             # Without arguments the text is sent as written: one or more statements.
@@ -180,15 +179,6 @@ class PgConnection:
             return PgCursor([], 0)
         rendered, _ = self._translate(sql, ())
         self.wrote = True
-        if self.pipeline is not None:
-            # One statement per row, queued like execute's (psycopg's executemany would name
-            # and prepare it: pg_group's note); the count is not known until the
-            # pipeline's results are read, so it is -1, as DB-API says.
-            for one in batch:
-                psycopg.RawCursor(self._conn).execute(
-                    rendered.text, _arguments(rendered, postgres_params(sql, one)), prepare=False
-                )
-            return PgCursor([], -1)
         with psycopg.RawCursor(self._conn) as cursor:
             cursor.executemany(
                 rendered.text, [_arguments(rendered, postgres_params(sql, one)) for one in batch]
