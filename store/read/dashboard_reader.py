@@ -150,6 +150,16 @@ class DashboardReader:
                 out[row.run_id] = row
         return out
 
+    async def calls_of_runs(self, run_ids: Sequence[str]) -> dict[str, int]:
+        """How many model calls each of these runs made (a run with none is absent)."""
+        out: dict[str, int] = {}
+        ids = list(dict.fromkeys(run_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            for run_id, calls in await self._rows(sql.calls_of_runs(len(chunk)), chunk):
+                out[str(run_id)] = int(calls)
+        return out
+
     async def nodes(self, run_id: str, limit: int = 2000) -> list[NodeRecord]:
         """A run's node iterations in start order."""
         return _records(NodeRecord.from_row, await self._rows(sql.NODES_OF_RUN, (run_id, limit)))

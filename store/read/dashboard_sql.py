@@ -24,7 +24,9 @@ EVENTS_SINCE = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq 
 # The most recent K events (reads the primary key backwards).
 EVENTS_RECENT = f"SELECT {_EVENT_COLUMNS} FROM events ORDER BY seq DESC LIMIT ?"
 
-_RUN_COLUMNS = (
+# Every column a RunRecord reads: the dashboard, `tether runs` and its --where search, the
+# timeline and fork chain all list runs with these, so a listing never drops a field.
+RUN_COLUMNS = (
     "run_id, workflow, status, error, parent_run_id, generation, created_at_ms, started_at_ms, "
     "finished_at_ms, heartbeat_at_ms, updated_at_ms, nodes_total, nodes_done, input_tokens, "
     "cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens, input_json, "
@@ -33,14 +35,14 @@ _RUN_COLUMNS = (
 )
 
 # Newest N runs through runs_created_idx.
-RUNS_RECENT = f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at_ms DESC LIMIT ?"
+RUNS_RECENT = f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at_ms DESC LIMIT ?"
 
-RUN_BY_ID = f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?"
+RUN_BY_ID = f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?"
 
 # Running runs (runs_status_heartbeat_idx); used for the active count and the stale check.
 # INDEXED BY: with statistics saying almost every run is finished, the planner would rather scan.
 RUNS_ACTIVE = (
-    f"SELECT {_RUN_COLUMNS} FROM runs INDEXED BY runs_status_heartbeat_idx "
+    f"SELECT {RUN_COLUMNS} FROM runs INDEXED BY runs_status_heartbeat_idx "
     "WHERE status = 'running' LIMIT ?"
 )
 
@@ -48,13 +50,22 @@ RUNS_ACTIVE = (
 # PostgreSQL's event tail: events whose numbers it saw skipped (their transaction had not
 # committed yet), and the runs of a list of ids (one array parameter).
 EVENTS_BY_SEQ = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq = ANY(?) ORDER BY seq"
-RUNS_BY_ID_LIST = f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ANY(?)"
+RUNS_BY_ID_LIST = f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ANY(?)"
 
 
 def runs_by_ids(count: int) -> str:
     """Runs with the given ids (``count`` placeholders), by primary key."""
     marks = ", ".join("?" for _ in range(count))
-    return f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id IN ({marks})"
+    return f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id IN ({marks})"
+
+
+def calls_of_runs(count: int) -> str:
+    """Model calls per run for ``count`` run ids, from the per-bucket rollups (what the
+    histogram counts), a few primary-key rows per run however many calls it made."""
+    marks = ", ".join("?" for _ in range(count))
+    return (
+        f"SELECT run_id, sum(calls) FROM usage_rollups WHERE run_id IN ({marks}) GROUP BY run_id"
+    )
 
 
 NODES_OF_RUN = """

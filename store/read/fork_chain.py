@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from store.errors import NotFoundError
 from store.model.run_records import RunRecord
-from store.read.run_query_sql import RUN_COLUMNS
+from store.read.dashboard_sql import RUN_COLUMNS
 from store.read.run_search import Rows
 
 MAX_FAMILY = 500

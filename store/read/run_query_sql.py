@@ -22,12 +22,6 @@ from store.model.run_records import STALE_AFTER_MS
 from store.model.token_lanes import LANE_COLUMNS
 from store.read.run_query import All, Condition, Either, Node, Not, Query, Word
 
-RUN_COLUMNS = (
-    "run_id, workflow, status, error, parent_run_id, generation, created_at_ms, started_at_ms, "
-    "finished_at_ms, heartbeat_at_ms, updated_at_ms, nodes_total, nodes_done, input_tokens, "
-    "cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens, input_json, "
-    "clear_reason, cost_usd, unpriced_calls, queued_at_ms, forked_from, fork_node"
-)
 _TOKENS = "(" + " + ".join(f"runs.{c}" for c in LANE_COLUMNS) + ")"
 _COLUMNS = {
     "run": "runs.run_id",
@@ -270,9 +264,10 @@ def compile_query(query: Query, now_ms: int) -> Compiled:
 
 
 def page_statement(compiled: Compiled) -> Statement:
-    """The matching runs, newest first, one page (``:limit`` and ``:offset``)."""
+    """The matching runs, newest first, one page (``:limit`` and ``:offset``): whole rows, so
+    a search lists a run exactly as ``tether runs`` does (its output and workflow path too)."""
     return compiled.statement(
-        f"SELECT {RUN_COLUMNS} FROM runs",
+        "SELECT runs.* FROM runs",
         "ORDER BY runs.created_at_ms DESC, runs.run_id DESC LIMIT :limit OFFSET :offset",
     )
 

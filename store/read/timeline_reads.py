@@ -19,7 +19,7 @@ from typing import Any
 from store.errors import NotFoundError
 from store.model.history_records import EventRecord
 from store.model.run_records import AttemptRecord, CallRecord, NodeRecord, RunRecord
-from store.read.run_query_sql import RUN_COLUMNS
+from store.read.dashboard_sql import RUN_COLUMNS
 from store.read.run_search import Rows
 from store.read.timeline import NodeDetail, RunTimeline, SteerMark, ToolCall, build_timeline
 

@@ -165,3 +165,21 @@ def test_queue_prints_what_it_did_and_the_run_shows_as_queued(tmp_path: Path) ->
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     after = json.loads(tether(workspace, "runs", "--format", "json").stdout)["items"]
     assert [r["run_id"] for r in after] == [run_id]
+
+
+def test_a_search_lists_a_run_as_the_plain_listing_does(tmp_path: Path) -> None:
+    """``tether runs --where`` reads the same fields as ``tether runs``: the budgets too (the
+    search once left them out, so its BUDGET column said '-' for a run at 122% of its ceiling)."""
+    workspace = tmp_path / "ws"
+    handoff = ROOT / "examples" / "context_handoff.py"
+    goal = '{"goal": "migrate the test suite to pytest"}'
+    assert tether(workspace, "run", str(handoff), "--input", goal).returncode == 0
+    listed = json.loads(tether(workspace, "runs", "--format", "json").stdout)["items"]
+    query = ("--where", "workflow = context-handoff")
+    found = json.loads(tether(workspace, "runs", *query, "--format", "json").stdout)["items"]
+    assert any(run["budgets"] for run in listed)
+    # The age is computed at each command's own clock; everything read from the store agrees.
+    strip = [{k: v for k, v in run.items() if k != "age_ms"} for run in listed]
+    assert [{k: v for k, v in run.items() if k != "age_ms"} for run in found] == strip
+    text = tether(workspace, "runs", *query).stdout
+    assert "/60.0k" in text, text

@@ -18,7 +18,7 @@ from tui.screens.handoffs_view import HandoffsScreen
 from tui.screens.help import HelpScreen
 from tui.screens.run_detail import RunDetailScreen
 from tui.screens.runs_view import RunsScreen
-from tui.screens.tokens_view import TokensScreen
+from tui.screens.tokens_view import USAGE_COLUMNS, TokensScreen
 from tui.widgets.filter_bar import FilterBar
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.log_view import FollowLog
@@ -163,14 +163,18 @@ async def test_tokens_view_histogram_scopes_usage_and_largest_calls(make_app):
         assert [b.calls for b in screen._buckets] == [1, 1, 2, 0, 1, 0]
         text = screen_text(app)
         assert "fresh input" in text and "cache read" in text and "reasoning" in text
+        usage = screen.query_one("#usage-table", KeyedTable)
+        calls_column = [key for key, _ in USAGE_COLUMNS].index("calls")
+        # Each run's row counts its calls (once a dash for every run).
+        run_calls = usage.get_row("run-review-1")[calls_column].plain
 
         app.select(run_id="run-review-1", node_id="review-b")
         await pilot.press("s")
         await pilot.pause(0.2)
         assert screen.scope() == ("run", "run-review-1", None)
-        assert screen.query_one("#usage-table", KeyedTable).keys == [
-            "plan#0", "review-a#0", "review-b#0",
-        ]
+        assert usage.keys == ["plan#0", "review-a#0", "review-b#0"]
+        node_calls = [int(usage.get_row(key)[calls_column].plain) for key in usage.keys]
+        assert run_calls == str(sum(node_calls)) and sum(node_calls) > 0
         await pilot.press("s")
         await pilot.pause(0.2)
         assert screen.scope() == ("node", "run-review-1", "review-b")

@@ -73,9 +73,9 @@ def demo_command(ctx: click.Context, workspace_dir: str | None, headless: bool) 
     code = run_dashboard(workspace, background=[demo.live_demo])
     if code:
         sys.exit(code)
+    # The line above is still on the terminal once the dashboard's screen is gone.
     click.echo(
-        f"Demo workspace: {workspace.root}\nOpen it again with: tether --workspace "
-        f"{workspace.root}  (or `tether` inside that folder)"
+        f"Open it again with: tether --workspace {workspace.root}  (or `tether` inside that folder)"
     )
 
 

@@ -62,7 +62,7 @@ RUNS_IN_USAGE_TABLE = 50
 
 
 def usage_cells(
-    name: Text, calls: int | None, usage: TokenUsage, spent: str = "–"
+    name: Text, calls: int, usage: TokenUsage, spent: str = "–"
 ) -> list[Text]:
     """The cells of one usage-table row (``spent``: its cost as text)."""
     return [
@@ -70,7 +70,7 @@ def usage_cells(
         Text(tokens(usage.total), justify="right"),
         Text(spent, justify="right"),
         Text(percent(usage.cached_share) if usage.context_tokens else "–", justify="right"),
-        Text("–" if calls is None else str(calls), justify="right"),
+        Text(str(calls), justify="right"),
         *(Text(tokens(lane), justify="right") for lane in usage),
     ]
 
@@ -235,12 +235,15 @@ class TokensScreen(LiveScreen):
         rows: list[tuple[str, list[Text]]] = []
         if run_id is None:
             usage_table.columns[ColumnKey("name")].label = Text("Run (newest)")
-            for run in await reader.recent_runs(RUNS_IN_USAGE_TABLE):
+            runs = await reader.recent_runs(RUNS_IN_USAGE_TABLE)
+            calls = await reader.calls_of_runs([run.run_id for run in runs])
+            for run in runs:
                 if matches(needle, run.run_id, run.workflow):
                     name = one_line(run.workflow, width=16)
                     name.append(" ")
                     name.append_text(one_line(run.run_id, "dim"))
-                    rows.append((run.run_id, usage_cells(name, None, run.tokens, row_cost(run))))
+                    made = calls.get(run.run_id, 0)
+                    rows.append((run.run_id, usage_cells(name, made, run.tokens, row_cost(run))))
         else:
             usage_table.columns[ColumnKey("name")].label = Text("Node")
             for key, usage in sorted((await reader.node_usage(run_id)).items()):

@@ -92,6 +92,28 @@ async def test_dashboard_node_view_reads_the_newest_page(
         await reader.close()
 
 
+async def test_calls_per_run_come_from_the_rollups(
+    history: tuple[RunStore, str], db: Database, workspace: Workspace
+) -> None:
+    """The Tokens view's Calls column for each run: what the histogram counts."""
+    store, run_id = history
+    idle = await store.create_run("w")
+    if db.backend == "sqlite":
+        reader = await DashboardReader.open(workspace)
+    else:
+        from store.read.pg_dashboard_tail import PgDashboardReader
+
+        reader = PgDashboardReader(db, workspace)  # type: ignore[arg-type]
+    try:
+        made = await reader.calls_of_runs([run_id, idle.run_id, run_id, "r-gone"])
+        assert made == {run_id: ATTEMPTS}
+        buckets = await reader.usage_by_bucket(run_id)
+        assert sum(b.calls for b in buckets) == ATTEMPTS
+    finally:
+        if db.backend == "sqlite":
+            await reader.close()
+
+
 @pytest.mark.parametrize(
     ("query", "params"),
     [
