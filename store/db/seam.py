@@ -194,8 +194,9 @@ class HeldRows(Protocol):
     def close(self, conn: Any) -> None:
         """Write what is held (statements on ``conn``) and stop holding."""
 
-    def discard(self) -> None:
-        """Forget what is held (its transaction is being rolled back) and stop holding."""
+    def discard(self, conn: Any) -> None:
+        """Forget what is held for ``conn`` (its transaction is being rolled back) and stop
+        holding."""
 
 
 def read_later(conn: Any, read: Callable[[], T]) -> T:

@@ -35,7 +35,7 @@ def insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> Non
         values += (now, e.type, e.run_id, e.node_id, e.iteration, e.attempt, _payload(e))
     held = _HOLDING.get(id(conn)) if _HOLDING else None
     if held is not None:
-        held.values += values
+        held.extend(values)
         return
     _insert_rows(conn, values)
 
@@ -52,36 +52,30 @@ class HeldEvents:
     calls, its end, and the next node's...), appended by one statement when the run of those
     writes ends (:class:`store.db.seam.HeldRows`): in the order the writes made them, each at
     its write's time, before any other write of the transaction runs and before it commits.
-    The writes that hold their events read no events."""
-
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-        self._conn: int | None = None
+    The writes that hold their events read no events. What is held is the connection's (one
+    transaction at a time each), so two connections' groups never mix their events."""
 
     def open(self, conn: Any) -> None:
         """Hold every event appended on ``conn`` from now on (the writes' own, and those of
         what they call: a steer decided in an attempt's start), so their order is kept."""
-        self.discard()
-        self._conn = id(conn)
-        _HOLDING[self._conn] = self
+        _HOLDING[id(conn)] = []
 
     def close(self, conn: Any) -> None:
         """Append what is held, in one statement (per 500 events), and stop holding."""
-        values = self.values
-        self.discard()
+        values = _HOLDING.pop(id(conn), None)
         if values:
             _insert_rows(conn, values)
 
-    def discard(self) -> None:
+    def discard(self, conn: Any) -> None:
         """Forget what is held (its transaction is rolled back) and stop holding."""
-        if self._conn is not None:
-            _HOLDING.pop(self._conn, None)
-        self._conn, self.values = None, []
+        _HOLDING.pop(id(conn), None)
 
 
-_HOLDING: dict[int, HeldEvents] = {}
-"""The connections (by ``id``) running writes that hold their events, and what holds them: a
-connection runs one transaction at a time, and stops holding before it commits or rolls back."""
+_HOLDING: dict[int, list[Any]] = {}
+"""The event rows held (flat, seven values each) for each connection (by ``id``) running
+writes that hold their events: it stops holding before it commits or rolls back."""
+
+_HELD = HeldEvents()
 
 
 class _HoldingEvents:
@@ -116,8 +110,6 @@ class EventLog:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.held_events = HeldEvents()
-        """The events of this store's writes that hold theirs (``_submit(..., hold=True)``)."""
 
     @property
     def now_ms(self) -> int:
@@ -135,9 +127,9 @@ class EventLog:
         hold: bool = False,
     ) -> Awaitable[T]:
         """:meth:`_write` as a queued write (:meth:`Database.submit`): committed in submission
-        order; await the result to know it is committed. ``hold``: ``work`` appends its events
-        with :attr:`held_events` (and reads none), so on SQLite they join those of the writes
-        beside it in its group commit (:class:`HeldEvents`)."""
+        order; await the result to know it is committed. ``hold``: ``work`` reads no events,
+        so on SQLite the events it appends join those of the writes beside it in its group
+        commit (:class:`HeldEvents`)."""
         held = held_tokens(self.db)
         fences = [
             (run_id, held[run_id])
@@ -153,7 +145,7 @@ class EventLog:
 
             submitted = fenced
         if hold:
-            submitted = _HoldingEvents(submitted, self.held_events)
+            submitted = _HoldingEvents(submitted, _HELD)
         return self.db.submit(submitted, flush=flush)
 
     # -- events -----------------------------------------------------------------------------

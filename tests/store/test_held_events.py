@@ -82,3 +82,41 @@ async def test_a_write_failing_in_the_group_loses_its_own_events_only(db: Databa
         ("attempt.finished", "b"), ("node.state", "b"),
     ]
     assert (await store.get_run(run.run_id)).tokens == TokenUsage(input=20, output=4)
+
+
+def test_what_is_held_is_the_connections_own() -> None:
+    """Events appended on a connection that holds none go at once, even while another holds
+    its own; closing appends the held ones in one statement, discarding forgets them."""
+    import sqlite3
+
+    from store.model.run_records import NewEvent
+    from store.runs.event_log import HeldEvents, insert_events
+
+    ddl = ("CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, at_ms INTEGER, "
+           "type TEXT, run_id TEXT, node_id TEXT, iteration INTEGER, attempt INTEGER, "
+           "payload_json TEXT)")
+    holding, other = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    statements: list[str] = []
+    holding.set_trace_callback(statements.append)
+    for conn in (holding, other):
+        conn.execute(ddl)
+    held = HeldEvents()
+
+    def types(conn: sqlite3.Connection) -> list[str]:
+        return [row[0] for row in conn.execute("SELECT type FROM events ORDER BY seq")]
+
+    held.open(holding)
+    insert_events(holding, 1, [NewEvent("a", "r1"), NewEvent("b", "r1")])
+    insert_events(other, 2, [NewEvent("x", "r2")])
+    insert_events(holding, 3, [NewEvent("c", "r1")])
+    assert types(other) == ["x"] and types(holding) == []
+    statements.clear()
+    held.close(holding)
+    assert [text for text in statements if "INSERT" in text] == statements[-1:]
+    assert types(holding) == ["a", "b", "c"]
+    assert [r[0] for r in holding.execute("SELECT at_ms FROM events ORDER BY seq")] == [1, 1, 3]
+    held.open(holding)
+    insert_events(holding, 4, [NewEvent("d", "r1")])
+    held.discard(holding)
+    insert_events(holding, 5, [NewEvent("e", "r1")])  # holding no more: at once
+    assert types(holding) == ["a", "b", "c", "e"]

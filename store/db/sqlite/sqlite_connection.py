@@ -231,7 +231,7 @@ def run_works(conn: sqlite3.Connection, works: Sequence[Work]) -> list[Any]:
             held = None
     finally:
         if held is not None:
-            held.discard()
+            held.discard(conn)
     return values
 
 
