@@ -156,6 +156,12 @@ async def run_tether(
             tokens = await db.fetch_value(
                 "SELECT input_tokens + cache_read_tokens + output_tokens FROM runs")
             pragmas = await db.writer_pragmas()
+            states = {
+                f"{table} {state}": count
+                for table in ("nodes", "attempts")
+                for state, count in await db.fetch_all(
+                    f"SELECT state, count(*) FROM {table} GROUP BY state ORDER BY state")
+            }
         finally:
             await db.close()
     return {
@@ -166,6 +172,7 @@ async def run_tether(
         "heap_peak": heap_peak,
         "commits": groups,
         "answers": {"finished": count, "events": events, "tokens": tokens},
+        "states": states,
         "pragmas": pragmas,
     }
 

@@ -39,11 +39,15 @@ def attempt_dir(
     return inside(artifacts_root, folder)
 
 
-def _attempt_folder(run_folder: Path, node_id: str, iteration: int, attempt: int) -> Path:
-    folder = run_folder / node_folder_name(node_id)
+def _attempt_parts(node_id: str, iteration: int, attempt: int) -> tuple[str, ...]:
+    """The names from a run's folder down to an attempt's (see the module docstring)."""
     if iteration:
-        folder = folder / f"iteration-{int(iteration)}"
-    return folder / str(int(attempt))
+        return node_folder_name(node_id), f"iteration-{int(iteration)}", str(int(attempt))
+    return node_folder_name(node_id), str(int(attempt))
+
+
+def _attempt_folder(run_folder: Path, node_id: str, iteration: int, attempt: int) -> Path:
+    return run_folder.joinpath(*_attempt_parts(node_id, iteration, attempt))
 
 
 def stream_log_path(
@@ -62,8 +66,9 @@ class AttemptFolders:
         self.run_folder = run_dir(artifacts_root, run_id)
 
     def stream_log(self, node_id: str, iteration: int, attempt: int) -> Path:
-        """The attempt's stream log (the same path as :func:`stream_log_path`)."""
-        return _attempt_folder(self.run_folder, node_id, iteration, attempt) / STREAM_LOG
+        """The attempt's stream log (the same path as :func:`stream_log_path`), made with one
+        join (one per attempt: each ``/`` parses and builds a path of its own)."""
+        return self.run_folder.joinpath(*_attempt_parts(node_id, iteration, attempt), STREAM_LOG)
 
 
 def ensure_private_folder(folder: Path) -> Path:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from typing import Any
 
 from store.errors import InvalidInputError
@@ -68,6 +69,15 @@ class ExecutionConfig:
 
     address: str | None = None
     defaults: Execution = field(default_factory=Execution)
+
+    @cached_property
+    def resolved_defaults(self) -> Execution:
+        """:attr:`defaults` with the backend filled in (in-process when unset): what a task
+        with no settings of its own, in a workflow with none, runs with. Made once per
+        config, not once per task (every dispatch asks)."""
+        if self.defaults.backend is None:
+            return replace(self.defaults, backend=IN_PROCESS)
+        return self.defaults
 
 
 def _number_ok(value: Any) -> bool:
@@ -148,14 +158,14 @@ def resolve(
 ) -> Execution:
     """The settings a task's attempts run with: each field from the task, else the workflow,
     else ``[execution]``; the backend defaults to in-process."""
-    merged = config.defaults
+    chosen: dict[str, Any] = {}
     for layer in (workflow, task):
-        if layer is None:
-            continue
-        chosen = {f.name: value for f in fields(layer)
-                  if (value := getattr(layer, f.name)) is not None}
-        if chosen:  # an empty layer (every task's default) changes nothing: no copy
-            merged = replace(merged, **chosen)
+        if layer is not None:  # an empty layer (every task's default) adds nothing
+            chosen.update((f.name, value) for f in fields(layer)
+                          if (value := getattr(layer, f.name)) is not None)
+    if not chosen:  # nothing set on the workflow or the task: most tasks, every dispatch
+        return config.resolved_defaults
+    merged = replace(config.defaults, **chosen)
     if merged.backend is None:
         merged = replace(merged, backend=IN_PROCESS)
     return merged

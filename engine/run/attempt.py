@@ -98,6 +98,7 @@ async def run_attempt(
         raise StopDispatch("the run stopped dispatching")
     execution.progress("node", unit, "running", f"attempt {attempt}", attempt=attempt)
     calls: list[ModelCall] = []
+    totals = [TokenUsage()]  # the sum of ``calls``' usage, kept as each call is recorded
     spent_usd = [0.0]
     simulated = bool(getattr(agent, "simulated", False))
     prices = execution.prices
@@ -106,6 +107,7 @@ async def run_attempt(
         # Agent output is outside input: a bogus count fails the attempt, never the engine.
         check_usage(call.usage, f"Agent {agent_name}")
         calls.append(call)
+        totals[0] = totals[0] + call.usage  # a running total: never summed again per call
         cost = call_cost(call, simulated, prices)
         spent_usd[0] += cost or 0.0
         usage = CallUsage(
@@ -132,10 +134,7 @@ async def run_attempt(
         )
 
     def total() -> TokenUsage:
-        usage = TokenUsage()
-        for call in calls:
-            usage = usage + call.usage
-        return usage
+        return totals[0]
 
     configured_model = getattr(agent, "model", None)
 
@@ -262,7 +261,8 @@ async def run_attempt(
         raise
     execution.done_count += 1
     execution.finished_here += 1
-    used = counted_tokens(total())
+    usage = total()
+    used = counted_tokens(usage)
     execution.largest_attempt = max(execution.largest_attempt, used)
     if not spec.carry:
         execution.uncarried_tokens += used
@@ -276,7 +276,7 @@ async def run_attempt(
         unit.iteration,
         attempt,
         "finished",
-        usage=total(),
+        usage=usage,
         response_text=text,
         node_state="finished",
         node_output=to_jsonable(output),
@@ -287,7 +287,7 @@ async def run_attempt(
         model=model(),
         refuse_next_attempt=execution.steers.refuses_at_end(unit),
     )
-    execution.acknowledge(unit, end, writes, tokens=total().total, attempt=attempt)
+    execution.acknowledge(unit, end, writes, tokens=usage.total, attempt=attempt)
     return output
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 from engine.agents.agent import Agent, AgentRequest
@@ -150,7 +151,6 @@ class Steering:
                  poll_s: float) -> None:
         self.watch = watch
         self.store = watch.store
-        self.wake = asyncio.Event()
         self.request = request
         self.agent = agent
         self.agent_name = agent_name
@@ -161,6 +161,12 @@ class Steering:
         if self.takes:
             request.steers = self
         self._task: asyncio.Task[None] | None = None
+
+    # Made on first use: most attempts never read a steer, and each attempt has a Steering.
+    @cached_property
+    def wake(self) -> asyncio.Event:
+        """Set to read the node's queued steers again before the next poll interval."""
+        return asyncio.Event()
 
     def start(self) -> Steering:
         """Take the node's queued steers from now on: read at once when a steer waits in the

@@ -180,6 +180,25 @@ class Deferred:
         return self._read()
 
 
+class HeldRows(Protocol):
+    """Rows that consecutive writes of one transaction append to a table, held back and
+    written by one statement when that run of writes ends (before a write that holds none,
+    and before the ``COMMIT``). A write carrying one as its ``held_rows`` attribute asks the
+    backend's group commit for it; a backend that does not hold rows (PostgreSQL) leaves it
+    closed, and the write's rows then go as it runs. Nothing may read such a table inside
+    the run of writes that hold its rows."""
+
+    def open(self, conn: Any) -> None:
+        """Hold the rows of the writes run on ``conn`` from now on."""
+
+    def close(self, conn: Any) -> None:
+        """Write what is held (statements on ``conn``) and stop holding."""
+
+    def discard(self, conn: Any) -> None:
+        """Forget what is held for ``conn`` (its transaction is being rolled back) and stop
+        holding."""
+
+
 def read_later(conn: Any, read: Callable[[], T]) -> T:
     """``read()`` at once, or, on a connection where reading waits for the server
     (``waits_for_results``), once the transaction's statements have all been sent: for the

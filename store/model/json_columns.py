@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 from store.errors import InvalidInputError
+from store.model.json_text import without_lone_surrogates
+from store.model.secret_mask import mask_value, process_mask
 
 # One encoder for every call: json.dumps with options builds a new one each time.
 _ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
@@ -36,13 +38,9 @@ def dump_recorded_json(value: Any) -> str:
     agent reported): secrets masked (:mod:`store.model.secret_mask`) and lone surrogates
     replaced (:func:`store.model.json_text.without_lone_surrogates`), so what an agent says
     is recorded, never refused."""
-    from store.model.secret_mask import mask_value, process_mask
-
     try:
         text = dump_json(value)
     except InvalidInputError:
-        from store.model.json_text import without_lone_surrogates
-
         value = without_lone_surrogates(value)
         text = dump_json(value)
     mask = process_mask()
@@ -55,7 +53,4 @@ def recorded_text(text: str | None) -> str | None:
     lone surrogates replaced, as :func:`dump_recorded_json` does for JSON."""
     if text is None:
         return None
-    from store.model.json_text import without_lone_surrogates
-    from store.model.secret_mask import process_mask
-
     return process_mask().mask(without_lone_surrogates(text))

@@ -99,7 +99,7 @@ class AttemptLog(NodeLog):
             # Counted before ``steers`` were marked delivered, in the same transaction.
             return read_later(conn, lambda: max(0, int(waiting.fetchone()[0]) - taken))
 
-        left: int = await self._submit((run_id,), work, flush=False)
+        left: int = await self._submit((run_id,), work, flush=False, hold=True)
         return left
 
     def finish_attempt(
@@ -216,7 +216,7 @@ class AttemptLog(NodeLog):
 
             return read_later(conn, read)
 
-        return self._submit((run_id,), work)
+        return self._submit((run_id,), work, hold=True)
 
 
     async def list_attempts(

@@ -9,6 +9,7 @@ same threshold record it once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Mapping
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -20,10 +21,19 @@ from store.model.token_lanes import CostTotal, TokenUsage
 from store.runs import spend_sql as sql
 from store.runs.event_log import EventLog, insert_events
 
+_DAY_MS = 86_400_000
+
 
 def utc_day(at_ms: int) -> str:
     """The UTC day (``YYYY-MM-DD``) an instant falls on: the key of daily spend."""
-    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d")
+    return _day_text(at_ms // _DAY_MS)  # UTC has no leap seconds in POSIX time: days are even
+
+
+@functools.lru_cache(maxsize=64)
+def _day_text(day: int) -> str:
+    """Day ``day`` since the epoch as ``YYYY-MM-DD`` (formatted once per day: every model
+    call asks for its day)."""
+    return datetime.fromtimestamp(day * (_DAY_MS // 1000), UTC).strftime("%Y-%m-%d")
 
 
 class DaySpend(NamedTuple):

@@ -89,7 +89,7 @@ class CallLog(EventLog):
                 conn.execute(spend_sql.UPSERT_SPEND_DAY, day)
             insert_events(conn, now, events)
 
-        return self._submit((call.run_id for call in calls), work, flush=False)
+        return self._submit((call.run_id for call in calls), work, flush=False, hold=True)
 
     async def list_calls(self, run_id: str, node_id: str | None = None) -> list[CallRecord]:
         """Calls of a run (or of one node of it), in the order they were recorded."""

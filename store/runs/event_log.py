@@ -27,14 +27,66 @@ MAX_READ_LIMIT = 100_000
 
 def insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> None:
     """Append ``events`` inside the caller's transaction, all at ``now``, in their order (one
-    statement for up to :data:`~store.runs.events_sql.EVENTS_PER_INSERT` of them)."""
+    statement for up to :data:`~store.runs.events_sql.EVENTS_PER_INSERT` of them); while
+    ``conn`` runs writes that hold their events (:class:`HeldEvents`), they join what is held
+    instead."""
     values: list[Any] = []
     for e in events:
         values += (now, e.type, e.run_id, e.node_id, e.iteration, e.attempt, _payload(e))
+    held = _HOLDING.get(id(conn)) if _HOLDING else None
+    if held is not None:
+        held.extend(values)
+        return
+    _insert_rows(conn, values)
+
+
+def _insert_rows(conn: Connection, values: list[Any]) -> None:
     width = 7 * sql.EVENTS_PER_INSERT
     for start in range(0, len(values), width):
         chunk = values[start:start + width]
         conn.execute(sql.insert_events_text(len(chunk) // 7), chunk)
+
+
+class HeldEvents:
+    """The events of consecutive writes of one SQLite transaction (an attempt's start, its
+    calls, its end, and the next node's...), appended by one statement when the run of those
+    writes ends (:class:`store.db.seam.HeldRows`): in the order the writes made them, each at
+    its write's time, before any other write of the transaction runs and before it commits.
+    The writes that hold their events read no events. What is held is the connection's (one
+    transaction at a time each), so two connections' groups never mix their events."""
+
+    def open(self, conn: Any) -> None:
+        """Hold every event appended on ``conn`` from now on (the writes' own, and those of
+        what they call: a steer decided in an attempt's start), so their order is kept."""
+        _HOLDING[id(conn)] = []
+
+    def close(self, conn: Any) -> None:
+        """Append what is held, in one statement (per 500 events), and stop holding."""
+        values = _HOLDING.pop(id(conn), None)
+        if values:
+            _insert_rows(conn, values)
+
+    def discard(self, conn: Any) -> None:
+        """Forget what is held (its transaction is rolled back) and stop holding."""
+        _HOLDING.pop(id(conn), None)
+
+
+_HOLDING: dict[int, list[Any]] = {}
+"""The event rows held (flat, seven values each) for each connection (by ``id``) running
+writes that hold their events: it stops holding before it commits or rolls back."""
+
+_HELD = HeldEvents()
+
+
+class _HoldingEvents:
+    """A write whose events join the :class:`HeldEvents` its group commit opens for it."""
+
+    def __init__(self, work: Callable[[Any], Any], held: HeldEvents) -> None:
+        self.work = work
+        self.held_rows = held
+
+    def __call__(self, conn: Any) -> Any:
+        return self.work(conn)
 
 
 def event_params(events: Sequence[NewEvent]) -> dict[str, Any]:
@@ -71,25 +123,30 @@ class EventLog:
         return await self._submit(run_ids, work)
 
     def _submit(
-        self, run_ids: Iterable[str | None], work: Callable[[Any], T], *, flush: bool = True
+        self, run_ids: Iterable[str | None], work: Callable[[Any], T], *, flush: bool = True,
+        hold: bool = False,
     ) -> Awaitable[T]:
         """:meth:`_write` as a queued write (:meth:`Database.submit`): committed in submission
-        order; await the result to know it is committed."""
+        order; await the result to know it is committed. ``hold``: ``work`` reads no events,
+        so on SQLite the events it appends join those of the writes beside it in its group
+        commit (:class:`HeldEvents`)."""
         held = held_tokens(self.db)
         fences = [
             (run_id, held[run_id])
             for run_id in dict.fromkeys(run_ids)
             if run_id is not None and run_id in held
         ]
-        if not fences:
-            return self.db.submit(work, flush=flush)
+        submitted: Callable[[Any], T] = work
+        if fences:
+            def fenced(conn: Any) -> T:
+                for run_id, token in fences:
+                    hold_lease(conn, run_id, token)
+                return work(conn)
 
-        def fenced(conn: Any) -> T:
-            for run_id, token in fences:
-                hold_lease(conn, run_id, token)
-            return work(conn)
-
-        return self.db.submit(fenced, flush=flush)
+            submitted = fenced
+        if hold:
+            submitted = _HoldingEvents(submitted, _HELD)
+        return self.db.submit(submitted, flush=flush)
 
     # -- events -----------------------------------------------------------------------------
 

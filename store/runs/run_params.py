@@ -71,14 +71,16 @@ def progress_params(
 
 
 def write_node(conn: Connection, params: Mapping[str, Any]) -> None:
-    """Update a node row, inserting it when it does not exist yet (see ``UPDATE_NODE``).
+    """Update a node row, inserting it when it does not exist yet (``UPDATE_NODE``, as
+    :func:`~store.runs.runs_sql.node_update` spells it for what ``params`` changes).
 
     Where reading a statement's result costs a round trip (PostgreSQL, whose group commits are
     pipelined: ``waits_for_results``), the upsert alone makes the same change without waiting."""
     if getattr(conn, "waits_for_results", False):
         conn.execute(sql.UPSERT_NODE, params)
         return
-    if conn.execute(sql.UPDATE_NODE, params).rowcount == 0:
+    update = sql.node_update(sql.node_update_params(params))
+    if conn.execute(update, params).rowcount == 0:
         conn.execute(sql.UPSERT_NODE, params)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from store.db.paging import counted
 from store.model.token_lanes import each_lane
@@ -180,6 +182,43 @@ UPDATE nodes SET
     updated_at_ms = :now
 WHERE run_id = :run_id AND node_id = :node_id AND iteration = :iteration
 """
+
+_NODE_ENDED = ("finished", "failed", "cancelled", "skipped")
+
+
+def node_update_params(params: Mapping[str, Any]) -> tuple[bool, ...]:
+    """What of ``params`` (a node's write, ``NodeLog._node_params``) :func:`node_update` sets."""
+    return (
+        params["attempts"] is not None, params["cached"] is not None,
+        params["depends_on_json"] is not None, bool(params["set_output"]),
+        bool(params["set_error"]), params["input_key"] is not None,
+        params["carried_from"] is not None, params["state"] == "running",
+        params["state"] in _NODE_ENDED,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def node_update(sets: tuple[bool, ...]) -> str:
+    """:data:`UPDATE_NODE` setting only what a write changes (``sets``, from
+    :func:`node_update_params`): the same row afterwards, but a column kept as it was is not
+    assigned at all, which costs SQLite about half (a node's start and end, twice a task)."""
+    attempts, cached, depends, output, error, key, carried, running, ended = sets
+    assigned = [
+        "state = :state",
+        *(["attempts = CAST(:attempts AS BIGINT)"] if attempts else []),
+        *(["cached = CAST(:cached AS INTEGER)"] if cached else []),
+        *(["depends_on_json = CAST(:depends_on_json AS TEXT)"] if depends else []),
+        *(["output_json = CAST(:output_json AS TEXT)"] if output else []),
+        *(["error = CAST(:error AS TEXT)"] if error else []),
+        *(["started_at_ms = coalesce(started_at_ms, CAST(:now AS BIGINT))"] if running else []),
+        "finished_at_ms = CAST(:now AS BIGINT)" if ended else "finished_at_ms = NULL",
+        *(["input_key = CAST(:input_key AS TEXT)"] if key else []),
+        *(["carried_from = CAST(:carried_from AS TEXT)"] if carried else []),
+        "updated_at_ms = :now",
+    ]
+    return (f"UPDATE nodes SET {', '.join(assigned)}\n"
+            "WHERE run_id = :run_id AND node_id = :node_id AND iteration = :iteration")
+
 
 SELECT_NODES = """
 SELECT * FROM nodes WHERE run_id = ?

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from store.db.durability import SYNCHRONOUS_VALUES, check_durability, read_durability
 from store.db.retry import backoff_s
+from store.db.seam import HeldRows
 from store.db.sqlite.database_file import (
     DatabaseFileInfo,
     database_file_exists,
@@ -193,7 +194,7 @@ def run_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection
     """``work`` inside one ``BEGIN IMMEDIATE`` ... ``COMMIT``; an exception rolls it back."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        result = work(conn)
+        result = run_works(conn, [work])[0]
         conn.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
@@ -204,6 +205,34 @@ def run_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection
 
 Outcome = tuple[bool, Any]
 """``(True, value)`` or ``(False, exception)``: how one write of a group ended."""
+
+
+def run_works(conn: sqlite3.Connection, works: Sequence[Work]) -> list[Any]:
+    """Run ``works`` in order inside the caller's transaction and return their values.
+
+    Consecutive works carrying the same :class:`~store.db.seam.HeldRows` (``held_rows``) have
+    those rows held and written together when the run of them ends (an attempt's start, its
+    calls and its end each append events: one statement for all of a group's, not one per
+    write); what is held is forgotten when a work raises (the transaction is rolled back)."""
+    values: list[Any] = []
+    held: HeldRows | None = None
+    try:
+        for work in works:
+            rows: HeldRows | None = getattr(work, "held_rows", None)
+            if held is not None and rows is not held:
+                held.close(conn)
+                held = None
+            if rows is not None and held is None:
+                rows.open(conn)
+                held = rows
+            values.append(work(conn))
+        if held is not None:
+            held.close(conn)
+            held = None
+    finally:
+        if held is not None:
+            held.discard(conn)
+    return values
 
 
 def run_group(conn: sqlite3.Connection, works: Sequence[Work]) -> list[Outcome]:
@@ -218,7 +247,7 @@ def run_group(conn: sqlite3.Connection, works: Sequence[Work]) -> list[Outcome]:
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
-        values = [work(conn) for work in works]
+        values = run_works(conn, works)
         conn.execute("COMMIT")
     except Exception as error:
         with contextlib.suppress(sqlite3.Error):

@@ -1,0 +1,122 @@
+"""Events of the writes that hold theirs (an attempt's start, its calls, its end: see
+store.runs.event_log.HeldEvents): on SQLite those of a run of such writes in one group commit
+are appended by one statement when the run ends. The log reads the same as when each write
+appended its own: in submission order, each at its write's time, and a write that fails in
+the group loses its own events only. Both backends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from store.clock import ManualClock
+from store.db.seam import Database
+from store.model.run_records import CallUsage
+from store.model.token_lanes import TokenUsage
+from store.runs.run_store import RunStore
+
+
+async def _later(write: Callable[[], Awaitable[Any]]) -> Any:
+    return await write()
+
+
+def _together(*writes: Callable[[], Awaitable[Any]]) -> list[asyncio.Future[Any]]:
+    """The writes as tasks made in this order: each submits in its first step, all before the
+    group commit gathers them (so they share one)."""
+    return [asyncio.ensure_future(_later(write)) for write in writes]
+
+
+def _attempt_writes(store: RunStore, run_id: str, node: str) -> list[Callable[[], Any]]:
+    usage = TokenUsage(input=10, output=2)
+    return [
+        lambda: store.start_attempt(run_id, node, 0, 1, agent="a", prompt="p"),
+        lambda: store.queue_calls([CallUsage(run_id, node, 0, 1, "a", usage, simulated=True)]),
+        lambda: store.finish_attempt(run_id, node, 0, 1, "finished", usage=usage,
+                                     node_state="finished", node_output="ok",
+                                     set_node_output=True, nodes_done=1),
+    ]
+
+
+async def _log(store: RunStore, since: int) -> list[tuple[str, str | None, int]]:
+    return [(e.type, e.node_id, e.at_ms) for e in await store.events_since(since)]
+
+
+async def test_a_write_holding_none_between_keeps_its_place(
+    db: Database, clock: ManualClock
+) -> None:
+    store = RunStore(db)
+    run = await store.create_run("wf")
+    await store.upsert_nodes(run.run_id, [("a", 0, "pending", [])])
+    since = await store.last_event_seq()
+    start, call, end = _attempt_writes(store, run.run_id, "a")
+    now = clock.now_ms()
+    writes = _together(
+        start, call,
+        lambda: store.append_event("note", run_id=run.run_id, payload={"n": 1}),
+        end,
+    )
+    await asyncio.gather(*writes)
+    assert await _log(store, since) == [
+        ("node.state", "a", now), ("attempt.started", "a", now), ("call", "a", now),
+        ("note", None, now), ("attempt.finished", "a", now), ("node.state", "a", now),
+    ]
+
+
+async def test_a_write_failing_in_the_group_loses_its_own_events_only(db: Database) -> None:
+    store = RunStore(db)
+    run = await store.create_run("wf")
+    await store.upsert_nodes(run.run_id, [("a", 0, "pending", []), ("b", 0, "pending", [])])
+    since = await store.last_event_seq()
+    a, b = _attempt_writes(store, run.run_id, "a"), _attempt_writes(store, run.run_id, "b")
+    # A node of a run that does not exist: its start fails in the middle of the group.
+    missing = _attempt_writes(store, "r-missing", "x")[0]
+    writes = _together(a[0], b[0], a[1], missing, b[1], a[2], b[2])
+    outcomes = await asyncio.gather(*writes, return_exceptions=True)
+    assert [isinstance(o, Exception) for o in outcomes] == [False] * 3 + [True] + [False] * 3
+    assert [(kind, node) for kind, node, _ in await _log(store, since)] == [
+        ("node.state", "a"), ("attempt.started", "a"),
+        ("node.state", "b"), ("attempt.started", "b"),
+        ("call", "a"), ("call", "b"),
+        ("attempt.finished", "a"), ("node.state", "a"),
+        ("attempt.finished", "b"), ("node.state", "b"),
+    ]
+    assert (await store.get_run(run.run_id)).tokens == TokenUsage(input=20, output=4)
+
+
+def test_what_is_held_is_the_connections_own() -> None:
+    """Events appended on a connection that holds none go at once, even while another holds
+    its own; closing appends the held ones in one statement, discarding forgets them."""
+    import sqlite3
+
+    from store.model.run_records import NewEvent
+    from store.runs.event_log import HeldEvents, insert_events
+
+    ddl = ("CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, at_ms INTEGER, "
+           "type TEXT, run_id TEXT, node_id TEXT, iteration INTEGER, attempt INTEGER, "
+           "payload_json TEXT)")
+    holding, other = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    statements: list[str] = []
+    holding.set_trace_callback(statements.append)
+    for conn in (holding, other):
+        conn.execute(ddl)
+    held = HeldEvents()
+
+    def types(conn: sqlite3.Connection) -> list[str]:
+        return [row[0] for row in conn.execute("SELECT type FROM events ORDER BY seq")]
+
+    held.open(holding)
+    insert_events(holding, 1, [NewEvent("a", "r1"), NewEvent("b", "r1")])
+    insert_events(other, 2, [NewEvent("x", "r2")])
+    insert_events(holding, 3, [NewEvent("c", "r1")])
+    assert types(other) == ["x"] and types(holding) == []
+    statements.clear()
+    held.close(holding)
+    assert [text for text in statements if "INSERT" in text] == statements[-1:]
+    assert types(holding) == ["a", "b", "c"]
+    assert [r[0] for r in holding.execute("SELECT at_ms FROM events ORDER BY seq")] == [1, 1, 3]
+    held.open(holding)
+    insert_events(holding, 4, [NewEvent("d", "r1")])
+    held.discard(holding)
+    insert_events(holding, 5, [NewEvent("e", "r1")])  # holding no more: at once
+    assert types(holding) == ["a", "b", "c", "e"]
