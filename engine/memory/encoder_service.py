@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.detached_process import start_detached
 from engine.memory.query_text import QueryVectors, focus_query
 from store.workspace.layout import Workspace
 
@@ -207,9 +207,7 @@ def start_service(workspace: Workspace, encoder_name: str, *, catch_up: bool = F
                str(workspace.root), "--encoder", encoder_name]
     if catch_up:
         command.append("--catch-up")
-    with contextlib.suppress(OSError):
-        subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+    start_detached(command)
 
 
 def ask_catch_up(workspace: Workspace, encoder_name: str) -> bool:

@@ -9,6 +9,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +62,11 @@ def test_one_shared_encoder_per_workspace(tmp_path: Path, monkeypatch: pytest.Mo
     assert wait_for_exit(first.service_pid, 60)  # idle for 2 s: it stopped
     socket_path, _ = service_paths(workspace, "auto")
     assert not socket_path.exists()
+    # The process that started it reaped it: no zombie is left under a long-lived dashboard.
+    for thread in threading.enumerate():
+        if thread.name == "reap-detached":
+            thread.join(30)
+    assert not Path(f"/proc/{first.service_pid}").exists()
 
 
 DASHBOARD_ENGINE = '''

@@ -46,18 +46,10 @@ def embed_in_background(workspace: Workspace) -> None:
     with embedder_lock(workspace.root) as held:
         if not held:  # one is running: it loops until nothing is left, this note included
             return
-    import subprocess  # only once there is something to embed: start-up
+    from engine.detached_process import start_detached  # only once there is something to embed
 
-    command = [sys.executable, "-m", "tui.cli.main", "memory", "reindex", "--quiet",
-               "--workspace", str(workspace.root)]
-    with contextlib.suppress(OSError):
-        subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    start_detached([sys.executable, "-m", "tui.cli.main", "memory", "reindex", "--quiet",
+                    "--workspace", str(workspace.root)])
 
 
 @contextlib.contextmanager
