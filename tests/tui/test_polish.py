@@ -6,7 +6,7 @@ from test_views import screen_text, settle
 from textual.widgets import Static
 
 from tests.tui_actions.pilot_support import press_for, screen_lines, shown_keys, until
-from tui.screens.help import HelpScreen
+from tui.screens.help import DESCRIPTION_WIDTH, KEY_WIDTH, HelpScreen, hanging
 from tui.screens.tokens_view import TokensScreen
 from tui.widgets.keyed_table import KeyedTable
 
@@ -96,3 +96,14 @@ async def test_at_240_columns_numbers_sit_next_to_their_labels(make_app) -> None
                              ("Cache read", "152.0k")):
             label_end, value_end = _ends(header, row, label, value)
             assert abs(label_end - value_end) <= 1, (label, header, row)
+
+
+def test_a_long_key_description_wraps_under_itself_not_under_the_key() -> None:
+    description = ("Delete run — a finished, failed, cancelled, handed-off or stale run, "
+                   "named in the confirmation before anything is deleted")
+    first, *rest = hanging(description).split("\n")
+    assert rest and description.startswith(first)
+    for line in rest:
+        assert line.startswith(" " * (KEY_WIDTH + 2)) and not line[KEY_WIDTH + 2].isspace()
+    assert all(len(line.strip()) <= DESCRIPTION_WIDTH for line in [first, *rest])
+    assert " ".join(part.strip() for part in [first, *rest]) == description

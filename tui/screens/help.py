@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -16,6 +17,19 @@ from tui.widgets.filter_bar import matches
 
 if TYPE_CHECKING:
     from textual.screen import Screen
+
+OVERLAY_WIDTH = 80
+KEY_WIDTH = 10
+# The overlay's border, padding, the key column and room for a scrollbar leave this much for
+# a description, whose wrapped lines hang under its first.
+DESCRIPTION_WIDTH = OVERLAY_WIDTH - 4 - (KEY_WIDTH + 2) - 2
+
+
+def hanging(description: str) -> str:
+    """``description`` wrapped to the description column, continuation lines indented
+    under its first (not back at the key column)."""
+    lines = textwrap.wrap(description, DESCRIPTION_WIDTH) or [""]
+    return ("\n" + " " * (KEY_WIDTH + 2)).join(lines)
 
 
 def action_name(action: str) -> str:
@@ -51,14 +65,14 @@ def _applies(owner: Any, binding: Binding) -> bool:
 class HelpScreen(ModalScreen[None]):
     """Lists keys as ``key  description``; typing narrows the list; ``escape`` closes."""
 
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > Vertical {
-        width: 80; max-height: 90%; height: auto; border: round $accent;
+    DEFAULT_CSS = f"""
+    HelpScreen {{ align: center middle; }}
+    HelpScreen > Vertical {{
+        width: {OVERLAY_WIDTH}; max-height: 90%; height: auto; border: round $accent;
         background: $surface; padding: 0 1;
-    }
-    HelpScreen #help-text { color: $text-muted; margin-bottom: 1; }
-    HelpScreen VerticalScroll { height: auto; max-height: 30; }
+    }}
+    HelpScreen #help-text {{ color: $text-muted; margin-bottom: 1; }}
+    HelpScreen VerticalScroll {{ height: auto; max-height: 30; }}
     """
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
@@ -130,14 +144,14 @@ class HelpScreen(ModalScreen[None]):
         lines = Text()
         for key, description in self._keys:
             if matches(needle, key, description):
-                lines.append(f"{key:>10}  ", style="bold")
-                lines.append(description + "\n")
+                lines.append(f"{key:>{KEY_WIDTH}}  ", style="bold")
+                lines.append(hanging(description) + "\n")
         later = [(k, d) for k, d in self._later if matches(needle, k, d)]
         if later:
             lines.append("\nNot available on the current selection\n", style="bold dim")
             for key, description in later:
-                lines.append(f"{key:>10}  ", style="dim bold")
-                lines.append(description + "\n", style="dim")
+                lines.append(f"{key:>{KEY_WIDTH}}  ", style="dim bold")
+                lines.append(hanging(description) + "\n", style="dim")
         return lines if lines.plain else Text("no key matches", style="dim")
 
     def on_input_changed(self, event: Input.Changed) -> None:
