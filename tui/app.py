@@ -441,7 +441,12 @@ class TetherApp(App[None]):
         await self.action_request_quit()
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title == "Quit":  # Textual's says "as soon as possible"; ours asks
+                command = SystemCommand(
+                    "Quit", "Quit the dashboard (asks first while its embedded engine runs "
+                    "something; those runs stay resumable)", command.callback)
+            yield command
         for key, mode, label in (
             ("1", "runs", "Runs"),
             ("2", "tokens", "Tokens"),

@@ -21,7 +21,13 @@ from store.model.run_records import RunRecord
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 from tests.cli.memory_cli_support import tether
-from tests.tui_actions.pilot_support import dialog_target, press_for, shown_keys, until
+from tests.tui_actions.pilot_support import (
+    choose_in_palette,
+    dialog_target,
+    press_for,
+    shown_keys,
+    until,
+)
 from tui.actions.run_actions import allowed_run_actions
 from tui.app import TetherApp
 from tui.modals import ConfirmDialog, LaunchRunDialog, ReasonDialog
@@ -321,6 +327,10 @@ async def test_quit_asks_while_embedded_runs_are_active_and_leaves_them_resumabl
         await pilot.press("n")
         await until(pilot, lambda: app.screen is screen, "the dialog to close")
         assert app.is_running
+        await choose_in_palette(pilot, app, "quit", "asks first")  # the palette's Quit asks too
+        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the quit question")
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen is screen, "the dialog to close")
         await press_for(pilot, app, "ctrl+q", ConfirmDialog)  # asks too
         await pilot.press("y")
         await until(pilot, lambda: not app.is_running, "the app to quit")
