@@ -71,9 +71,10 @@ def postmortem(ctx: Any) -> str:
 def lessons(ctx: Any) -> str:
     """Recall the runbook and propose updated lessons (pending) that supersede older ones."""
     report = ctx.output("postmortem")
+    cause = report.root_cause.rstrip(".")  # the agent's sentence may end with its own period
     return (
         f"Postmortem lessons succeeded with summary and root cause for {ctx.input.service}: "
-        f"{report.summary} Root cause: {report.root_cause}. Recall the runbook, then propose "
+        f"{report.summary} Root cause: {cause}. Recall the runbook, then propose "
         "updated runbook lessons for review with remember(propose=true), superseding the "
         "notes they replace."
     )
