@@ -35,3 +35,13 @@ async def test_node_and_memory_tab_show_how_items_were_found(db: Database) -> No
     assert "fixtur," not in shown
     assert any(shown in line for line in memory_block_lines(block))
     assert shown in recalled_item_text(1, block.items[0], block.query).plain
+
+
+def test_an_items_tags_have_their_own_line_after_a_long_why() -> None:
+    item = {"id": "note:1", "namespace": "workflow:code-review", "score": 0.5,
+            "why": "words " + ", ".join(f"term{i}" for i in range(60)),
+            "tags": ["source:run", "scope:main"], "text": "Flaky fixtures were dropped."}
+    lines = recalled_item_text(1, item).plain.splitlines()
+    assert lines[1].startswith("    why: words term0") and "tags" not in lines[1]
+    assert lines[2] == "    tags: source:run, scope:main"
+    assert lines[3] == "    Flaky fixtures were dropped."

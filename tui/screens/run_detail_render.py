@@ -264,9 +264,11 @@ def recalled_item_text(index: int, item: dict[str, Any], query: str | None = Non
     if why or tags:
         line.append("    why: ", style="dim")
         line.append_text(one_line(why or "tag match", width=200))
-        if isinstance(tags, list) and tags:
-            line.append("  tags: ", style="dim")
-            line.append_text(one_line(", ".join(str(t) for t in tags)))
+        line.append("\n")
+    if isinstance(tags, list) and tags:
+        # On a line of its own: after a long why it wrapped to the left edge.
+        line.append("    tags: ", style="dim")
+        line.append_text(one_line(", ".join(str(t) for t in tags)))
         line.append("\n")
     body = item.get("text") or item.get("body")
     if body:
