@@ -89,7 +89,7 @@ STATUS_GLYPHS: dict[str, str] = {
     "handed-off": "⇢",
     "abandoned": "⊘",
     "stale": "!",
-    "queued": "⧗",
+    "queued": "◷",
 }
 
 

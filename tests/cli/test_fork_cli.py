@@ -46,7 +46,7 @@ def test_fork_from_the_command_line(tmp_path: Path) -> None:
     assert compared.returncode == 0, compared.stderr
     assert f"{fork['run_id']} is a fork of {origin} from node draft" in compared.stdout
     lines = {line[2:30].strip(): line for line in compared.stdout.splitlines()[2:]}
-    assert lines["plan#0"].startswith("⑂") and lines["sections[0]#0"].startswith("⑂")
+    assert lines["plan#0"].startswith("↳") and lines["sections[0]#0"].startswith("↳")
     assert lines["draft#0"][0] == " " and lines["review#0"][0] == " "  # ran anew: not carried
     as_json = json.loads(tether(workspace, count, "compare", origin, fork["run_id"],
                                 "--format", "json").stdout)

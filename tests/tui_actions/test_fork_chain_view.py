@@ -65,8 +65,8 @@ async def test_o_shows_the_fork_chain_and_compares_a_fork_with_its_origin(
         assert chain.query_one(KeyedTable).keys == [origin, fork, second]
         rows = table_text(chain)
         assert rows[0].startswith(origin) and "first run" in rows[0]
-        assert rows[1].startswith(f"└─ ⑂ {fork}") and "from draft · prompt · 3 carried" in rows[1]
-        assert rows[2].startswith(f"   └─ ⑂ {second}")
+        assert rows[1].startswith(f"└─ ↳ {fork}") and "from draft · prompt · 3 carried" in rows[1]
+        assert rows[2].startswith(f"   └─ ↳ {second}")
         assert "from review · memory block · 4 carried" in rows[2]
         assert chain.query_one(KeyedTable).cursor_key == second  # the run it was opened from
         detail = str(chain.query_one("#chain-detail", Static).render())

@@ -207,7 +207,7 @@ def _side_cells(side: Any, now_ms: int) -> tuple[str, str, str, str]:
 
 def compare_lines(comparison: Any, now_ms: int) -> list[str]:
     """The node table of two runs side by side (changed rows marked ``≠``, rows carried over
-    with one recorded output ``⑂``)."""
+    with one recorded output ``↳``)."""
     a, b = comparison.a, comparison.b
     lines = [f"A {visible(a.run_id)} ({a.status})  vs  B {visible(b.run_id)} ({b.status}): "
              f"{visible(comparison.relation, keep_newlines=False)}",
@@ -216,7 +216,7 @@ def compare_lines(comparison: Any, now_ms: int) -> list[str]:
     for pair in comparison.pairs:
         sa, ta, ca, da = _side_cells(pair.a, now_ms)
         sb, tb, cb, db = _side_cells(pair.b, now_ms)
-        mark = "⑂" if pair.carried else "≠" if pair.differs else " "
+        mark = "↳" if pair.carried else "≠" if pair.differs else " "
         name = visible(pair.key, keep_newlines=False)
         name = name if len(name) <= 28 else name[:27] + "…"
         lines.append(f"{mark} {name:<28} {sa:<10} {sb:<10} {ta:>9} {tb:>9} {ca:>10} {cb:>10} "

@@ -53,9 +53,9 @@ def side_cells(side: Side | None, now_ms: int) -> list[Text]:
 
 
 def pair_mark(pair: Pair) -> Text:
-    """``≠`` for a pair that differs, ``⑂`` for one carried over (one recorded output)."""
+    """``≠`` for a pair that differs, ``↳`` for one carried over (one recorded output)."""
     if pair.carried:
-        return Text("⑂", style="dim")
+        return Text("↳", style="dim")
     return Text("≠", style="bold yellow") if pair.differs else Text(" ")
 
 
@@ -96,7 +96,7 @@ def header_text(comparison: Comparison, now_ms: int) -> Text:
     text.append(f"{differing} of {len(comparison.pairs)} node iterations differ", style="yellow")
     carried = sum(1 for p in comparison.pairs if p.carried)
     if carried:
-        text.append(f", {carried} carried over (⑂, the same recorded output)", style="dim")
+        text.append(f", {carried} carried over (↳, the same recorded output)", style="dim")
     return text
 
 
@@ -108,7 +108,7 @@ class CompareScreen(LiveScreen):
     HELP_TITLE = "Compare runs"
     HELP_TEXT = (
         "Two runs side by side: each node iteration's state, tokens, cost and duration in run "
-        "A and run B (≠ where they differ, ⑂ where one carried the other's recorded output "
+        "A and run B (≠ where they differ, ↳ where one carried the other's recorded output "
         "over). Below, the selected node's prompt as sent, its memory block and its output as "
         "word diffs: struck-through red words are only in A, "
         "green words only in B. d shows only the nodes that differ, s swaps A and B, [ and ] "

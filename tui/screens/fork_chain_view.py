@@ -40,7 +40,7 @@ def chain_table_rows(chain: ForkChain, needle: str) -> list[tuple[str, list[Text
         if not matches(needle, run.run_id, run.fork_node or "", fork_words(link)):
             continue
         name = Text(tree_prefix(link), style="dim")
-        name.append(("⑂ " if link.depth else "") + run.run_id,
+        name.append(("↳ " if link.depth else "") + run.run_id,
                     style="bold" if run.run_id == chain.asked else "")
         spent = cost(run.cost.usd if run.tokens.total else None, run.cost.unpriced_calls)
         rows.append((run.run_id, [name, status_text(run.status),

@@ -68,10 +68,10 @@ would)."""
 
 
 def workflow_cell(run: RunRecord) -> Text:
-    """The workflow's name, and for a fork the run it was forked from (``⑂ RUN``)."""
+    """The workflow's name, and for a fork the run it was forked from (``↳ RUN``)."""
     cell = one_line(run.workflow)
     if run.forked_from:
-        cell.append(f"  ⑂ {run.forked_from}", style="dim")
+        cell.append(f"  ↳ {run.forked_from}", style="dim")
     return cell
 
 
