@@ -6,12 +6,7 @@ from __future__ import annotations
 
 from store.model.buckets import bucket_for
 from store.read.usage_reads import CostBreakdown
-from tui.plain import money
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 call``, ``2 calls``."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+from tui.plain import money, plural
 
 
 def why_sentences(found: CostBreakdown) -> list[str]:
@@ -55,6 +50,6 @@ def why_sentences(found: CostBreakdown) -> list[str]:
         out.append(f"Model {name} cost the most ({money(model_cost.usd or 0.0)}) of "
                    f"{len(found.models)} models used.")
     if found.total.unpriced_calls:
-        out.append(f"{found.total.unpriced_calls} call(s) had no known price; the total "
+        out.append(f"{plural(found.total.unpriced_calls, 'call')} had no known price; the total "
                    "leaves them out.")
     return out

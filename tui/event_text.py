@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from tui.format import tokens
+from tui.format import plural, tokens
 
 MAX_SUMMARY_CHARS = 240
 """A longer sentence is cut with an ellipsis (the run and node views show everything)."""
@@ -98,14 +98,14 @@ def _memory_block(p: Mapping[str, Any]) -> str:
         return f"no memory block: {p.get('warning') or 'nothing recalled'}"
     cut = ", truncated to fit" if p.get("truncated") else ""
     return (f"memory block of {p.get('bytes_used')} of {p.get('budget_bytes')} bytes, "
-            f"{count} item(s){cut}")
+            f"{plural(count, 'item')}{cut}")
 
 
 def _memory_tool(p: Mapping[str, Any]) -> str:
     text = f"tool {p.get('tool', '?')} {'succeeded' if p.get('ok') else 'failed'}"
     items = p.get("items")
     if isinstance(items, list):
-        text += f" with {len(items)} item(s)"
+        text += f" with {plural(len(items), 'item')}"
     if p.get("note_id"):
         text += f", note {p['note_id']} ({p.get('status', '?')})"
     if p.get("error"):

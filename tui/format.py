@@ -12,7 +12,17 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from tui.plain import ago, cost, duration, money, percent, pretty_json, tokens, visible
+from tui.plain import (
+    ago,
+    cost,
+    duration,
+    money,
+    percent,
+    plural,
+    pretty_json,
+    tokens,
+    visible,
+)
 
 if TYPE_CHECKING:
     from store.model.run_records import AttemptRecord, CallRecord, RunRecord
@@ -29,6 +39,7 @@ __all__ = [
     "money",
     "one_line",
     "percent",
+    "plural",
     "pretty_json",
     "row_cost",
     "status_text",
@@ -101,8 +112,3 @@ def status_text(status: str) -> Text:
     text.append(f"{STATUS_GLYPHS.get(status, '?')} ", style=style)
     text.append_text(literal(status, style))
     return text
-
-
-def plural(count: int, noun: str, plural_noun: str = "") -> str:
-    """``1 run``, ``2 runs``, ``0 runs`` (``plural_noun`` for irregular words)."""
-    return f"{count} {noun if count == 1 else (plural_noun or noun + 's')}"

@@ -17,6 +17,11 @@ _VISIBLE[0x7F] = "\u2421"
 _VISIBLE.update({code: f"\\x{code:02x}" for code in range(0x80, 0xA0)})
 
 
+def plural(count: int, noun: str, plural_noun: str = "") -> str:
+    """``1 run``, ``2 runs``, ``0 runs`` (``plural_noun`` for irregular words)."""
+    return f"{count:,} {noun if count == 1 else (plural_noun or noun + 's')}"
+
+
 def visible(text: str, *, keep_newlines: bool = True) -> str:
     """Replace control characters by visible stand-ins (tabs become spaces)."""
     table = dict(_VISIBLE)

@@ -17,7 +17,7 @@ from store.model.states import ENDED_NODE_STATES
 from store.read.replay import ReplayLog, ReplayState
 from store.read.replay_reads import NoteText
 from tui.event_text import event_sentence
-from tui.plain import cost, tokens, visible
+from tui.plain import cost, plural, tokens, visible
 
 WORKSPACE_SUBJECT = "The workspace"
 """What :func:`tui.event_text.subject` calls an event of no run (here: of the run replayed)."""
@@ -195,7 +195,7 @@ def replay_lines(
         for block in state.blocks:
             s = block.summary
             said = f" — {visible(s.warning, keep_newlines=False)}" if s.warning else ""
-            lines.append(f"  {node_name(s.node_id, s.iteration)}: {block.items} item(s), "
+            lines.append(f"  {node_name(s.node_id, s.iteration)}: {plural(block.items, 'item')}, "
                          f"{s.bytes_used} of {s.budget_bytes} bytes"
                          f"{' (truncated)' if s.truncated else ''}{said}")
     pending = state.pending_notes

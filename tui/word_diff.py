@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from rich.text import Text
 
-from tui.plain import pretty_json, visible
+from tui.plain import plural, pretty_json, visible
 
 MAX_WORDS = 20_000
 _WORDS = re.compile(r"\s+|[^\s]+\s*")
@@ -41,7 +41,7 @@ class WordDiff(NamedTuple):
         """``3 words removed, 5 added`` / ``the same``."""
         if self.same:
             return "the same" + (" (in their first 20,000 words)" if self.cut else "")
-        text = f"{self.removed} word(s) removed, {self.added} added"
+        text = f"{plural(self.removed, 'word')} removed, {self.added:,} added"
         return text + (f" (compared on the first {MAX_WORDS:,} words)" if self.cut else "")
 
 

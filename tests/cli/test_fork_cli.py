@@ -32,7 +32,7 @@ def test_fork_from_the_command_line(tmp_path: Path) -> None:
     assert forked.returncode == 0, forked.stderr
     fork = json.loads(forked.stdout)
     assert fork["outcome"] == "finished" and fork["forked_from"] == origin
-    assert "3 node iteration(s) carried over" in forked.stderr
+    assert "3 node iterations carried over" in forked.stderr
     seen = Counter(json.loads(line)["node"] for line in count.read_text().splitlines())
     assert seen == Counter({"plan": 1, "sections[0]": 1, "sections[1]": 1, "draft": 2,
                             "review": 2, "side": 2})
@@ -67,7 +67,7 @@ def test_fork_from_the_command_line(tmp_path: Path) -> None:
     chain = tether(workspace, count, "runs", "--forks", second)
     assert chain.returncode == 0, chain.stderr
     assert chain.stdout.splitlines() == [
-        f"Fork chain of {second}: 3 run(s)",
+        f"Fork chain of {second}: 3 runs",
         f"  {origin}  finished    first run",
         f"  └─ {fork['run_id']}  finished    from draft · prompt · 3 carried",
         f"*    └─ {second}  finished    from review · memory block · 4 carried",

@@ -199,7 +199,7 @@ def test_node_takes_iteration_suffix_and_lists_a_fan_out(
 def test_node_pages_its_attempts(seeded: tuple[Path, dict[str, str]]) -> None:
     workspace, ids = seeded
     latest = tether(workspace, "node", "flaky", "--run", ids["run"]).stdout
-    assert "Attempts: 25" in latest and "(24 earlier attempt(s); --attempts shows them)" in latest
+    assert "Attempts: 25" in latest and "(24 earlier attempts; --attempts shows them)" in latest
     assert "attempt 25 " in latest and "attempt 24 " not in latest
 
     page = tether(workspace, "node", "flaky", "--run", ids["run"], "--attempts", "--limit", "10")
@@ -207,7 +207,7 @@ def test_node_pages_its_attempts(seeded: tuple[Path, dict[str, str]]) -> None:
         int(line.split()[1]) for line in page.stdout.splitlines() if line.startswith("  attempt ")
     ]
     assert numbers == list(range(16, 26))
-    assert "(15 earlier attempt(s); --offset 10 shows the next page)" in page.stdout
+    assert "(15 earlier attempts; --offset 10 shows the next page)" in page.stdout
     older = tether(
         workspace,
         "node",

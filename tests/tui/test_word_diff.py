@@ -9,7 +9,7 @@ def test_changed_words_are_removed_and_added_and_the_rest_kept() -> None:
     diff = word_diff("Run pytest -x before the review.", "Run pytest -q before every review.")
     assert diff_plain(diff) == "Run pytest [--x-]{+-q+} before [-the-]{+every+} review."
     assert (diff.removed, diff.added, diff.same) == (2, 2, False)
-    assert diff.summary() == "2 word(s) removed, 2 added"
+    assert diff.summary() == "2 words removed, 2 added"
 
 
 def test_a_rewritten_sentence_reads_as_one_change_not_word_by_word() -> None:

@@ -33,7 +33,7 @@ from tui.cli.common import (
 )
 from tui.cli.output import echo, print_json
 from tui.cli.run_commands import ProgressPrinter, parse_input, run_summary
-from tui.plain import visible
+from tui.plain import plural, visible
 
 
 def fork_edit(prompt: str | None, memory_block: str | None, agent: str | None,
@@ -87,7 +87,7 @@ async def fork_command(
         fork = await engine.fork(workflow, run_id, node_id, edit, workflow_path=path)
         carried = len((fork.fork or {}).get("carried") or [])
         echo(f"Forked {run_id} from {(fork.fork or {}).get('node')} as {fork.run_id} "
-             f"({edit_words(fork.fork or {})}; {carried} node iteration(s) carried over).",
+             f"({edit_words(fork.fork or {})}; {plural(carried, 'node iteration')} carried over).",
              err=True)
         if no_start:
             if output_format == "json":

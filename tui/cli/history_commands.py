@@ -18,7 +18,7 @@ from store.read.timeline_reads import MAX_DETAIL_NODES, read_details, read_timel
 from store.workspace.layout import Workspace
 from tui.cli.database_access import reading, require_workspace
 from tui.cli.output import echo, print_json
-from tui.plain import duration, percent, visible
+from tui.plain import duration, percent, plural, visible
 from tui.timeline_draw import (
     GLYPHS,
     LEGEND,
@@ -182,7 +182,7 @@ async def print_fork_chain(workspace: Workspace, run_id: str, output_format: str
     if output_format in ("json", "jsonl"):
         print_json(chain_json(chain, now))
         return
-    echo(f"Fork chain of {run_id}: {len(chain.links)} run(s)")
+    echo(f"Fork chain of {run_id}: {plural(len(chain.links), 'run')}")
     for link in chain.links:
         mark = "*" if link.run.run_id == run_id else " "
         echo(f"{mark} {tree_prefix(link)}{link.run.run_id}  {link.run.display_status(now):<11} "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from store.model.history_records import MemoryBlockRecord
-from tui.plain import visible
+from tui.plain import plural, visible
 from tui.recall_words import readable_why
 
 
@@ -30,7 +30,7 @@ def memory_block_json(block: MemoryBlockRecord | None) -> dict[str, Any] | None:
 def memory_block_lines(block: MemoryBlockRecord) -> list[str]:
     """The memory block as text: accounting, each recalled item and why, then the block."""
     head = f"Memory block: {block.bytes_used} of {block.budget_bytes} bytes"
-    head += f", {sum(1 for i in block.items if i.get('included', True))} item(s)"
+    head += ", " + plural(sum(1 for i in block.items if i.get('included', True)), 'item')
     if block.truncated:
         head += ", truncated"
     lines = [head]

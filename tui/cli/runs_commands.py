@@ -37,7 +37,7 @@ from tui.cli.hot_commands import DEFAULT_RUNS_LIMIT, list_runs
 from tui.cli.memory_block_text import memory_block_json, memory_block_lines
 from tui.cli.output import page_of, print_json, print_listing
 from tui.plain import cost as format_cost
-from tui.plain import duration, visible
+from tui.plain import duration, plural, visible
 
 DEFAULT_ATTEMPTS_LIMIT = 10
 DEFAULT_FAN_OUT_LIMIT = 200
@@ -414,7 +414,7 @@ def _node_lines(
             if all_attempts
             else "--attempts shows them"
         )
-        lines.append(f"  ({older:,} earlier attempt(s); {hint})")
+        lines.append(f"  ({plural(older, 'earlier attempt')}; {hint})")
     for attempt in attempts:
         lines.extend(_attempt_lines(attempt, calls))
     if block is not None:

@@ -15,6 +15,7 @@ from store.db.backends import open_database
 from store.errors import InvalidInputError
 from store.model.json_columns import recorded_text
 from tui.cli.common import database_url_option, run_async, workspace_from, workspace_option
+from tui.plain import plural
 
 
 @click.command("worker")
@@ -79,7 +80,7 @@ async def worker_command(
         click.echo(f"worker {worker.worker_id} on {workspace.describe()}; runs workflow files "
                    f"under {trusted} and the bundled examples", err=True)
         summary = await worker.run(stop)
-    click.echo(f"worker {summary.worker_id} stopped after {summary.runs} run(s)", err=True)
+    click.echo(f"worker {summary.worker_id} stopped after {plural(summary.runs, 'run')}", err=True)
 
 
 COMMANDS = [worker_command]
