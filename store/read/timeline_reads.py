@@ -99,7 +99,7 @@ def memory_tool_call(event: EventRecord) -> ToolCall | None:
     detail = ""
     items = payload.get("items")
     if isinstance(items, list):
-        detail = f"{len(items)} item(s)"
+        detail = f"{len(items)} item{'' if len(items) == 1 else 's'}"
     elif payload.get("note_id"):
         detail = f"note {payload['note_id']} ({payload.get('status', '?')})"
     if payload.get("error"):

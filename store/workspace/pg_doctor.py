@@ -76,7 +76,8 @@ async def _findings(db: Any, where: str, now_ms: int) -> list[Finding]:
     depth = await queue.queue_depth()
     workers = [w for w in await queue.list_workers(since_ms=now_ms) if w.is_alive(now_ms)]
     level = WARN if depth and not workers else OK
-    found.append(Finding(level, "queue", f"{depth} queued run(s), {len(workers)} live "
-                         "worker(s)" + (": start tether worker to run them." if level == WARN
-                                        else ".")))
+    runs = f"{depth} queued run{'' if depth == 1 else 's'}"
+    live = f"{len(workers)} live worker{'' if len(workers) == 1 else 's'}"
+    found.append(Finding(level, "queue", f"{runs}, {live}" + (
+        ": start tether worker to run them." if level == WARN else ".")))
     return found

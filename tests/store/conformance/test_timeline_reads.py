@@ -62,7 +62,7 @@ async def test_bars_from_node_rows_then_details_of_the_nodes_shown(
     assert [(a.attempt, a.state) for a in work.attempts] == [(1, "failed"), (2, "finished")]
     assert all(a.prompt is None and a.error is None for a in work.attempts)  # not read
     assert len(work.calls) == 2 and [t.name for t in work.tools] == ["recall"]
-    assert work.tools[0].detail == "2 item(s)" and work.tools[0].exact
+    assert work.tools[0].detail == "2 items" and work.tools[0].exact
     rows = flatten(with_details(timeline, details), {"work#0"})
     assert [r.key for r in rows if r.node_key == "work#0"][:3] == ["work#0", "work#0/1", "work#0/2"]
     spans = next(r for r in rows if r.key == "work#0").spans
