@@ -283,7 +283,8 @@ class MemoryConfig:
         }
         unknown = sorted(set(data) - allowed)
         if unknown:
-            raise config_error(f"unknown setting(s) {', '.join(unknown)}.")
+            raise config_error(f"unknown setting{'' if len(unknown) == 1 else 's'} "
+                               f"{', '.join(unknown)}.")
         values = dict(data)
         for key in ("tags", "primers"):
             if key in values and values[key] is not None and not isinstance(values[key], str):

@@ -123,7 +123,8 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
                 await record_failed_attempt(execution, unit, attempt, error, retry)
                 if not retry:
                     raise UnitFailed(
-                        f"Node {unit.node_id} failed after {attempt} attempt(s): {error}"
+                        f"Node {unit.node_id} failed after {attempt} "
+                        f"attempt{'' if attempt == 1 else 's'}: {error}"
                     ) from error
                 resume = (
                     Resume(plan.resume_session, attempt, str(error))

@@ -118,7 +118,7 @@ async def test_retries_with_backoff_then_success_and_exhaustion(db: Database) ->
     wf2.add_task("flaky", "try", retries=1, backoff=0.01)
     outcome2 = await run_workflow(db, wf2)
     assert outcome2.status == "failed"
-    assert "after 2 attempt(s): planned failure 2" in (outcome2.error or "")
+    assert "after 2 attempts: planned failure 2" in (outcome2.error or "")
     assert (await store.get_node(outcome2.run_id, "flaky")).state == "failed"
 
 
