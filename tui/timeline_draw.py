@@ -22,7 +22,7 @@ GLYPHS: dict[str, tuple[str, str]] = {
     "cached": ("◆", "bold green"),
     "carried": ("◇", "bold blue"),
     "call": ("▬", "magenta"),
-    "tool": ("◆", "yellow"),
+    "tool": ("▪", "yellow"),
     "tool-failed": ("✗", "bold red"),
     "steer": ("»", "bold cyan"),
     "steer-refused": ("»", "dim red"),

@@ -37,3 +37,15 @@ def test_the_font_has_every_glyph_the_dashboard_draws() -> None:
     missing = {f"{char} (U+{ord(char):04X}) in {where}"
                for char, where in drawn_characters().items() if not covered(char)}
     assert not missing, sorted(missing)
+
+
+def test_each_timeline_legend_entry_has_its_own_glyph() -> None:
+    """Without colour (``tether runs --timeline`` in a pipe, NO_COLOR) only the character tells
+    a cache hit from a tool call: every meaning the legend lists gets a different one."""
+    from tui.timeline_draw import GLYPHS, LEGEND
+
+    # "idle" is drawn on the run's own row only, where nothing waits on dependencies.
+    node_kinds = [(kind, meaning) for kind, meaning in LEGEND if kind != "idle"]
+    shown = [GLYPHS[kind][0] for kind, _meaning in node_kinds]
+    assert len(set(shown)) == len(shown), dict(zip([m for _k, m in node_kinds], shown,
+                                                   strict=True))
