@@ -353,6 +353,24 @@ class Workflow:
             return {self.owner_of(d) for d in deps}
         return {self.owner_of(d) for d in self.tasks[node].depends_on}
 
+    def recorded_dependencies(self, task_id: str) -> list[str]:
+        """The node ids a task's rows record as what it waits for (the run graph's edges and
+        the timeline's waits read them): its own dependencies, a loop named among them as the
+        loop's body tasks, and for a task a loop starts (one with no dependency inside its
+        loop) the loop's own dependencies too, which it waits for though it does not name them.
+        """
+        spec = self.tasks[task_id]
+        names = list(spec.depends_on)
+        loop = self.loops.get(spec.loop) if spec.loop is not None else None
+        if loop is not None and not any(d in loop.body for d in spec.depends_on):
+            names.extend(loop.depends_on)
+        recorded: list[str] = []
+        for name in names:
+            for node_id in self.loops[name].body if name in self.loops else [name]:
+                if node_id not in recorded:
+                    recorded.append(node_id)
+        return recorded
+
     def owner_of(self, task_id: str) -> str:
         """The top-level node containing ``task_id`` (its loop, or itself)."""
         spec = self.tasks.get(task_id)
