@@ -299,3 +299,31 @@ async def test_dollar_explains_a_runs_cost_and_enter_opens_the_node(make_app) ->
         detail = app.screen
         await settle(pilot, app)
         assert detail.query_one("#nodes-table", KeyedTable).cursor_key == "review-b#0"
+
+
+async def test_usage_view_says_why_the_cost_chart_is_empty(
+        tmp_path, monkeypatch) -> None:
+    """A workspace whose every call cost $0 (the simulated agent) gets a sentence in the cost
+    chart's title rather than an empty chart that looks broken."""
+    from engine.run.wiring import open_engine
+    from engine.workflow.loader import load_workflow
+    from store.clock import ManualClock
+    from store.workspace.layout import Workspace
+    from tests.tui.sample_data import NOW_MS
+    from tui.run_control import EXAMPLES_DIR
+
+    monkeypatch.setenv("TETHER_SIM_LATENCY_MS", "1")
+    workspace = Workspace(tmp_path / ".tether")
+    async with await open_database(workspace, clock=ManualClock(NOW_MS)) as db:
+        outcome = await open_engine(db).start(load_workflow(EXAMPLES_DIR / "code_review.py"),
+                                             {"change": "rename the cache flag"})
+    assert outcome.status == "finished"
+    app = TetherApp(workspace, clock=ManualClock(NOW_MS), watch=False, poll_interval=0.05)
+    app.animation_level = "none"
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await until(pilot, lambda: isinstance(app.screen, UsageScreen), "the Usage view")
+        await until(pilot, lambda: "nothing spent in this window" in screen_text(app),
+                    "the cost chart to say why it is empty")
+        assert "sim-1" in screen_text(app)

@@ -195,6 +195,10 @@ class UsageScreen(LiveScreen):
             if budget is not None and self.by == "day":
                 plt.hline(budget, color="red")
                 plt.title(f"cost per day (US$) · red line: budget ${budget:.2f}")
+            if top == 0:  # an empty chart alone would look broken: say why it is empty
+                unpriced = sum(r.cost.unpriced_calls for r in series)
+                plt.title(f"cost per {self.by} (US$) · nothing spent in this window" + (
+                    f" · {plural(unpriced, 'call')} had no known price" if unpriced else ""))
             ticks = [top * i / 4 for i in range(5)] if top > 0 else [0.0]
             plt.ylim(0, top * 1.1 if top > 0 else 1.0)
             plt.yticks(ticks, [money(t) for t in ticks])
