@@ -17,7 +17,6 @@ dashboard's reader), so the command line and the dashboard run the same code on 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from typing import Any, NamedTuple, Protocol
 
 from store.db.seam import Params
 from store.model.run_records import RunRecord
+from store.read.off_loop import off_the_loop
 from store.read.run_query import Query
 from store.read.run_query_sql import (
     ERROR_RUNS,
@@ -121,18 +121,6 @@ class LogSource(Protocol):
         ...
 
 
-def _off_the_loop(work: Any, *args: Any) -> Any:
-    """Run blocking file work in a thread when an event loop is running (the dashboard), or
-    here when none is (a short command runs without one)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        future: asyncio.Future[Any] | None = None
-    else:
-        future = asyncio.ensure_future(asyncio.to_thread(work, *args))
-    return future
-
-
 class FolderLogs:
     """Logs in the workspace's ``artifacts/`` folder (read in a thread when an event loop
     runs: the dashboard's never waits on a disk)."""
@@ -141,8 +129,7 @@ class FolderLogs:
         self.root = artifacts_dir
 
     async def files(self, run_id: str) -> list[tuple[str, int]]:
-        threaded = _off_the_loop(self._files, run_id)
-        return await threaded if threaded is not None else self._files(run_id)
+        return await off_the_loop(self._files, run_id)
 
     def _files(self, run_id: str) -> list[tuple[str, int]]:
         from store.errors import InvalidInputError
@@ -164,8 +151,7 @@ class FolderLogs:
         return sorted(found)
 
     async def read(self, path: str, offset: int, size: int) -> bytes:
-        threaded = _off_the_loop(self._read, path, offset, size)
-        return await threaded if threaded is not None else self._read(path, offset, size)
+        return await off_the_loop(self._read, path, offset, size)
 
     @staticmethod
     def _read(path: str, offset: int, size: int) -> bytes:

@@ -10,7 +10,6 @@ prompt or answer), calls and memory-tool events, each one query through a primar
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -20,6 +19,7 @@ from store.errors import NotFoundError
 from store.model.history_records import EventRecord
 from store.model.run_records import AttemptRecord, CallRecord, NodeRecord, RunRecord
 from store.read.dashboard_sql import RUN_COLUMNS
+from store.read.off_loop import off_the_loop
 from store.read.run_search import Rows
 from store.read.timeline import NodeDetail, RunTimeline, SteerMark, ToolCall, build_timeline
 
@@ -74,8 +74,8 @@ async def read_timeline(rows: Rows, run_id: str, now_ms: int) -> RunTimeline:
     run = RunRecord.from_row(found[0])
     fetched = await rows.fetch_all(TIMELINE_NODES, (run_id,))
     # Off the event loop: 10 000 node rows take a while to turn into bars, and the dashboard
-    # keeps drawing and taking keys meanwhile.
-    return await asyncio.to_thread(_build, run, fetched, now_ms)
+    # keeps drawing and taking keys meanwhile (the command line has no loop: built here).
+    return await off_the_loop(_build, run, fetched, now_ms)
 
 
 def _build(run: RunRecord, fetched: Sequence[Any], now_ms: int) -> RunTimeline:
