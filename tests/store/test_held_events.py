@@ -120,3 +120,46 @@ def test_what_is_held_is_the_connections_own() -> None:
     held.discard(holding)
     insert_events(holding, 5, [NewEvent("e", "r1")])  # holding no more: at once
     assert types(holding) == ["a", "b", "c", "e"]
+
+
+async def _rollup_rows(db: Database) -> list[list[tuple[Any, ...]]]:
+    """Every rollup a call adds to (by bucket, by hour, per day), as stored."""
+    queries = (
+        "SELECT * FROM usage_rollups ORDER BY run_id, bucket",
+        "SELECT * FROM usage_hours ORDER BY run_id, hour_ms, agent, model",
+        "SELECT * FROM spend_days ORDER BY day",
+    )
+    return [[tuple(row) for row in await db.fetch_all(query)] for query in queries]
+
+
+async def test_calls_of_one_group_add_up_as_one_by_one(db: Database) -> None:
+    """Calls recorded in one group commit (on SQLite their rollup rows are summed and each
+    written once: store.runs.event_log.add_summed) leave every rollup as recording them one
+    by one does: two runs, two buckets, two hours, two days, priced and unpriced, a call
+    recorded twice counted once, and the calls of a write that fails in the group left out."""
+    store = RunStore(db)
+    hour, day = 3_600_000, 86_400_000
+    runs = [(await store.create_run("wf")).run_id for _ in range(2)]
+
+    def call(run: int, tokens: int, at: int, cost: float | None, seq: int) -> CallUsage:
+        return CallUsage(runs[run], "a", 0, 1, "agent", TokenUsage(input=tokens, output=3),
+                         model="m" if cost is None else "priced", started_at_ms=at,
+                         finished_at_ms=at, cost_usd=cost, seq=seq)
+
+    calls = [
+        call(0, 10, 5, 0.25, 1), call(0, 60_000, 6, None, 2), call(1, 10, 7, 0.5, 1),
+        call(0, 10, hour + 8, 0.125, 3), call(1, 10, day + 9, None, 2), call(0, 10, 5, 0.25, 1),
+    ]
+    missing = CallUsage("r-missing", "x", 0, 1, "agent", TokenUsage(input=1), seq=1)
+    for recorded in calls:
+        await store.queue_calls([recorded])
+    one_by_one = await _rollup_rows(db)
+    for table in ("usage_rollups", "usage_hours", "spend_days", "calls", "events"):
+        await db.execute(f"DELETE FROM {table}")
+    writes = [lambda c=c: store.queue_calls([c]) for c in calls]
+    writes.insert(3, lambda: store.start_attempt("r-missing", "x", 0, 1))
+    writes.insert(5, lambda: store.queue_calls([missing, calls[0]]))
+    outcomes = await asyncio.gather(*_together(*writes), return_exceptions=True)
+    failed = [False] * 3 + [True, False, True] + [False] * 2
+    assert [isinstance(o, Exception) for o in outcomes] == failed
+    assert await _rollup_rows(db) == one_by_one
