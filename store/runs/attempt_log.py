@@ -10,8 +10,9 @@ from store.model.json_columns import dump_recorded_json, recorded_text
 from store.model.run_records import AttemptRecord, NewEvent, RunRequests
 from store.model.states import ATTEMPT_STATES
 from store.model.token_lanes import TokenUsage
+from store.runs import calls_sql
 from store.runs import runs_sql as sql
-from store.runs.event_log import event_params, insert_events
+from store.runs.event_log import event_params, insert_events, take_summed
 from store.runs.fences import held_tokens
 from store.runs.node_log import NodeLog
 from store.runs.run_params import (
@@ -253,8 +254,12 @@ def _requests(conn: Connection, now: int, run_id: str, node_id: str, iteration: 
     """The statement of an attempt's end that reads its run's requests (moving its progress
     when ``nodes_done``; with how many steers wait for a retrying node)."""
     if nodes_done is not None:
-        return conn.execute(sql.UPDATE_PROGRESS_READ_REQUESTS,
-                            progress_params(run_id, now, nodes_done=nodes_done))
+        progress = progress_params(run_id, now, nodes_done=nodes_done)
+        tokens = take_summed(conn, calls_sql.ADD_RUN_TOKENS, (run_id,))
+        if tokens is not None:  # its run's calls held in this group commit: added here
+            return conn.execute(sql.UPDATE_PROGRESS_ADD_TOKENS_READ_REQUESTS,
+                                {**tokens, **progress})
+        return conn.execute(sql.UPDATE_PROGRESS_READ_REQUESTS, progress)
     if node_state == "retrying":
         return conn.execute(sql.RETRY_READ_REQUESTS,
                             {"run_id": run_id, "node_id": node_id, "iteration": iteration})

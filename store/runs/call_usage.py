@@ -87,7 +87,7 @@ class CallLog(EventLog):
                 add_summed(conn, sql.UPSERT_USAGE_HOUR, (
                     row["run_id"], row["hour_ms"], row["agent"], row["hour_model"]), row,
                     _SUMMED)
-                conn.execute(sql.ADD_RUN_TOKENS, row)
+                add_summed(conn, sql.ADD_RUN_TOKENS, (row["run_id"],), row, _SUMMED, ("now",))
                 _add_to_day(days, row["day"], row["counted"], row["payload"]["tokens"],
                             {"cost_usd": row["cost_usd"], "unpriced": row["unpriced"]})
                 events.append(NewEvent("call", call.run_id, call.node_id, call.iteration,

@@ -42,7 +42,7 @@ def insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> Non
 
 def add_summed(
     conn: Connection, statement: str, key: tuple[Any, ...], row: Mapping[str, Any],
-    summed: tuple[str, ...],
+    summed: tuple[str, ...], latest: tuple[str, ...] = (),
 ) -> None:
     """Run ``statement``, an upsert that only adds ``row``'s ``summed`` parameters to a
     rollup's row (usage by bucket, by hour, spend per day), inside the caller's transaction;
@@ -50,7 +50,8 @@ def add_summed(
     statement and ``key`` (what picks the rollup's row) are summed instead and the statement
     runs once for each when the held writes end: the totals a run of calls adds, not one
     statement per call. A summed ``cost_usd`` of None (unpriced: the statement adds 0) stays
-    None until a priced row joins it."""
+    None until a priced row joins it; the ``latest`` parameters are the last row's (a time
+    the statement sets)."""
     held = _HOLDING.get(id(conn)) if _HOLDING else None
     if held is None:
         conn.execute(statement, row)
@@ -64,6 +65,19 @@ def add_summed(
         if value is not None:
             before = total[name]
             total[name] = value if before is None else before + value
+    for name in latest:
+        total[name] = row[name]
+
+
+def take_summed(conn: Connection, statement: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+    """The row :func:`add_summed` holds on ``conn`` for ``statement`` and ``key``, no longer
+    held (None when there is none): for a later statement of the same transaction that makes
+    the change itself along with its own, as a node's end adds its run's held call tokens
+    with its progress (the one write of the run's row either would have been last)."""
+    held = _HOLDING.get(id(conn)) if _HOLDING else None
+    if held is None:
+        return None
+    return held.sums.pop((statement, key), None)
 
 
 def _insert_rows(conn: Connection, values: list[Any]) -> None:

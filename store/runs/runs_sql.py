@@ -11,6 +11,7 @@ from typing import Any
 
 from store.db.paging import counted
 from store.model.token_lanes import each_lane
+from store.runs.calls_sql import RUN_TOKEN_ADDS
 from store.runs.events_sql import INSERT_EVENT_HEAD, named_event_rows
 
 _SUBTRACT_LANES = each_lane("{c} = usage_rollups.{c} - r.{c}", ",\n    ")
@@ -87,6 +88,11 @@ WHERE run_id = :run_id
 UPDATE_PROGRESS_READ_REQUESTS = UPDATE_PROGRESS + (
     "RETURNING cancel_requested_at_ms, clear_requested_at_ms, clear_reason\n"
 )
+
+# The same, also adding the tokens of the run's calls recorded before it in its group commit
+# (what their ADD_RUN_TOKENS would have added: store.runs.event_log.take_summed).
+UPDATE_PROGRESS_ADD_TOKENS_READ_REQUESTS = UPDATE_PROGRESS_READ_REQUESTS.replace(
+    "updated_at_ms = :now", f"\n    {RUN_TOKEN_ADDS},\n    updated_at_ms = :now", 1)
 
 LIST_RUNS = "SELECT * FROM runs ORDER BY created_at_ms DESC, run_id DESC LIMIT ?"
 

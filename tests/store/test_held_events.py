@@ -163,3 +163,38 @@ async def test_calls_of_one_group_add_up_as_one_by_one(db: Database) -> None:
     failed = [False] * 3 + [True, False, True] + [False] * 2
     assert [isinstance(o, Exception) for o in outcomes] == failed
     assert await _rollup_rows(db) == one_by_one
+
+
+async def test_a_nodes_end_in_the_group_adds_its_runs_call_tokens(db: Database) -> None:
+    """Two nodes' starts, calls (two each, one priced, one not) and ends in one group commit
+    (on SQLite a node's end adds the tokens of its run's calls held before it with its
+    progress, in one statement; calls after the last end add theirs when the group's held
+    rows are written) leave the run's row as the same writes one by one do."""
+    store = RunStore(db)
+    columns = ("input_tokens", "output_tokens", "cost_usd", "unpriced_calls", "nodes_done",
+               "updated_at_ms")
+
+    def writes(run_id: str) -> list[Callable[[], Any]]:
+        def call(node: str, seq: int, cost: float | None) -> Callable[[], Any]:
+            usage = TokenUsage(input=10 * seq, output=seq)
+            return lambda: store.queue_calls([CallUsage(
+                run_id, node, 0, 1, "a", usage, cost_usd=cost, seq=seq)])
+
+        (start_a, _, end_a), (start_b, _, end_b) = (
+            _attempt_writes(store, run_id, node) for node in ("a", "b"))
+        return [start_a, start_b, call("a", 1, 0.5), call("b", 1, None), call("a", 2, 0.25),
+                end_a, call("b", 2, 0.125), end_b, call("a", 3, None)]
+
+    async def run_row(together: bool) -> list[Any]:
+        run = await store.create_run("wf")
+        await store.upsert_nodes(run.run_id, [("a", 0, "pending", []), ("b", 0, "pending", [])])
+        if together:
+            await asyncio.gather(*_together(*writes(run.run_id)))
+        else:
+            for write in writes(run.run_id):
+                await write()
+        row = await db.fetch_one("SELECT * FROM runs WHERE run_id = ?", (run.run_id,))
+        assert row is not None
+        return [row[column] for column in columns]
+
+    assert await run_row(True) == await run_row(False)
