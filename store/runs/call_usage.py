@@ -14,7 +14,7 @@ from store.model.json_columns import dump_recorded_json
 from store.model.run_records import CallRecord, CallUsage, NewEvent
 from store.model.token_lanes import LANE_COLUMNS, TokenUsage
 from store.runs import calls_sql as sql
-from store.runs import spend_sql
+from store.runs import runs_sql, spend_sql
 from store.runs.budget_log import utc_day
 from store.runs.event_log import EventLog, add_summed, insert_events
 
@@ -87,7 +87,8 @@ class CallLog(EventLog):
                 add_summed(conn, sql.UPSERT_USAGE_HOUR, (
                     row["run_id"], row["hour_ms"], row["agent"], row["hour_model"]), row,
                     _SUMMED)
-                add_summed(conn, sql.ADD_RUN_TOKENS, (row["run_id"],), row, _SUMMED, ("now",))
+                add_summed(conn, runs_sql.UPDATE_RUN_ROW, (row["run_id"],), row, _SUMMED,
+                           runs_sql.RUN_ROW_LATEST)
                 _add_to_day(days, row["day"], row["counted"], row["payload"]["tokens"],
                             {"cost_usd": row["cost_usd"], "unpriced": row["unpriced"]})
                 events.append(NewEvent("call", call.run_id, call.node_id, call.iteration,
@@ -158,6 +159,8 @@ def _call_row(call: CallUsage, now: int) -> dict[str, Any]:
         "hour_model": call.model or "",
         "day": utc_day(call.finished_at_ms or now),
         "now": now,
+        "nodes_done": None,  # its run's row: the progress is its node end's (UPDATE_RUN_ROW)
+        "nodes_total": None,
         "payload": {
             "agent": call.agent,
             "model": call.model,

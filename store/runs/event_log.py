@@ -43,41 +43,40 @@ def insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> Non
 def add_summed(
     conn: Connection, statement: str, key: tuple[Any, ...], row: Mapping[str, Any],
     summed: tuple[str, ...], latest: tuple[str, ...] = (),
-) -> None:
+) -> Callable[[], Any]:
     """Run ``statement``, an upsert that only adds ``row``'s ``summed`` parameters to a
     rollup's row (usage by bucket, by hour, spend per day), inside the caller's transaction;
     while ``conn`` runs writes that hold their rows (:class:`HeldEvents`), the rows of the same
     statement and ``key`` (what picks the rollup's row) are summed instead and the statement
     runs once for each when the held writes end: the totals a run of calls adds, not one
     statement per call. A summed ``cost_usd`` of None (unpriced: the statement adds 0) stays
-    None until a priced row joins it; the ``latest`` parameters are the last row's (a time
-    the statement sets)."""
+    None until a priced row joins it; each ``latest`` parameter is the last row's that gives
+    one (what the statement sets rather than adds: a time, a count). Returns what reads the
+    first row the statement returns (``RETURNING``; None when it returns none): while held,
+    only once the held writes have ended (:func:`holding` says so)."""
     held = _HOLDING.get(id(conn)) if _HOLDING else None
     if held is None:
-        conn.execute(statement, row)
-        return
-    total = held.sums.get((statement, key))
+        return conn.execute(statement, row).fetchone
+    whose = (statement, key)
+    total = held.sums.get(whose)
     if total is None:
-        held.sums[(statement, key)] = dict(row)
-        return
-    for name in summed:
-        value = row[name]
-        if value is not None:
-            before = total[name]
-            total[name] = value if before is None else before + value
-    for name in latest:
-        total[name] = row[name]
+        held.sums[whose] = dict(row)
+    else:
+        for name in summed:
+            value = row[name]
+            if value is not None:
+                before = total[name]
+                total[name] = value if before is None else before + value
+        for name in latest:
+            if row[name] is not None:
+                total[name] = row[name]
+    returned = held.returned.setdefault(whose, [])
+    return lambda: returned[0] if returned else None
 
 
-def take_summed(conn: Connection, statement: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
-    """The row :func:`add_summed` holds on ``conn`` for ``statement`` and ``key``, no longer
-    held (None when there is none): for a later statement of the same transaction that makes
-    the change itself along with its own, as a node's end adds its run's held call tokens
-    with its progress (the one write of the run's row either would have been last)."""
-    held = _HOLDING.get(id(conn)) if _HOLDING else None
-    if held is None:
-        return None
-    return held.sums.pop((statement, key), None)
+def holding(conn: Connection) -> bool:
+    """Whether ``conn`` runs writes that hold their rows right now (:class:`HeldEvents`)."""
+    return bool(_HOLDING) and id(conn) in _HOLDING
 
 
 def _insert_rows(conn: Connection, values: list[Any]) -> None:
@@ -92,7 +91,8 @@ class HeldEvents:
     calls, its end, and the next node's...), appended by one statement when the run of those
     writes ends (:class:`store.db.seam.HeldRows`): in the order the writes made them, each at
     its write's time, before any other write of the transaction runs and before it commits;
-    and the rollup rows their calls add to (:func:`add_summed`), summed, one statement each.
+    and the rollup rows their calls add to (:func:`add_summed`), summed, one statement each,
+    as is what their calls and ends change in their run's row (tokens, progress).
     The writes that hold their events read no events and no rollup. What is held is the
     connection's (one transaction at a time each), so two connections' groups never mix
     their events."""
@@ -111,8 +111,11 @@ class HeldEvents:
             return
         if held.events:
             _insert_rows(conn, held.events)
-        for (statement, _key), row in held.sums.items():
-            conn.execute(statement, row)
+        for whose, row in held.sums.items():
+            first = conn.execute(whose[0], row).fetchone()
+            returned = held.returned.get(whose)
+            if returned is not None:
+                returned.append(first)
 
     def discard(self, conn: Any) -> None:
         """Forget what is held (its transaction is rolled back) and stop holding."""
@@ -122,13 +125,15 @@ class HeldEvents:
 class _Held:
     """What one connection's holding writes have appended so far."""
 
-    __slots__ = ("events", "sums")
+    __slots__ = ("events", "returned", "sums")
 
     def __init__(self) -> None:
         self.events: list[Any] = []
         """The event rows, flat, seven values each."""
         self.sums: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
         """Each rollup row's parameters summed so far, by statement and key."""
+        self.returned: dict[tuple[str, tuple[Any, ...]], list[Any]] = {}
+        """The first row each summed statement returns, once it has run."""
 
 
 _HOLDING: dict[int, _Held] = {}

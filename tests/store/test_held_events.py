@@ -12,7 +12,7 @@ from typing import Any
 
 from store.clock import ManualClock
 from store.db.seam import Database
-from store.model.run_records import CallUsage
+from store.model.run_records import CallUsage, RunRequests
 from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore
 
@@ -167,9 +167,10 @@ async def test_calls_of_one_group_add_up_as_one_by_one(db: Database) -> None:
 
 async def test_a_nodes_end_in_the_group_adds_its_runs_call_tokens(db: Database) -> None:
     """Two nodes' starts, calls (two each, one priced, one not) and ends in one group commit
-    (on SQLite a node's end adds the tokens of its run's calls held before it with its
-    progress, in one statement; calls after the last end add theirs when the group's held
-    rows are written) leave the run's row as the same writes one by one do."""
+    (on SQLite what the calls and ends change in their run's row, tokens and progress, goes
+    as one statement when the group's held rows are written) leave the run's row as the
+    same writes one by one do, and each end reads the run's requests as it does alone: a
+    clear asked before, a cancel asked between two groups."""
     store = RunStore(db)
     columns = ("input_tokens", "output_tokens", "cost_usd", "unpriced_calls", "nodes_done",
                "updated_at_ms")
@@ -185,16 +186,26 @@ async def test_a_nodes_end_in_the_group_adds_its_runs_call_tokens(db: Database) 
         return [start_a, start_b, call("a", 1, 0.5), call("b", 1, None), call("a", 2, 0.25),
                 end_a, call("b", 2, 0.125), end_b, call("a", 3, None)]
 
-    async def run_row(together: bool) -> list[Any]:
+    async def run_row(together: bool) -> tuple[list[Any], list[Any]]:
         run = await store.create_run("wf")
         await store.upsert_nodes(run.run_id, [("a", 0, "pending", []), ("b", 0, "pending", [])])
-        if together:
-            await asyncio.gather(*_together(*writes(run.run_id)))
-        else:
-            for write in writes(run.run_id):
-                await write()
+        await store.request_clear(run.run_id, "start over")
+        ends: list[Any] = []
+        for part in (writes(run.run_id)[:6], writes(run.run_id)[6:]):
+            if together:
+                outcomes = await asyncio.gather(*_together(*part))
+            else:
+                outcomes = [await write() for write in part]
+            ends += [outcome for outcome in outcomes if isinstance(outcome, RunRequests)]
+            if not ends[-1].cancel_requested_at_ms:
+                await store.request_cancel(run.run_id)
         row = await db.fetch_one("SELECT * FROM runs WHERE run_id = ?", (run.run_id,))
         assert row is not None
-        return [row[column] for column in columns]
+        return [row[column] for column in columns], ends
 
-    assert await run_row(True) == await run_row(False)
+    (together, ends), (one_by_one, alone) = await run_row(True), await run_row(False)
+    assert together == one_by_one
+    assert [(e.cancel_requested_at_ms is None, e.clear_reason) for e in ends] == [
+        (True, "start over"), (False, "start over")]
+    assert [(e.cancel_requested_at_ms is None, e.clear_reason) for e in alone] == [
+        (True, "start over"), (False, "start over")]
