@@ -58,10 +58,14 @@ def add_summed(
     if held is None:
         return conn.execute(statement, row).fetchone
     whose = (statement, key)
-    total = held.sums.get(whose)
-    if total is None:
-        held.sums[whose] = dict(row)
+    first = held.sums.get(whose)
+    if first is None:
+        held.sums[whose] = row  # copied only when a second row joins it
     else:
+        total = held.copied.get(whose)
+        if total is None:
+            total = held.copied[whose] = dict(first)
+            held.sums[whose] = total
         for name in summed:
             value = row[name]
             if value is not None:
@@ -125,13 +129,16 @@ class HeldEvents:
 class _Held:
     """What one connection's holding writes have appended so far."""
 
-    __slots__ = ("events", "returned", "sums")
+    __slots__ = ("copied", "events", "returned", "sums")
 
     def __init__(self) -> None:
         self.events: list[Any] = []
         """The event rows, flat, seven values each."""
-        self.sums: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
+        self.sums: dict[tuple[str, tuple[Any, ...]], Mapping[str, Any]] = {}
         """Each rollup row's parameters summed so far, by statement and key."""
+        self.copied: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
+        """The sums more than one row made: copies of the first (the caller's own row is never
+        changed)."""
         self.returned: dict[tuple[str, tuple[Any, ...]], list[Any]] = {}
         """The first row each summed statement returns, once it has run."""
 
