@@ -181,12 +181,12 @@ class Deferred:
 
 
 class HeldRows(Protocol):
-    """Rows that consecutive writes of one transaction append to a table, held back and
-    written by one statement when that run of writes ends (before a write that holds none,
-    and before the ``COMMIT``). A write carrying one as its ``held_rows`` attribute asks the
-    backend's group commit for it; a backend that does not hold rows (PostgreSQL) leaves it
-    closed, and the write's rows then go as it runs. Nothing may read such a table inside
-    the run of writes that hold its rows."""
+    """Rows that consecutive writes of one transaction append to a table (or add to a rollup's
+    row), held back and written by one statement when that run of writes ends (before a
+    write that holds none, and before the ``COMMIT``). A write carrying one as its
+    ``held_rows`` attribute asks the backend's group commit for it; a backend that does not
+    hold rows (PostgreSQL) leaves it closed, and the write's rows then go as it runs.
+    Nothing may read such a table inside the run of writes that hold its rows."""
 
     def open(self, conn: Any) -> None:
         """Hold the rows of the writes run on ``conn`` from now on."""

@@ -17,7 +17,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from store.db.seam import retrieved
 from store.errors import StorageError
 
 Work = Callable[[Any], Any]
@@ -61,11 +60,10 @@ class WriteQueue:
         """Queue ``work`` and return its future (its result once its group has committed);
         ``check`` refuses a write up front (a read-only handle): its error is the future's."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        future.add_done_callback(retrieved)
         try:
             check()
         except StorageError as refused:
-            future.set_exception(refused)
+            _fail(future, refused)
             return future
         self._add(work, future, flush)
         return future
@@ -101,7 +99,7 @@ class WriteQueue:
                 except Exception as error:
                     for queued in batch:
                         if not queued.future.done():
-                            queued.future.set_exception(error)
+                            _fail(queued.future, error)
                     continue
                 for future, (ok, value) in zip(
                     (queued.future for queued in batch), outcomes, strict=True
@@ -111,7 +109,7 @@ class WriteQueue:
                     if ok:
                         future.set_result(value)
                     else:
-                        future.set_exception(self._converted(value))
+                        _fail(future, self._converted(value))
                 batch = []
         finally:
             self._flusher = None
@@ -119,3 +117,12 @@ class WriteQueue:
                 queued.future.cancel()  # only when this task itself was cancelled (loop shutdown)
             if batch:
                 self._queue = []
+
+
+def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
+    """Fail a write's future, its failure marked as seen at once (what
+    :func:`store.db.seam.retrieved` does as a done callback: whoever awaits the write still
+    gets the error, one nobody awaits any more prints nothing), so a write that succeeds costs
+    no callback, and no pass of the event loop, of its own."""
+    future.set_exception(error)
+    future.exception()

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from store.db.seam import Connection, read_later
+from store.db.seam import Connection, Deferred, read_later
 from store.model.json_columns import dump_recorded_json, recorded_text
 from store.model.run_records import AttemptRecord, NewEvent, RunRequests
 from store.model.states import ATTEMPT_STATES
-from store.model.token_lanes import TokenUsage
+from store.model.token_lanes import LANE_COLUMNS, TokenUsage
 from store.runs import runs_sql as sql
-from store.runs.event_log import event_params, insert_events
+from store.runs.event_log import add_summed, event_params, holding, insert_events
 from store.runs.fences import held_tokens
 from store.runs.node_log import NodeLog
 from store.runs.run_params import (
@@ -193,7 +193,7 @@ class AttemptLog(NodeLog):
                     "attempt_state": state, "attempt_error": error,
                     "attempt_cached": ended["cached"],
                     **{k: v for k, v in ended.items() if k not in ("state", "error", "cached")},
-                    **event_params(events)})
+                    **event_params(events)}).fetchone
             else:
                 conn.execute(sql.FINISH_ATTEMPT, ended)
                 if node is not None:
@@ -208,13 +208,15 @@ class AttemptLog(NodeLog):
                                      nodes_done)
 
             def read() -> RunRequests | None:
-                row = requests.fetchone()
+                row = requests()
                 if row is None:
                     return None
                 waiting = int(row[3]) if node_state == "retrying" else 0
                 return RunRequests(row[0], row[1], row[2], waiting)
 
-            return read_later(conn, read)
+            # Held (the progress goes with the group's other writes of the run's row): read
+            # once they are written.
+            return Deferred(read) if holding(conn) else read_later(conn, read)
 
         return self._submit((run_id,), work, hold=True)
 
@@ -248,14 +250,24 @@ class AttemptLog(NodeLog):
         return {str(row[0]): int(row[1]) for row in rows}
 
 
+_NO_TOKENS = {**dict.fromkeys(LANE_COLUMNS, 0), "cost_usd": None, "unpriced": 0}
+"""A node end's share of what ``UPDATE_RUN_ROW`` adds to its run's row: nothing."""
+
+_RUN_ROW_SUMMED = (*LANE_COLUMNS, "cost_usd", "unpriced")
+
+
 def _requests(conn: Connection, now: int, run_id: str, node_id: str, iteration: int,
-              node_state: str | None, nodes_done: int | None) -> Any:
+              node_state: str | None, nodes_done: int | None) -> Callable[[], Any]:
     """The statement of an attempt's end that reads its run's requests (moving its progress
-    when ``nodes_done``; with how many steers wait for a retrying node)."""
+    when ``nodes_done``, with the tokens of its run's calls held before it in the group
+    commit, :func:`~store.runs.event_log.add_summed`; with how many steers wait for a
+    retrying node); returns what reads its row."""
     if nodes_done is not None:
-        return conn.execute(sql.UPDATE_PROGRESS_READ_REQUESTS,
-                            progress_params(run_id, now, nodes_done=nodes_done))
+        progress = {**_NO_TOKENS, **progress_params(run_id, now, nodes_done=nodes_done)}
+        return add_summed(conn, sql.UPDATE_RUN_ROW, (run_id,), progress, _RUN_ROW_SUMMED,
+                          sql.RUN_ROW_LATEST)
     if node_state == "retrying":
         return conn.execute(sql.RETRY_READ_REQUESTS,
-                            {"run_id": run_id, "node_id": node_id, "iteration": iteration})
-    return conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,))
+                            {"run_id": run_id, "node_id": node_id, "iteration": iteration}
+                            ).fetchone
+    return conn.execute(sql.SELECT_RUN_REQUESTS, (run_id,)).fetchone

@@ -12,14 +12,17 @@ from store.db.seam import Connection
 from store.model.buckets import bucket_for
 from store.model.json_columns import dump_recorded_json
 from store.model.run_records import CallRecord, CallUsage, NewEvent
-from store.model.token_lanes import TokenUsage
+from store.model.token_lanes import LANE_COLUMNS, TokenUsage
 from store.runs import calls_sql as sql
-from store.runs import spend_sql
+from store.runs import runs_sql, spend_sql
 from store.runs.budget_log import utc_day
-from store.runs.event_log import EventLog, insert_events
+from store.runs.event_log import EventLog, add_summed, insert_events
 
 WORKSPACE_ROLLUP = ""
 """The ``usage_rollups.run_id`` that holds workspace-wide totals."""
+
+_SUMMED = ("counted", *LANE_COLUMNS, "cost_usd", "unpriced")
+"""The parameters the rollup upserts (by bucket, by hour, per day) add to their row."""
 
 
 def _add_to_day(
@@ -78,15 +81,20 @@ class CallLog(EventLog):
             for call, row in zip(calls, rows, strict=True):
                 if not conn.execute(sql.INSERT_CALL, row).rowcount:
                     continue  # this call of this attempt is recorded already: counted once
-                conn.execute(sql.UPSERT_ROLLUPS, row)
-                conn.execute(sql.UPSERT_USAGE_HOUR, row)
-                conn.execute(sql.ADD_RUN_TOKENS, row)
+                # Summed with the other calls of the group commit when it holds them.
+                add_summed(conn, sql.UPSERT_ROLLUPS, (row["run_id"], row["bucket"]), row,
+                           _SUMMED)
+                add_summed(conn, sql.UPSERT_USAGE_HOUR, (
+                    row["run_id"], row["hour_ms"], row["agent"], row["hour_model"]), row,
+                    _SUMMED)
+                add_summed(conn, runs_sql.UPDATE_RUN_ROW, (row["run_id"],), row, _SUMMED,
+                           runs_sql.RUN_ROW_LATEST)
                 _add_to_day(days, row["day"], row["counted"], row["payload"]["tokens"],
                             {"cost_usd": row["cost_usd"], "unpriced": row["unpriced"]})
                 events.append(NewEvent("call", call.run_id, call.node_id, call.iteration,
                                        call.attempt, row["payload"]))
             for day in days.values():
-                conn.execute(spend_sql.UPSERT_SPEND_DAY, day)
+                add_summed(conn, spend_sql.UPSERT_SPEND_DAY, (day["day"],), day, _SUMMED)
             insert_events(conn, now, events)
 
         return self._submit((call.run_id for call in calls), work, flush=False, hold=True)
@@ -151,6 +159,8 @@ def _call_row(call: CallUsage, now: int) -> dict[str, Any]:
         "hour_model": call.model or "",
         "day": utc_day(call.finished_at_ms or now),
         "now": now,
+        "nodes_done": None,  # its run's row: the progress is its node end's (UPDATE_RUN_ROW)
+        "nodes_total": None,
         "payload": {
             "agent": call.agent,
             "model": call.model,

@@ -81,10 +81,13 @@ SELECT_CALLS_RUN = "SELECT * FROM calls WHERE run_id = ? ORDER BY call_id"
 
 SELECT_ROLLUPS = "SELECT * FROM usage_rollups WHERE run_id = ?"
 
-ADD_RUN_TOKENS = f"""
-UPDATE runs SET {each_lane("{c} = {c} + :{c}", _NEXT)},
+RUN_TOKEN_ADDS = f"""{each_lane("{c} = {c} + :{c}", _NEXT)},
     cost_usd = cost_usd + coalesce(CAST(:cost_usd AS DOUBLE PRECISION), 0),
-    unpriced_calls = unpriced_calls + :unpriced,
+    unpriced_calls = unpriced_calls + :unpriced"""
+"""What a call adds to its run's row (its tokens, cost, unpriced count)."""
+
+ADD_RUN_TOKENS = f"""
+UPDATE runs SET {RUN_TOKEN_ADDS},
     updated_at_ms = :now
 WHERE run_id = :run_id
 """

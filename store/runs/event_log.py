@@ -35,9 +35,52 @@ def insert_events(conn: Connection, now: int, events: Iterable[NewEvent]) -> Non
         values += (now, e.type, e.run_id, e.node_id, e.iteration, e.attempt, _payload(e))
     held = _HOLDING.get(id(conn)) if _HOLDING else None
     if held is not None:
-        held.extend(values)
+        held.events.extend(values)
         return
     _insert_rows(conn, values)
+
+
+def add_summed(
+    conn: Connection, statement: str, key: tuple[Any, ...], row: Mapping[str, Any],
+    summed: tuple[str, ...], latest: tuple[str, ...] = (),
+) -> Callable[[], Any]:
+    """Run ``statement``, an upsert that only adds ``row``'s ``summed`` parameters to a
+    rollup's row (usage by bucket, by hour, spend per day), inside the caller's transaction;
+    while ``conn`` runs writes that hold their rows (:class:`HeldEvents`), the rows of the same
+    statement and ``key`` (what picks the rollup's row) are summed instead and the statement
+    runs once for each when the held writes end: the totals a run of calls adds, not one
+    statement per call. A summed ``cost_usd`` of None (unpriced: the statement adds 0) stays
+    None until a priced row joins it; each ``latest`` parameter is the last row's that gives
+    one (what the statement sets rather than adds: a time, a count). Returns what reads the
+    first row the statement returns (``RETURNING``; None when it returns none): while held,
+    only once the held writes have ended (:func:`holding` says so)."""
+    held = _HOLDING.get(id(conn)) if _HOLDING else None
+    if held is None:
+        return conn.execute(statement, row).fetchone
+    whose = (statement, key)
+    first = held.sums.get(whose)
+    if first is None:
+        held.sums[whose] = row  # copied only when a second row joins it
+    else:
+        total = held.copied.get(whose)
+        if total is None:
+            total = held.copied[whose] = dict(first)
+            held.sums[whose] = total
+        for name in summed:
+            value = row[name]
+            if value is not None:
+                before = total[name]
+                total[name] = value if before is None else before + value
+        for name in latest:
+            if row[name] is not None:
+                total[name] = row[name]
+    returned = held.returned.setdefault(whose, [])
+    return lambda: returned[0] if returned else None
+
+
+def holding(conn: Connection) -> bool:
+    """Whether ``conn`` runs writes that hold their rows right now (:class:`HeldEvents`)."""
+    return bool(_HOLDING) and id(conn) in _HOLDING
 
 
 def _insert_rows(conn: Connection, values: list[Any]) -> None:
@@ -51,29 +94,58 @@ class HeldEvents:
     """The events of consecutive writes of one SQLite transaction (an attempt's start, its
     calls, its end, and the next node's...), appended by one statement when the run of those
     writes ends (:class:`store.db.seam.HeldRows`): in the order the writes made them, each at
-    its write's time, before any other write of the transaction runs and before it commits.
-    The writes that hold their events read no events. What is held is the connection's (one
-    transaction at a time each), so two connections' groups never mix their events."""
+    its write's time, before any other write of the transaction runs and before it commits;
+    and the rollup rows their calls add to (:func:`add_summed`), summed, one statement each,
+    as is what their calls and ends change in their run's row (tokens, progress).
+    The writes that hold their events read no events and no rollup. What is held is the
+    connection's (one transaction at a time each), so two connections' groups never mix
+    their events."""
 
     def open(self, conn: Any) -> None:
         """Hold every event appended on ``conn`` from now on (the writes' own, and those of
-        what they call: a steer decided in an attempt's start), so their order is kept."""
-        _HOLDING[id(conn)] = []
+        what they call: a steer decided in an attempt's start), so their order is kept, and
+        every rollup row added (:func:`add_summed`)."""
+        _HOLDING[id(conn)] = _Held()
 
     def close(self, conn: Any) -> None:
-        """Append what is held, in one statement (per 500 events), and stop holding."""
-        values = _HOLDING.pop(id(conn), None)
-        if values:
-            _insert_rows(conn, values)
+        """Append what is held, in one statement (per 500 events), add each rollup's summed
+        row, and stop holding."""
+        held = _HOLDING.pop(id(conn), None)
+        if held is None:
+            return
+        if held.events:
+            _insert_rows(conn, held.events)
+        for whose, row in held.sums.items():
+            first = conn.execute(whose[0], row).fetchone()
+            returned = held.returned.get(whose)
+            if returned is not None:
+                returned.append(first)
 
     def discard(self, conn: Any) -> None:
         """Forget what is held (its transaction is rolled back) and stop holding."""
         _HOLDING.pop(id(conn), None)
 
 
-_HOLDING: dict[int, list[Any]] = {}
-"""The event rows held (flat, seven values each) for each connection (by ``id``) running
-writes that hold their events: it stops holding before it commits or rolls back."""
+class _Held:
+    """What one connection's holding writes have appended so far."""
+
+    __slots__ = ("copied", "events", "returned", "sums")
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+        """The event rows, flat, seven values each."""
+        self.sums: dict[tuple[str, tuple[Any, ...]], Mapping[str, Any]] = {}
+        """Each rollup row's parameters summed so far, by statement and key."""
+        self.copied: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
+        """The sums more than one row made: copies of the first (the caller's own row is never
+        changed)."""
+        self.returned: dict[tuple[str, tuple[Any, ...]], list[Any]] = {}
+        """The first row each summed statement returns, once it has run."""
+
+
+_HOLDING: dict[int, _Held] = {}
+"""What is held for each connection (by ``id``) running writes that hold their rows: it
+stops holding before it commits or rolls back."""
 
 _HELD = HeldEvents()
 

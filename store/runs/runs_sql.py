@@ -11,6 +11,7 @@ from typing import Any
 
 from store.db.paging import counted
 from store.model.token_lanes import each_lane
+from store.runs.calls_sql import RUN_TOKEN_ADDS
 from store.runs.events_sql import INSERT_EVENT_HEAD, named_event_rows
 
 _SUBTRACT_LANES = each_lane("{c} = usage_rollups.{c} - r.{c}", ",\n    ")
@@ -87,6 +88,16 @@ WHERE run_id = :run_id
 UPDATE_PROGRESS_READ_REQUESTS = UPDATE_PROGRESS + (
     "RETURNING cancel_requested_at_ms, clear_requested_at_ms, clear_reason\n"
 )
+
+# What calls and node ends change in their run's row, in one statement for a run of them in
+# one SQLite group commit (store.runs.event_log.add_summed): the calls' tokens added (what
+# their ADD_RUN_TOKENS would add), the progress and the time the last one gave, the run's
+# requests read. A call alone gives no progress (None keeps it).
+UPDATE_RUN_ROW = UPDATE_PROGRESS_READ_REQUESTS.replace(
+    "updated_at_ms = :now", f"\n    {RUN_TOKEN_ADDS},\n    updated_at_ms = :now", 1)
+
+RUN_ROW_LATEST = ("nodes_done", "nodes_total", "now")
+"""The parameters of ``UPDATE_RUN_ROW`` a later write's value replaces (the others add up)."""
 
 LIST_RUNS = "SELECT * FROM runs ORDER BY created_at_ms DESC, run_id DESC LIMIT ?"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from store.clock import ManualClock
 from store.db.seam import Database
-from store.model.run_records import CallUsage
+from store.model.run_records import CallUsage, RunRequests
 from store.model.token_lanes import TokenUsage
 from store.runs.run_store import RunStore
 
@@ -120,3 +120,92 @@ def test_what_is_held_is_the_connections_own() -> None:
     held.discard(holding)
     insert_events(holding, 5, [NewEvent("e", "r1")])  # holding no more: at once
     assert types(holding) == ["a", "b", "c", "e"]
+
+
+async def _rollup_rows(db: Database) -> list[list[tuple[Any, ...]]]:
+    """Every rollup a call adds to (by bucket, by hour, per day), as stored."""
+    queries = (
+        "SELECT * FROM usage_rollups ORDER BY run_id, bucket",
+        "SELECT * FROM usage_hours ORDER BY run_id, hour_ms, agent, model",
+        "SELECT * FROM spend_days ORDER BY day",
+    )
+    return [[tuple(row) for row in await db.fetch_all(query)] for query in queries]
+
+
+async def test_calls_of_one_group_add_up_as_one_by_one(db: Database) -> None:
+    """Calls recorded in one group commit (on SQLite their rollup rows are summed and each
+    written once: store.runs.event_log.add_summed) leave every rollup as recording them one
+    by one does: two runs, two buckets, two hours, two days, priced and unpriced, a call
+    recorded twice counted once, and the calls of a write that fails in the group left out."""
+    store = RunStore(db)
+    hour, day = 3_600_000, 86_400_000
+    runs = [(await store.create_run("wf")).run_id for _ in range(2)]
+
+    def call(run: int, tokens: int, at: int, cost: float | None, seq: int) -> CallUsage:
+        return CallUsage(runs[run], "a", 0, 1, "agent", TokenUsage(input=tokens, output=3),
+                         model="m" if cost is None else "priced", started_at_ms=at,
+                         finished_at_ms=at, cost_usd=cost, seq=seq)
+
+    calls = [
+        call(0, 10, 5, 0.25, 1), call(0, 60_000, 6, None, 2), call(1, 10, 7, 0.5, 1),
+        call(0, 10, hour + 8, 0.125, 3), call(1, 10, day + 9, None, 2), call(0, 10, 5, 0.25, 1),
+    ]
+    missing = CallUsage("r-missing", "x", 0, 1, "agent", TokenUsage(input=1), seq=1)
+    for recorded in calls:
+        await store.queue_calls([recorded])
+    one_by_one = await _rollup_rows(db)
+    for table in ("usage_rollups", "usage_hours", "spend_days", "calls", "events"):
+        await db.execute(f"DELETE FROM {table}")
+    writes = [lambda c=c: store.queue_calls([c]) for c in calls]
+    writes.insert(3, lambda: store.start_attempt("r-missing", "x", 0, 1))
+    writes.insert(5, lambda: store.queue_calls([missing, calls[0]]))
+    outcomes = await asyncio.gather(*_together(*writes), return_exceptions=True)
+    failed = [False] * 3 + [True, False, True] + [False] * 2
+    assert [isinstance(o, Exception) for o in outcomes] == failed
+    assert await _rollup_rows(db) == one_by_one
+
+
+async def test_a_nodes_end_in_the_group_adds_its_runs_call_tokens(db: Database) -> None:
+    """Two nodes' starts, calls (two each, one priced, one not) and ends in one group commit
+    (on SQLite what the calls and ends change in their run's row, tokens and progress, goes
+    as one statement when the group's held rows are written) leave the run's row as the
+    same writes one by one do, and each end reads the run's requests as it does alone: a
+    clear asked before, a cancel asked between two groups."""
+    store = RunStore(db)
+    columns = ("input_tokens", "output_tokens", "cost_usd", "unpriced_calls", "nodes_done",
+               "updated_at_ms")
+
+    def writes(run_id: str) -> list[Callable[[], Any]]:
+        def call(node: str, seq: int, cost: float | None) -> Callable[[], Any]:
+            usage = TokenUsage(input=10 * seq, output=seq)
+            return lambda: store.queue_calls([CallUsage(
+                run_id, node, 0, 1, "a", usage, cost_usd=cost, seq=seq)])
+
+        (start_a, _, end_a), (start_b, _, end_b) = (
+            _attempt_writes(store, run_id, node) for node in ("a", "b"))
+        return [start_a, start_b, call("a", 1, 0.5), call("b", 1, None), call("a", 2, 0.25),
+                end_a, call("b", 2, 0.125), end_b, call("a", 3, None)]
+
+    async def run_row(together: bool) -> tuple[list[Any], list[Any]]:
+        run = await store.create_run("wf")
+        await store.upsert_nodes(run.run_id, [("a", 0, "pending", []), ("b", 0, "pending", [])])
+        await store.request_clear(run.run_id, "start over")
+        ends: list[Any] = []
+        for part in (writes(run.run_id)[:6], writes(run.run_id)[6:]):
+            if together:
+                outcomes = await asyncio.gather(*_together(*part))
+            else:
+                outcomes = [await write() for write in part]
+            ends += [outcome for outcome in outcomes if isinstance(outcome, RunRequests)]
+            if not ends[-1].cancel_requested_at_ms:
+                await store.request_cancel(run.run_id)
+        row = await db.fetch_one("SELECT * FROM runs WHERE run_id = ?", (run.run_id,))
+        assert row is not None
+        return [row[column] for column in columns], ends
+
+    (together, ends), (one_by_one, alone) = await run_row(True), await run_row(False)
+    assert together == one_by_one
+    assert [(e.cancel_requested_at_ms is None, e.clear_reason) for e in ends] == [
+        (True, "start over"), (False, "start over")]
+    assert [(e.cancel_requested_at_ms is None, e.clear_reason) for e in alone] == [
+        (True, "start over"), (False, "start over")]

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from store.db.durability import SYNCHRONOUS_VALUES, check_durability, read_durability
 from store.db.retry import backoff_s
-from store.db.seam import HeldRows
+from store.db.seam import Deferred, HeldRows
 from store.db.sqlite.database_file import (
     DatabaseFileInfo,
     database_file_exists,
@@ -213,7 +213,9 @@ def run_works(conn: sqlite3.Connection, works: Sequence[Work]) -> list[Any]:
     Consecutive works carrying the same :class:`~store.db.seam.HeldRows` (``held_rows``) have
     those rows held and written together when the run of them ends (an attempt's start, its
     calls and its end each append events: one statement for all of a group's, not one per
-    write); what is held is forgotten when a work raises (the transaction is rolled back)."""
+    write); what is held is forgotten when a work raises (the transaction is rolled back). A
+    work's value that reads what its held rows return (a :class:`~store.db.seam.Deferred`) is
+    read once they are written."""
     values: list[Any] = []
     held: HeldRows | None = None
     try:
@@ -232,7 +234,7 @@ def run_works(conn: sqlite3.Connection, works: Sequence[Work]) -> list[Any]:
     finally:
         if held is not None:
             held.discard(conn)
-    return values
+    return [value.resolve() if type(value) is Deferred else value for value in values]
 
 
 def run_group(conn: sqlite3.Connection, works: Sequence[Work]) -> list[Outcome]:
