@@ -1,14 +1,16 @@
 """What the dashboard keeps per run while its embedded engine churns: an object census and
 tracemalloc diffs between two points after the Runs view's window is full.
 
-    python bench/census_dashboard_churn.py WORKSPACE [--at 60 --runs 60] [--frames 12]
+    python bench/census_dashboard_churn.py WORKSPACE [--at 60 --runs 60] [--frames 0] [--explore]
 
 The dashboard (headless, 160x48, ``run_test``) on WORKSPACE with the churn of
 bench/churn_dashboard.py (code review with hybrid recall, every fifth run a handoff, the oldest
 runs deleted past 250). Once the Runs view shows its full window of 200 runs and ``--at`` runs
-are done, a census is taken (live objects counted by type, after a full collection) and a
-tracemalloc snapshot; again ``--runs`` runs later. Printed: the types whose count grew, and
-the allocation sites (by traceback) that grew most, each divided by the runs between.
+are done, a census is taken (live objects counted by type, after a full collection) and, with
+``--frames N`` (traced from the start, several times slower), a tracemalloc snapshot; again
+``--runs`` runs later. Printed: the types whose count grew, and the allocation sites (by
+traceback) that grew most, each divided by the runs between; ``--explore``: who holds the
+styles caches no live widget owns.
 """
 
 from __future__ import annotations
@@ -139,11 +141,13 @@ async def main() -> None:
     status.unlink(missing_ok=True)
     app = TetherApp(Workspace(args.workspace), background=[lambda app: churn(app, status)])
     gc.freeze = lambda: None  # type: ignore[assignment]  # census sees every object
+    if args.frames:
+        # From the start: traced only from the first point, the turnover of bounded caches
+        # (untraced entries evicted, traced ones added) would read as growth.
+        tracemalloc.start(args.frames)
     async with app.run_test(size=(160, 48)):
         first = await until_runs(app, status, args.at, full=True)
         print(f"window full at {first} runs", file=sys.stderr, flush=True)
-        if args.frames:
-            tracemalloc.start(args.frames)
         before, snap_before = census(), snapshot()
         second = await until_runs(app, status, first + args.runs, full=False)
         after, snap_after = census(), snapshot()
