@@ -29,7 +29,6 @@ from store.db.seam import Connection
 from store.search import quantised
 from store.search import vectors_sql as sql
 from store.search.bank_arrays import LIVE
-from store.search.growing_rows import GrowingRows
 from store.search.term_index import TermIndex
 
 if TYPE_CHECKING:
@@ -156,29 +155,11 @@ class VectorStore:
 
 class _BankVectors:
     def __init__(self, dim: int) -> None:
-        self._matrix = GrowingRows((dim,), np.float32)
-        self._rowids = GrowingRows((), np.int64)
-        self._codes = (GrowingRows((dim,), np.int8), GrowingRows((), np.float32),
-                       GrowingRows((), np.float32)) if quantised.available() else None
+        self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self.codes = quantised.encode(self.matrix) if quantised.available() else None
         self.refs: list[str] = []
+        self.rowids = np.zeros(0, dtype=np.int64)
         self.position: dict[str, int] = {}
-
-    @property
-    def matrix(self) -> np.ndarray:
-        """The unit vectors, a row per ref (a view: rows added later are not in it)."""
-        return self._matrix.rows
-
-    @property
-    def rowids(self) -> np.ndarray:
-        return self._rowids.rows
-
-    @property
-    def codes(self) -> quantised.Codes | None:
-        """The int8 codes of :attr:`matrix` (None without the int8 kernel)."""
-        if self._codes is None:
-            return None
-        codes, scales, residuals = self._codes
-        return quantised.Codes(codes.rows, scales.rows, residuals.rows)
 
     def add(self, rows: Sequence[tuple[str, int, bytes]], dim: int) -> None:
         fresh: list[np.ndarray] = []
@@ -199,22 +180,20 @@ class _BankVectors:
             sources.append(source_rowid)
         if fresh:
             block = np.stack(fresh).astype(np.float32)
-            # Appended, not stacked: the whole matrix copied for each note fragmented a
-            # long-lived process's heap (store/search/growing_rows.py).
-            self._matrix.append(block)
+            self.matrix = np.vstack([self.matrix, block])
             self.refs += refs
-            self._rowids.append(np.asarray(sources, dtype=np.int64))
-            if self._codes is not None:
+            self.rowids = np.concatenate([self.rowids, np.asarray(sources, dtype=np.int64)])
+            if self.codes is not None:
                 new = quantised.encode(block)
-                for column, part in zip(self._codes, (new.codes, new.scales, new.residuals),
-                                        strict=True):
-                    column.append(part)
-        codes = self.codes
-        if replaced and codes is not None:
+                self.codes = quantised.Codes(
+                    np.vstack([self.codes.codes, new.codes]),
+                    np.concatenate([self.codes.scales, new.scales]),
+                    np.concatenate([self.codes.residuals, new.residuals]))
+        if replaced and self.codes is not None:
             rows_at = np.asarray(replaced)
             new = quantised.encode(self.matrix[rows_at])
-            codes.codes[rows_at], codes.scales[rows_at] = new.codes, new.scales
-            codes.residuals[rows_at] = new.residuals
+            self.codes.codes[rows_at], self.codes.scales[rows_at] = new.codes, new.scales
+            self.codes.residuals[rows_at] = new.residuals
 
 
 class VectorIndex:
@@ -280,9 +259,8 @@ class VectorIndex:
 
 @dataclass(frozen=True)
 class BankView:
-    """One bank's vectors and live notes as of a snapshot. Arrays that grow are views of the
-    rows written before it (rows added later land past their end, and an outgrown buffer is
-    replaced, never moved), so a view stays consistent while the index moves on; a
+    """One bank's vectors and live notes as of a snapshot. Arrays that grow are replaced,
+    never extended in place, so a view stays consistent while the index moves on; a
     re-embedded fact's row is rewritten in place (a ranking that races it sees either
     vector)."""
 
