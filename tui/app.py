@@ -22,6 +22,7 @@ from rich.text import Text
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.driver import Driver
 from textual.screen import Screen
 
 from store.clock import SYSTEM_CLOCK, Clock
@@ -435,6 +436,13 @@ class TetherApp(App[None]):
         """Quit (after :meth:`confirm_quit`)."""
         if await self.confirm_quit():
             self.exit()
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's choice, with the web driver (``tether serve``) ending the app once the
+        server's stream ends (:mod:`tui.served_driver`)."""
+        from tui.served_driver import served_driver
+
+        return served_driver(super().get_driver_class())
 
     async def action_quit(self) -> None:
         """``ctrl+q`` and the palette's Quit ask first too, like ``q``."""
