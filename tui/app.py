@@ -449,37 +449,9 @@ class TetherApp(App[None]):
         await self.action_request_quit()
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        for command in super().get_system_commands(screen):
-            if command.title == "Quit":  # Textual's says "as soon as possible"; ours asks
-                command = SystemCommand(
-                    "Quit", "Quit the dashboard (asks first while its embedded engine runs "
-                    "something; those runs stay resumable)", command.callback)
-            yield command
-        for key, mode, label in (
-            ("1", "runs", "Runs"),
-            ("2", "tokens", "Tokens"),
-            ("3", "memory", "Memory"),
-            ("4", "handoffs", "Handoffs"),
-            ("5", "usage", "Usage"),
-        ):
-            yield SystemCommand(
-                f"{label} view",
-                f"Switch to the {label} view (key {key})",
-                lambda mode=mode: self.run_worker(self.action_show_view(mode)),
-            )
-        yield SystemCommand(
-            "Pause / resume live updates",
-            "Hold the screen still; data keeps being collected (key p)",
-            lambda: self.run_worker(self.action_toggle_pause()),
-        )
-        yield SystemCommand(
-            "Tokens of the selected run",
-            "Token histogram and usage for the run last selected",
-            lambda: self.show_tokens("run"),
-        )
-        from tui.actions.run_actions import palette_commands
+        from tui.system_commands import dashboard_commands
 
-        yield from palette_commands(self)
+        return dashboard_commands(self, super().get_system_commands(screen))
 
 
 def run_dashboard(
