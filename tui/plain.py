@@ -10,16 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from store.model.wording import plural as plural  # re-exported: tui counts through here
+
 # C0 controls map to the Unicode "control pictures" block (U+2400 + code), DEL to U+2421.
 _VISIBLE = {code: chr(0x2400 + code) for code in range(0x20)}
 _VISIBLE[0x7F] = "\u2421"
 # C1 controls (U+0080-U+009F; U+009B is a one-byte CSI) are shown as escaped hex.
 _VISIBLE.update({code: f"\\x{code:02x}" for code in range(0x80, 0xA0)})
-
-
-def plural(count: int, noun: str, plural_noun: str = "") -> str:
-    """``1 run``, ``2 runs``, ``0 runs`` (``plural_noun`` for irregular words)."""
-    return f"{count:,} {noun if count == 1 else (plural_noun or noun + 's')}"
 
 
 def visible(text: str, *, keep_newlines: bool = True) -> str:

@@ -128,6 +128,8 @@ class RunExecution:
         """The run's queued steers, polled by its monitor (engine.run.steering)."""
         self.top_ids = workflow.top_level_ids()
         self.top_deps = {n: workflow.top_level_deps(n) for n in self.top_ids}
+        self.recorded_deps = {t: workflow.recorded_dependencies(t) for t in workflow.tasks}
+        """What each task's node rows record as its dependencies, worked out once per run."""
         self.dependents: dict[str, list[str]] = {n: [] for n in self.top_ids}
         for node, deps in self.top_deps.items():
             for dep in deps:

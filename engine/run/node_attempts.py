@@ -19,6 +19,7 @@ from engine.run.upstream import task_context
 from engine.structured import to_jsonable
 from engine.workflow.context import TaskContext
 from engine.workflow.user_code import USER_CODE_ERRORS, raised
+from store.model.wording import plural
 
 
 class Slots(Protocol):
@@ -123,8 +124,7 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
                 await record_failed_attempt(execution, unit, attempt, error, retry)
                 if not retry:
                     raise UnitFailed(
-                        f"Node {unit.node_id} failed after {attempt} "
-                        f"attempt{'' if attempt == 1 else 's'}: {error}"
+                        f"Node {unit.node_id} failed after {plural(attempt, 'attempt')}: {error}"
                     ) from error
                 resume = (
                     Resume(plan.resume_session, attempt, str(error))

@@ -122,7 +122,7 @@ class ScheduledRun(RunExecution):
             elif self.run.forked_from is not None:
                 self.carried = await fork_candidates(self.store, self.run)
         static = [
-            (i, 0, "pending", self.workflow.recorded_dependencies(i))
+            (i, 0, "pending", self.recorded_deps[i])
             for i in self.top_ids
             if i in self.workflow.tasks
             and not self.workflow.tasks[i].is_fan_out
@@ -360,7 +360,7 @@ class ScheduledRun(RunExecution):
         if unit.key not in self.known:
             self.known.add(unit.key)
             new_nodes.append((unit.node_id, unit.iteration, "pending",
-                              self.workflow.recorded_dependencies(unit.spec.id)))
+                              self.recorded_deps[unit.spec.id]))
         self.waiting.append(unit)
 
     def _complete(self, unit: Unit, output: Any) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from store.errors import NotFoundError
 from store.model.history_records import EventRecord
 from store.model.run_records import AttemptRecord, CallRecord, NodeRecord, RunRecord
+from store.model.wording import plural
 from store.read.dashboard_sql import RUN_COLUMNS
 from store.read.off_loop import off_the_loop
 from store.read.run_search import Rows
@@ -99,7 +100,7 @@ def memory_tool_call(event: EventRecord) -> ToolCall | None:
     detail = ""
     items = payload.get("items")
     if isinstance(items, list):
-        detail = f"{len(items)} item{'' if len(items) == 1 else 's'}"
+        detail = plural(len(items), "item")
     elif payload.get("note_id"):
         detail = f"note {payload['note_id']} ({payload.get('status', '?')})"
     if payload.get("error"):

@@ -14,6 +14,7 @@ from typing import Any
 
 from store.errors import DatabaseUnavailable, NotFoundError, TetherError, WorkspaceError
 from store.model.run_records import STALE_AFTER_MS
+from store.model.wording import plural
 from store.workspace.doctor import FAIL, OK, WARN, Finding
 from store.workspace.layout import Workspace
 
@@ -76,8 +77,7 @@ async def _findings(db: Any, where: str, now_ms: int) -> list[Finding]:
     depth = await queue.queue_depth()
     workers = [w for w in await queue.list_workers(since_ms=now_ms) if w.is_alive(now_ms)]
     level = WARN if depth and not workers else OK
-    runs = f"{depth} queued run{'' if depth == 1 else 's'}"
-    live = f"{len(workers)} live worker{'' if len(workers) == 1 else 's'}"
-    found.append(Finding(level, "queue", f"{runs}, {live}" + (
+    found.append(Finding(level, "queue", f"{plural(depth, 'queued run')}, "
+                         f"{plural(len(workers), 'live worker')}" + (
         ": start tether worker to run them." if level == WARN else ".")))
     return found
