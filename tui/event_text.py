@@ -10,6 +10,7 @@ scalars named (``Event something.new in run r-1: a=1 b=[2].``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -90,14 +91,17 @@ def _handoff(p: Mapping[str, Any]) -> str:
 
 
 def _memory_block(p: Mapping[str, Any]) -> str:
+    # the runtime's warnings begin "no block: ..." for the dashboard's cells; the sentence
+    # says "got no memory block" itself
+    warning = re.sub(r"(^|; )no block: ", r"\1", str(p.get("warning") or ""))
     if p.get("degraded"):
-        return f"recall degraded: {p.get('warning') or 'no reason recorded'}"
+        return f"had its recall degraded: {warning or 'no reason recorded'}"
     items = p.get("items")
     count = items if isinstance(items, int) else len(items) if isinstance(items, list) else 0
     if not p.get("bytes_used"):
-        return f"no memory block: {p.get('warning') or 'nothing recalled'}"
+        return f"got no memory block: {warning or 'nothing recalled'}"
     cut = ", truncated to fit" if p.get("truncated") else ""
-    return (f"memory block of {p.get('bytes_used')} of {p.get('budget_bytes')} bytes, "
+    return (f"got a memory block of {p.get('bytes_used')} of {p.get('budget_bytes')} bytes, "
             f"{plural(count, 'item')}{cut}")
 
 

@@ -152,7 +152,18 @@ def test_feed_lines_are_sentences_not_json():
         {"to_run_id": "r-2", "trigger": "ceiling", "reason": "too big"})) == (
         "handed off to r-2 (ceiling): too big")
     assert event_summary("memory.block", json.dumps(
-        {"bytes_used": 0, "warning": "nothing matched"})) == "no memory block: nothing matched"
+        {"bytes_used": 0, "warning": "nothing matched"})) == "got no memory block: nothing matched"
+    # the runtime's "no block: " prefix is not said twice, after a note either
+    assert event_summary("memory.block", json.dumps(
+        {"bytes_used": 0, "warning": "no block: recall is off for this task"})) == (
+        "got no memory block: recall is off for this task")
+    assert event_summary("memory.block", json.dumps({"bytes_used": 0, "warning": (
+        "semantic model loading: recalled by keyword only; no block: nothing in a matched "
+        "the query")})) == ("got no memory block: semantic model loading: recalled by keyword "
+                            "only; nothing in a matched the query")
+    assert event_summary("memory.block", json.dumps(
+        {"bytes_used": 900, "budget_bytes": 2048, "items": 3})) == (
+        "got a memory block of 900 of 2048 bytes, 3 items")
     assert event_summary("something.new", json.dumps({"a": 1, "b": [1, 2], "c": "x"})) == (
         'something.new: a=1 b=[2] c="x"')
     long = event_line(Event("custom", {"text": "x" * 1000}))
