@@ -54,6 +54,7 @@ from pydantic import BaseModel, ValidationError
 from engine.budget import Budget, workflow_budget
 from engine.executors.settings import execution_from
 from engine.workflow.definition_error import WorkflowDefinitionError
+from engine.workflow.input_shape import input_shape
 from engine.workflow.policies import Backoff, CachePolicy
 from engine.workflow.task_spec import ItemsFn, PromptFn, TaskSpec, UntilFn
 from store.errors import InvalidInputError
@@ -436,7 +437,8 @@ class Workflow:
             first = error.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "input"
             raise InvalidInputError(
-                f"Input for workflow {self.name!r} is invalid at {where}: {first.get('msg')}."
+                f"Input for workflow {self.name!r} is invalid at {where}: {first.get('msg')}; "
+                f"it takes {input_shape(self.input_model)}."
             ) from error
 
 

@@ -91,6 +91,9 @@ def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     assert bad_json.returncode == 2 and "not valid JSON" in bad_json.stderr
     invalid = tether(workspace, "run", str(EXAMPLE), "--input", '{"files": []}')
     assert invalid.returncode == 2 and "invalid at files" in invalid.stderr
+    # ... and says what the input takes, on the same line
+    assert '; it takes {"files"?: [string], "goal"?: string}.' in invalid.stderr
+    assert invalid.stderr.count("\n") == 1
     missing = tether(workspace, "run", str(tmp_path / "none.py"))
     assert missing.returncode == 2
     broken = tmp_path / "broken.py"
