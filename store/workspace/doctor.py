@@ -29,6 +29,9 @@ from store.workspace.layout import Workspace
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 INTEGRITY_LINES = 5
+FIRST_WRITE = ("the first write creates it (tether run WORKFLOW, tether notes add NAMESPACE "
+               "BODY, tether memory set), or --workspace DIR names another")
+"""How a workspace that is not there yet comes to be: doctor says how to recover."""
 
 
 @dataclass(frozen=True)
@@ -176,10 +179,13 @@ def _owners(conn: sqlite3.Connection, now_ms: int) -> list[Finding]:
 def examine(workspace: Workspace, now_ms: int) -> list[Finding]:
     """Every check of ``workspace``, in order. Changes nothing."""
     if not workspace.root.is_dir():
-        return [Finding(FAIL, "workspace", f"There is no Tether workspace at {workspace.root}.")]
+        return [Finding(FAIL, "workspace",
+                        f"There is no Tether workspace at {workspace.root}; {FIRST_WRITE}.")]
     try:
         if not database_file_exists(workspace.database_path):
-            return [Finding(FAIL, "database", f"{workspace.root} holds no tether.db yet.")]
+            # not found (exit 1) like a missing folder: nothing is wrong, it is not there yet
+            return [Finding(FAIL, "workspace",
+                            f"{workspace.root} holds no tether.db yet; {FIRST_WRITE}.")]
     except TetherError as error:
         return [Finding(FAIL, "database", str(error))]
     found = _permissions(workspace)
