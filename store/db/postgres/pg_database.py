@@ -425,6 +425,19 @@ def _session(conn: psycopg.Connection[Any], synchronous_commit: str | None = Non
             )
 
 
+def missing_schema_message(search_path: str) -> str:
+    """The sentence for a URL whose search path names no schema that exists, with the SQL
+    that creates it when the path names one schema."""
+    names = [name.strip() for name in search_path.split(",") if name.strip()]
+    text = f"The database URL's search path ({search_path}) names no schema that exists"
+    if len(names) == 1:
+        name = names[0]
+        if not (name.startswith('"') and name.endswith('"')):
+            name = '"' + name.replace('"', '""') + '"'
+        return f"{text}; create it first (CREATE SCHEMA {name};)."
+    return f"{text}; create one first (CREATE SCHEMA name;)."
+
+
 def _read_only_session(conn: psycopg.Connection[Any]) -> None:
     _session(conn)
     conn.execute("SET default_transaction_read_only = on")
@@ -433,13 +446,12 @@ def _read_only_session(conn: psycopg.Connection[Any]) -> None:
 def _inspect(pool: ConnectionPool[Any]) -> str:
     with pool.connection() as conn:
         row = conn.execute(
-            "SELECT current_schema(), current_setting('server_encoding')"
+            "SELECT current_schema(), current_setting('server_encoding'), "
+            "current_setting('search_path')"
         ).fetchone()
     assert row is not None
     if row[0] is None:
-        raise WorkspaceError(
-            "The database URL's search path names no schema that exists; create it first."
-        )
+        raise WorkspaceError(missing_schema_message(str(row[2])))
     if row[1] != "UTF8":
         raise WorkspaceError(
             f"The workspace database uses the {row[1]} encoding; Tether needs UTF8."
