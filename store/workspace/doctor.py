@@ -25,13 +25,10 @@ from store.db.storage_errors import storage_error
 from store.errors import TetherError
 from store.runs.owners import owner_liveness
 from store.workspace.damage import clear_damage, mark_path, recorded_damage
-from store.workspace.layout import Workspace
+from store.workspace.layout import FIRST_WRITE, Workspace
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 INTEGRITY_LINES = 5
-FIRST_WRITE = ("the first write creates it (tether run WORKFLOW, tether notes add NAMESPACE "
-               "BODY, tether memory set), or --workspace DIR names another")
-"""How a workspace that is not there yet comes to be: doctor says how to recover."""
 
 
 @dataclass(frozen=True)

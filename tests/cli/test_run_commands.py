@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from store.workspace.layout import FIRST_WRITE
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "fanout_review.py"
 
@@ -104,7 +106,8 @@ def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     assert not workspace.exists()
     listing = tether(workspace, "runs", "--format", "json")
     assert (listing.returncode, listing.stdout) == (1, "")
-    assert listing.stderr == f"tether: There is no Tether workspace at {workspace}.\n"
+    assert listing.stderr == (
+        f"tether: There is no Tether workspace at {workspace}; {FIRST_WRITE}.\n")
     assert tether(workspace, "cancel", "r-nope").returncode == 1
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from store.db.postgres.pg_database import missing_schema_message
+from store.db.postgres.pg_wording import missing_schema_message
 
 
 def test_one_schema_named_gets_the_sql_that_creates_it_quoted() -> None:

@@ -49,6 +49,7 @@ from store.db.postgres.pg_retry import (
     ride_out,
     unresolved_sentence,
 )
+from store.db.postgres.pg_wording import missing_schema_message
 from store.db.retry import backoff_s
 from store.db.seam import Database, Params, resolved
 from store.db.write_queue import Outcome, Work, WriteQueue
@@ -423,19 +424,6 @@ def _session(conn: psycopg.Connection[Any], synchronous_commit: str | None = Non
                 f"The server kept synchronous_commit = {found and found[0]}, not "
                 f"{synchronous_commit} as the workspace's durability level needs."
             )
-
-
-def missing_schema_message(search_path: str) -> str:
-    """The sentence for a URL whose search path names no schema that exists, with the SQL
-    that creates it when the path names one schema."""
-    names = [name.strip() for name in search_path.split(",") if name.strip()]
-    text = f"The database URL's search path ({search_path}) names no schema that exists"
-    if len(names) == 1:
-        name = names[0]
-        if not (name.startswith('"') and name.endswith('"')):
-            name = '"' + name.replace('"', '""') + '"'
-        return f"{text}; create it first (CREATE SCHEMA {name};)."
-    return f"{text}; create one first (CREATE SCHEMA name;)."
 
 
 def _read_only_session(conn: psycopg.Connection[Any]) -> None:
