@@ -106,15 +106,17 @@ def _memory_block(p: Mapping[str, Any]) -> str:
 
 
 def _memory_tool(p: Mapping[str, Any]) -> str:
-    text = f"tool {p.get('tool', '?')} {'succeeded' if p.get('ok') else 'failed'}"
+    details = []
     items = p.get("items")
     if isinstance(items, list):
-        text += f" with {plural(len(items), 'item')}"
+        details.append(plural(len(items), "item"))
     if p.get("note_id"):
-        text += f", note {p['note_id']} ({p.get('status', '?')})"
-    if p.get("error"):
-        text += f": {p['error']}"
-    return text
+        details.append(f"note {p['note_id']} ({p.get('status', '?')})")
+    text = f"called the memory tool {p.get('tool', '?')}"
+    if not p.get("ok"):
+        text += ", which failed"
+        details = [str(p["error"])] if p.get("error") else []
+    return text + (f": {', '.join(details)}" if details else "")
 
 
 # What each event says about its subject (the subject is said by event_line).

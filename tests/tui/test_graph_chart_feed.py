@@ -197,6 +197,16 @@ def test_every_event_type_the_store_writes_reads_as_one_sentence():
     assert event_line(Event("attempt.finished", {"state": "failed", "tokens": {},
                                                  "error": "bad"}, node_id="p")).endswith(
         "Attempt 1 of p#0 of r-1 failed with 0 tokens: bad.")
+    # a memory tool's call reads as a sentence with a verb
+    assert event_line(Event("memory.tool", {"tool": "remember", "ok": True, "note_id": "n1",
+                                            "status": "pending"}, node_id="p")).endswith(
+        "Node p#0 of r-1 called the memory tool remember: note n1 (pending).")
+    assert event_line(Event("memory.tool", {"tool": "recall", "ok": False, "items": [],
+                                            "error": "no such bank"}, node_id="p")).endswith(
+        "Node p#0 of r-1 called the memory tool recall, which failed: no such bank.")
+    assert event_line(Event("memory.block", {"bytes_used": 0, "warning": "no block: recall is "
+                                             "off for this task"}, node_id="p")).endswith(
+        "Node p#0 of r-1 got no memory block: recall is off for this task.")
 
 
 def test_plural():
