@@ -111,6 +111,20 @@ def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     assert tether(workspace, "cancel", "r-nope").returncode == 1
 
 
+def test_a_misspelt_config_table_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """[budgets] (for [budget]) would leave a run unbudgeted while its user believes it is
+    held to one: the run is refused with one sentence naming the typo."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir(mode=0o700)
+    (workspace / "config.toml").write_text("[budgets]\nday_usd = 0.01\n")
+    refused = tether(workspace, "run", str(EXAMPLE))
+    assert refused.returncode == 2, refused.stderr
+    assert "unknown setting 'budgets' (did you mean 'budget'?" in refused.stderr
+    assert refused.stderr.count("\n") == 1
+    listing = tether(workspace, "runs", "--format", "json")
+    assert listing.returncode == 0 and json.loads(listing.stdout)["items"] == []
+
+
 def test_failed_run_exits_3_resumes_and_shows_data_literally(tmp_path: Path) -> None:
     flag = tmp_path / "fixed"
     workflow = tmp_path / "flaky.py"
