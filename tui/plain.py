@@ -97,6 +97,13 @@ def cost(usd: float | None, unpriced_calls: int = 0) -> str:
     return money(usd) + ("+?" if unpriced_calls else "")
 
 
+def spent(tokens_total: int, usd: float | None, unpriced_calls: int = 0) -> str:
+    """What a run, node or attempt cost, ``–`` only before any call. Money can be spent
+    without tokens (a Claude Code session stopped by a limit reports its $13.80 and no
+    usage), so a cost is shown whenever there are tokens or dollars."""
+    return cost(usd if tokens_total or usd else None, unpriced_calls)
+
+
 def percent(share: float) -> str:
     """A fraction as a whole percentage."""
     return f"{share * 100:.0f}%"

@@ -109,3 +109,44 @@ def test_node_json_and_runs_json_carry_cost(session_run: tuple[Path, str]) -> No
     assert run["cost_usd"] == pytest.approx(0.0745213) and run["unpriced_calls"] == 0
     listed = tether(workspace, "runs").stdout
     assert "COST" in listed and "$0.0745" in listed
+
+
+def test_a_session_that_cost_money_without_tokens_shows_its_cost(tmp_path: Path) -> None:
+    """Capture N5 (a 295-turn session stopped by the five-hour limit) reports
+    ``total_cost_usd: 13.8`` and no usage at all: the run summary and `tether runs` said
+    "cost –" (as if nothing was spent) while the attempt held the $13.80. Its
+    rate_limit_event is dropped here so the reset comes from the text ("resets 6:40am"),
+    always later than the 0 s this workspace waits for a limit: one attempt, no waiting."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    lines = capture("claude-code/N5_session_limit_295_turns.jsonl").read_text().splitlines()
+    stdout = tmp_path / "n5.jsonl"
+    stdout.write_text("\n".join(line for line in lines if "rate_limit_event" not in line) + "\n")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"stdout": str(stdout), "exit": 1}))
+    (workspace / "config.toml").write_text(
+        textwrap.dedent(
+            f"""
+            [engine]
+            limit_wait_s = 0
+
+            [agents.claude]
+            type = "command"
+            preset = "claude-code"
+            command = [{json.dumps(sys.executable)}, {json.dumps(str(FAKE_CLI))}]
+            env = {{ FAKE_CLI_SPEC = {json.dumps(str(spec))} }}
+            """
+        )
+    )
+    workflow = tmp_path / "long.py"
+    workflow.write_text(
+        "from engine import Workflow\n\n"
+        'workflow = Workflow("long", default_agent="claude")\n'
+        'workflow.add_task("work", "Refactor the parser.")\n'
+    )
+    result = tether(workspace, "run", str(workflow))
+    assert result.returncode == 3, result.stderr
+    summary = next(line for line in result.stderr.splitlines() if line.startswith("run "))
+    assert "failed: 0/1 nodes, 0 tokens" in summary and summary.endswith("cost $13.80")
+    listed = tether(workspace, "runs").stdout.splitlines()
+    assert "$13.80" in listed[1].split()
