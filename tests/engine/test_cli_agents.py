@@ -15,6 +15,7 @@ import pytest
 from cli_agent_support import (
     CLAUDE_SETTINGS,
     CLAUDE_SETTINGS_FLAGS,
+    V10,
     capture,
     fake_agent,
     recorded,
@@ -188,6 +189,25 @@ async def test_failed_sessions_keep_their_reason_and_spent_tokens(
     assert outcome.status == "failed" and said in (outcome.error or "")
     (attempt,) = await RunStore(db).list_attempts(outcome.run_id, "work")
     assert attempt.state == "failed" and attempt.tokens.total == tokens
+
+
+async def test_a_failed_exit_after_a_successful_result_does_not_quote_the_answer(
+    db: Database, tmp_path: Path
+) -> None:
+    """Capture V (a whole session whose result is a success) ending with exit status 1 and a
+    line on stderr, as a CLI killed or crashing after its result does: the node fails, and
+    its reason was the model's answer ("Claude Code failed (error, exit status 1): Actually,
+    on reflection, ...") as if the answer were the error. It now says the result reported
+    success and quotes stderr."""
+    agent = fake_agent(tmp_path, "claude-code", {
+        "stdout": capture(V10), "exit": 1, "stderr": "Error: EPIPE: broken pipe, write\n"})
+    outcome = await run_one(db, agent)
+    assert outcome.status == "failed"
+    assert "Claude Code failed (error, exit status 1): its result reported success; Error: " \
+        "EPIPE: broken pipe, write" in (outcome.error or ""), outcome.error
+    assert "on reflection" not in (outcome.error or "")
+    (attempt,) = await RunStore(db).list_attempts(outcome.run_id, "work")
+    assert attempt.tokens.total == 151_827  # what the session spent is kept
 
 
 async def test_verbose_json_array_output_is_read(db: Database, tmp_path: Path) -> None:

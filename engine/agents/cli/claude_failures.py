@@ -71,6 +71,9 @@ def session_error(
     failed_exit = returncode != 0 and not exit_forgiven
     if result.get("is_error") or subtype not in ("", "success") or failed_exit:
         reason = " | ".join(said)[:600] or stderr_tail or "no reason given"
+        if succeeded(result):
+            # Only the exit failed: the result's text is the answer, not a reason.
+            reason = "its result reported success" + (f"; {stderr_tail}" if stderr_tail else "")
         label = subtype if subtype and subtype != "success" else "error"
         if status is not None:
             label += f", HTTP {status}"
