@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections import deque
 from typing import Any
 
@@ -43,7 +44,7 @@ from engine.run.run_end import RunOutcome, finish_run
 from engine.run.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.run.upstream import task_context
 from engine.workflow.definition import Workflow
-from engine.workflow.task_spec import TaskSpec
+from engine.workflow.task_spec import TaskSpec, too_many_items
 from engine.workflow.user_code import USER_CODE_ERRORS, raised
 from store.errors import ConflictError, InvalidInputError, LeaseLost, StorageError
 from store.model.ids import validate_node_id
@@ -307,9 +308,13 @@ class ScheduledRun(RunExecution):
         ctx = task_context(self, Unit(spec, spec.id))
         try:
             assert spec.items is not None
-            items = list(spec.items(ctx))
+            # One past the bound is enough to refuse: an endless iterable is read no further.
+            items = list(itertools.islice(spec.items(ctx), spec.max_items + 1))
         except USER_CODE_ERRORS as error:
             self.failure = f"The items of fan-out {spec.id!r} {raised(error)}"
+            return None
+        if len(items) > spec.max_items:
+            self.failure = too_many_items(spec.id, spec.max_items)
             return None
         units: list[Unit] = []
         seen: set[str] = set()

@@ -4,13 +4,17 @@ artifacts and metering, on a real database."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+from collections.abc import Iterator
 
+import pytest
 from engine_test_support import ScriptedAgent, fail_first, run_workflow
 from pydantic import BaseModel
 
 from engine.agents.agent import AgentRequest
 from engine.artifact_files import stream_log_path
 from engine.workflow.definition import Workflow
+from engine.workflow.definition_error import WorkflowDefinitionError
 from engine.workflow.policies import Backoff
 from store.db.seam import Database
 from store.model.token_lanes import TokenUsage
@@ -182,3 +186,39 @@ async def test_an_agent_bug_fails_the_attempt_not_the_engine(db: Database) -> No
     attempts = await RunStore(db).list_attempts(outcome.run_id, "a")
     assert [a.state for a in attempts] == ["failed", "finished"]
     assert attempts[0].error == "the agent raised KeyError: 'choices'"
+
+
+async def test_a_fan_out_past_its_max_items_runs_none_of_them(db: Database) -> None:
+    """A fan-out's items often come from the run's input or an agent's output; each one is an
+    agent invocation. 1,001 files from the input made 1,001 invocations with no bound at
+    all; now a fan-out has at most ``max_items`` (default 1,000) and fails before any runs."""
+    agent = ScriptedAgent()
+    wf = Workflow("wide", agents={"simulated": agent})
+    wf.add_task("plan", "Plan the review.")
+    wf.fan_out("each", items=lambda ctx: ctx.input["files"], depends_on=["plan"])(
+        lambda ctx: f"Review {ctx.item}")
+    outcome = await run_workflow(db, wf, {"files": [f"f{i}.py" for i in range(1001)]})
+    assert outcome.status == "failed"
+    assert outcome.error == ("Fan-out 'each' has more items than its max_items (1,000): none "
+                             "of them ran (set max_items on the fan-out to allow more).")
+    assert [node for node, _, _ in agent.invocations] == ["plan"]
+
+    pulled: list[int] = []
+
+    def endless(ctx: object) -> Iterator[int]:
+        for n in itertools.count():
+            pulled.append(n)
+            yield n
+
+    bounded = Workflow("endless", agents={"simulated": agent})
+    bounded.fan_out("each", items=endless, max_items=3)(lambda ctx: f"Do {ctx.item}")
+    assert (await run_workflow(db, bounded)).status == "failed"
+    assert len(pulled) == 4  # read one past the bound, no further
+    exact = Workflow("exact", agents={"simulated": agent})
+    exact.fan_out("each", items=["a", "b", "c"], max_items=3)(lambda ctx: f"Do {ctx.item}")
+    assert (await run_workflow(db, exact)).status == "finished"
+    assert agent.count("each[2]") == 1
+    with pytest.raises(WorkflowDefinitionError, match=r"has 4 items, more than its max_items"):
+        exact.fan_out("more", items="abcd", max_items=3)(lambda ctx: "x")
+    with pytest.raises(WorkflowDefinitionError, match="max_items must be a whole number"):
+        exact.fan_out("zero", items="a", max_items=0)(lambda ctx: "x")
