@@ -76,6 +76,8 @@ class ScheduledRun(RunExecution):
         self.parked: set[asyncio.Task[Any]] = set()
         self.finished_tasks: deque[asyncio.Task[Any]] = deque()
         self.wake = asyncio.Event()
+        self.warnings: list[tuple[Unit, str]] = []
+        """Said by the scheduler (a loop stopped by its bound), written at the next advance."""
 
     def _set_top(self, top_id: str, value: Any) -> None:
         """A top-level node (task, fan-out or loop) is complete: release its dependents."""
@@ -177,6 +179,7 @@ class ScheduledRun(RunExecution):
                     await mirror.sync()  # the last lines of every log
         await self.settle_ends()
         if not self.lost:
+            await self._say_warnings()  # a loop that stopped at its bound as the run ended
             # A steer queued after the monitor's last poll for a node that has ended since
             # (another worker claiming the run meanwhile writes it instead).
             with contextlib.suppress(LeaseLost):
@@ -268,6 +271,7 @@ class ScheduledRun(RunExecution):
 
     async def _advance(self) -> None:
         """Start everything that became ready, repeating while nodes complete from storage."""
+        await self._say_warnings()
         while not self.halting():
             new_nodes: list[tuple[str, int, str, list[str]]] = []
             changed = False
@@ -303,6 +307,14 @@ class ScheduledRun(RunExecution):
             self._fill()
             if not changed:
                 return
+
+    async def _say_warnings(self) -> None:
+        """Record the scheduler's warnings as events and progress lines."""
+        while self.warnings:
+            unit, reason = self.warnings.pop(0)
+            await self.store.append_event("warning", run_id=self.run_id, node_id=unit.node_id,
+                                          iteration=unit.iteration, payload={"reason": reason})
+            self.progress("warning", unit, "warn", reason)
 
     def _expand(self, spec: TaskSpec) -> list[Unit] | None:
         ctx = task_context(self, Unit(spec, spec.id))
@@ -404,6 +416,13 @@ class ScheduledRun(RunExecution):
                     "until condition holding."
                 )
                 return
+            if not stop:
+                # Its output is the last round's, though until never held: say so, so nobody
+                # takes a draft the loop gave up on for one it accepted.
+                self.warnings.append((Unit(probe_spec, probe_spec.id, iteration), (
+                    f"Loop {loop_id!r} stopped at its max_iterations ({loop.max_iterations}) "
+                    "without its until condition holding; what follows it gets the last "
+                    "round's outputs.")))
             self._set_top(loop_id, last)
             return
         self.loop_iteration[loop_id] = iteration + 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +14,7 @@ from pydantic import BaseModel
 
 from engine.agents.agent import AgentRequest
 from engine.artifact_files import stream_log_path
+from engine.hooks import EngineHooks, Progress
 from engine.workflow.definition import Workflow
 from engine.workflow.definition_error import WorkflowDefinitionError
 from engine.workflow.policies import Backoff
@@ -222,3 +224,32 @@ async def test_a_fan_out_past_its_max_items_runs_none_of_them(db: Database) -> N
         exact.fan_out("more", items="abcd", max_items=3)(lambda ctx: "x")
     with pytest.raises(WorkflowDefinitionError, match="max_items must be a whole number"):
         exact.fan_out("zero", items="a", max_items=0)(lambda ctx: "x")
+
+
+async def test_a_loop_stopped_by_its_bound_says_so(db: Database) -> None:
+    """A loop whose until never held ended at max_iterations as if it had converged: the run
+    finished and nothing said the last draft was one the loop gave up on. Now a warning event
+    on the last round's node and a progress line say it (a loop that converged says nothing)."""
+    agent = ScriptedAgent(behaviour=lambda r, n: '{"n": 1, "done": false}')
+    seen: list[Progress] = []
+    wf = Workflow("cap", agents={"simulated": agent})
+    loop = wf.loop("refine", until=lambda ctx: ctx.output("s").done, max_iterations=3)
+    loop.task(id="s", output=Step)(lambda ctx: f"go {ctx.iteration}")
+    outcome = await run_workflow(db, wf, hooks=EngineHooks(on_progress=seen.append))
+    assert outcome.status == "finished" and agent.count("s") == 3
+    said = ("Loop 'refine' stopped at its max_iterations (3) without its until condition "
+            "holding; what follows it gets the last round's outputs.")
+    events = await RunStore(db).events_since(0, run_id=outcome.run_id)
+    warned = [e for e in events if e.type == "warning"]
+    assert [(e.node_id, e.iteration, json.loads(e.payload_json or "{}")) for e in warned] == [
+        ("s", 2, {"reason": said})]
+    assert [(p.node_id, p.iteration, p.detail) for p in seen if p.kind == "warning"] == [
+        ("s", 2, said)]
+
+    done = Workflow("done", agents={"simulated": ScriptedAgent(
+        behaviour=lambda r, n: '{"n": 1, "done": true}')})
+    done.loop("refine", until=lambda ctx: ctx.output("s").done, max_iterations=1).task(
+        id="s", output=Step)(lambda ctx: "go")
+    quiet = await run_workflow(db, done)
+    events = await RunStore(db).events_since(0, run_id=quiet.run_id)
+    assert quiet.status == "finished" and not [e for e in events if e.type == "warning"]
