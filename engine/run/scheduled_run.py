@@ -34,6 +34,7 @@ import itertools
 from collections import deque
 from typing import Any
 
+from engine.executors.reaper import reap_run
 from engine.executors.run_on_cluster import prepare_cluster, record_nodes, watch_cluster
 from engine.run.carry import carry_candidates, fork_candidates
 from engine.run.execution import EngineServices, RunExecution
@@ -140,6 +141,8 @@ class ScheduledRun(RunExecution):
         # Tasks placed on a Ray cluster: connected (or the run is interrupted) before anything
         # is dispatched; a resumed run's leftovers on the nodes are stopped first.
         cluster = await prepare_cluster(self, fresh=fresh)
+        if not fresh:
+            await self._reap_leftovers()
         self.progress("run", None, "running", self.run_id)
         monitor = asyncio.create_task(monitor_run(self))
         watch = asyncio.create_task(watch_cluster(self, cluster)) if cluster else None
@@ -307,6 +310,19 @@ class ScheduledRun(RunExecution):
             self._fill()
             if not changed:
                 return
+
+    async def _reap_leftovers(self) -> None:
+        """Stop what an earlier owner's attempts left running on this host. An agent CLI runs
+        in its own session, so a killed engine (kill -9, a crash) leaves it working and
+        spending, and the resumed attempt would run beside it. Every process an attempt
+        starts names the run in its environment, and this process holds the run now."""
+        stopped = await asyncio.to_thread(reap_run, self.run_id)
+        if not stopped:
+            return
+        await self.store.append_event("executor.reaped", run_id=self.run_id, payload={
+            "executor": "local", "processes": len(stopped), "pids": stopped})
+        self.progress("warning", None, "warn", f"stopped {len(stopped)} process(es) an "
+                      "earlier attempt of this run left running on this host")
 
     async def _say_warnings(self) -> None:
         """Record the scheduler's warnings as events and progress lines."""

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from cli_agent_support import capture, fake_agent
-from engine_test_support import agent_script, run_workflow
+from engine_test_support import agent_script, process_gone, run_workflow
 from pydantic import BaseModel
 
 from engine.agents.cli.command import CommandAgent
@@ -40,14 +40,6 @@ def _workflow(agent: CommandAgent, **task: object) -> Workflow:
     return wf
 
 
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] == "Z"
-    except OSError:
-        return True
-
-
 async def _endless(db: Database, tmp_path: Path, preset: str, **limits: int) -> tuple[str, Path]:
     count = tmp_path / "invocations"
     agent = CommandAgent(
@@ -59,7 +51,7 @@ async def _endless(db: Database, tmp_path: Path, preset: str, **limits: int) -> 
     assert outcome.status == "failed"
     pids = [int(line) for line in count.read_text().split()]
     assert len(pids) == 1, "a stopped agent is never retried (each start could cost money)"
-    assert all(_gone(pid) for pid in pids)
+    assert all(process_gone(pid) for pid in pids)
     return outcome.error or "", stream_log_path(
         db.workspace.artifacts_dir, outcome.run_id, "talk", 0, 1)
 
