@@ -118,7 +118,9 @@ def budget_used(run: Any) -> str:
         if not isinstance(maximum, int | float) or isinstance(maximum, bool) or maximum <= 0:
             continue
         if budget.get("unit") == "usd":
-            used, limit = (run.cost.usd or 0.0) / maximum, f"${maximum:,.2f}"
+            # Calls without a known price are not in the share: "+?" says so.
+            unknown = "+?" if run.cost.unpriced_calls else ""
+            used, limit = (run.cost.usd or 0.0) / maximum, f"${maximum:,.2f}{unknown}"
         else:
             counted = run.tokens.total - run.tokens.reasoning
             used, limit = counted / maximum, tokens(int(maximum))
