@@ -42,6 +42,7 @@ from engine.run.interruption import record_interruption
 from engine.run.monitor import monitor_run
 from engine.run.node_attempts import run_node
 from engine.run.run_end import RunOutcome, finish_run
+from engine.run.task_settings import task_memory
 from engine.run.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.run.upstream import task_context
 from engine.workflow.definition import Workflow
@@ -388,13 +389,27 @@ class ScheduledRun(RunExecution):
         if prior is not None and prior.state in ("finished", "skipped"):
             # Finished in an earlier process: reuse the stored output, never run it again.
             self.done_count += 1
-            self._complete(unit, self.load_output(unit.spec, prior.output))
+            output = self.load_output(unit.spec, prior.output)
+            if prior.state == "finished" and prior.carried_from is None:
+                self._retain_again(unit, output)
+            self._complete(unit, output)
             return
         if unit.key not in self.known:
             self.known.add(unit.key)
             new_nodes.append((unit.node_id, unit.iteration, "pending",
                               self.recorded_deps[unit.spec.id]))
         self.waiting.append(unit)
+
+    def _retain_again(self, unit: Unit, output: Any) -> None:
+        """Retention runs after a node's end is committed, so a process killed in between
+        lost the note for good: a resumed run retains its finished nodes' outputs again
+        (each note has one id per node and bank, so one already written stays the only
+        one)."""
+        memory = task_memory(unit.spec, self.workflow)
+        if self.hooks.memory is None or memory is None:
+            return
+        self.hooks.memory.retain_in_background(
+            self.run_id, unit.node_id, unit.iteration, memory, "", output)
 
     def _complete(self, unit: Unit, output: Any) -> None:
         """Record a node's output and propagate it to its fan-out or loop (O(1) per node)."""
