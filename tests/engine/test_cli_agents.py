@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -23,6 +24,7 @@ from cli_agent_support import (
 )
 from pydantic import BaseModel
 
+from engine.agents.cli.command import CommandAgent
 from engine.artifact_files import attempt_dir, stream_log_path
 from store.db.seam import Database
 from store.model.token_lanes import TokenUsage
@@ -454,3 +456,27 @@ async def test_a_custom_agent_reporting_bogus_usage_fails_only_its_attempt(
         outcome.error or ""
     )
     assert await RunStore(db).list_calls(outcome.run_id) == []
+
+
+@pytest.mark.parametrize(("preset", "name", "said"), [
+    ("claude-code", V10, "Claude Code ended without a result (killed by SIGKILL): no output"),
+    ("codex", "codex/X1_agentcmd_stream2.jsonl",
+     "Codex failed (killed by SIGKILL): no error event and nothing on stderr"),
+])
+async def test_an_agent_killed_mid_stream_says_it_was_killed(
+    db: Database, tmp_path: Path, preset: str, name: str, said: str
+) -> None:
+    """A CLI killed by a signal half-way through its stream (the OOM killer, a person's kill
+    -9): the reason read "exited with status -9", Python's way of saying a signal, which
+    tells a person nothing. It now names the signal; the calls printed before stay."""
+    lines = capture(name).read_text().splitlines()
+    script = tmp_path / "killed.py"
+    script.write_text(
+        "import os, signal, sys\nsys.stdin.read()\n"
+        f"sys.stdout.write({json.dumps(chr(10).join(lines[: len(lines) // 2]) + chr(10))})\n"
+        "sys.stdout.flush()\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    agent = CommandAgent(command=[sys.executable, str(script)], preset=preset,
+                         env={"CODEX_HOME": str(tmp_path / "codex-home")})
+    outcome = await run_one(db, agent)
+    assert outcome.status == "failed"
+    assert said in (outcome.error or ""), outcome.error
