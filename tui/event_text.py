@@ -144,6 +144,7 @@ SUMMARIES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     + str(p.get("warning") or p.get("message") or "no detail recorded"),
     "memory.retained": lambda p: "retained its output as "
     + (f"note {p['note_id']}" if p.get("note_id") else "a note"),
+    "warning": lambda p: f"warned: {p['reason']}",
     "cache.hit": lambda p: "took its output from the task cache",
     "cache.invalid": lambda p: "found a task-cache entry it could not use",
 }
