@@ -18,6 +18,8 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from store.db.backends import open_database
+from store.memory.memory_store import MemoryStore
 from tui.widgets.keyed_table import KeyedTable
 
 SIZE = (140, 40)
@@ -124,3 +126,32 @@ async def test_a_cell_grown_wider_than_its_column_widens_it():
         table.sync([("a", [Text("✓ finished, a while ago"), Text("first")])])
         await pilot.pause()
         assert "✓ finished, a while ago" in "".join(s.text for s in table.render_line(1))
+
+
+async def _note_columns(make_app, sizes: list[tuple[int, int]]) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """The Memory view's notes columns (label: width drawn) after showing it at each size."""
+    app = make_app()
+    async with await open_database(app.workspace) as db:
+        for body in ("Check the indexes and locks of every migration", "Pin the seed"):
+            await MemoryStore(db).save_note("workflow:incident-runbook-for-ingest", body,
+                                            author="agent:reviewer", status="pending")
+    async with app.run_test(size=sizes[0]) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await settle(pilot, app)
+        for size in sizes[1:]:
+            await pilot.resize_terminal(*size)
+            await settle(pilot, app)
+        await pilot.pause(0.1)
+        table = app.screen.query_one("#notes-table", KeyedTable)
+        return {str(c.label): c.get_render_width(table) for c in table.columns.values()}
+
+
+async def test_columns_narrow_again_when_the_terminal_does(make_app):
+    # Seen in tmux: the Memory view at 160 columns, then 80: the notes' namespaces were cut
+    # to fit 80 columns but their column kept its 160-column width, so the note bodies were
+    # cut to a few letters and the Age column went off the edge.
+    shrunk = await _note_columns(make_app, [(160, 48), (80, 24)])
+    assert shrunk == await _note_columns(make_app, [(80, 24)])
+    assert await _note_columns(make_app, [(80, 24), (160, 48)]) == await _note_columns(
+        make_app, [(160, 48)])
