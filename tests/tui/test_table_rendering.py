@@ -9,6 +9,7 @@ on a switch back, and a theme change is drawn in the new colours at once.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -155,3 +156,21 @@ async def test_columns_narrow_again_when_the_terminal_does(make_app):
     assert shrunk == await _note_columns(make_app, [(80, 24)])
     assert await _note_columns(make_app, [(80, 24), (160, 48)]) == await _note_columns(
         make_app, [(160, 48)])
+
+
+async def test_a_fact_value_is_not_cut_beside_empty_columns(make_app):
+    # Seen in tmux at 160x48: the demo's {"line_length":100,"linter":"ruff"} showed as
+    # {"line_length":100,"linte… while 20 cells of the row stood empty (the width left for
+    # the value assumed the widest keys and writers).
+    app = make_app()
+    value = '{"line_length":100,"linter":"ruff","x":1}'
+    async with await open_database(app.workspace) as db:
+        await MemoryStore(db).set_fact("workflow:code-review", "style", json.loads(value))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await settle(pilot, app)
+        table = app.screen.query_one("#facts-table", KeyedTable)
+        cells = [c.plain for key in table.keys for c in table.get_row(key)]
+        assert value in cells
+        assert table.virtual_size.width <= table.scrollable_content_region.width
