@@ -23,7 +23,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.driver import Driver
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 
 from store.clock import SYSTEM_CLOCK, Clock
 from store.db.storage_errors import storage_error
@@ -388,11 +388,16 @@ class TetherApp(App[None]):
         self.run_worker(self.action_show_view("tokens"), group="navigate", exclusive=True)
 
     async def action_show_view(self, mode: str) -> None:
-        """Switch to a top-level view; the view left is remembered for escape."""
+        """Switch to a top-level view; the view left is remembered for escape. The key of
+        the view already shown, on a screen over it (a run, a compare), shows the view itself:
+        ``1`` in a run is the Runs list (it did nothing there)."""
         if mode != self.current_mode:
             self.history.append(self.current_mode)
             del self.history[:-HISTORY_DEPTH]
             await self.switch_mode(mode)
+            return
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, ModalScreen):
+            await self.pop_screen()
 
     def can_go_back(self) -> bool:
         """Whether escape has somewhere to go (a run's detail, or an earlier view)."""

@@ -28,6 +28,14 @@ async def wait_for(pilot, condition, what: str) -> None:  # type: ignore[no-unty
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def open_review_run(pilot, app) -> None:  # type: ignore[no-untyped-def]
+    """Open the sample's run-review-1 from the Runs list."""
+    await settle(pilot, app)
+    app.screen.query_one("#runs-table", KeyedTable).select_key("run-review-1")
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(app.screen, RunDetailScreen), "the run")
+
+
 async def test_escape_goes_back_through_t_and_to_handoffs(make_app):
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -52,6 +60,24 @@ async def test_escape_goes_back_through_t_and_to_handoffs(make_app):
         await wait_for(pilot, lambda: isinstance(app.screen, HandoffsScreen), "Handoffs again")
         await pilot.press("escape")  # and further back: the Runs view shown before
         await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen), "Runs again")
+
+
+async def test_the_views_own_key_in_a_run_shows_the_view(make_app):
+    # Seen in tmux: 1 in a run opened from Runs (or from Handoffs) did nothing, although the
+    # tab line and the help say 1 is the Runs list.
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_review_run(pilot, app)
+        await pilot.press("1")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
+        assert app.screen.query_one("#runs-table", KeyedTable).cursor_key == "run-review-1"
+        await pilot.press("4")
+        await wait_for(pilot, lambda: isinstance(app.screen, HandoffsScreen), "Handoffs")
+        await settle(pilot, app)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunDetailScreen), "the next run")
+        await pilot.press("1")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen), "the runs list")
 
 
 async def test_home_end_and_the_cursor_following_the_newest_run(make_app, sample_workspace):
@@ -83,10 +109,7 @@ async def test_home_end_and_the_cursor_following_the_newest_run(make_app, sample
 async def test_graph_cursor_moves_along_the_run_and_drives_the_inspector(make_app):
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
-        app.screen.query_one("#runs-table", KeyedTable).select_key("run-review-1")
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, RunDetailScreen), "the run")
+        await open_review_run(pilot, app)
         detail = app.screen
         await settle(pilot, app)
         graph = detail.query_one(WorkflowGraph)

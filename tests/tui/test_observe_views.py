@@ -46,15 +46,22 @@ def highlighted(text: Text) -> set[str]:
             if "reverse" in str(s.style) or "on " in str(s.style)}
 
 
+async def open_timeline(pilot, app: TetherApp, run_id: str) -> tuple[RunDetailScreen,
+                                                                      TimelineBars]:
+    """Open ``run_id`` and its Timeline tab, once its rows are read."""
+    await settle(pilot, app)
+    detail = await open_run(pilot, app, run_id)
+    await pilot.press("T")
+    bars = detail.query_one(TimelineBars)
+    await until(pilot, lambda: bars.rows, "the timeline's rows")
+    return detail, bars
+
+
 async def test_timeline_tab_shows_nodes_attempts_critical_path_zoom_and_opens_attempts(
         make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
-        detail = await open_run(pilot, app, "run-review-1")
-        await pilot.press("T")
-        bars = detail.query_one(TimelineBars)
-        await until(pilot, lambda: bars.rows, "the timeline's rows")
+        detail, bars = await open_timeline(pilot, app, "run-review-1")
         assert detail.query_one("#run-views", TabbedContent).active == "tab-timeline"
         nodes = [r.key for r in bars.rows if r.kind == "node"]
         assert nodes == ["plan#0", "review-a#0", "review-b#0", "summarize#0"]
@@ -327,3 +334,17 @@ async def test_usage_view_says_why_the_cost_chart_is_empty(
         await until(pilot, lambda: "nothing spent in this window" in screen_text(app),
                     "the cost chart to say why it is empty")
         assert "sim-1" in screen_text(app)
+
+
+async def test_a_run_of_one_node_counts_it_in_the_singular(make_app) -> None:
+    # Seen in tmux: the demo's code-review run (one node) said "1 node iterations".
+    from store.runs.run_store import RunStore
+
+    app = make_app()
+    async with await open_database(app.workspace) as db:
+        store = RunStore(db)
+        await store.create_run("code-review", run_id="run-one", nodes_total=1)
+        await store.upsert_node("run-one", "review", 0, "running")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_timeline(pilot, app, "run-one")
+        await until(pilot, lambda: "1 node iteration ·" in screen_text(app), "the summary")

@@ -9,6 +9,7 @@ on a switch back, and a theme change is drawn in the new colours at once.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -18,6 +19,8 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from store.db.backends import open_database
+from store.memory.memory_store import MemoryStore
 from tui.widgets.keyed_table import KeyedTable
 
 SIZE = (140, 40)
@@ -124,3 +127,50 @@ async def test_a_cell_grown_wider_than_its_column_widens_it():
         table.sync([("a", [Text("✓ finished, a while ago"), Text("first")])])
         await pilot.pause()
         assert "✓ finished, a while ago" in "".join(s.text for s in table.render_line(1))
+
+
+async def _note_columns(make_app, sizes: list[tuple[int, int]]) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """The Memory view's notes columns (label: width drawn) after showing it at each size."""
+    app = make_app()
+    async with await open_database(app.workspace) as db:
+        for body in ("Check the indexes and locks of every migration", "Pin the seed"):
+            await MemoryStore(db).save_note("workflow:incident-runbook-for-ingest", body,
+                                            author="agent:reviewer", status="pending")
+    async with app.run_test(size=sizes[0]) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await settle(pilot, app)
+        for size in sizes[1:]:
+            await pilot.resize_terminal(*size)
+            await settle(pilot, app)
+        await pilot.pause(0.1)
+        table = app.screen.query_one("#notes-table", KeyedTable)
+        return {str(c.label): c.get_render_width(table) for c in table.columns.values()}
+
+
+async def test_columns_narrow_again_when_the_terminal_does(make_app):
+    # Seen in tmux: the Memory view at 160 columns, then 80: the notes' namespaces were cut
+    # to fit 80 columns but their column kept its 160-column width, so the note bodies were
+    # cut to a few letters and the Age column went off the edge.
+    shrunk = await _note_columns(make_app, [(160, 48), (80, 24)])
+    assert shrunk == await _note_columns(make_app, [(80, 24)])
+    assert await _note_columns(make_app, [(80, 24), (160, 48)]) == await _note_columns(
+        make_app, [(160, 48)])
+
+
+async def test_a_fact_value_is_not_cut_beside_empty_columns(make_app):
+    # Seen in tmux at 160x48: the demo's {"line_length":100,"linter":"ruff"} showed as
+    # {"line_length":100,"linte… while 20 cells of the row stood empty (the width left for
+    # the value assumed the widest keys and writers).
+    app = make_app()
+    value = '{"line_length":100,"linter":"ruff","x":1}'
+    async with await open_database(app.workspace) as db:
+        await MemoryStore(db).set_fact("workflow:code-review", "style", json.loads(value))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await settle(pilot, app)
+        table = app.screen.query_one("#facts-table", KeyedTable)
+        cells = [c.plain for key in table.keys for c in table.get_row(key)]
+        assert value in cells
+        assert table.virtual_size.width <= table.scrollable_content_region.width

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from textual.app import App
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Static, TextArea
+from textual.widgets import Button, Input, Select, Static, TextArea
 
 from store.memory.ttl import format_ttl, parse_ttl
 from tui.modals import (
@@ -162,6 +162,40 @@ async def test_launch_dialog_validates_against_the_input_type() -> None:
         await pilot.press("ctrl+s")
         await pilot.pause()
     assert app.results == [LaunchRequest(choices[0], {"topic": "memory"})]
+
+
+async def test_the_blank_workflow_choice_launches_nothing() -> None:
+    # The dashboard reads the workflows after the dialog opens, so its Select offers a blank
+    # "Select" line; picking it showed "Select" while ctrl+s launched the workflow chosen
+    # before (seen in tmux: incident-runbook started from a dialog that named no workflow).
+    choices = [WorkflowChoice("a", "alpha", "examples/alpha.py", example_input="{}"),
+               WorkflowChoice("b", "beta", "examples/beta.py", example_input="{}")]
+
+    async def load() -> list[WorkflowChoice]:
+        return choices
+
+    app = Host(LaunchRunDialog(load=load))
+    async with app.run_test() as pilot:
+        dialog = app.screen
+        select = dialog.query_one("#launch-workflow", Select)
+        for _ in range(100):
+            if select.value == "a":
+                break
+            await pilot.pause(0.01)
+        select.focus()
+        await pilot.press("enter", "home", "enter")
+        await pilot.pause()
+        assert select.value == Select.NULL
+        assert "choose a workflow" in str(dialog.query_one("#json-status", Static).render())
+        assert dialog.query_one("#launch-ok", Button).disabled
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.results == []
+        select.value = "b"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    assert app.results == [LaunchRequest(choices[1], {})]
 
 
 @pytest.mark.parametrize(("text", "expected"), [

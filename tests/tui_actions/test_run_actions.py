@@ -324,6 +324,9 @@ async def test_quit_asks_while_embedded_runs_are_active_and_leaves_them_resumabl
         left = next(r for r in runs if r.status == "running")
         await press_for(pilot, app, "q", ConfirmDialog)
         assert left.run_id in dialog_target(app)
+        # One run is "it", not "they" (the dialog said "They stop with the dashboard").
+        detail = str(app.screen.query_one("#confirm-detail", Static).render())
+        assert detail.startswith("It stops with the dashboard") and "it shows as stale" in detail
         await pilot.press("n")
         await until(pilot, lambda: app.screen is screen, "the dialog to close")
         assert app.is_running

@@ -23,6 +23,7 @@ from store.model.run_records import RunRecord
 from tui.actions.feedback import write_safely
 from tui.actions.read_only import write_refused
 from tui.format import one_line
+from tui.plain import plural
 from tui.screens.live_screen import LiveScreen
 
 if TYPE_CHECKING:
@@ -344,14 +345,18 @@ async def confirm_quit(app: Any) -> bool:
             app.exit()
 
     count = len(active)
+    # "it" for one run: "They stop with the dashboard" under "Quit with 1 embedded run".
+    detail = ("{} with the dashboard and {} resumable: after 30 s {} as stale, and R (or tether "
+              "run --resume) continues {}.").format(
+        *(("It stops", "stays", "it shows", "it") if count == 1 else
+          ("They stop", "stay", "they show", "them")))
     app.push_screen(
         ConfirmDialog(
-            f"Quit with {count} embedded run{'s' if count != 1 else ''} still running?",
+            f"Quit with {plural(count, 'embedded run')} still running?",
             names,
             confirm_label="Quit",
             cancel_label="Stay",
-            detail="They stop with the dashboard and stay resumable: after 30 s they show as "
-                   "stale, and R (or tether run --resume) continues them.",
+            detail=detail,
         ),
         decided,
     )

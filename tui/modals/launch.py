@@ -157,7 +157,14 @@ class LaunchRunDialog(Dialog[LaunchRequest | None]):
     @on(Select.Changed, "#launch-workflow")
     def _workflow_changed(self, event: Select.Changed) -> None:
         value = event.value
-        if not isinstance(value, str) or value == self._selected:
+        if value == self._selected:
+            return
+        if not isinstance(value, str):
+            # The blank line (offered while the workflows were being read) names no workflow:
+            # nothing may launch, rather than the one chosen before it.
+            self._selected = None
+            self._describe()
+            self._validate()
             return
         self._selected = value
         self._describe()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -107,6 +108,15 @@ def note_widths(list_width: int, notes: list[Note]) -> tuple[int, int, int]:
     if list_width - others - namespace < MIN_NOTE_BODY_CELLS:
         namespace = max(10, list_width - others - MIN_NOTE_BODY_CELLS)
     return namespace, author, text_width(list_width, others + namespace)
+
+
+def fact_other_cells(rows: list[tuple[str, Sequence[Text]]]) -> int:
+    """Cells the facts list's columns other than the value take with ``rows`` (each as wide
+    as its widest cell or label), with every column's padding."""
+    widths = [len(label) for _, label in FACT_COLUMNS]
+    for _, cells in rows:
+        widths = [max(width, cell.cell_len) for width, cell in zip(widths, cells, strict=False)]
+    return sum(widths) - widths[1] + 2 * len(FACT_COLUMNS)
 
 
 def text_width(table_width: int, other_cells: int) -> int:
@@ -301,6 +311,11 @@ class MemoryListsScreen(LiveScreen):
         value_width = text_width(list_width, FACT_OTHER_CELLS)
         namespace_width, author_width, body_width = note_widths(list_width, book.notes)
         fact_list = fact_rows(facts, needle, now, value_width)
+        # FACT_OTHER_CELLS allows for the widest keys and writers: when the rows' own are
+        # narrower, the values take the room left instead of being cut beside empty cells.
+        wider = text_width(list_width, fact_other_cells(fact_list))
+        if wider > value_width:
+            fact_list = fact_rows(facts, needle, now, wider)
         self.facts_table.sync(fact_list)
         self._marked &= {note.id for note in book.notes if note.status == "pending"}
         note_list = note_rows(book, needle, now, body_width, self._marked, namespace_width,

@@ -19,6 +19,7 @@ from store.errors import NotFoundError
 from store.read.timeline import NodeDetail, Row, RunTimeline, with_details
 from store.read.timeline_reads import read_details, read_timeline
 from tui.format import duration, one_line, percent
+from tui.plain import plural
 from tui.screens.live_screen import LiveScreen
 from tui.timeline_draw import GLYPHS, LEGEND
 from tui.timeline_tools import log_source_for, with_logged_tools
@@ -42,7 +43,7 @@ def summary_text(timeline: RunTimeline) -> Text:
     """The line above the axis: extent, busy and idle time, the critical path."""
     total = timeline.end_ms - timeline.start_ms
     text = Text()
-    text.append(f"{len(timeline.bars)} node iterations · {duration(total)}"
+    text.append(f"{plural(len(timeline.bars), 'node iteration')} · {duration(total)}"
                 f"{' so far (live)' if timeline.live else ''} · ", style="bold")
     text.append(f"busy {duration(timeline.busy_ms)}, idle {duration(timeline.idle_ms)} "
                 f"({percent(timeline.idle_ms / total if total else 0.0)})")

@@ -21,6 +21,7 @@ from store.model.run_records import RunRecord
 from tui.actions.feedback import write_safely
 from tui.actions.run_actions import RunControlScreen
 from tui.format import literal, visible
+from tui.plain import plural
 from tui.tailing import Batch
 from tui.widgets.filter_bar import FilterBar
 
@@ -90,7 +91,7 @@ class RunSearchScreen(RunControlScreen):
         found = self.search
         if found is not None:
             shown = len(found.runs)
-            text.append(f"{found.total:,} match" if shown == found.total
+            text.append(plural(found.total, "match", "matches") if shown == found.total
                         else f"newest {shown} of {found.total:,} matching")
         text.append("  filter: ", style="dim")
         text.append_text(literal(self.filter_text))

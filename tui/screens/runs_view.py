@@ -144,6 +144,10 @@ class RunsScreen(RunSearchScreen):
         Binding("o", "fork_chain", "Fork chain"),
     ]
     AUTO_FOCUS = "#runs-table"
+    SELECTED_RUN_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"open_run", "cost", "mark", "compare", "fork_chain"})
+    """Keys that act on the run under the cursor: hidden while the list shows none (no runs
+    yet, or none matches the filter)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -153,6 +157,8 @@ class RunsScreen(RunSearchScreen):
         self._charted_at = 0.0
         self._chart_stale = True
         self._chart_timer: Timer | None = None
+        self._charted_run: str | None = None
+        """The run the chart was last asked to show."""
         self.window = 0
         """How many of the newest runs the list has read: 0 before the first listing (the
         crumb then says "loading", never a count), :data:`FIRST_WINDOW` until the rest of
@@ -200,6 +206,13 @@ class RunsScreen(RunSearchScreen):
     def selected_run_id(self) -> str | None:
         """The run under the cursor."""
         return self.query_one(KeyedTable).cursor_key
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.SELECTED_RUN_ACTIONS:
+            tables = self.query(KeyedTable)
+            if not tables or not tables.first().keys:
+                return False
+        return super().check_action(action, parameters)
 
     async def refresh_data(self, batch: Batch) -> None:
         reader = self.tether.reader
@@ -254,6 +267,11 @@ class RunsScreen(RunSearchScreen):
             self.cursor_wanted = None
         elif follow and rows and table.cursor_row != 0:
             table.move_cursor(row=0, animate=False)
+        if not rows and self._charted_run is not None:
+            # No row is highlighted when the list empties (a filter nothing matches): the
+            # chart must not go on showing a run the list no longer does.
+            self._chart_stale = True
+            self._schedule_chart()
         self._show_empty(bool(rows))
         feed = self.query_one(FollowLog)
         if batch.first_read and feed.line_count == 0:
@@ -346,7 +364,7 @@ class RunsScreen(RunSearchScreen):
             return
         self._chart_stale = False
         self._charted_at = time.monotonic()
-        run_id = self.selected_run_id
+        run_id = self._charted_run = self.selected_run_id
         calls = await reader.recent_calls_of_run(run_id, CALLS_CHARTED) if run_id else []
         try:
             await self.query_one(RunChart).show(run_id, calls)

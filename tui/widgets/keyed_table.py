@@ -162,6 +162,17 @@ class KeyedTable(DataTable[Text]):
             self.add_column(label, key=key)
         return True
 
+    def _fit_columns(self, widths: dict[str, int]) -> None:
+        """Size each automatic column to the rows it will now show (``widths``). DataTable
+        only ever widens a column, even across clear(): rows cut shorter for a narrower
+        terminal then sat in columns as wide as the old terminal's, and the columns after
+        them went off the edge."""
+        for key, _ in self._columns:
+            column = self.columns.get(ColumnKey(key))
+            if column is not None and column.auto_width and column.content_width != widths[key]:
+                column.content_width = widths[key]
+                self._require_update_dimensions = True
+
     def _measure(self, widths: dict[str, int]) -> None:
         """Width the other columns shown will take with the rows ``widths`` was measured on
         (as DataTable sizes an automatic column: its widest cell or label), so the main column
@@ -272,6 +283,7 @@ class KeyedTable(DataTable[Text]):
         with self.app.batch_update():
             if self._choose_columns(widths):
                 self._order = []
+            self._fit_columns(widths)
             self._measure(widths)
             self.stretch_main_column()
             if new_order != self._order:

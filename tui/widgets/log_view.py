@@ -15,16 +15,24 @@ class FollowLog(Log):
 
     When the user scrolls away from the bottom, following stops and :attr:`pending` counts the
     lines that arrived since; scrolling back to the bottom (or ``end``) resumes following.
+    Following is decided by the last scroll, not by where the view sits now: a view made
+    shorter (a smaller terminal) keeps its scroll offset, which then lies above the new bottom,
+    and it must still follow the end.
     """
 
     pending: reactive[int] = reactive(0)
 
     def __init__(self, *, max_lines: int = 5000, **kwargs: object) -> None:
         super().__init__(max_lines=max_lines, auto_scroll=False, **kwargs)  # type: ignore[arg-type]
+        self._following = True
 
     @property
     def following(self) -> bool:
-        """True while the view is at (or within one line of) the bottom."""
+        """True while the view follows the end: its last scroll left it at (or within one
+        line of) the bottom."""
+        return self._following
+
+    def _at_bottom(self) -> bool:
         return self.scroll_y >= self.max_scroll_y - 1
 
     def append(self, lines: Iterable[str]) -> None:
@@ -47,5 +55,11 @@ class FollowLog(Log):
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        if self.following:
+        self._following = self._at_bottom()
+        if self._following:
             self.pending = 0
+
+    def on_resize(self) -> None:
+        # A shorter view keeps its scroll offset (no scroll happens): bring the end back.
+        if self._following and not self._at_bottom():
+            self.scroll_end(animate=False, immediate=True)
