@@ -16,6 +16,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import click
 
+from store.db.paging import LARGEST_INTEGER
 from store.errors import InvalidInputError, TetherError
 from store.workspace.layout import Workspace, resolve_workspace
 from tui.cli.output import MAX_LIMIT, fail, fail_with
@@ -26,6 +27,10 @@ T = TypeVar("T")
 EXIT_NOT_COMPLETED = 3
 """Exit code of a command that could not complete: an I/O error, a damaged database, or a run
 that ended failed or cancelled (BRIEF section 4)."""
+
+WHOLE_NUMBER = click.IntRange(0, LARGEST_INTEGER)
+"""An option taking 0 or more that reaches a query (an iteration, an offset): refused past
+what the database can compare, instead of failing as it is bound."""
 
 direct_command_finished = False
 """Set once a :func:`run_direct` command has run to its end (its database closed): the
