@@ -29,7 +29,7 @@ from tui.cli.common import (
 from tui.cli.database_access import reading
 from tui.cli.output import print_json
 from tui.plain import cost as format_cost
-from tui.plain import tokens, visible
+from tui.plain import plural, tokens, visible
 
 # -- tether prices --------------------------------------------------------------------------
 
@@ -244,7 +244,7 @@ async def budget_command(run_id: str | None, limit: int, output_format: str,
         return
     if run_id is None:
         click.echo(f"The workspace on {today} (UTC): {format_cost(spend.cost.usd or 0.0)} and "
-                   f"{tokens(counted)} tokens in {spend.calls:,} calls.")
+                   f"{tokens(counted)} tokens in {plural(spend.calls, 'call')}.")
         for row in day:
             owner = f"today, {row['workflow']}" if "workflow" in row else "workspace today"
             click.echo(_budget_line(owner, row))
