@@ -183,3 +183,37 @@ def test_a_search_lists_a_run_as_the_plain_listing_does(tmp_path: Path) -> None:
     assert [{k: v for k, v in run.items() if k != "age_ms"} for run in found] == strip
     text = tether(workspace, "runs", *query).stdout
     assert "/60.0k" in text, text
+
+
+def test_ctrl_c_says_how_to_resume_in_one_line_and_exits_130(tmp_path: Path) -> None:
+    """Ctrl-C printed "interrupted; resume with: …" and then a second "tether: interrupted."
+    (two sentences for one event); the exit code, 130, was not documented."""
+    import signal
+
+    workspace = tmp_path / "ws"
+    slow = tmp_path / "slow.py"
+    slow.write_text(textwrap.dedent("""
+        from engine import Workflow
+        workflow = Workflow("slow", agents={"sim": {"type": "simulated", "latency_ms": 60000}},
+                            default_agent="sim")
+
+        @workflow.task(id="a")
+        def a(ctx):
+            return "wait"
+    """))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli.entry", "run", str(slow), "--workspace", str(workspace)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    assert process.stderr is not None
+    seen = [process.stderr.readline()]
+    while "attempt 1" not in seen[-1]:
+        assert seen[-1], seen
+        seen.append(process.stderr.readline())
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=60)
+    assert process.returncode == 130, rest
+    said = [line for line in rest.splitlines() if line.startswith("tether:")]
+    run_id = seen[0].split()[-1]
+    assert said == [f"tether: interrupted; resume with: tether run {slow} --resume {run_id}"]
+    assert "130" in (ROOT / "docs" / "commands.md").read_text()

@@ -28,6 +28,9 @@ EXIT_NOT_COMPLETED = 3
 """Exit code of a command that could not complete: an I/O error, a damaged database, or a run
 that ended failed or cancelled (BRIEF section 4)."""
 
+EXIT_INTERRUPTED = 130
+"""Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
+
 WHOLE_NUMBER = click.IntRange(0, LARGEST_INTEGER)
 """An option taking 0 or more that reaches a query (an iteration, an offset): refused past
 what the database can compare, instead of failing as it is bound."""

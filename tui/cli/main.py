@@ -187,7 +187,7 @@ def main(*, fast_exit: bool = True) -> None:
         sys.exit(error.exit_code)
     except (click.Abort, KeyboardInterrupt):
         click.echo("tether: interrupted.", err=True)
-        sys.exit(130)
+        sys.exit(common.EXIT_INTERRUPTED)
     except SystemExit as done:
         if not isinstance(done.code, int | None):
             raise
