@@ -85,6 +85,18 @@ def test_node_shows_attempts_calls_buckets_and_output(finished_run: tuple[Path, 
     assert tether(workspace, "node", "plan", "--run", "r-missing").returncode == 1
 
 
+def test_an_unknown_node_is_not_found_for_steer_as_for_node(
+    finished_run: tuple[Path, dict],
+) -> None:
+    """``tether steer RUN nope MSG`` exited 2 (invalid input) where ``tether node nope`` exits
+    1: the store raised InvalidInputError for a node that does not exist."""
+    workspace, run = finished_run
+    for extra in ((), ("--next-attempt",)):
+        missing = tether(workspace, "steer", run["run_id"], "nope", "hello", *extra)
+        assert missing.returncode == 1, missing.stderr
+        assert missing.stderr == f"tether: Run {run['run_id']} has no node 'nope' at iteration 0.\n"
+
+
 def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     bad_json = tether(workspace, "run", str(EXAMPLE), "--input", "{nope")
