@@ -69,6 +69,7 @@ def test_query_errors_point_into_the_text_as_typed(workspace: tuple[Path, str]) 
 
 @pytest.mark.parametrize("args", [
     ("usage", "--since", f"{HUGE}d"),
+    ("export", "otlp", "--endpoint", "http://127.0.0.1:9", "--since", f"{HUGE}d"),
     ("node", "review", "--run", "{run}", "--offset", HUGE),
     ("node", "review", "--run", "{run}", "--iteration", HUGE),
     ("worker", "--lease-seconds", "1e30"),
