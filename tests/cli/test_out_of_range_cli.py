@@ -73,13 +73,17 @@ def test_query_errors_point_into_the_text_as_typed(workspace: tuple[Path, str]) 
     ("node", "review", "--run", "{run}", "--offset", HUGE),
     ("node", "review", "--run", "{run}", "--iteration", HUGE),
     ("worker", "--lease-seconds", "1e30"),
+    ("mcp", "--bank", "code-review", "--iteration", HUGE),
+    ("mcp", "--bank", "code-review", "--attempt", "-1"),
     ("worker", "--lease-seconds", "nan"),
     ("worker", "--poll-seconds", "nan"),
 ])
 def test_options_past_what_a_query_can_bind_are_refused(
     workspace: tuple[Path, str], args: tuple[str, ...],
 ) -> None:
-    """Each crashed with OverflowError (or ValueError for NaN) and a traceback."""
+    """Each crashed with OverflowError (or ValueError for NaN) and a traceback (``tether mcp``:
+    at the first remember, which answered the agent with the OverflowError's text; a negative
+    attempt was recorded as provenance)."""
     folder, run_id = workspace
     refused(tether(folder, *(arg.replace("{run}", run_id) for arg in args)))
 
