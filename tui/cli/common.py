@@ -31,9 +31,23 @@ that ended failed or cancelled (BRIEF section 4)."""
 EXIT_INTERRUPTED = 130
 """Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
 
-WHOLE_NUMBER = click.IntRange(0, LARGEST_INTEGER)
-"""An option taking 0 or more that reaches a query (an iteration, an offset): refused past
-what the database can compare, instead of failing as it is bound."""
+class _WholeNumber(click.IntRange):
+    """0 or more, and no more than the database can compare (a larger number failed as the
+    query bound it); the help still says ``x>=0``."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number > LARGEST_INTEGER:
+            self.fail(f"{number} is too large; the most is {LARGEST_INTEGER}.",
+                      param, ctx)
+        return number
+
+
+WHOLE_NUMBER = _WholeNumber()
+"""An option taking 0 or more that reaches a query (an iteration, an offset, provenance)."""
 
 direct_command_finished = False
 """Set once a :func:`run_direct` command has run to its end (its database closed): the
