@@ -85,6 +85,32 @@ def test_node_shows_attempts_calls_buckets_and_output(finished_run: tuple[Path, 
     assert tether(workspace, "node", "plan", "--run", "r-missing").returncode == 1
 
 
+def test_a_loop_nodes_timeline_shows_its_latest_iteration_as_node_does(
+    finished_run: tuple[Path, dict],
+) -> None:
+    """``tether node draft --run R --timeline`` showed iteration 0 while ``tether node draft``
+    (and --iteration's help, "default: latest") shows the latest; an iteration the node never
+    had was said to be a node the run does not have at all."""
+    workspace, run = finished_run
+    shown = json.loads(tether(workspace, "node", "draft", "--run", run["run_id"],
+                              "--format", "json").stdout)
+    latest = shown["iteration"]
+    assert latest > 0, shown  # the example's refinement loop ran more than once
+    drawn = json.loads(tether(workspace, "node", "draft", "--run", run["run_id"], "--timeline",
+                              "--format", "json").stdout)
+    keys = {row["key"] if row["kind"] != "run" else "run" for row in drawn["rows"]}
+    keys |= {row.get("node_key") for row in drawn["rows"]} - {None}
+    assert f"draft#{latest}" in keys and "draft#0" not in keys, keys
+    first = tether(workspace, "node", "draft#0", "--run", run["run_id"], "--timeline").stdout
+    bars = [line.split()[0].lstrip("*") for line in first.splitlines() if "draft#" in line
+            and not line.startswith("Critical path")]
+    assert bars[0] == "draft#0" and f"draft#{latest}" not in bars, first
+    for extra in ((), ("--timeline",)):
+        missing = tether(workspace, "node", "draft#99", "--run", run["run_id"], *extra)
+        assert missing.returncode == 1 and missing.stderr == (
+            f"tether: Run {run['run_id']} has no node 'draft' at iteration 99.\n")
+
+
 def test_an_unknown_node_is_not_found_for_steer_as_for_node(
     finished_run: tuple[Path, dict],
 ) -> None:

@@ -312,8 +312,7 @@ async def node_command(
     if timeline:
         from tui.cli.history_commands import print_timeline
 
-        key = f"{node_id}#{iteration if iteration is not None else 0}"
-        await print_timeline(workspace, run_id, key, output_format)
+        await print_timeline(workspace, run_id, (node_id, iteration), output_format)
         return
     async with reading(workspace) as db:
         if db is None:
