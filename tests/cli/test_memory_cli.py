@@ -247,6 +247,20 @@ def test_usage_errors_exit_2_and_change_nothing(seeded: tuple[Path, str]) -> Non
     assert fingerprint(ws) == before
 
 
+def test_a_group_without_its_command_names_the_commands_in_one_sentence() -> None:
+    """``tether memory`` alone printed the group's whole help flattened onto one error line
+    ("tether: Usage: tether memory [OPTIONS] COMMAND [ARGS]... Facts (namespaced ... Commands:
+    gc Remove expired ..."), cut off mid-word."""
+    result = tether("memory")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (
+        "tether: 'tether memory' needs a command: gc, get, limit, list, reindex, rm, set, "
+        "status or summarize (see 'tether memory --help').\n")
+    notes = tether("notes")
+    assert notes.returncode == 2 and "'tether notes' needs a command: accept, add," in notes.stderr
+    assert one_sentence(tether("export").stderr).startswith("'tether export' needs a command")
+
+
 def test_limit_and_gc_report_what_they_did(seeded: tuple[Path, str]) -> None:
     ws, _ = seeded
     limit = tether("memory", "limit", "--max-tokens", "100", "--workspace", str(ws))

@@ -162,8 +162,16 @@ def cli(ctx: click.Context, workspace_dir: str | None, database_url: str | None)
 
 def usage_sentence(error: click.UsageError) -> str:
     """A usage error as one sentence naming the help to read (click prints four lines)."""
-    message = " ".join(error.format_message().split()).rstrip(".")
     command = error.ctx.command_path if error.ctx is not None else "tether"
+    group = error.ctx.command if error.ctx is not None else None
+    if isinstance(error, click.exceptions.NoArgsIsHelpError) and isinstance(group, click.Group):
+        # `tether memory` alone: click's message is the whole help, flattened to one line.
+        assert error.ctx is not None
+        names = [name for name in group.list_commands(error.ctx)
+                 if not getattr(group.get_command(error.ctx, name), "hidden", False)]
+        spelled = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+        return f"'{command}' needs a command: {spelled} (see '{command} --help')."
+    message = " ".join(error.format_message().split()).rstrip(".")
     return f"{message} (see '{command} --help')."
 
 
