@@ -155,3 +155,16 @@ def test_one_call_is_said_in_the_singular(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     line = tether("budget", "--workspace", str(folder)).stdout.splitlines()[0]
     assert line.endswith(" tokens in 1 call."), line
+
+
+def test_prices_of_one_model_keep_json_alone_and_say_which_calls(tmp_path: Path) -> None:
+    """``tether prices --model nope --format json`` printed a sentence before the JSON (stdout
+    was no JSON document), and ``--model M`` for a model no call used said the workspace had
+    "recorded no calls yet" though it had."""
+    folder, _ = workspace_with_spend(tmp_path)
+    unknown = tether("prices", "--model", "nope", "--format", "json", "--workspace", str(folder))
+    assert unknown.returncode == 0 and json.loads(unknown.stdout) == {"prices": [], "used": []}
+    said = tether("prices", "--model", "nope", "--workspace", str(folder)).stdout
+    assert said == "nope has no price: its calls are recorded as unknown.\n"
+    other = tether("prices", "--model", "gpt-5.1-codex", "--workspace", str(folder)).stdout
+    assert other.splitlines()[-1] == "This workspace has recorded no calls of gpt-5.1-codex yet."

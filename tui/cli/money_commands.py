@@ -128,9 +128,10 @@ async def prices_command(model: str | None, output_format: str,
     if model is not None:
         found = table.resolve(model)
         if found is None:
-            click.echo(f"{visible(model)} has no price: its calls are recorded as unknown.")
-            if output_format == "json":
+            if output_format == "json":  # stdout holds the one JSON document, nothing else
                 print_json({"prices": [], "used": []})
+            else:
+                click.echo(f"{visible(model)} has no price: its calls are recorded as unknown.")
             return
         rows = [r for r in rows if r.name == found.name]
     used = await _prices_used(workspace)
@@ -146,7 +147,8 @@ async def prices_command(model: str | None, output_format: str,
     for row in rows:
         click.echo(_price_line(row))
     if not used:
-        click.echo("This workspace has recorded no calls yet.")
+        of = "" if model is None else f" of {visible(model)}"
+        click.echo(f"This workspace has recorded no calls{of} yet.")
         return
     click.echo("")
     click.echo("Prices this workspace's calls used:")
