@@ -255,3 +255,38 @@ def test_ctrl_c_says_how_to_resume_in_one_line_and_exits_130(tmp_path: Path) -> 
     run_id = seen[0].split()[-1]
     assert said == [f"tether: interrupted; resume with: tether run {slow} --resume {run_id}"]
     assert "130" in (ROOT / "docs" / "commands.md").read_text()
+
+
+def test_a_second_clear_keeps_the_reason_of_the_first(tmp_path: Path) -> None:
+    """While the engine had not handed off yet, a second ``tether clear`` (default reason
+    "cleared by a person") replaced the reason the first one gave: the handoff recorded the
+    wrong reason."""
+    workspace = tmp_path / "ws"
+    slow = tmp_path / "slow.py"
+    slow.write_text(textwrap.dedent("""
+        from engine import Workflow
+        workflow = Workflow("slow", agents={"sim": {"type": "simulated", "latency_ms": 60000}},
+                            default_agent="sim")
+
+        @workflow.task(id="a")
+        def a(ctx):
+            return "wait"
+    """))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli.entry", "run", str(slow), "--workspace", str(workspace)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline()
+        while "attempt 1" not in process.stderr.readline():
+            pass
+        run_id = first.split()[-1]
+        for extra in (("--reason", "context too large"), ()):
+            asked = tether(workspace, "clear", run_id, *extra)
+            assert asked.returncode == 0 and "Clear requested" in asked.stdout, asked.stderr
+        (run,) = json.loads(tether(workspace, "runs", "--format", "json").stdout)["items"]
+        assert run["clear_reason"] == "context too large"
+    finally:
+        tether(workspace, "cancel", run_id)
+        process.communicate(timeout=60)
