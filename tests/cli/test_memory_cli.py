@@ -261,6 +261,18 @@ def test_a_group_without_its_command_names_the_commands_in_one_sentence() -> Non
     assert one_sentence(tether("export").stderr).startswith("'tether export' needs a command")
 
 
+def test_an_option_without_its_value_names_the_commands_help() -> None:
+    """``tether node a --run`` said "(see 'tether --help')": click's parser raises that error
+    without a context, so the sentence fell back to the top-level help."""
+    for args, path in ((("node", "a", "--run"), "tether node"),
+                       (("memory", "set", "a", "b", "c", "--ttl"), "tether memory set"),
+                       (("--workspace", "/nowhere", "runs", "--limit"), "tether runs")):
+        result = tether(*args)
+        assert result.returncode == 2
+        assert one_sentence(result.stderr).endswith(f"requires an argument (see '{path} --help')."
+                                                    ), result.stderr
+
+
 def test_limit_and_gc_report_what_they_did(seeded: tuple[Path, str]) -> None:
     ws, _ = seeded
     limit = tether("memory", "limit", "--max-tokens", "100", "--workspace", str(ws))

@@ -160,9 +160,35 @@ def cli(ctx: click.Context, workspace_dir: str | None, database_url: str | None)
         ctx.invoke(tui_command, workspace_dir=workspace_dir)
 
 
-def usage_sentence(error: click.UsageError) -> str:
+def _typed_command_path(args: list[str]) -> str:
+    """``tether node`` for ``node a --run``: the commands named at the start of ``args`` (a
+    usage error click's option parser raises carries no context to say so)."""
+    path: list[str] = ["tether"]
+    group: click.Group = cli
+    with click.Context(cli, info_name="tether", obj={}) as ctx:
+        values = iter(args)
+        for arg in values:
+            if arg in ("--workspace", "--database-url"):  # accepted before the command name
+                next(values, None)
+                continue
+            if arg.startswith("-"):
+                continue
+            command = group.get_command(ctx, arg)
+            if command is None:
+                break
+            path.append(arg)
+            if not isinstance(command, click.Group):
+                break
+            group = command
+    return " ".join(path)
+
+
+def usage_sentence(error: click.UsageError, args: list[str] | None = None) -> str:
     """A usage error as one sentence naming the help to read (click prints four lines)."""
-    command = error.ctx.command_path if error.ctx is not None else "tether"
+    if error.ctx is not None:
+        command = error.ctx.command_path
+    else:
+        command = _typed_command_path(sys.argv[1:] if args is None else args)
     group = error.ctx.command if error.ctx is not None else None
     if isinstance(error, click.exceptions.NoArgsIsHelpError) and isinstance(group, click.Group):
         # `tether memory` alone: click's message is the whole help, flattened to one line.
