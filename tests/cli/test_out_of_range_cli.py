@@ -94,3 +94,10 @@ def test_a_node_id_ending_in_a_huge_number_is_a_node_id(workspace: tuple[Path, s
     missing = tether(folder, "node", f"review#{HUGE}", "--run", run_id)
     assert missing.returncode == 1 and missing.stderr == (
         f"tether: Run {run_id} has no node 'review#{HUGE}'.\n")
+
+
+def test_a_limit_that_is_no_number_says_so(workspace: tuple[Path, str]) -> None:
+    """click named its range type "integer range": "'abc' is not a valid integer range"."""
+    said = refused(tether(workspace[0], "runs", "--limit", "abc"))
+    assert said == ("tether: Invalid value for '--limit': 'abc' is not a valid whole number "
+                    "(see 'tether runs --help').\n")

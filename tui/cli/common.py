@@ -31,7 +31,14 @@ that ended failed or cancelled (BRIEF section 4)."""
 EXIT_INTERRUPTED = 130
 """Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
 
-class _WholeNumber(click.IntRange):
+class CountRange(click.IntRange):
+    """click's IntRange, named so that ``--limit abc`` is "'abc' is not a valid whole number"
+    (click's own name made it "not a valid integer range")."""
+
+    name = "whole number"
+
+
+class _WholeNumber(CountRange):
     """0 or more, and no more than the database can compare (a larger number failed as the
     query bound it); the help still says ``x>=0``."""
 
@@ -96,7 +103,7 @@ def limit_option(default: int, what: str = "items") -> Callable[[Callable[P, T]]
     """``--limit N`` of a listing command: at most N items, then a line saying how many more."""
     return click.option(
         "--limit",
-        type=click.IntRange(1, MAX_LIMIT),
+        type=CountRange(1, MAX_LIMIT),
         default=default,
         show_default=True,
         metavar="N",
