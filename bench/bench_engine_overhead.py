@@ -124,6 +124,7 @@ async def run_tether(
                     lambda ctx: f"item {ctx.item} of {str(ctx.output('plan'))[:12]}",
                     depends_on=["plan"],
                     items=list(range(n - 2)),
+                    max_items=n,
                 )
                 workflow.add_task(
                     "join", lambda ctx: f"join {len(ctx.output('item'))}", depends_on=["item"]

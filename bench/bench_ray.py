@@ -55,7 +55,7 @@ def workflow_of(shape: str, n: int, backend: str, concurrency: int) -> Any:
         concurrency=concurrency, execution={"backend": backend, "num_cpus": TASK_CPUS},
     )
     if shape == "fanout":
-        workflow.add_task("item", "Item {ctx.item}.", items=list(range(n)))
+        workflow.add_task("item", "Item {ctx.item}.", items=list(range(n)), max_items=n)
     else:
         for i in range(n):
             workflow.add_task(f"n{i}", f"Step {i}.", depends_on=[f"n{i - 1}"] if i else [])

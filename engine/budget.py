@@ -214,6 +214,18 @@ def limit_name(limit: Limit) -> str:
     return f"the {scope} budget ([budget] {setting})"
 
 
+def unpriced_text(limits: Sequence[Limit], model: str | None) -> str:
+    """The warning for a call without a known price under dollar budgets: they cannot count
+    it, so they do not bound what the run spends on it."""
+    names = ", ".join(f"{limit_name(limit)} of {limit.amount(limit.maximum)}" for limit in limits)
+    shown = f"model {model}" if model else "a model that was not named"
+    fix = f' (add [prices."{model}"] to config.toml)' if model else ""
+    return (
+        f"A call of {shown} has no known price, so {names} cannot count what it cost: "
+        f"dollars spent on it are unknown and not held to the budget{fix}."
+    )
+
+
 def exceeded_reason(limit: Limit, spent: float, run_id: str, day: str) -> str:
     """The sentence a budget's stop is recorded with."""
     verb = "spent" if limit.unit == "usd" else "used"

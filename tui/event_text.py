@@ -10,6 +10,7 @@ scalars named (``Event something.new in run r-1: a=1 b=[2].``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -90,27 +91,32 @@ def _handoff(p: Mapping[str, Any]) -> str:
 
 
 def _memory_block(p: Mapping[str, Any]) -> str:
+    # the runtime's warnings begin "no block: ..." for the dashboard's cells; the sentence
+    # says "got no memory block" itself
+    warning = re.sub(r"(^|; )no block: ", r"\1", str(p.get("warning") or ""))
     if p.get("degraded"):
-        return f"recall degraded: {p.get('warning') or 'no reason recorded'}"
+        return f"had its recall degraded: {warning or 'no reason recorded'}"
     items = p.get("items")
     count = items if isinstance(items, int) else len(items) if isinstance(items, list) else 0
     if not p.get("bytes_used"):
-        return f"no memory block: {p.get('warning') or 'nothing recalled'}"
+        return f"got no memory block: {warning or 'nothing recalled'}"
     cut = ", truncated to fit" if p.get("truncated") else ""
-    return (f"memory block of {p.get('bytes_used')} of {p.get('budget_bytes')} bytes, "
+    return (f"got a memory block of {p.get('bytes_used')} of {p.get('budget_bytes')} bytes, "
             f"{plural(count, 'item')}{cut}")
 
 
 def _memory_tool(p: Mapping[str, Any]) -> str:
-    text = f"tool {p.get('tool', '?')} {'succeeded' if p.get('ok') else 'failed'}"
+    details = []
     items = p.get("items")
     if isinstance(items, list):
-        text += f" with {plural(len(items), 'item')}"
+        details.append(plural(len(items), "item"))
     if p.get("note_id"):
-        text += f", note {p['note_id']} ({p.get('status', '?')})"
-    if p.get("error"):
-        text += f": {p['error']}"
-    return text
+        details.append(f"note {p['note_id']} ({p.get('status', '?')})")
+    text = f"called the memory tool {p.get('tool', '?')}"
+    if not p.get("ok"):
+        text += ", which failed"
+        details = [str(p["error"])] if p.get("error") else []
+    return text + (f": {', '.join(details)}" if details else "")
 
 
 # What each event says about its subject (the subject is said by event_line).
@@ -138,6 +144,7 @@ SUMMARIES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     + str(p.get("warning") or p.get("message") or "no detail recorded"),
     "memory.retained": lambda p: "retained its output as "
     + (f"note {p['note_id']}" if p.get("note_id") else "a note"),
+    "warning": lambda p: f"warned: {p['reason']}",
     "cache.hit": lambda p: "took its output from the task cache",
     "cache.invalid": lambda p: "found a task-cache entry it could not use",
 }

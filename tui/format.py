@@ -20,6 +20,7 @@ from tui.plain import (
     percent,
     plural,
     pretty_json,
+    spent,
     tokens,
     visible,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "plural",
     "pretty_json",
     "row_cost",
+    "spent",
     "status_text",
     "tokens",
     "visible",
@@ -66,8 +68,7 @@ def one_line(value: object, style: str = "", width: int = 0) -> Text:
 
 def row_cost(row: RunRecord | AttemptRecord | NodeUsage | BucketUsage) -> str:
     """The cost of a dashboard row (run, node, attempt, bucket): "–" before any call."""
-    spent = row.cost.usd if (row.tokens.total or row.cost.usd) else None
-    return cost(spent, row.cost.unpriced_calls)
+    return spent(row.tokens.total, row.cost.usd, row.cost.unpriced_calls)
 
 
 def call_cost(call: CallRecord) -> str:

@@ -97,6 +97,13 @@ def cost(usd: float | None, unpriced_calls: int = 0) -> str:
     return money(usd) + ("+?" if unpriced_calls else "")
 
 
+def spent(tokens_total: int, usd: float | None, unpriced_calls: int = 0) -> str:
+    """What a run, node or attempt cost, ``–`` only before any call. Money can be spent
+    without tokens (a Claude Code session stopped by a limit reports its $13.80 and no
+    usage), so a cost is shown whenever there are tokens or dollars."""
+    return cost(usd if tokens_total or usd else None, unpriced_calls)
+
+
 def percent(share: float) -> str:
     """A fraction as a whole percentage."""
     return f"{share * 100:.0f}%"
@@ -111,7 +118,9 @@ def budget_used(run: Any) -> str:
         if not isinstance(maximum, int | float) or isinstance(maximum, bool) or maximum <= 0:
             continue
         if budget.get("unit") == "usd":
-            used, limit = (run.cost.usd or 0.0) / maximum, f"${maximum:,.2f}"
+            # Calls without a known price are not in the share: "+?" says so.
+            unknown = "+?" if run.cost.unpriced_calls else ""
+            used, limit = (run.cost.usd or 0.0) / maximum, f"${maximum:,.2f}{unknown}"
         else:
             counted = run.tokens.total - run.tokens.reasoning
             used, limit = counted / maximum, tokens(int(maximum))

@@ -124,11 +124,14 @@ def reset_at_ms(text: str, now_ms: int, local: tzinfo | None = None) -> int | No
 
 
 def describe_reset(at_ms: int, now_ms: int) -> str:
-    """``06:40 UTC (in 4 h 12 min)``, or with the date when it is not today."""
+    """``06:40 UTC (in 4 h 12 min)``, or with the date when it is not today; a time already
+    past (a provider's clock, or a reset that did not lift the limit) says so."""
     at = datetime.fromtimestamp(at_ms / 1000, UTC)
     now = datetime.fromtimestamp(now_ms / 1000, UTC)
     when = at.strftime("%H:%M UTC") if at.date() == now.date() else at.strftime(
         "%Y-%m-%d %H:%M UTC")
+    if at_ms <= now_ms:
+        return f"{when} (already past)"
     left = max(0, (at_ms - now_ms) // 1000)
     days, rest = divmod(left, 86400)
     hours, rest = divmod(rest, 3600)

@@ -3,6 +3,7 @@ persisted, and the digest a successful output is retained as (pure)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,14 @@ def retain_digest(node_id: str, output: Any, max_bytes: int = RETAIN_MAX_BYTES) 
         return body
     keep = longest_prefix_within(body, max_bytes - utf8_len(TRUNCATION_MARKER))
     return body[:keep] + TRUNCATION_MARKER
+
+
+def retained_note_id(run_id: str, node_id: str, iteration: int, namespace: str) -> str:
+    """The id of the note a node iteration of a run retains in ``namespace``: one per node
+    and bank, so a resumed run can tell whether it was written (a kill between the node's
+    end and its retention) and writing it again never makes a second one."""
+    key = json.dumps([run_id, node_id, iteration, namespace])
+    return "retained-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
 
 
 @dataclass(frozen=True)

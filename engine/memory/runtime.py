@@ -39,6 +39,7 @@ from engine.memory.prepared_block import (
     PreparedBlock,
     block_items_record,
     retain_digest,
+    retained_note_id,
 )
 from engine.memory.recall_items import RecallItem
 from engine.memory.recall_mode import MemorySettings, ModeChoice, resolve_mode
@@ -370,10 +371,14 @@ class MemoryRuntime(MemoryAccess):
             body = retain_digest(node_id, output, self.retain_max_bytes)
             saved = []
             for namespace in config.namespaces:
+                note_id = retained_note_id(run_id, node_id, iteration, namespace)
+                if await self.memory.get_note(note_id) is not None:
+                    continue  # written before this run was resumed (and maybe reviewed since)
                 tags = write_tags_for(namespace, config.tags, (), "run")
                 note = await self.memory.save_note(
                     namespace,
                     body,
+                    note_id=note_id,
                     kind="retained",
                     tags=tags,
                     author=f"task:{node_id}",
@@ -383,6 +388,8 @@ class MemoryRuntime(MemoryAccess):
                     iteration=iteration,
                 )
                 saved.append(note.id)
+            if not saved:
+                return
             self.written()
             await self.runs.append_event(
                 "memory.retained",

@@ -130,7 +130,7 @@ async def run_attempt(
         execution.progress("call", unit, "call", tokens=call.usage.context_tokens, attempt=attempt)
         # Budgets are enforced here, as each call is recorded (engine.run.budget_meter).
         execution.meter.add(
-            unit, call.usage, cost, Spend(counted_tokens(total()), spent_usd[0])
+            unit, call.usage, cost, Spend(counted_tokens(total()), spent_usd[0]), call.model
         )
 
     def total() -> TokenUsage:

@@ -34,6 +34,7 @@ from engine.budget import (
     day_limits,
     exceeded_reason,
     run_limits,
+    unpriced_text,
 )
 from engine.ceiling import ceiling_of, counted_tokens
 from engine.hooks import DispatchDecision
@@ -84,7 +85,8 @@ class BudgetMeter:
         self.day = utc_day(execution.clock.now_ms())
         self.alerted: dict[str, set[int]] = {}
         self.enforced: set[str] = set()
-        self.writes: list[Awaitable[bool]] = []
+        self.writes: list[Awaitable[Any]] = []
+        self.unpriced_said = False
 
     @property
     def limits(self) -> list[Limit]:
@@ -144,19 +146,35 @@ class BudgetMeter:
 
     # -- while calls stream ------------------------------------------------------------------
 
-    def add(self, unit: Unit, usage: TokenUsage, cost: float | None, attempt: Spend) -> None:
+    def add(self, unit: Unit, usage: TokenUsage, cost: float | None, attempt: Spend,
+            model: str | None = None) -> None:
         """Count one recorded call of ``unit`` (``attempt``: its attempt's spend so far, this
-        call included); alert and enforce."""
+        call included; ``cost`` None: no known price); alert and enforce."""
         counted, usd = counted_tokens(usage), cost or 0.0
         self.run = Spend(self.run.tokens + counted, self.run.usd + usd)
         self.day_local = Spend(self.day_local.tokens + counted, self.day_local.usd + usd)
         if not self.limits:
             return
+        if cost is None:
+            self._unpriced(unit, model)
         self._alerts()
         for limit in self.limits:
             spent = self.spent(limit)
             if spent >= limit.maximum and limit.on_exceeded != "warn":
                 self._enforce(limit, spent, unit, attempt)
+
+    def _unpriced(self, unit: Unit, model: str | None) -> None:
+        """Say once per execution that the dollar budgets cannot count a call: without it a
+        $5 budget over an unpriced model showed 0 % while the run spent on and on."""
+        dollars = [limit for limit in self.limits if limit.unit == "usd"]
+        if self.unpriced_said or not dollars:
+            return
+        self.unpriced_said = True
+        text = unpriced_text(dollars, model)
+        self.writes.append(self.x.store.append_event(
+            "warning", run_id=self.x.run_id, node_id=unit.node_id, iteration=unit.iteration,
+            payload={"reason": text, "kind": "budget", "model": model}))
+        self.x.progress("warning", unit, "warn", text)
 
     def _alerts(self) -> None:
         for limit in self.limits:

@@ -61,6 +61,12 @@ from store.workspace.config_file import read_config
 _ENGINE_KEYS = {
     "concurrency", "heartbeat_interval_s", "poll_interval_s", "limit_wait_s", "max_prompt_bytes",
 }
+TOP_LEVEL_KEYS = (
+    "agents", "budget", "database_url", "engine", "execution", "memory", "prices", "telemetry",
+    "workspace",
+)
+"""What config.toml may hold at its top level (docs/configuration.md lists each)."""
+WORKSPACE_KEYS = ("durability",)
 DEFAULT_MAX_PROMPT_BYTES = 8 * 1024 * 1024
 """No model takes more (a million tokens is about 4 MB of text); a bigger prompt is a bug in
 what it interpolates, and would be stored whole with its attempt."""
@@ -92,8 +98,33 @@ class EngineConfig:
         return PriceTable(self.prices)
 
 
+def _unknown(keys: Any, known: tuple[str, ...], where: str) -> str | None:
+    """The sentence for the first key of ``keys`` not in ``known``, with the nearest known
+    one when it looks like a typo, or None."""
+    import difflib
+
+    unknown = sorted(set(keys) - set(known))
+    if not unknown:
+        return None
+    near = difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    return f"unknown {where} {unknown[0]!r} ({hint}known: {', '.join(known)})."
+
+
+def check_known_settings(data: dict[str, Any], source: str) -> None:
+    """Refuse a top-level key or ``[workspace]`` setting Tether does not read: a typo such as
+    ``[budgets]`` would otherwise leave the user believing a budget holds."""
+    problem = _unknown(data, TOP_LEVEL_KEYS, "setting")
+    workspace = data.get("workspace")
+    if problem is None and isinstance(workspace, dict):
+        problem = _unknown(workspace, WORKSPACE_KEYS, "[workspace] setting")
+    if problem is not None:
+        raise InvalidInputError(f"{source}: {problem}")
+
+
 def parse_config(data: dict[str, Any], source: str = "config") -> EngineConfig:
     """Build an :class:`EngineConfig` from parsed TOML; InvalidInputError names the bad key."""
+    check_known_settings(data, source)
     config = EngineConfig()
     engine = data.get("engine", {})
     if not isinstance(engine, dict):

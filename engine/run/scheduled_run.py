@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections import deque
 from typing import Any
 
+from engine.executors.reaper import reap_run
 from engine.executors.run_on_cluster import prepare_cluster, record_nodes, watch_cluster
 from engine.run.carry import carry_candidates, fork_candidates
 from engine.run.execution import EngineServices, RunExecution
@@ -40,10 +42,11 @@ from engine.run.interruption import record_interruption
 from engine.run.monitor import monitor_run
 from engine.run.node_attempts import run_node
 from engine.run.run_end import RunOutcome, finish_run
+from engine.run.task_settings import task_memory
 from engine.run.units import Key, NodeSkipped, StopDispatch, Unit, UnitFailed
 from engine.run.upstream import task_context
 from engine.workflow.definition import Workflow
-from engine.workflow.task_spec import TaskSpec
+from engine.workflow.task_spec import TaskSpec, too_many_items
 from engine.workflow.user_code import USER_CODE_ERRORS, raised
 from store.errors import ConflictError, InvalidInputError, LeaseLost, StorageError
 from store.model.ids import validate_node_id
@@ -75,6 +78,8 @@ class ScheduledRun(RunExecution):
         self.parked: set[asyncio.Task[Any]] = set()
         self.finished_tasks: deque[asyncio.Task[Any]] = deque()
         self.wake = asyncio.Event()
+        self.warnings: list[tuple[Unit, str]] = []
+        """Said by the scheduler (a loop stopped by its bound), written at the next advance."""
 
     def _set_top(self, top_id: str, value: Any) -> None:
         """A top-level node (task, fan-out or loop) is complete: release its dependents."""
@@ -137,6 +142,8 @@ class ScheduledRun(RunExecution):
         # Tasks placed on a Ray cluster: connected (or the run is interrupted) before anything
         # is dispatched; a resumed run's leftovers on the nodes are stopped first.
         cluster = await prepare_cluster(self, fresh=fresh)
+        if not fresh:
+            await self._reap_leftovers()
         self.progress("run", None, "running", self.run_id)
         monitor = asyncio.create_task(monitor_run(self))
         watch = asyncio.create_task(watch_cluster(self, cluster)) if cluster else None
@@ -176,6 +183,7 @@ class ScheduledRun(RunExecution):
                     await mirror.sync()  # the last lines of every log
         await self.settle_ends()
         if not self.lost:
+            await self._say_warnings()  # a loop that stopped at its bound as the run ended
             # A steer queued after the monitor's last poll for a node that has ended since
             # (another worker claiming the run meanwhile writes it instead).
             with contextlib.suppress(LeaseLost):
@@ -267,6 +275,7 @@ class ScheduledRun(RunExecution):
 
     async def _advance(self) -> None:
         """Start everything that became ready, repeating while nodes complete from storage."""
+        await self._say_warnings()
         while not self.halting():
             new_nodes: list[tuple[str, int, str, list[str]]] = []
             changed = False
@@ -303,13 +312,38 @@ class ScheduledRun(RunExecution):
             if not changed:
                 return
 
+    async def _reap_leftovers(self) -> None:
+        """Stop what an earlier owner's attempts left running on this host. An agent CLI runs
+        in its own session, so a killed engine (kill -9, a crash) leaves it working and
+        spending, and the resumed attempt would run beside it. Every process an attempt
+        starts names the run in its environment, and this process holds the run now."""
+        stopped = await asyncio.to_thread(reap_run, self.run_id)
+        if not stopped:
+            return
+        await self.store.append_event("executor.reaped", run_id=self.run_id, payload={
+            "executor": "local", "processes": len(stopped), "pids": stopped})
+        self.progress("warning", None, "warn", f"stopped {len(stopped)} process(es) an "
+                      "earlier attempt of this run left running on this host")
+
+    async def _say_warnings(self) -> None:
+        """Record the scheduler's warnings as events and progress lines."""
+        while self.warnings:
+            unit, reason = self.warnings.pop(0)
+            await self.store.append_event("warning", run_id=self.run_id, node_id=unit.node_id,
+                                          iteration=unit.iteration, payload={"reason": reason})
+            self.progress("warning", unit, "warn", reason)
+
     def _expand(self, spec: TaskSpec) -> list[Unit] | None:
         ctx = task_context(self, Unit(spec, spec.id))
         try:
             assert spec.items is not None
-            items = list(spec.items(ctx))
+            # One past the bound is enough to refuse: an endless iterable is read no further.
+            items = list(itertools.islice(spec.items(ctx), spec.max_items + 1))
         except USER_CODE_ERRORS as error:
             self.failure = f"The items of fan-out {spec.id!r} {raised(error)}"
+            return None
+        if len(items) > spec.max_items:
+            self.failure = too_many_items(spec.id, spec.max_items)
             return None
         units: list[Unit] = []
         seen: set[str] = set()
@@ -355,13 +389,27 @@ class ScheduledRun(RunExecution):
         if prior is not None and prior.state in ("finished", "skipped"):
             # Finished in an earlier process: reuse the stored output, never run it again.
             self.done_count += 1
-            self._complete(unit, self.load_output(unit.spec, prior.output))
+            output = self.load_output(unit.spec, prior.output)
+            if prior.state == "finished" and prior.carried_from is None:
+                self._retain_again(unit, output)
+            self._complete(unit, output)
             return
         if unit.key not in self.known:
             self.known.add(unit.key)
             new_nodes.append((unit.node_id, unit.iteration, "pending",
                               self.recorded_deps[unit.spec.id]))
         self.waiting.append(unit)
+
+    def _retain_again(self, unit: Unit, output: Any) -> None:
+        """Retention runs after a node's end is committed, so a process killed in between
+        lost the note for good: a resumed run retains its finished nodes' outputs again
+        (each note has one id per node and bank, so one already written stays the only
+        one)."""
+        memory = task_memory(unit.spec, self.workflow)
+        if self.hooks.memory is None or memory is None:
+            return
+        self.hooks.memory.retain_in_background(
+            self.run_id, unit.node_id, unit.iteration, memory, "", output)
 
     def _complete(self, unit: Unit, output: Any) -> None:
         """Record a node's output and propagate it to its fan-out or loop (O(1) per node)."""
@@ -399,6 +447,13 @@ class ScheduledRun(RunExecution):
                     "until condition holding."
                 )
                 return
+            if not stop:
+                # Its output is the last round's, though until never held: say so, so nobody
+                # takes a draft the loop gave up on for one it accepted.
+                self.warnings.append((Unit(probe_spec, probe_spec.id, iteration), (
+                    f"Loop {loop_id!r} stopped at its max_iterations ({loop.max_iterations}) "
+                    "without its until condition holding; what follows it gets the last "
+                    "round's outputs.")))
             self._set_top(loop_id, last)
             return
         self.loop_iteration[loop_id] = iteration + 1

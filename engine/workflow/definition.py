@@ -54,8 +54,16 @@ from pydantic import BaseModel, ValidationError
 from engine.budget import Budget, workflow_budget
 from engine.executors.settings import execution_from
 from engine.workflow.definition_error import WorkflowDefinitionError
+from engine.workflow.input_shape import input_shape
 from engine.workflow.policies import Backoff, CachePolicy
-from engine.workflow.task_spec import ItemsFn, PromptFn, TaskSpec, UntilFn
+from engine.workflow.task_spec import (
+    DEFAULT_MAX_ITEMS,
+    ItemsFn,
+    PromptFn,
+    TaskSpec,
+    UntilFn,
+    too_many_items,
+)
 from store.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -211,6 +219,7 @@ class Workflow:
         isolation: str | None = None,
         items: ItemsFn | Iterable[Any] | None = None,
         item_key: Callable[[Any], str] | None = None,
+        max_items: int = DEFAULT_MAX_ITEMS,
         loop: str | None = None,
         description: str = "",
         carry: bool = True,
@@ -218,6 +227,9 @@ class Workflow:
     ) -> Callable[[PromptFn | str], TaskSpec]:
         if not isinstance(carry, bool):
             raise WorkflowDefinitionError(f"Task {id!r}: carry must be true or false.")
+        if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 1:
+            raise WorkflowDefinitionError(
+                f"Task {id!r}: max_items must be a whole number >= 1, not {max_items!r}.")
 
         def decorate(fn: PromptFn | str) -> TaskSpec:
             task_id = id or getattr(fn, "__name__", None)
@@ -238,6 +250,9 @@ class Workflow:
                 items_fn = items
             else:
                 fixed = list(items)
+                if len(fixed) > max_items:
+                    raise WorkflowDefinitionError(too_many_items(str(task_id), max_items,
+                                                                 len(fixed)))
 
                 def items_fn(ctx: TaskContext) -> Iterable[Any]:
                     return fixed
@@ -261,6 +276,7 @@ class Workflow:
                     isolation=isolation,
                     items=items_fn,
                     item_key=item_key,
+                    max_items=max_items,
                     loop=loop,
                     description=description or (getattr(fn, "__doc__", None) or "").strip(),
                     carry=carry,
@@ -292,7 +308,9 @@ class Workflow:
         """Decorator declaring one task per item of ``items`` (a list, or a function of ``ctx``
         evaluated once the dependencies are done). Each copy sees its item as ``ctx.item`` and
         its position as ``ctx.index``; node ids are ``<id>[<key>]`` (key: the index, or
-        ``item_key(item)``). A task depending on ``id`` sees the list of outputs (fan-in)."""
+        ``item_key(item)``). A task depending on ``id`` sees the list of outputs (fan-in).
+        More than ``max_items`` items (default :data:`DEFAULT_MAX_ITEMS`) fail the run before
+        any of them runs: each is an agent invocation, and items often come from an agent."""
         if items is None:
             raise WorkflowDefinitionError("fan_out needs items (a list or a function of ctx).")
         return self._task_decorator(id, items=items, **options)
@@ -436,7 +454,8 @@ class Workflow:
             first = error.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "input"
             raise InvalidInputError(
-                f"Input for workflow {self.name!r} is invalid at {where}: {first.get('msg')}."
+                f"Input for workflow {self.name!r} is invalid at {where}: {first.get('msg')}; "
+                f"it takes {input_shape(self.input_model)}."
             ) from error
 
 

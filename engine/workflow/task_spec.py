@@ -18,6 +18,10 @@ DEFAULT_TIMEOUT_S = 3600.0
 hangs (a stuck CLI, a server that never finishes its answer) ends and its node fails or
 retries instead of holding the run forever."""
 
+DEFAULT_MAX_ITEMS = 1000
+"""The most nodes one fan-out makes unless it sets ``max_items``: its items often come from an
+agent's output or the run's input, and each one is an agent invocation that costs money."""
+
 PromptFn = Callable[["TaskContext"], str]
 ItemsFn = Callable[["TaskContext"], Iterable[Any]]
 UntilFn = Callable[["TaskContext"], bool]
@@ -40,6 +44,8 @@ class TaskSpec:
     isolation: str | None = None
     items: ItemsFn | None = None
     item_key: Callable[[Any], str] | None = None
+    max_items: int = DEFAULT_MAX_ITEMS
+    """A fan-out with more items fails before any of them runs."""
     loop: str | None = None
     description: str = ""
     carry: bool = True
@@ -59,3 +65,13 @@ class TaskSpec:
 
     def __call__(self, ctx: TaskContext) -> str:
         return self.prompt(ctx)
+
+
+def too_many_items(task_id: str, max_items: int, count: int | None = None) -> str:
+    """The sentence for a fan-out with more than ``max_items`` items (``count`` when known:
+    items made while the run runs are read one past the bound, no further)."""
+    has = f"{count:,} items, more than" if count is not None else "more items than"
+    return (
+        f"Fan-out {task_id!r} has {has} its max_items ({max_items:,}): none of them ran "
+        "(set max_items on the fan-out to allow more)."
+    )

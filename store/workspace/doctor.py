@@ -25,7 +25,7 @@ from store.db.storage_errors import storage_error
 from store.errors import TetherError
 from store.runs.owners import owner_liveness
 from store.workspace.damage import clear_damage, mark_path, recorded_damage
-from store.workspace.layout import Workspace
+from store.workspace.layout import FIRST_WRITE, Workspace
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 INTEGRITY_LINES = 5
@@ -176,10 +176,13 @@ def _owners(conn: sqlite3.Connection, now_ms: int) -> list[Finding]:
 def examine(workspace: Workspace, now_ms: int) -> list[Finding]:
     """Every check of ``workspace``, in order. Changes nothing."""
     if not workspace.root.is_dir():
-        return [Finding(FAIL, "workspace", f"There is no Tether workspace at {workspace.root}.")]
+        return [Finding(FAIL, "workspace",
+                        f"There is no Tether workspace at {workspace.root}; {FIRST_WRITE}.")]
     try:
         if not database_file_exists(workspace.database_path):
-            return [Finding(FAIL, "database", f"{workspace.root} holds no tether.db yet.")]
+            # not found (exit 1) like a missing folder: nothing is wrong, it is not there yet
+            return [Finding(FAIL, "workspace",
+                            f"{workspace.root} holds no tether.db yet; {FIRST_WRITE}.")]
     except TetherError as error:
         return [Finding(FAIL, "database", str(error))]
     found = _permissions(workspace)

@@ -26,6 +26,9 @@ ARTIFACTS_DIRNAME = "artifacts"
 CONFIG_FILENAME = "config.toml"
 ENV_VAR = "TETHER_WORKSPACE"
 DATABASE_URL_ENV_VAR = "TETHER_DATABASE_URL"
+FIRST_WRITE = ("the first write creates it (tether run WORKFLOW, tether notes add NAMESPACE "
+               "BODY, tether memory set), or --workspace DIR names another")
+"""How a workspace that is not there yet comes to be, for the sentences that find none."""
 
 
 class Workspace(NamedTuple):

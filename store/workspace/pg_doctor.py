@@ -29,7 +29,9 @@ async def examine_postgres(workspace: Workspace, now_ms: int) -> list[Finding]:
     try:
         db = await PostgresDatabase.open(workspace, create=False, read_only=True)
     except NotFoundError as error:
-        return [Finding(FAIL, "workspace", str(error))]
+        return [Finding(FAIL, "workspace", f"{str(error).rstrip('.')}: the first write creates "
+                        "its tables (tether run WORKFLOW, tether notes add NAMESPACE BODY), or "
+                        "tether migrate --to URL moves a SQLite workspace there.")]
     except DatabaseUnavailable as error:
         return [Finding(FAIL, "database", str(error))]
     except WorkspaceError as error:

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from memory_cli_support import REPO_ROOT, fingerprint, one_sentence, tether
 
+from store.workspace.layout import FIRST_WRITE
+
 NS = "workflow:code-review"
 
 
@@ -92,7 +94,7 @@ def test_reading_commands_never_create_a_workspace(tmp_path: Path) -> None:
     # A folder that is not there is a mistake to say (a typo), not an empty listing.
     listing = tether("memory", "list", "--workspace", str(ws))
     assert (listing.returncode, listing.stdout) == (1, "")
-    assert listing.stderr == f"tether: There is no Tether workspace at {ws}.\n"
+    assert listing.stderr == f"tether: There is no Tether workspace at {ws}; {FIRST_WRITE}.\n"
     for command in (("notes", "list"), ("runs",), ("memory", "get", NS, "k"),
                     ("memory", "rm", NS, "k"), ("notes", "accept", "abc")):
         assert tether(*command, "--workspace", str(ws)).returncode == 1, command

@@ -90,6 +90,14 @@ async def test_migrate_copies_everything_and_the_copy_answers_the_same(tmp_path:
             assert await RunStore(pg).last_event_seq() == report["tables"]["events"] + 1
         again = tether("migrate", "--to", url, "--workspace", str(source.root), cwd=tmp_path)
         assert again.returncode == 2 and "already holds Tether data" in again.stderr
+    with fresh_schema("m") as url:  # as text: one line per table, counted in words
+        shown = tether("migrate", "--to", url, "--workspace", str(source.root), cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        lines = {line.split()[0]: line.split(None, 1)[1] for line in shown.stdout.splitlines()
+                 if line and not line.startswith("Copied")}
+        assert lines["threads"] == "1 row" and lines["messages"] == "1 row"
+        assert lines["events"] == f"{report['tables']['events']:,} rows"
+        assert lines["artifacts"].startswith(f"{len(logs)} file{'' if len(logs) == 1 else 's'} (")
 
 
 def test_a_password_on_the_command_line_is_refused(tmp_path: Path) -> None:

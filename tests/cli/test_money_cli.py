@@ -19,7 +19,8 @@ from store.workspace.layout import Workspace
 
 
 def workspace_with_spend(root: Path) -> tuple[Path, str]:
-    """A workspace with a run held to a $2 ceiling that spent $1.63, and a $10 daily budget."""
+    """A workspace with a run held to a $2 ceiling that spent $1.63 (and a call of a model
+    without a price: its dollars read "$1.63+?"), and a $10 daily budget."""
     folder = root / ".tether"
 
     async def fill() -> str:
@@ -79,10 +80,10 @@ def test_budget_shows_spend_against_the_day_and_each_run(tmp_path: Path) -> None
     assert day == utc_day(_now_ms())
     assert f"The workspace on {day} (UTC): $1.63" in done.stdout
     daily = next(line for line in done.stdout.splitlines() if line.startswith("workspace today"))
-    assert "the daily budget ([budget] day_usd)" in daily and "$1.63 of $10.00" in daily
+    assert "the daily budget ([budget] day_usd)" in daily and "$1.63+? of $10.00" in daily
     assert daily.split()[-2:] == ["16%", "fail"]
     row = next(line for line in done.stdout.splitlines() if line.startswith(run_id))
-    assert "the dollar ceiling" in row and "$1.63 of $2.00" in row and " 81%" in row
+    assert "the dollar ceiling" in row and "$1.63+? of $2.00" in row and " 81%" in row
     assert today["runs"][0]["budgets"][0]["percent"] == 81
     assert today["day_budgets"][0]["spent"] == 1.63
 
@@ -123,7 +124,7 @@ def test_budget_shows_a_workflows_daily_budget_under_today(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     own = next(line for line in lines if line.startswith("today, review"))
-    assert "the workflow's daily budget (budget day_usd)" in own and "$1.63 of $4.00" in own
+    assert "the workflow's daily budget (budget day_usd)" in own and "$1.63+? of $4.00" in own
     assert own.split()[-2:] == ["40%", "fail"]
     assert any(line.startswith("workspace today") for line in lines)  # the config's still
     assert "No run is held to a budget." in done.stdout  # the run has no budget of its own

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from store.workspace.layout import FIRST_WRITE
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "fanout_review.py"
 
@@ -129,6 +131,9 @@ def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     assert bad_json.returncode == 2 and "not valid JSON" in bad_json.stderr
     invalid = tether(workspace, "run", str(EXAMPLE), "--input", '{"files": []}')
     assert invalid.returncode == 2 and "invalid at files" in invalid.stderr
+    # ... and says what the input takes, on the same line
+    assert '; it takes {"files"?: [string], "goal"?: string}.' in invalid.stderr
+    assert invalid.stderr.count("\n") == 1
     missing = tether(workspace, "run", str(tmp_path / "none.py"))
     assert missing.returncode == 2
     broken = tmp_path / "broken.py"
@@ -139,8 +144,23 @@ def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     assert not workspace.exists()
     listing = tether(workspace, "runs", "--format", "json")
     assert (listing.returncode, listing.stdout) == (1, "")
-    assert listing.stderr == f"tether: There is no Tether workspace at {workspace}.\n"
+    assert listing.stderr == (
+        f"tether: There is no Tether workspace at {workspace}; {FIRST_WRITE}.\n")
     assert tether(workspace, "cancel", "r-nope").returncode == 1
+
+
+def test_a_misspelt_config_table_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """[budgets] (for [budget]) would leave a run unbudgeted while its user believes it is
+    held to one: the run is refused with one sentence naming the typo."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir(mode=0o700)
+    (workspace / "config.toml").write_text("[budgets]\nday_usd = 0.01\n")
+    refused = tether(workspace, "run", str(EXAMPLE))
+    assert refused.returncode == 2, refused.stderr
+    assert "unknown setting 'budgets' (did you mean 'budget'?" in refused.stderr
+    assert refused.stderr.count("\n") == 1
+    listing = tether(workspace, "runs", "--format", "json")
+    assert listing.returncode == 0 and json.loads(listing.stdout)["items"] == []
 
 
 def test_failed_run_exits_3_resumes_and_shows_data_literally(tmp_path: Path) -> None:

@@ -31,11 +31,16 @@ def test_status_reindex_and_background_embedding(tmp_path: Path) -> None:
     status = tether("memory", "status", "--workspace", str(ws))
     assert status.returncode == 0
     assert status.stdout.startswith("recall: hybrid") and "vectors: 0" in status.stdout
+    # Written, not embedded yet: status said "vectors: 0" and nothing about the two records
+    # that semantic recall could not see yet.
+    assert "; 2 waiting for one (found by keyword only until embedded" in status.stdout
     done = tether("memory", "reindex", "--workspace", str(ws), timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Embedded 2 records" in done.stdout and "embedding" in done.stderr
-    assert json.loads(tether("memory", "status", "--workspace", str(ws), "--format",
-                             "json").stdout)["vectors"] == 2
+    shown = json.loads(tether("memory", "status", "--workspace", str(ws), "--format",
+                              "json").stdout)
+    assert (shown["vectors"], shown["waiting"]) == (2, 0)
+    assert "waiting" not in tether("memory", "status", "--workspace", str(ws)).stdout
     again = tether("memory", "reindex", "--workspace", str(ws), timeout=120)
     assert "Embedded 0 records" in again.stdout
     # With background embedding on, `notes add` returns at once and a detached embedder

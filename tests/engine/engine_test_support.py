@@ -121,3 +121,12 @@ def trace_sqlite(
 
     monkeypatch.setattr(sqlite3, "connect", traced)
     return seen
+
+
+def process_gone(pid: int) -> bool:
+    """True when process ``pid`` has ended (a zombie nobody reaped yet counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] == "Z"
+    except OSError:
+        return True

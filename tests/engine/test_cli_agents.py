@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from cli_agent_support import (
     CLAUDE_SETTINGS,
     CLAUDE_SETTINGS_FLAGS,
+    V10,
     capture,
     fake_agent,
     recorded,
@@ -22,6 +24,7 @@ from cli_agent_support import (
 )
 from pydantic import BaseModel
 
+from engine.agents.cli.command import CommandAgent
 from engine.artifact_files import attempt_dir, stream_log_path
 from store.db.seam import Database
 from store.model.token_lanes import TokenUsage
@@ -188,6 +191,25 @@ async def test_failed_sessions_keep_their_reason_and_spent_tokens(
     assert outcome.status == "failed" and said in (outcome.error or "")
     (attempt,) = await RunStore(db).list_attempts(outcome.run_id, "work")
     assert attempt.state == "failed" and attempt.tokens.total == tokens
+
+
+async def test_a_failed_exit_after_a_successful_result_does_not_quote_the_answer(
+    db: Database, tmp_path: Path
+) -> None:
+    """Capture V (a whole session whose result is a success) ending with exit status 1 and a
+    line on stderr, as a CLI killed or crashing after its result does: the node fails, and
+    its reason was the model's answer ("Claude Code failed (error, exit status 1): Actually,
+    on reflection, ...") as if the answer were the error. It now says the result reported
+    success and quotes stderr."""
+    agent = fake_agent(tmp_path, "claude-code", {
+        "stdout": capture(V10), "exit": 1, "stderr": "Error: EPIPE: broken pipe, write\n"})
+    outcome = await run_one(db, agent)
+    assert outcome.status == "failed"
+    assert "Claude Code failed (error, exit status 1): its result reported success; Error: " \
+        "EPIPE: broken pipe, write" in (outcome.error or ""), outcome.error
+    assert "on reflection" not in (outcome.error or "")
+    (attempt,) = await RunStore(db).list_attempts(outcome.run_id, "work")
+    assert attempt.tokens.total == 151_827  # what the session spent is kept
 
 
 async def test_verbose_json_array_output_is_read(db: Database, tmp_path: Path) -> None:
@@ -434,3 +456,27 @@ async def test_a_custom_agent_reporting_bogus_usage_fails_only_its_attempt(
         outcome.error or ""
     )
     assert await RunStore(db).list_calls(outcome.run_id) == []
+
+
+@pytest.mark.parametrize(("preset", "name", "said"), [
+    ("claude-code", V10, "Claude Code ended without a result (killed by SIGKILL): no output"),
+    ("codex", "codex/X1_agentcmd_stream2.jsonl",
+     "Codex failed (killed by SIGKILL): no error event and nothing on stderr"),
+])
+async def test_an_agent_killed_mid_stream_says_it_was_killed(
+    db: Database, tmp_path: Path, preset: str, name: str, said: str
+) -> None:
+    """A CLI killed by a signal half-way through its stream (the OOM killer, a person's kill
+    -9): the reason read "exited with status -9", Python's way of saying a signal, which
+    tells a person nothing. It now names the signal; the calls printed before stay."""
+    lines = capture(name).read_text().splitlines()
+    script = tmp_path / "killed.py"
+    script.write_text(
+        "import os, signal, sys\nsys.stdin.read()\n"
+        f"sys.stdout.write({json.dumps(chr(10).join(lines[: len(lines) // 2]) + chr(10))})\n"
+        "sys.stdout.flush()\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    agent = CommandAgent(command=[sys.executable, str(script)], preset=preset,
+                         env={"CODEX_HOME": str(tmp_path / "codex-home")})
+    outcome = await run_one(db, agent)
+    assert outcome.status == "failed"
+    assert said in (outcome.error or ""), outcome.error

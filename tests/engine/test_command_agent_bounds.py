@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from engine_test_support import agent_script, run_workflow
+from cli_agent_support import capture, fake_agent
+from engine_test_support import agent_script, process_gone, run_workflow
 from pydantic import BaseModel
 
 from engine.agents.cli.command import CommandAgent
@@ -39,14 +40,6 @@ def _workflow(agent: CommandAgent, **task: object) -> Workflow:
     return wf
 
 
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] == "Z"
-    except OSError:
-        return True
-
-
 async def _endless(db: Database, tmp_path: Path, preset: str, **limits: int) -> tuple[str, Path]:
     count = tmp_path / "invocations"
     agent = CommandAgent(
@@ -58,7 +51,7 @@ async def _endless(db: Database, tmp_path: Path, preset: str, **limits: int) -> 
     assert outcome.status == "failed"
     pids = [int(line) for line in count.read_text().split()]
     assert len(pids) == 1, "a stopped agent is never retried (each start could cost money)"
-    assert all(_gone(pid) for pid in pids)
+    assert all(process_gone(pid) for pid in pids)
     return outcome.error or "", stream_log_path(
         db.workspace.artifacts_dir, outcome.run_id, "talk", 0, 1)
 
@@ -95,3 +88,27 @@ async def test_a_lone_surrogate_in_the_answer_is_kept_as_a_replacement(
     assert node.state == "finished" and node.output == {"title": "half \ufffd a pair"}
     (attempt,) = await store.list_attempts(outcome.run_id, "talk")
     assert attempt.state == "finished" and "\ufffd" in (attempt.response_text or "")
+
+
+async def test_an_answer_longer_than_a_line_may_be_says_so(db: Database, tmp_path: Path) -> None:
+    """Captures C (Claude Code stream-json) and X3 (codex exec --json) with the answer grown
+    past ``max_line_bytes``: the line is kept in stream.log but not parsed, and the node failed
+    with "without a result: no output" (Claude Code) or "no agent_message" (Codex), hiding
+    that the CLI had printed an answer. The reason now says a line went unread and why."""
+    for preset, name, field in (
+        ("claude-code", "claude-code/C_gleam_basic_query_stream.jsonl", '"result":"4"'),
+        ("codex", "codex/X3_0147_ok.jsonl", '"text":"Got it. What would you like to work on?"'),
+    ):
+        text = capture(name).read_text()
+        assert text.count(field) == 1
+        key = field.split(":", 1)[0]
+        grown = tmp_path / f"{preset}-grown.jsonl"
+        grown.write_text(text.replace(field, f'{key}:"{"y" * 5000}"'))
+        agent = fake_agent(tmp_path, preset, {"stdout": grown}, max_line_bytes=4096)
+        outcome = await run_workflow(db, _workflow(agent))
+        assert outcome.status == "failed"
+        error = outcome.error or ""
+        assert "(1 line of its output passed max_line_bytes (4,096 bytes) and went unread; the " \
+            "answer may be among them" in error, error
+        log = stream_log_path(db.workspace.artifacts_dir, outcome.run_id, "talk", 0, 1)
+        assert "y" * 5000 in log.read_text()

@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from engine_test_support import process_gone
 
 WORKFLOW = Path(__file__).with_name("crash_workflow.py")
 TRIALS = 20
@@ -110,3 +111,61 @@ def _check_exactly_once(workspace: Path, log: Path) -> None:
         assert abandoned > 0  # some kills landed while an agent was running
         output = conn.execute("SELECT output_json FROM runs LIMIT 1").fetchone()[0]
         assert "polish" in json.loads(output)
+
+
+LINGERING_AGENT = """
+import json, os, signal, sys
+sys.stdin.read()
+with open(os.environ["AGENT_LOG"], "a") as log:
+    log.write(f"{os.environ['TETHER_ATTEMPT']} {os.getpid()}\\n")
+if os.environ["TETHER_ATTEMPT"] == "1":
+    signal.pause()  # works on and on, as a coding agent does, until something stops it
+print(json.dumps({"output": "done", "usage": {"input_tokens": 10, "output_tokens": 2}}))
+"""
+
+
+def test_a_resumed_run_stops_the_agent_its_killed_engine_left(tmp_path: Path) -> None:
+    """kill -9 of `tether run` left its command agent running (an agent CLI runs in its own
+    session, so nothing stops it), and `tether run --resume` started a second agent beside
+    it: two agents spending on, and editing, the same work. The resumed run now stops the
+    processes that name the run in their environment before it dispatches anything."""
+    workspace, agent_log = tmp_path / "ws", tmp_path / "agents.log"
+    workspace.mkdir()
+    script = tmp_path / "agent.py"
+    script.write_text(LINGERING_AGENT)
+    (workspace / "config.toml").write_text(
+        "[agents.worker]\ntype = \"command\"\npreset = \"json\"\n"
+        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]\n"
+        f"env = {{ AGENT_LOG = {json.dumps(str(agent_log))} }}\n")
+    workflow = tmp_path / "work.py"
+    workflow.write_text("from engine import Workflow\n\nworkflow = Workflow('work', "
+                        "default_agent='worker')\nworkflow.add_task('t', 'Do the work.')\n")
+    engine = _tether(workspace, tmp_path / "unused.log", "run", str(workflow))
+    first_pid = 0
+    try:
+        deadline = time.monotonic() + 60
+        while not (agent_log.exists() and agent_log.read_text().endswith("\n")):
+            assert engine.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        first_pid = int(agent_log.read_text().split()[1])
+        engine.send_signal(signal.SIGKILL)
+        engine.wait()
+        assert not process_gone(first_pid)  # the engine is dead; its agent is not
+        (run_id,) = _run_ids(workspace)
+        resumed = _tether(workspace, tmp_path / "unused.log", "run", str(workflow),
+                          "--resume", run_id)
+        _, err = resumed.communicate(timeout=60)
+        assert resumed.returncode == 0, err.decode()
+        assert process_gone(first_pid), "the first agent still runs beside the resumed one"
+        assert "stopped 1 process(es) an earlier attempt of this run left running" in (
+            err.decode())
+        assert [line.split()[0] for line in agent_log.read_text().splitlines()] == ["1", "2"]
+        with _db(workspace) as conn:
+            (payload,) = conn.execute(
+                "SELECT payload_json FROM events WHERE type = 'executor.reaped'").fetchone()
+        assert json.loads(payload)["pids"] == [first_pid]
+    finally:
+        if engine.poll() is None:
+            engine.kill()
+        if first_pid and not process_gone(first_pid):
+            os.kill(first_pid, signal.SIGKILL)

@@ -263,3 +263,11 @@ def test_http_limits_are_not_retried_in_the_call_and_say_when_they_reset() -> No
 def test_describe_reset() -> None:
     assert describe_reset(ms("2026-12-02T06:40"), NOW) == "2026-12-02 06:40 UTC (in 7 h 40 min)"
     assert describe_reset(NOW + 30_000, NOW) == "23:00 UTC (in 1 min)"
+    # Capture N5 replayed after its reset: the node waited three times for a limit whose
+    # rate_limit_event reset had passed, and its reason said "2026-09-25 06:40 UTC (in 1 min)".
+    n5 = read("claude-code", "N5_session_limit_295_turns.jsonl", 1).error
+    assert n5 is not None and n5.resets_at_ms is not None
+    tired = plan_retry(n5, failures=0, retries=0, limit_waits=MAX_LIMIT_WAITS, backoff_s=1,
+                       now_ms=NOW)
+    assert "resets at 2026-09-25 06:40 UTC (already past), and the node already waited" in (
+        tired.why_not)

@@ -462,3 +462,31 @@ async def test_bogus_usage_from_a_server_fails_the_attempt_once(
     assert "reported an invalid token count for prompt_tokens" in (outcome.error or "")
     assert await RunStore(db).list_calls(outcome.run_id) == []
     assert len(FakeProvider.requests) == 1
+
+
+async def test_a_model_that_keeps_calling_tools_stops_at_the_bound(
+    db: Database, provider: str
+) -> None:
+    """A server that answers every request with a tool call, even the last one sent with
+    tool_choice "none" (servers that ignore it exist): after max_tool_rounds the OpenAI agent
+    ran the tools once more and sent one request more, whose answer and usage were never
+    recorded (seen against a local server: 10 requests, 9 call rows at the default 8 rounds).
+    Now it stops at the answer to the last request: every request is a call row."""
+    calling = {
+        "model": "local-model",
+        "choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "remember", "arguments": '{"text": "again"}'}}]},
+            "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 5},
+    }
+    FakeProvider.script = [(200, calling, {})] * 10
+    hook = RememberHook()
+    agent = OpenAIAgent(base_url=provider + "/v1", model="local-model", max_tool_rounds=2)
+    outcome = await run_workflow(db, _wf(agent), hooks=EngineHooks(memory=hook))
+    assert outcome.status == "failed"
+    assert "still calling tools after 2 rounds" in (outcome.error or "")
+    assert [body.get("tool_choice") for _, body, _ in FakeProvider.requests] == [
+        "auto", "auto", "none"]
+    assert len(await RunStore(db).list_calls(outcome.run_id)) == 3
+    assert hook.remembered == ["again", "again"]

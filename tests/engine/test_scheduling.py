@@ -4,13 +4,19 @@ artifacts and metering, on a real database."""
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
+from collections.abc import Iterator
 
+import pytest
 from engine_test_support import ScriptedAgent, fail_first, run_workflow
 from pydantic import BaseModel
 
 from engine.agents.agent import AgentRequest
 from engine.artifact_files import stream_log_path
+from engine.hooks import EngineHooks, Progress
 from engine.workflow.definition import Workflow
+from engine.workflow.definition_error import WorkflowDefinitionError
 from engine.workflow.policies import Backoff
 from store.db.seam import Database
 from store.model.token_lanes import TokenUsage
@@ -182,3 +188,68 @@ async def test_an_agent_bug_fails_the_attempt_not_the_engine(db: Database) -> No
     attempts = await RunStore(db).list_attempts(outcome.run_id, "a")
     assert [a.state for a in attempts] == ["failed", "finished"]
     assert attempts[0].error == "the agent raised KeyError: 'choices'"
+
+
+async def test_a_fan_out_past_its_max_items_runs_none_of_them(db: Database) -> None:
+    """A fan-out's items often come from the run's input or an agent's output; each one is an
+    agent invocation. 1,001 files from the input made 1,001 invocations with no bound at
+    all; now a fan-out has at most ``max_items`` (default 1,000) and fails before any runs."""
+    agent = ScriptedAgent()
+    wf = Workflow("wide", agents={"simulated": agent})
+    wf.add_task("plan", "Plan the review.")
+    wf.fan_out("each", items=lambda ctx: ctx.input["files"], depends_on=["plan"])(
+        lambda ctx: f"Review {ctx.item}")
+    outcome = await run_workflow(db, wf, {"files": [f"f{i}.py" for i in range(1001)]})
+    assert outcome.status == "failed"
+    assert outcome.error == ("Fan-out 'each' has more items than its max_items (1,000): none "
+                             "of them ran (set max_items on the fan-out to allow more).")
+    assert [node for node, _, _ in agent.invocations] == ["plan"]
+
+    pulled: list[int] = []
+
+    def endless(ctx: object) -> Iterator[int]:
+        for n in itertools.count():
+            pulled.append(n)
+            yield n
+
+    bounded = Workflow("endless", agents={"simulated": agent})
+    bounded.fan_out("each", items=endless, max_items=3)(lambda ctx: f"Do {ctx.item}")
+    assert (await run_workflow(db, bounded)).status == "failed"
+    assert len(pulled) == 4  # read one past the bound, no further
+    exact = Workflow("exact", agents={"simulated": agent})
+    exact.fan_out("each", items=["a", "b", "c"], max_items=3)(lambda ctx: f"Do {ctx.item}")
+    assert (await run_workflow(db, exact)).status == "finished"
+    assert agent.count("each[2]") == 1
+    with pytest.raises(WorkflowDefinitionError, match=r"has 4 items, more than its max_items"):
+        exact.fan_out("more", items="abcd", max_items=3)(lambda ctx: "x")
+    with pytest.raises(WorkflowDefinitionError, match="max_items must be a whole number"):
+        exact.fan_out("zero", items="a", max_items=0)(lambda ctx: "x")
+
+
+async def test_a_loop_stopped_by_its_bound_says_so(db: Database) -> None:
+    """A loop whose until never held ended at max_iterations as if it had converged: the run
+    finished and nothing said the last draft was one the loop gave up on. Now a warning event
+    on the last round's node and a progress line say it (a loop that converged says nothing)."""
+    agent = ScriptedAgent(behaviour=lambda r, n: '{"n": 1, "done": false}')
+    seen: list[Progress] = []
+    wf = Workflow("cap", agents={"simulated": agent})
+    loop = wf.loop("refine", until=lambda ctx: ctx.output("s").done, max_iterations=3)
+    loop.task(id="s", output=Step)(lambda ctx: f"go {ctx.iteration}")
+    outcome = await run_workflow(db, wf, hooks=EngineHooks(on_progress=seen.append))
+    assert outcome.status == "finished" and agent.count("s") == 3
+    said = ("Loop 'refine' stopped at its max_iterations (3) without its until condition "
+            "holding; what follows it gets the last round's outputs.")
+    events = await RunStore(db).events_since(0, run_id=outcome.run_id)
+    warned = [e for e in events if e.type == "warning"]
+    assert [(e.node_id, e.iteration, json.loads(e.payload_json or "{}")) for e in warned] == [
+        ("s", 2, {"reason": said})]
+    assert [(p.node_id, p.iteration, p.detail) for p in seen if p.kind == "warning"] == [
+        ("s", 2, said)]
+
+    done = Workflow("done", agents={"simulated": ScriptedAgent(
+        behaviour=lambda r, n: '{"n": 1, "done": true}')})
+    done.loop("refine", until=lambda ctx: ctx.output("s").done, max_iterations=1).task(
+        id="s", output=Step)(lambda ctx: "go")
+    quiet = await run_workflow(db, done)
+    events = await RunStore(db).events_since(0, run_id=quiet.run_id)
+    assert quiet.status == "finished" and not [e for e in events if e.type == "warning"]

@@ -140,6 +140,11 @@ async def test_agents_from_config_toml(db: Database) -> None:
         ("[engine]\nconcurrency = 0\n", "concurrency"),
         ("[engine]\nspeed = 1\n", r"unknown \[engine\] setting 'speed'"),
         ("[agents.x]\nlatency_ms = 1\n", "with a type"),
+        # a misspelt table or key is refused, not ignored (a [budgets] holds no budget)
+        ("[budgets]\nday_usd = 5\n", r"unknown setting 'budgets' \(did you mean 'budget'\?"),
+        ("colour = 'blue'\n", r"unknown setting 'colour' \(known: agents, budget, "),
+        ("[workspace]\ndurabilty = 'full'\n",
+         r"unknown \[workspace\] setting 'durabilty' \(did you mean 'durability'\?"),
     ],
 )
 def test_bad_config_is_one_sentence(text: str, message: str) -> None:

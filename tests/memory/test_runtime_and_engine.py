@@ -10,7 +10,7 @@ import pytest
 from memory_support import HangingBackend, RaisingBackend, RecordingAgent, engine_with_hooks
 from pydantic import BaseModel
 
-from engine.agents.agent import AgentRequest, AgentResult
+from engine.agents.agent import AgentError, AgentRequest, AgentResult
 from engine.memory.memory_access import timeout_from_env
 from engine.memory.memory_config import MemoryConfig
 from engine.memory.prepared_block import retain_digest
@@ -248,3 +248,37 @@ async def test_memory_without_a_runtime_is_refused_not_ignored(db: Database) -> 
     with pytest.raises(InvalidInputError, match="no memory runtime"):
         await Engine(db).start(wf)
     assert await RunStore(db).list_runs() == []  # refused before anything was written
+
+
+async def test_a_resumed_run_retains_what_its_killed_process_did_not(db: Database) -> None:
+    """Retention is written after the node's end commits, so a process killed in between
+    lost the note for good: the resumed run took the finished node's output and retained
+    nothing (here the first process's note never lands, as in that kill). The resumed run
+    now retains it, without running the node again, and a note that did land stays the only
+    one."""
+
+    class Killed(MemoryStore):
+        async def save_note(self, *args: object, **kwargs: object):  # type: ignore[override]
+            raise RuntimeError("the process was killed before this write")
+
+    class FailsReportOnce(RecordingAgent):
+        async def run(self, request: AgentRequest) -> AgentResult:
+            if request.node_id == "report" and request.attempt == 1:
+                raise AgentError("the report failed", retryable=False)
+            return await super().run(request)
+
+    config = MemoryConfig(bank=BANK, recall="off", retain="on-complete")
+    for lost in (True, False):
+        agent = FailsReportOnce()
+        wf = Workflow("retain-resume", agents={"s": agent}, default_agent="s")
+        wf.add_task("review", "Review the fixtures.", memory=config)
+        wf.add_task("report", "Report on the review.", depends_on=["review"])
+        first = await (engine_with_hooks(db, memory=Killed(db)) if lost
+                       else engine_with_hooks(db)).start(wf)
+        assert first.status == "failed"
+        resumed = await engine_with_hooks(db).resume(wf, first.run_id)
+        assert resumed.status == "finished", resumed.error
+        assert agent.prompts.count("Review the fixtures.") == 1  # never run again
+        mine = [n for n in await MemoryStore(db).list_notes(NS, status="any")
+                if n.run_id == first.run_id]
+        assert [(n.node_id, n.iteration, n.kind) for n in mine] == [("review", 0, "retained")]

@@ -242,3 +242,33 @@ def test_a_read_only_role_gets_one_sentence_and_doctor_reports_the_team_workspac
         assert findings["role"]["level"] == "warn"
         assert "tether.db" not in doctor.stdout
         assert stat.S_ISDIR(tmp_path.stat().st_mode)
+
+
+def test_doctor_on_a_workspace_not_made_yet_says_how_it_comes_to_be(tmp_path: Path) -> None:
+    """The BRIEF's doctor "says how to recover": a new user's first `tether doctor` names the
+    commands whose first write creates the workspace, and following it makes doctor pass."""
+    for made in (False, True):
+        if made:
+            (tmp_path / ".tether").mkdir(mode=0o700)
+        doctor = tether(tmp_path, "doctor", "--format", "json")
+        assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+        [finding] = json.loads(doctor.stdout)["findings"]
+        assert finding["level"] == "fail"
+        assert "the first write creates it (tether run WORKFLOW, tether notes add" in (
+            finding["message"])
+    assert tether(tmp_path, "notes", "add", "user:me", "first note").returncode == 0
+    assert tether(tmp_path, "doctor").returncode == 0
+
+
+@pytest.mark.postgresql
+def test_doctor_on_an_empty_postgresql_schema_says_how_it_comes_to_be(tmp_path: Path) -> None:
+    from pg_support import fresh_schema
+
+    with fresh_schema("empty") as url:
+        env = {"TETHER_DATABASE_URL": url}
+        doctor = tether(tmp_path, "doctor", env=env)
+        assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+        assert "the first write creates its tables (tether run WORKFLOW" in doctor.stdout
+        assert "tether migrate --to URL" in doctor.stdout
+        assert tether(tmp_path, "notes", "add", "user:me", "first note", env=env).returncode == 0
+        assert tether(tmp_path, "doctor", env=env).returncode == 0

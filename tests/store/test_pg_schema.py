@@ -68,3 +68,16 @@ async def test_a_newer_schema_is_refused(url: str, tmp_path: Path) -> None:
         version = conn.execute(
             "SELECT value FROM tether_meta WHERE key = 'schema_version'").fetchone()
     assert version == ("999",)
+
+
+async def test_a_search_path_naming_no_schema_says_which_and_how_to_create_it(
+    tmp_path: Path,
+) -> None:
+    from pg_support import base_url, with_schema
+
+    url = with_schema(base_url(), "tether_not_made_yet")
+    with pytest.raises(WorkspaceError) as caught:
+        await open_database(Workspace(tmp_path / ".tether", database_url=url))
+    assert str(caught.value) == (
+        "The database URL's search path (tether_not_made_yet) names no schema that exists; "
+        'create it first (CREATE SCHEMA "tether_not_made_yet";).')

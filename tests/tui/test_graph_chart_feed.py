@@ -152,7 +152,18 @@ def test_feed_lines_are_sentences_not_json():
         {"to_run_id": "r-2", "trigger": "ceiling", "reason": "too big"})) == (
         "handed off to r-2 (ceiling): too big")
     assert event_summary("memory.block", json.dumps(
-        {"bytes_used": 0, "warning": "nothing matched"})) == "no memory block: nothing matched"
+        {"bytes_used": 0, "warning": "nothing matched"})) == "got no memory block: nothing matched"
+    # the runtime's "no block: " prefix is not said twice, after a note either
+    assert event_summary("memory.block", json.dumps(
+        {"bytes_used": 0, "warning": "no block: recall is off for this task"})) == (
+        "got no memory block: recall is off for this task")
+    assert event_summary("memory.block", json.dumps({"bytes_used": 0, "warning": (
+        "semantic model loading: recalled by keyword only; no block: nothing in a matched "
+        "the query")})) == ("got no memory block: semantic model loading: recalled by keyword "
+                            "only; nothing in a matched the query")
+    assert event_summary("memory.block", json.dumps(
+        {"bytes_used": 900, "budget_bytes": 2048, "items": 3})) == (
+        "got a memory block of 900 of 2048 bytes, 3 items")
     assert event_summary("something.new", json.dumps({"a": 1, "b": [1, 2], "c": "x"})) == (
         'something.new: a=1 b=[2] c="x"')
     long = event_line(Event("custom", {"text": "x" * 1000}))
@@ -186,6 +197,16 @@ def test_every_event_type_the_store_writes_reads_as_one_sentence():
     assert event_line(Event("attempt.finished", {"state": "failed", "tokens": {},
                                                  "error": "bad"}, node_id="p")).endswith(
         "Attempt 1 of p#0 of r-1 failed with 0 tokens: bad.")
+    # a memory tool's call reads as a sentence with a verb
+    assert event_line(Event("memory.tool", {"tool": "remember", "ok": True, "note_id": "n1",
+                                            "status": "pending"}, node_id="p")).endswith(
+        "Node p#0 of r-1 called the memory tool remember: note n1 (pending).")
+    assert event_line(Event("memory.tool", {"tool": "recall", "ok": False, "items": [],
+                                            "error": "no such bank"}, node_id="p")).endswith(
+        "Node p#0 of r-1 called the memory tool recall, which failed: no such bank.")
+    assert event_line(Event("memory.block", {"bytes_used": 0, "warning": "no block: recall is "
+                                             "off for this task"}, node_id="p")).endswith(
+        "Node p#0 of r-1 got no memory block: recall is off for this task.")
 
 
 def test_plural():

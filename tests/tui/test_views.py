@@ -164,16 +164,20 @@ async def test_tokens_view_histogram_scopes_usage_and_largest_calls(make_app):
         text = screen_text(app)
         assert "fresh input" in text and "cache read" in text and "reasoning" in text
         usage = screen.query_one("#usage-table", KeyedTable)
-        calls_column = [key for key, _ in USAGE_COLUMNS].index("calls")
+        assert "calls" in [key for key, _ in USAGE_COLUMNS]
+
+        def calls_column() -> int:  # among the columns the width leaves shown
+            return [column.key.value for column in usage.ordered_columns].index("calls")
+
         # Each run's row counts its calls (once a dash for every run).
-        run_calls = usage.get_row("run-review-1")[calls_column].plain
+        run_calls = usage.get_row("run-review-1")[calls_column()].plain
 
         app.select(run_id="run-review-1", node_id="review-b")
         await pilot.press("s")
         await pilot.pause(0.2)
         assert screen.scope() == ("run", "run-review-1", None)
         assert usage.keys == ["plan#0", "review-a#0", "review-b#0"]
-        node_calls = [int(usage.get_row(key)[calls_column].plain) for key in usage.keys]
+        node_calls = [int(usage.get_row(key)[calls_column()].plain) for key in usage.keys]
         assert run_calls == str(sum(node_calls)) and sum(node_calls) > 0
         await pilot.press("s")
         await pilot.pause(0.2)
@@ -182,6 +186,26 @@ async def test_tokens_view_histogram_scopes_usage_and_largest_calls(make_app):
         await pilot.press("s")
         await pilot.pause(0.2)
         assert screen.scope()[0] == "workspace"
+
+
+async def test_tokens_view_tables_fit_their_panels_instead_of_cutting_numbers(make_app):
+    """At 160 columns the usage table and the largest calls drop their optional columns rather
+    than cut the last one ("1." for 1.2k) or a run id ("r-")."""
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        for table_id in ("#usage-table", "#top-calls"):
+            table = app.screen.query_one(table_id, KeyedTable)
+            await until(pilot, lambda t=table: bool(t.keys), f"rows in {table_id}")
+            widths = sum(column.get_render_width(table) for column in table.ordered_columns)
+            assert widths <= table.scrollable_content_region.width, table_id
+        usage = app.screen.query_one("#usage-table", KeyedTable)
+        assert usage.ordered_columns[0].label.plain == "Run (newest)"  # kept on a re-add
+        top = app.screen.query_one("#top-calls", KeyedTable)
+        where = [column.key.value for column in top.ordered_columns].index("where")
+        assert "run-long-g0" in top.get_row(top.keys[0])[where].plain
 
 
 async def test_handoffs_view_shows_the_chain_with_reasons_and_carried_state(make_app):

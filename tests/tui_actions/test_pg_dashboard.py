@@ -12,6 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from pg_support import fresh_schema
+from textual.widgets import Button
 
 from store.clock import SYSTEM_CLOCK
 from store.db.backends import open_database
@@ -63,7 +64,12 @@ async def test_follows_by_notification_reconnects_shows_workers_and_queues(
         assert socket.gethostname() in workers and f"pid {os.getpid()}" in workers
         assert "2 held" in workers and "GONE" not in workers
         # n queues the run (a worker will run it); nothing runs in the dashboard's process.
-        await press_for(pilot, app, "n", LaunchRunDialog)
+        dialog = await press_for(pilot, app, "n", LaunchRunDialog)
+        # The dialog says it queues, not that it runs the workflow here.
+        await until(pilot, lambda: "a tether worker runs" in str(
+            dialog.query_one("#launch-description").render()), "the queue described")
+        assert "Launch loads and runs" not in str(dialog.query_one("#launch-description").render())
+        assert str(dialog.query_one("#launch-ok", Button).label) == "Queue (ctrl+s)"
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.tailer.last_seq > 0 and len(screen.runs) == 2,
                     "the queued run listed")

@@ -186,7 +186,8 @@ class RunControlScreen(LiveScreen):
 
         # Pushed here, before this key's handling ends, and before the workflows are read:
         # every key typed after `n` goes to the dialog, none to this view.
-        self.app.push_screen(LaunchRunDialog(load=load), callback=chosen)
+        self.app.push_screen(LaunchRunDialog(load=load, queues=self.host.queues_runs),
+                             callback=chosen)
 
     @work(group="run-action", exclusive=True)
     async def _launch(self, chosen: KnownWorkflow, request: LaunchRequest) -> None:

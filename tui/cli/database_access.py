@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from store.workspace.layout import Workspace
+from store.workspace.layout import FIRST_WRITE, Workspace
 
 if TYPE_CHECKING:
     from store.db.seam import Database
@@ -26,7 +26,7 @@ def require_workspace(workspace: Workspace) -> None:
     from store.errors import NotFoundError
 
     if not workspace.is_shared and not workspace.root.is_dir():
-        raise NotFoundError(f"There is no Tether workspace at {workspace.root}.")
+        raise NotFoundError(f"There is no Tether workspace at {workspace.root}; {FIRST_WRITE}.")
 
 
 @asynccontextmanager

@@ -13,6 +13,7 @@ import click
 
 from store.db.sqlite.database_file import database_file_exists
 from store.errors import InvalidInputError, NotFoundError
+from store.model.wording import plural
 from store.workspace.doctor import (
     FAIL,
     WARN,
@@ -140,7 +141,7 @@ async def _salvage(workspace: Workspace, target: Workspace, output_format: str) 
         return
     for result in results:
         note = f" (part unreadable: {visible(result.problem)})" if result.problem else ""
-        click.echo(f"{result.table:<20} {result.rows:>8} rows{note}")
+        click.echo(f"{result.table:<20} {plural(result.rows, 'row'):>12}{note}")
     click.echo(f"Salvaged into {target.root}; check it with: tether doctor --workspace "
                f"{target.root}")
 

@@ -210,13 +210,13 @@ async def print_fork_chain(workspace: Workspace, run_id: str, output_format: str
 
 
 def _side_cells(side: Any, now_ms: int) -> tuple[str, str, str, str]:
-    from tui.plain import cost, tokens
+    from tui.plain import spent, tokens
 
     if side is None:
         return "–", "–", "–", "–"
     state = "cache hit" if side.node.cached else side.node.state
     return (state, tokens(side.tokens.total),
-            cost(side.cost.usd if side.tokens.total else None, side.cost.unpriced_calls),
+            spent(side.tokens.total, side.cost.usd, side.cost.unpriced_calls),
             duration(side.duration_ms(now_ms)))
 
 

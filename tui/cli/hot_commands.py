@@ -134,19 +134,18 @@ def fork_origin(run: RunRecord) -> str:
 
 def print_runs(runs: Sequence[RunRecord], now: int) -> None:
     """The runs as the text table ``tether runs`` prints."""
-    from tui.plain import budget_used, duration, tokens, visible
-    from tui.plain import cost as format_cost
+    from tui.plain import budget_used, duration, spent, tokens, visible
 
     echo(
         f"{'RUN':<16} {'WORKFLOW':<22} {'STATUS':<11} {'GEN':>3} {'PARENT':<16} {'FORKED':<24} "
         f"{'NODES':>7} {'TOKENS':>8} {'COST':>10} {'BUDGET':>12} {'AGE':>8}"
     )
     for r in runs:
-        spent = format_cost(r.cost.usd if r.tokens.total else None, r.cost.unpriced_calls)
+        paid = spent(r.tokens.total, r.cost.usd, r.cost.unpriced_calls)
         echo(
             f"{r.run_id:<16} {visible(r.workflow, keep_newlines=False)[:22]:<22} "
             f"{r.display_status(now):<11} {r.generation:>3} {r.parent_run_id or '-':<16} "
             f"{fork_origin(r):<24} "
             f"{f'{r.nodes_done}/{r.nodes_total}':>7} {tokens(r.tokens.total):>8} "
-            f"{spent:>10} {budget_used(r) or '-':>12} {duration(now - r.created_at_ms):>8}"
+            f"{paid:>10} {budget_used(r) or '-':>12} {duration(now - r.created_at_ms):>8}"
         )

@@ -20,6 +20,7 @@ from engine.memory.semantic_recall import Embedder
 from engine.run.engine_config import load_config
 from store.errors import TetherError
 from store.search import vectors_sql as vector_sql
+from store.search.vector_store import VectorStore
 from store.workspace.layout import Workspace
 from tui.cli.background import embedder_lock
 from tui.cli.common import format_option, run_async, workspace_from, workspace_option
@@ -81,22 +82,29 @@ async def reindex_command(quiet: bool, workspace_dir: str | None) -> None:
 @format_option
 @run_async
 async def status_command(workspace_dir: str | None, output_format: str) -> None:
-    """Which recall tasks get (hybrid, semantic or keyword, and why), the encoder, and how many
-    records have vectors for its model."""
+    """Which recall tasks get (hybrid, semantic or keyword, and why), the encoder, how many
+    records have vectors for its model and how many still wait for one."""
     workspace = workspace_from(workspace_dir)
     state = recall_status(workspace_memory_settings(workspace))
-    vectors = 0
+    vectors = waiting = 0
     if state["model"]:
         async with reading(workspace) as db:  # read-only: a status never changes anything
             if db is not None:
                 vectors = int(await db.fetch_value(
                     vector_sql.COUNT_VECTORS, {"model": state["model"]}) or 0)
+                # Those only keyword recall finds until the embedder reaches them (counting
+                # reads no vector: the dimension does not matter here).
+                waiting = await VectorStore(db, state["model"], 0).pending_count()
     if output_format == "json":
-        print_json({**state, "vectors": vectors})
+        print_json({**state, "vectors": vectors, "waiting": waiting})
         return
     click.echo(state["line"])
     if state["model"]:
-        click.echo(f"vectors: {vectors} notes and facts embedded with {state['model']}")
+        line = f"vectors: {vectors} notes and facts embedded with {state['model']}"
+        if waiting:
+            line += (f"; {waiting} waiting for one (found by keyword only until embedded in "
+                     "the background, or now by `tether memory reindex`)")
+        click.echo(line)
 
 
 async def _embed_until_done(workspace: Workspace, settings: MemorySettings) -> None:

@@ -7,6 +7,7 @@ import click
 from store.db.database_url import redact_url, refuse_password_in_argument
 from store.db.sqlite.sqlite_database import SqliteDatabase
 from store.errors import WorkspaceError
+from store.model.wording import plural
 from store.workspace.layout import Workspace
 from tui.cli.common import format_option, run_async, workspace_from, workspace_option
 from tui.cli.output import print_json
@@ -45,9 +46,9 @@ async def migrate_command(target_url: str, workspace_dir: str | None, output_for
         })
         return
     for table, rows in report.tables.items():
-        click.echo(f"{table:<20} {rows:>10} rows")
-    click.echo(f"{'artifacts':<20} {report.artifact_files:>10} files "
-               f"({report.artifact_bytes} bytes)")
+        click.echo(f"{table:<20} {plural(rows, 'row'):>14}")
+    click.echo(f"{'artifacts':<20} {plural(report.artifact_files, 'file'):>15} "
+               f"({plural(report.artifact_bytes, 'byte')})")
     click.echo(f"Copied and verified into {shown}. Point the workspace at it with "
                f"database_url = \"{shown}\" in {folder / 'config.toml'} or TETHER_DATABASE_URL.")
 

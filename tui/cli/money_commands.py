@@ -201,9 +201,12 @@ def _limit_of(row: dict[str, Any]) -> Limit:
                  str(row.get("on_exceeded", "fail")), str(row.get("source", "config")))
 
 
-def _budget_line(owner: str, row: dict[str, Any]) -> str:
+def _budget_line(owner: str, row: dict[str, Any], unpriced: int) -> str:
+    """One budget's line; ``unpriced`` calls (no known price) make its dollars ``+?``: the
+    budget could not count them."""
     limit = _limit_of(row)
-    spent = f"{limit.amount(row['spent'])} of {limit.amount(limit.maximum)}"
+    unknown = "+?" if unpriced and limit.unit == "usd" else ""
+    spent = f"{limit.amount(row['spent'])}{unknown} of {limit.amount(limit.maximum)}"
     return (f"{owner:<28} {limit_name(limit):<38} {spent:>32} {row['percent']:>4}%  "
             f"{limit.on_exceeded}")
 
@@ -245,11 +248,12 @@ async def budget_command(run_id: str | None, limit: int, output_format: str,
         })
         return
     if run_id is None:
-        click.echo(f"The workspace on {today} (UTC): {format_cost(spend.cost.usd or 0.0)} and "
+        spent = format_cost(spend.cost.usd or 0.0, spend.cost.unpriced_calls)
+        click.echo(f"The workspace on {today} (UTC): {spent} and "
                    f"{tokens(counted)} tokens in {plural(spend.calls, 'call')}.")
         for row in day:
             owner = f"today, {row['workflow']}" if "workflow" in row else "workspace today"
-            click.echo(_budget_line(owner, row))
+            click.echo(_budget_line(owner, row, spend.cost.unpriced_calls))
         if not day:
             click.echo("No daily budget: set [budget] day_usd or day_tokens in config.toml "
                        "(or budget= on a workflow).")
@@ -261,7 +265,7 @@ async def budget_command(run_id: str | None, limit: int, output_format: str,
     click.echo(f"{'RUN':<28} {'BUDGET':<38} {'SPENT':>32} {'USED':>5}  ON REACHING IT")
     for run, budgets in held:
         for row in budgets:
-            click.echo(_budget_line(f"{run.run_id} {run.status}", row))
+            click.echo(_budget_line(f"{run.run_id} {run.status}", row, run.cost.unpriced_calls))
 
 
 def _wall_ms() -> int:

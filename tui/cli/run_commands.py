@@ -41,8 +41,7 @@ from tui.cli.common import (
     workspace_option,
 )
 from tui.cli.output import echo, print_json, write_line
-from tui.plain import cost as format_cost
-from tui.plain import tokens, visible
+from tui.plain import spent, tokens, visible
 
 
 def parse_input(raw: str | None) -> Any:
@@ -87,12 +86,12 @@ class ProgressPrinter:
 def run_summary(run: dict[str, Any], outcome: RunOutcome) -> str:
     tok = run["tokens"]
     total = sum(tok.values())
-    spent = format_cost(run["cost_usd"] if total else None, run["unpriced_calls"])
+    paid = spent(total, run["cost_usd"], run["unpriced_calls"])
     lines = [
         f"run {run['run_id']} {outcome.status}: {run['nodes_done']}/{run['nodes_total']} nodes, "
         f"{tokens(total)} tokens (input {tokens(tok['input_tokens'])}, cache read "
         f"{tokens(tok['cache_read_tokens'])}, output {tokens(tok['output_tokens'])}), "
-        f"cost {spent}",
+        f"cost {paid}",
     ]
     if outcome.error:
         lines.append(f"error: {visible(recorded_text(outcome.error) or '')}")

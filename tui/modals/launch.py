@@ -66,8 +66,12 @@ class LaunchRunDialog(Dialog[LaunchRequest | None]):
         selected: str | None = None,
         *,
         load: Callable[[], Awaitable[Sequence[WorkflowChoice] | None]] | None = None,
+        queues: bool = False,
     ) -> None:
         super().__init__(classes="dialog")
+        self._queues = queues
+        """True when launching puts the run on the queue for a worker (a PostgreSQL
+        workspace) instead of starting it in this dashboard's engine."""
         self._choices = {choice.key: choice for choice in choices}
         self._selected = selected if selected in self._choices else next(iter(self._choices), None)
         self._problem: str | None = "choose a workflow"
@@ -98,7 +102,8 @@ class LaunchRunDialog(Dialog[LaunchRequest | None]):
             )
             yield Static("", id="json-status")
             with Horizontal(id="dialog-buttons"):
-                yield Button("Launch (ctrl+s)", variant="primary", id="launch-ok")
+                yield Button("Queue (ctrl+s)" if self._queues else "Launch (ctrl+s)",
+                             variant="primary", id="launch-ok")
                 yield Button("Cancel (esc)", id="launch-cancel")
 
     def _current(self) -> WorkflowChoice | None:
@@ -144,7 +149,9 @@ class LaunchRunDialog(Dialog[LaunchRequest | None]):
         if choice is not None:
             text.append(choice.description, style="italic")
             # Listing read the file without running it; launching loads (runs) it.
-            text.append(f"\nLaunch loads and runs {choice.source}", style="dim")
+            text.append(f"\nQueue puts the run on the queue; a tether worker runs "
+                        f"{choice.source}" if self._queues else
+                        f"\nLaunch loads and runs {choice.source}", style="dim")
         self.query_one("#launch-description", Static).update(text)
 
     @on(Select.Changed, "#launch-workflow")

@@ -18,7 +18,7 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from store.read.compare_reads import Comparison, Pair, Side, compare_runs, node_texts
-from tui.format import cost, duration, one_line, status_text, tokens
+from tui.format import duration, one_line, spent, status_text, tokens
 from tui.screens.live_screen import LiveScreen
 from tui.tailing import Batch
 from tui.widgets.keyed_table import KeyedTable
@@ -46,9 +46,9 @@ def side_cells(side: Side | None, now_ms: int) -> list[Text]:
         return [Text("–", style="dim")] * 4
     state = Text("◆ cache hit", style="bold green") if side.node.cached else status_text(
         side.node.state)
-    spent = cost(side.cost.usd if side.tokens.total else None, side.cost.unpriced_calls)
+    paid = spent(side.tokens.total, side.cost.usd, side.cost.unpriced_calls)
     return [state, Text(tokens(side.tokens.total), justify="right"),
-            Text(spent, justify="right"),
+            Text(paid, justify="right"),
             Text(duration(side.duration_ms(now_ms)), justify="right")]
 
 
@@ -89,7 +89,7 @@ def header_text(comparison: Comparison, now_ms: int) -> Text:
     text.append("\n")
     for label, run in (("A", a), ("B", b)):
         text.append(f"{label}: {tokens(run.tokens.total)} tokens, "
-                    f"{cost(run.cost.usd if run.tokens.total else None, run.cost.unpriced_calls)}"
+                    f"{spent(run.tokens.total, run.cost.usd, run.cost.unpriced_calls)}"
                     f", {duration(run.elapsed_ms(now_ms))}, nodes {run.nodes_done}/"
                     f"{run.nodes_total}   ")
     differing = sum(1 for p in comparison.pairs if p.differs)

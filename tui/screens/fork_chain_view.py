@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Static
 
 from store.read.fork_chain import MAX_FAMILY, ChainLink, ForkChain, read_fork_chain
 from tui.fork_chain_text import fork_words, tree_prefix
-from tui.format import cost, literal, one_line, plural, status_text, tokens
+from tui.format import literal, one_line, plural, spent, status_text, tokens
 from tui.screens.live_screen import LiveScreen
 from tui.tailing import Batch
 from tui.widgets.filter_bar import matches
@@ -42,11 +42,11 @@ def chain_table_rows(chain: ForkChain, needle: str) -> list[tuple[str, list[Text
         name = Text(tree_prefix(link), style="dim")
         name.append(("↳ " if link.depth else "") + run.run_id,
                     style="bold" if run.run_id == chain.asked else "")
-        spent = cost(run.cost.usd if run.tokens.total else None, run.cost.unpriced_calls)
+        paid = spent(run.tokens.total, run.cost.usd, run.cost.unpriced_calls)
         rows.append((run.run_id, [name, status_text(run.status),
                                   one_line(fork_words(link)),
                                   Text(tokens(run.tokens.total), justify="right"),
-                                  Text(spent, justify="right")]))
+                                  Text(paid, justify="right")]))
     return rows
 
 

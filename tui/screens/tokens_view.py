@@ -18,7 +18,6 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Static
-from textual.widgets.data_table import ColumnKey
 
 from store.model.buckets import BUCKET_LABELS
 from store.model.run_records import CallRecord
@@ -55,6 +54,13 @@ TOP_COLUMNS = (
     ("cost", "Cost"),
     ("cached", "Cached"),
 )
+
+USAGE_NARROW_DROPS = ("reasoning", "cache_write", "fresh")
+"""Usage-table columns left out, in this order, while the table is too narrow for them (the
+lanes they split are in the totals beside the chart): a cut-off "1." never stands for 1.2k."""
+TOP_NARROW_DROPS = ("cached", "agent")
+"""Largest-calls columns left out in this order when narrow, so that the run id beside the
+node stays whole."""
 
 SCOPES = ("workspace", "run", "node")
 RUNS_IN_USAGE_TABLE = 50
@@ -182,8 +188,10 @@ class TokensScreen(LiveScreen):
                 yield BucketPlot(id="bucket-plot")
                 yield Static(id="lanes", classes="panel")
             with Horizontal(id="tokens-bottom"):
-                yield KeyedTable(USAGE_COLUMNS, id="usage-table", stretch="name")
-                yield KeyedTable(TOP_COLUMNS, id="top-calls", stretch="where")
+                yield KeyedTable(USAGE_COLUMNS, id="usage-table", stretch="name",
+                                 optional=USAGE_NARROW_DROPS)
+                yield KeyedTable(TOP_COLUMNS, id="top-calls", stretch="where",
+                                 optional=TOP_NARROW_DROPS)
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -234,7 +242,7 @@ class TokensScreen(LiveScreen):
         usage_table = self.query_one("#usage-table", KeyedTable)
         rows: list[tuple[str, list[Text]]] = []
         if run_id is None:
-            usage_table.columns[ColumnKey("name")].label = Text("Run (newest)")
+            usage_table.relabel("name", "Run (newest)")
             runs = await reader.recent_runs(RUNS_IN_USAGE_TABLE)
             calls = await reader.calls_of_runs([run.run_id for run in runs])
             for run in runs:
@@ -245,7 +253,7 @@ class TokensScreen(LiveScreen):
                     made = calls.get(run.run_id, 0)
                     rows.append((run.run_id, usage_cells(name, made, run.tokens, row_cost(run))))
         else:
-            usage_table.columns[ColumnKey("name")].label = Text("Node")
+            usage_table.relabel("name", "Node")
             for key, usage in sorted((await reader.node_usage(run_id)).items()):
                 if matches(needle, usage.node_id):
                     style = "bold" if node_id == usage.node_id else ""

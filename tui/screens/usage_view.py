@@ -140,9 +140,7 @@ class UsageScreen(LiveScreen):
         table = self.query_one("#usage-groups", KeyedTable)
         table.border_title = f"By {self.group}"
         total = sum(g.cost.usd or 0.0 for g in groups)
-        from textual.widgets.data_table import ColumnKey
-
-        table.columns[ColumnKey("name")].label = Text(self.group.capitalize())
+        table.relabel("name", self.group.capitalize())
         rows = []
         needle = self.filter_text.lower()
         for group in groups:

@@ -193,6 +193,17 @@ class KeyedTable(DataTable[Text]):
             self._require_update_dimensions = True
             self.refresh()
 
+    def relabel(self, key: str, label: str) -> None:
+        """Give column ``key`` a new heading, kept when narrow-width changes re-add the
+        columns."""
+        self._all_columns = [(k, label if k == key else old) for k, old in self._all_columns]
+        self._columns = [(k, label if k == key else old) for k, old in self._columns]
+        column = self.columns.get(ColumnKey(key))
+        if column is not None and column.label.plain != label:
+            column.label = Text(label)
+            self._require_update_dimensions = True
+            self.refresh()
+
     @property
     def keys(self) -> list[str]:
         """Row keys in display order."""

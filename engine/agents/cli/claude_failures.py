@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.agents.agent import AgentError, failure_error
+from engine.agents.cli.outcome import exit_words
 from engine.agents.failures import classify, status_kind
 from engine.agents.reset_times import reset_at_ms
 
@@ -71,6 +72,9 @@ def session_error(
     failed_exit = returncode != 0 and not exit_forgiven
     if result.get("is_error") or subtype not in ("", "success") or failed_exit:
         reason = " | ".join(said)[:600] or stderr_tail or "no reason given"
+        if succeeded(result):
+            # Only the exit failed: the result's text is the answer, not a reason.
+            reason = "its result reported success" + (f"; {stderr_tail}" if stderr_tail else "")
         label = subtype if subtype and subtype != "success" else "error"
         if status is not None:
             label += f", HTTP {status}"
@@ -90,7 +94,7 @@ def session_error(
         if kind == "limit" and resets is None:
             resets = reset_at_ms(reason, now_ms)
         return failure_error(
-            f"Claude Code failed ({label}, exit status {returncode}): {reason}",
+            f"Claude Code failed ({label}, {exit_words(returncode)}): {reason}",
             kind,
             resets_at_ms=resets,
             session_id=session_id,
@@ -109,6 +113,8 @@ def no_result_error(returncode: int, stderr_tail: str, *, now_ms: int,
     reason = stderr_tail or "no output"
     kind = classify(reason)
     return failure_error(
+        f"Claude Code ended without a result ({exit_words(returncode)}): {reason}"
+        if returncode < 0 else
         f"Claude Code exited with status {returncode} without a result: {reason}",
         kind,
         resets_at_ms=reset_at_ms(reason, now_ms) if kind == "limit" else None,

@@ -51,7 +51,7 @@ from engine.agents.cli.codex_rollout import (
     parse_line,
     raw_counts,
 )
-from engine.agents.cli.outcome import Outcome, json_values
+from engine.agents.cli.outcome import Outcome, exit_words, json_values
 from engine.agents.cli.preset import CommandSettings, Invocation, OutputReader, Preset
 from engine.agents.failures import classify
 from engine.agents.reset_times import reset_at_ms
@@ -359,13 +359,13 @@ class CodexSession(OutputReader):
         calls += self._beyond_requests(now_ms, notes)
         failure = self.failed or self.pending_error
         if failure is None and returncode != 0:
-            failure = (stderr_tail or f"exit status {returncode} with no error event", None)
+            failure = (stderr_tail or "no error event and nothing on stderr", None)
         outcome = Outcome(calls=calls, details=self.details(notes), warnings=self.warnings)
         if failure is not None:
             message, status = failure
             kind = classify(message, status)
             outcome.error = failure_error(
-                f"Codex failed (exit status {returncode}): {message[:600]}",
+                f"Codex failed ({exit_words(returncode)}): {message[:600]}",
                 kind,
                 resets_at_ms=reset_at_ms(message, now_ms) if kind == "limit" else None,
                 session_id=self.thread_id,

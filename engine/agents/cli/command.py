@@ -314,7 +314,7 @@ class CommandAgent:
         for call in outcome.calls:
             await request.on_call(call)
         if outcome.error is not None:
-            raise outcome.error
+            raise self._with_long_lines(outcome.error, lines.long_lines)
         assert outcome.result is not None
         outcome.result.model = outcome.result.model or self.model
         return outcome.result
@@ -401,6 +401,23 @@ class CommandAgent:
                     await lines.line(line.text, line.truncated)
         for line in splitter.finish():
             await lines.line(line.text, line.truncated)
+
+    def _with_long_lines(self, error: AgentError, long_lines: int) -> AgentError:
+        """``error``, saying that lines over ``max_line_bytes`` went unread: the answer may be
+        one of them, so "without a result: no output" alone would hide a 40 MB answer."""
+        if not long_lines:
+            return error
+        many = "line" if long_lines == 1 else "lines"
+        return AgentError(
+            f"{error} ({long_lines} {many} of its output passed max_line_bytes "
+            f"({self.max_line_bytes:,} bytes) and went unread; the answer may be among them, "
+            "and the attempt's stream.log holds the output whole)",
+            retryable=error.retryable,
+            retry_after_s=error.retry_after_s,
+            limit=error.limit,
+            resets_at_ms=error.resets_at_ms,
+            session_id=error.session_id,
+        )
 
     def _over_output_limit(self, printed: int) -> str | None:
         if printed <= self.max_output_bytes:

@@ -4,6 +4,7 @@ command presets)."""
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,3 +38,15 @@ def json_values(line: str) -> list[Any]:
     if isinstance(value, list):
         return [v for v in value if isinstance(v, dict)]
     return [value] if isinstance(value, dict) else []
+
+
+def exit_words(returncode: int) -> str:
+    """How a program ended, for a failure's sentence: ``exit status 1``, or for a process a
+    signal ended (asyncio's negative status) ``killed by SIGKILL``, which "-9" does not say."""
+    if returncode >= 0:
+        return f"exit status {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"killed by {name}"

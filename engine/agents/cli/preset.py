@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.agents.agent import AgentError, AgentRequest, ModelCall
-from engine.agents.cli.outcome import Outcome
+from engine.agents.cli.outcome import Outcome, exit_words
 
 
 class CommandSettings(Protocol):
@@ -107,7 +107,8 @@ def exit_error(program: str, returncode: int, stderr_tail: str) -> Outcome:
     """A program that exited with a non-zero status, saying the end of what it printed."""
     return Outcome(
         error=AgentError(
-            f"{program} exited with status {returncode}"
+            (f"{program} exited with status {returncode}" if returncode >= 0
+             else f"{program} was {exit_words(returncode)}")
             + (f": {stderr_tail}" if stderr_tail else "")
         )
     )

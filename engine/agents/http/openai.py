@@ -329,6 +329,8 @@ class OpenAIAgent(HttpAgent):
                     if round_number == 1 and "tools" in body and not self._tools_checked:
                         await self._check_tools(client, body, request)
                     return AgentResult(text=content, model=model)
+                if round_number > self.max_tool_rounds:
+                    break  # it called tools even when told not to: no more tools, no request
                 messages.append(assistant_turn(content, tool_calls))
                 for call in tool_calls:
                     function = call.get("function", {})

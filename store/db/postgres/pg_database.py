@@ -49,6 +49,7 @@ from store.db.postgres.pg_retry import (
     ride_out,
     unresolved_sentence,
 )
+from store.db.postgres.pg_wording import missing_schema_message
 from store.db.retry import backoff_s
 from store.db.seam import Database, Params, resolved
 from store.db.write_queue import Outcome, Work, WriteQueue
@@ -433,13 +434,12 @@ def _read_only_session(conn: psycopg.Connection[Any]) -> None:
 def _inspect(pool: ConnectionPool[Any]) -> str:
     with pool.connection() as conn:
         row = conn.execute(
-            "SELECT current_schema(), current_setting('server_encoding')"
+            "SELECT current_schema(), current_setting('server_encoding'), "
+            "current_setting('search_path')"
         ).fetchone()
     assert row is not None
     if row[0] is None:
-        raise WorkspaceError(
-            "The database URL's search path names no schema that exists; create it first."
-        )
+        raise WorkspaceError(missing_schema_message(str(row[2])))
     if row[1] != "UTF8":
         raise WorkspaceError(
             f"The workspace database uses the {row[1]} encoding; Tether needs UTF8."
