@@ -275,6 +275,17 @@ def test_an_option_without_its_value_names_the_commands_help() -> None:
                                                     ), result.stderr
 
 
+def test_a_bad_ttl_is_not_told_it_may_be_blank(seeded: tuple[Path, str]) -> None:
+    """``--ttl -5`` said "TTL must be blank or a duration …", but a blank --ttl is refused."""
+    ws, _ = seeded
+    for ttl in ("-5", "", "soon"):
+        result = tether("memory", "set", NS, "k", "1", "--ttl", ttl, "--workspace", str(ws))
+        assert result.returncode == 2
+        assert one_sentence(result.stderr) == (
+            "Invalid value for '--ttl': TTL must be a duration such as 90000, 30s, 5m, 2h or "
+            "7d (see 'tether memory set --help').")
+
+
 def test_limit_and_gc_report_what_they_did(seeded: tuple[Path, str]) -> None:
     ws, _ = seeded
     limit = tether("memory", "limit", "--max-tokens", "100", "--workspace", str(ws))
