@@ -3,9 +3,9 @@
 ``tether usage`` (days over it marked). Nothing is drawn when none is set; enforcing budgets
 is the engine's business, not this module's.
 
-Read from a ``[budget]`` table: ``workspace_daily_usd`` (also ``daily_usd`` or
-``per_day_usd``); a value that is not a positive number is left out (the engine's own config
-check reports it).
+Read from ``[budget]`` ``day_usd``, the key the engine enforces, parsed by the engine's own
+:func:`engine.budget.parse_budget`; a table it refuses draws nothing (``tether run`` and
+``tether budget`` report why).
 """
 
 from __future__ import annotations
@@ -13,21 +13,17 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
+from engine.budget import parse_budget
+from store.errors import InvalidInputError
 from store.workspace.layout import Workspace
-
-DAILY_KEYS = ("workspace_daily_usd", "daily_usd", "per_day_usd")
 
 
 def daily_budget_from(config: dict[str, Any]) -> float | None:
     """The daily dollar budget a parsed config sets, or None."""
-    table = config.get("budget")
-    if not isinstance(table, dict):
+    try:
+        return parse_budget(config.get("budget"), "config.toml").day_usd
+    except InvalidInputError:
         return None
-    for key in DAILY_KEYS:
-        value = table.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-            return float(value)
-    return None
 
 
 def daily_budget_usd(workspace: Workspace) -> float | None:

@@ -420,10 +420,15 @@ class RunExecution:
                 return result
         return decision
 
-    def fork_edit(self, spec: TaskSpec, name: str) -> str | None:
-        """What a fork's edit gives task ``spec`` instead (``prompt``, ``memory_block`` or
-        ``agent``); None when this run is no fork, or not of this task, or that is unchanged."""
-        if self.fork is None or self.fork.get("node") != spec.id:
+    def fork_edit(self, unit: Unit, name: str) -> str | None:
+        """What a fork's edit gives ``unit`` instead (``prompt``, ``memory_block`` or
+        ``agent``); None when this run is no fork, or not of this node, or that is unchanged.
+        A fork from one fan-out copy (``review[api.py]``) edits that copy; its siblings run
+        anew with their own prompts (a fork from the fan-out's id edits every copy)."""
+        if self.fork is None or self.fork.get("node") != unit.spec.id:
+            return None
+        asked = self.fork.get("asked")
+        if isinstance(asked, str) and asked != unit.spec.id and asked != unit.node_id:
             return None
         value = self.fork.get(name)
         return value if isinstance(value, str) else None
@@ -448,7 +453,7 @@ class RunExecution:
         recall block is placed first and its tools are offered; otherwise no block. Assembly
         itself is the pure :func:`engine.prompting.assemble_prompt`.
         """
-        block: str | None = self.fork_edit(unit.spec, "memory_block")
+        block: str | None = self.fork_edit(unit, "memory_block")
         tools: list[Any] = []
         runtime = self.hooks.memory
         if runtime is not None and memory is not None:
@@ -458,7 +463,7 @@ class RunExecution:
                 )
                 block = prepared.text
             tools = list(runtime.tools_for(self.run_id, unit.node_id, unit.iteration, memory))
-        if block is not None and self.fork_edit(unit.spec, "memory_block") is not None:
+        if block is not None and self.fork_edit(unit, "memory_block") is not None:
             await self.save_edited_block(unit, attempt, block)
         schema = unit.spec.output.model_json_schema() if unit.spec.output else None
         prompt = assemble_prompt(

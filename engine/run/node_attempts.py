@@ -49,7 +49,7 @@ async def run_node(execution: RunExecution, unit: Unit, slots: Slots) -> Any:
     failures = 0
     limit_waits = 0
     resume: Resume | None = None
-    agent_name = execution.fork_edit(spec, "agent") or task_agent_name(spec, execution.workflow)
+    agent_name = execution.fork_edit(unit, "agent") or task_agent_name(spec, execution.workflow)
     agent = execution.placed_agent(spec, agent_name)
     memory = task_memory(spec, execution.workflow)
     policy = spec.cache or execution.workflow.cache
@@ -201,7 +201,7 @@ async def _carry_over(
 
 async def _render(execution: RunExecution, unit: Unit, ctx: TaskContext) -> str:
     """The task prompt of ``unit``; a prompt that raises or renders empty fails the node."""
-    edited = execution.fork_edit(unit.spec, "prompt")
+    edited = execution.fork_edit(unit, "prompt")
     if edited is not None:
         schema = unit.spec.output.model_json_schema() if unit.spec.output else None
         edited = edited_task_prompt(edited, schema)

@@ -20,6 +20,7 @@ from engine.telemetry.otel_mapping import Options, SpanData, map_attempt, map_ru
 from engine.telemetry.otel_semconv import AgentKind
 from engine.telemetry.otel_settings import ExportTarget
 from engine.telemetry.otel_status import ExportSnapshot, ExportStatus
+from store.db.paging import LARGEST_INTEGER
 from store.errors import InvalidInputError
 from store.model.run_records import RunRecord
 from store.runs.run_store import RunStore
@@ -34,7 +35,10 @@ def parse_since(text: str, now_ms: int) -> int:
     it names, in epoch milliseconds. InvalidInputError (one sentence) otherwise."""
     match = _AGO.match(text)
     if match:
-        return now_ms - int(float(match.group(1)) * _UNITS[match.group(2)])
+        age_ms = float(match.group(1)) * _UNITS[match.group(2)]
+        if age_ms > LARGEST_INTEGER:  # (infinity too) the query could not bind it
+            raise InvalidInputError(f"--since takes a shorter age than {text.strip()!r}.")
+        return now_ms - int(age_ms)
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

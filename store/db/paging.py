@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import re
 
+LARGEST_INTEGER = 2**63 - 1
+"""The largest integer both backends store and compare (SQLite INTEGER, PostgreSQL bigint):
+a number bound to a statement beyond it fails (OverflowError), so entry points refuse it."""
+
 MORE_COUNT_CAP = 1_000
 """Past this many left-out items a listing says "1,000+ more" instead of counting on."""
 

@@ -4,10 +4,12 @@ durations, token counts and dollars. Pure; every bad value is one sentence."""
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+from store.db.paging import LARGEST_INTEGER
 from store.errors import InvalidInputError
 from store.model.states import RUN_STATUSES
 
@@ -90,9 +92,26 @@ _PATH_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 DAY_MS = 86_400_000
 
 
+def _whole(number: float) -> int:
+    """``number`` rounded; an infinite one (``9…9d`` overflows a float) stays out of range."""
+    return round(number) if math.isfinite(number) else 2 * LARGEST_INTEGER
+
+
+def _out_of_range(value: Value) -> bool:
+    """True for a number no database column could be compared with (binding it would fail)."""
+    if isinstance(value, int):
+        return abs(value) > LARGEST_INTEGER
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _too_large(text: str, what: str) -> InvalidInputError:
+    shown = text if len(text) <= 40 else f"{text[:40]}…"
+    return InvalidInputError(f"{what} takes smaller values than {shown!r}.")
+
+
 def _duration_ms(text: str) -> int | None:
     match = _DURATION.match(text)
-    return None if match is None else round(float(match[1]) * _UNITS_MS[match[2]])
+    return None if match is None else _whole(float(match[1]) * _UNITS_MS[match[2]])
 
 
 def _time_ms(text: str, now_ms: int) -> tuple[int, bool] | None:
@@ -105,7 +124,7 @@ def _time_ms(text: str, now_ms: int) -> tuple[int, bool] | None:
         return today - (DAY_MS if lowered == "yesterday" else 0), True
     ago = _AGO.match(lowered)
     if ago is not None:
-        return now_ms - round(float(ago[1]) * _UNITS_MS[ago[2]]), False
+        return now_ms - _whole(float(ago[1]) * _UNITS_MS[ago[2]]), False
     try:
         moment = datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError:
@@ -120,7 +139,7 @@ def _count(text: str) -> int | None:
     if match is None:
         return None
     scale = {"": 1, "k": 1_000, "m": 1_000_000}[match[2].lower()]
-    return round(float(match[1]) * scale)
+    return _whole(float(match[1]) * scale)
 
 
 _EXAMPLES = {
@@ -147,6 +166,8 @@ def read_value(field: Field, text: str, now_ms: int) -> tuple[Value, bool]:
         moment = _time_ms(text, now_ms)
         if moment is None:
             raise InvalidInputError(f"{field.name} takes {_EXAMPLES[kind]}, not {text!r}.")
+        if _out_of_range(moment[0]):
+            raise _too_large(text, field.name)
         return moment
     if kind == "number":
         value = int(text) if text.lstrip("-").isdigit() else None
@@ -163,6 +184,8 @@ def read_value(field: Field, text: str, now_ms: int) -> tuple[Value, bool]:
         return text, False
     if value is None:
         raise InvalidInputError(f"{field.name} takes {_EXAMPLES[kind]}, not {text!r}.")
+    if _out_of_range(value):
+        raise _too_large(text, field.name)
     return value, False
 
 
@@ -218,4 +241,6 @@ def since_ms(text: str, now_ms: int) -> int:
     moment = _time_ms(text.strip(), now_ms)
     if moment is None:
         raise InvalidInputError(f"--since takes {_EXAMPLES['time']}, not {text!r}.")
+    if _out_of_range(moment[0]):
+        raise _too_large(text, "--since")
     return moment[0]

@@ -22,6 +22,7 @@ sentence; nothing is read before a query parses.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from store.errors import InvalidInputError
@@ -126,6 +127,8 @@ class _Parser:
         self.text = text
         self.now_ms = now_ms
         self.at = 0
+        self.depth = 0
+        """How many parentheses are open at the cursor."""
 
     # -- scanning ---------------------------------------------------------------------
 
@@ -217,7 +220,9 @@ class _Parser:
         if self.peek("("):
             opened = self.at
             self.at += 1
+            self.depth += 1
             inner = self.either()
+            self.depth -= 1
             if not self.peek(")"):
                 raise InvalidInputError(
                     f"The parenthesis opened at character {opened + 1} of the query is never "
@@ -226,6 +231,10 @@ class _Parser:
             self.at += 1
             return inner
         if self.peek(")"):
+            if self.depth:  # "()" or "(a AND)": the parenthesis was opened, a condition is missing
+                raise InvalidInputError(
+                    f"The query has ')' at character {self.at + 1} where a condition should be."
+                )
             raise InvalidInputError(
                 f"The query closes a parenthesis at character {self.at + 1} that was never "
                 "opened."
@@ -355,6 +364,19 @@ def parse_query(text: str, now_ms: int) -> Query:
     return Query(text, tree)
 
 
+def all_of(queries: Sequence[Query]) -> Query:
+    """Queries joined by AND (``--where``, a saved filter and ``--status``).
+
+    Each is parsed on its own first, so an error names a place in the text the user wrote,
+    and a query cannot close a parenthesis it did not open to reach into its neighbour.
+    """
+    trees = tuple(query.tree for query in queries if query.tree is not None)
+    texts = [query.text.strip() for query in queries if query.tree is not None]
+    if len(trees) < 2:
+        return Query(texts[0] if texts else "", trees[0] if trees else None)
+    return Query(" AND ".join(f"({text})" for text in texts), All(trees))
+
+
 __all__ = [
     "All",
     "Condition",
@@ -362,5 +384,6 @@ __all__ = [
     "Not",
     "Query",
     "Word",
+    "all_of",
     "parse_query",
 ]

@@ -164,7 +164,8 @@ class NodeLog(EventLog):
         else:
             row = await self.db.fetch_one(sql.SELECT_NODE, (run_id, node_id, iteration))
         if row is None:
-            raise NotFoundError(f"Run {run_id} has no node {node_id!r}.")
+            at = "" if iteration is None else f" at iteration {iteration}"
+            raise NotFoundError(f"Run {run_id} has no node {node_id!r}{at}.")
         return NodeRecord.from_row(row)
 
     async def fan_out_nodes(self, run_id: str, fan_out_id: str, limit: int) -> list[NodeRecord]:

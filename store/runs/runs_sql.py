@@ -72,9 +72,12 @@ UPDATE runs SET cancel_requested_at_ms = coalesce(cancel_requested_at_ms, :now),
 WHERE run_id = :run_id
 """
 
+# The first request wins, its reason with its time: a second `tether clear` (its default
+# reason) must not replace the reason a person gave while the engine has not handed off yet.
 REQUEST_CLEAR = """
 UPDATE runs SET clear_requested_at_ms = coalesce(clear_requested_at_ms, :now),
-    clear_reason = :reason, updated_at_ms = :now
+    clear_reason = CASE WHEN clear_requested_at_ms IS NULL THEN :reason ELSE clear_reason END,
+    updated_at_ms = :now
 WHERE run_id = :run_id
 """
 

@@ -22,7 +22,7 @@ import getpass
 from typing import Any, NamedTuple
 
 from store.db.seam import Connection, RowLike
-from store.errors import InvalidInputError
+from store.errors import InvalidInputError, NotFoundError
 from store.model.ids import random_hex
 from store.model.run_records import TERMINAL_RUN_STATUSES, NewEvent, row_values
 from store.model.states import ENDED_NODE_STATES
@@ -180,7 +180,7 @@ class SteerLog(RunLog):
         def work(conn: Connection) -> Any:
             found = conn.execute(NODE_STATE, (run_id, node_id, iteration)).fetchall()
             if not found:
-                raise InvalidInputError(
+                raise NotFoundError(
                     f"Run {run_id} has no node {node_id!r} at iteration {iteration}."
                 )
             refusal = refusal_on_queue(run_id, node_id, found[0][0], run.status, next_attempt)

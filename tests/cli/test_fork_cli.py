@@ -85,3 +85,25 @@ def test_fork_from_the_command_line(tmp_path: Path) -> None:
     assert items[origin]["forked_from"] is None
     missing = tether(workspace, count, "runs", "--forks", "r-000000000000")
     assert missing.returncode != 0 and missing.stderr.count("\n") == 1
+
+
+def test_a_fork_from_one_fan_out_copy_edits_that_copy_only(tmp_path: Path) -> None:
+    """``tether fork RUN 'sections[1]' --prompt …`` gave the edited prompt to every copy of
+    the fan-out: ``sections[0]`` wrote section 1 too, and section 0 was never written. The
+    edit now reaches the copy named; its siblings run anew with their own prompts."""
+    workspace, count = tmp_path / "ws", tmp_path / "count.jsonl"
+    ran = tether(workspace, count, "run", str(WORKFLOW), "--input", '{"goal": "copies"}',
+                 "--format", "json")
+    assert ran.returncode == 0, ran.stderr
+    origin = json.loads(ran.stdout)["run_id"]
+    count.write_text("")
+    forked = tether(workspace, count, "fork", origin, "sections[1]", "--prompt",
+                    "Write the body section twice as long")
+    assert forked.returncode == 0, forked.stderr
+    assert f"Forked {origin} from sections[1] as " in forked.stderr
+    prompts = {}
+    for line in count.read_text().splitlines():
+        seen = json.loads(line)
+        prompts[seen["node"]] = seen["prompt"].split("\n")[0]
+    assert prompts["sections[1]"] == "Write the body section twice as long"
+    assert prompts["sections[0]"] == "Write the intro section"

@@ -345,4 +345,5 @@ def test_the_more_line_says_where_counting_stopped() -> None:
     from tui.cli.output import more_line
 
     assert more_line(12, "runs", 1000) == "… 12 more runs (raise --limit to see them)"
+    assert more_line(1, "matching runs") == "… 1 more matching run (raise --limit to see them)"
     assert more_line(1000, "notes", 1000) == "… 1,000+ more notes (raise --limit to see them)"

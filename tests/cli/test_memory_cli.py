@@ -249,6 +249,43 @@ def test_usage_errors_exit_2_and_change_nothing(seeded: tuple[Path, str]) -> Non
     assert fingerprint(ws) == before
 
 
+def test_a_group_without_its_command_names_the_commands_in_one_sentence() -> None:
+    """``tether memory`` alone printed the group's whole help flattened onto one error line
+    ("tether: Usage: tether memory [OPTIONS] COMMAND [ARGS]... Facts (namespaced ... Commands:
+    gc Remove expired ..."), cut off mid-word."""
+    result = tether("memory")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (
+        "tether: 'tether memory' needs a command: gc, get, limit, list, reindex, rm, set, "
+        "status or summarize (see 'tether memory --help').\n")
+    notes = tether("notes")
+    assert notes.returncode == 2 and "'tether notes' needs a command: accept, add," in notes.stderr
+    assert one_sentence(tether("export").stderr).startswith("'tether export' needs a command")
+
+
+def test_an_option_without_its_value_names_the_commands_help() -> None:
+    """``tether node a --run`` said "(see 'tether --help')": click's parser raises that error
+    without a context, so the sentence fell back to the top-level help."""
+    for args, path in ((("node", "a", "--run"), "tether node"),
+                       (("memory", "set", "a", "b", "c", "--ttl"), "tether memory set"),
+                       (("--workspace", "/nowhere", "runs", "--limit"), "tether runs")):
+        result = tether(*args)
+        assert result.returncode == 2
+        assert one_sentence(result.stderr).endswith(f"requires an argument (see '{path} --help')."
+                                                    ), result.stderr
+
+
+def test_a_bad_ttl_is_not_told_it_may_be_blank(seeded: tuple[Path, str]) -> None:
+    """``--ttl -5`` said "TTL must be blank or a duration …", but a blank --ttl is refused."""
+    ws, _ = seeded
+    for ttl in ("-5", "", "soon"):
+        result = tether("memory", "set", NS, "k", "1", "--ttl", ttl, "--workspace", str(ws))
+        assert result.returncode == 2
+        assert one_sentence(result.stderr) == (
+            "Invalid value for '--ttl': TTL must be a duration such as 90000, 30s, 5m, 2h or "
+            "7d (see 'tether memory set --help').")
+
+
 def test_limit_and_gc_report_what_they_did(seeded: tuple[Path, str]) -> None:
     ws, _ = seeded
     limit = tether("memory", "limit", "--max-tokens", "100", "--workspace", str(ws))

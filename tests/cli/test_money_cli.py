@@ -128,3 +128,44 @@ def test_budget_shows_a_workflows_daily_budget_under_today(tmp_path: Path) -> No
     assert own.split()[-2:] == ["40%", "fail"]
     assert any(line.startswith("workspace today") for line in lines)  # the config's still
     assert "No run is held to a budget." in done.stdout  # the run has no budget of its own
+
+
+def test_usage_marks_the_daily_budget_the_engine_enforces(tmp_path: Path) -> None:
+    """``tether usage`` and the Usage view read the daily budget from ``[budget] day_usd``,
+    the key ``tether run`` and ``tether budget`` enforce. They read ``workspace_daily_usd``
+    instead (the key the docs gave), which ``tether run`` refuses as an unknown setting, and
+    ignored ``day_usd``: a workspace with a daily budget saw no day marked against it."""
+    folder, _ = workspace_with_spend(tmp_path)  # [budget] day_usd = 10.0
+    shown = tether("usage", "--workspace", str(folder))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0].endswith("(daily budget $10.00)"), shown.stdout
+    document = json.loads(tether("usage", "--format", "json", "--workspace", str(folder)).stdout)
+    assert document["daily_budget_usd"] == 10.0
+    spent = tether("budget", "--workspace", str(folder))
+    assert "in 3 calls." in spent.stdout.splitlines()[0], spent.stdout
+    (folder / "config.toml").write_text("[budget]\nworkspace_daily_usd = 10.0\n")
+    refused = tether("budget", "--workspace", str(folder))
+    assert refused.returncode == 2 and "unknown [budget] setting" in refused.stderr
+    assert "daily budget" not in tether("usage", "--workspace", str(folder)).stdout
+
+
+def test_one_call_is_said_in_the_singular(tmp_path: Path) -> None:
+    folder = tmp_path / ".tether"
+    example = Path(__file__).resolve().parents[2] / "examples" / "code_review.py"
+    ran = tether("run", str(example), "--input", '{"change": "x"}', "--workspace", str(folder))
+    assert ran.returncode == 0, ran.stderr
+    line = tether("budget", "--workspace", str(folder)).stdout.splitlines()[0]
+    assert line.endswith(" tokens in 1 call."), line
+
+
+def test_prices_of_one_model_keep_json_alone_and_say_which_calls(tmp_path: Path) -> None:
+    """``tether prices --model nope --format json`` printed a sentence before the JSON (stdout
+    was no JSON document), and ``--model M`` for a model no call used said the workspace had
+    "recorded no calls yet" though it had."""
+    folder, _ = workspace_with_spend(tmp_path)
+    unknown = tether("prices", "--model", "nope", "--format", "json", "--workspace", str(folder))
+    assert unknown.returncode == 0 and json.loads(unknown.stdout) == {"prices": [], "used": []}
+    said = tether("prices", "--model", "nope", "--workspace", str(folder)).stdout
+    assert said == "nope has no price: its calls are recorded as unknown.\n"
+    other = tether("prices", "--model", "gpt-5.1-codex", "--workspace", str(folder)).stdout
+    assert other.splitlines()[-1] == "This workspace has recorded no calls of gpt-5.1-codex yet."

@@ -87,6 +87,44 @@ def test_node_shows_attempts_calls_buckets_and_output(finished_run: tuple[Path, 
     assert tether(workspace, "node", "plan", "--run", "r-missing").returncode == 1
 
 
+def test_a_loop_nodes_timeline_shows_its_latest_iteration_as_node_does(
+    finished_run: tuple[Path, dict],
+) -> None:
+    """``tether node draft --run R --timeline`` showed iteration 0 while ``tether node draft``
+    (and --iteration's help, "default: latest") shows the latest; an iteration the node never
+    had was said to be a node the run does not have at all."""
+    workspace, run = finished_run
+    shown = json.loads(tether(workspace, "node", "draft", "--run", run["run_id"],
+                              "--format", "json").stdout)
+    latest = shown["iteration"]
+    assert latest > 0, shown  # the example's refinement loop ran more than once
+    drawn = json.loads(tether(workspace, "node", "draft", "--run", run["run_id"], "--timeline",
+                              "--format", "json").stdout)
+    keys = {row["key"] if row["kind"] != "run" else "run" for row in drawn["rows"]}
+    keys |= {row.get("node_key") for row in drawn["rows"]} - {None}
+    assert f"draft#{latest}" in keys and "draft#0" not in keys, keys
+    first = tether(workspace, "node", "draft#0", "--run", run["run_id"], "--timeline").stdout
+    bars = [line.split()[0].lstrip("*") for line in first.splitlines() if "draft#" in line
+            and not line.startswith("Critical path")]
+    assert bars[0] == "draft#0" and f"draft#{latest}" not in bars, first
+    for extra in ((), ("--timeline",)):
+        missing = tether(workspace, "node", "draft#99", "--run", run["run_id"], *extra)
+        assert missing.returncode == 1 and missing.stderr == (
+            f"tether: Run {run['run_id']} has no node 'draft' at iteration 99.\n")
+
+
+def test_an_unknown_node_is_not_found_for_steer_as_for_node(
+    finished_run: tuple[Path, dict],
+) -> None:
+    """``tether steer RUN nope MSG`` exited 2 (invalid input) where ``tether node nope`` exits
+    1: the store raised InvalidInputError for a node that does not exist."""
+    workspace, run = finished_run
+    for extra in ((), ("--next-attempt",)):
+        missing = tether(workspace, "steer", run["run_id"], "nope", "hello", *extra)
+        assert missing.returncode == 1, missing.stderr
+        assert missing.stderr == f"tether: Run {run['run_id']} has no node 'nope' at iteration 0.\n"
+
+
 def test_bad_input_changes_nothing(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     bad_json = tether(workspace, "run", str(EXAMPLE), "--input", "{nope")
@@ -203,3 +241,72 @@ def test_a_search_lists_a_run_as_the_plain_listing_does(tmp_path: Path) -> None:
     assert [{k: v for k, v in run.items() if k != "age_ms"} for run in found] == strip
     text = tether(workspace, "runs", *query).stdout
     assert "/60.0k" in text, text
+
+
+def test_ctrl_c_says_how_to_resume_in_one_line_and_exits_130(tmp_path: Path) -> None:
+    """Ctrl-C printed "interrupted; resume with: …" and then a second "tether: interrupted."
+    (two sentences for one event); the exit code, 130, was not documented."""
+    import signal
+
+    workspace = tmp_path / "ws"
+    slow = tmp_path / "slow.py"
+    slow.write_text(textwrap.dedent("""
+        from engine import Workflow
+        workflow = Workflow("slow", agents={"sim": {"type": "simulated", "latency_ms": 60000}},
+                            default_agent="sim")
+
+        @workflow.task(id="a")
+        def a(ctx):
+            return "wait"
+    """))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli.entry", "run", str(slow), "--workspace", str(workspace)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    assert process.stderr is not None
+    seen = [process.stderr.readline()]
+    while "attempt 1" not in seen[-1]:
+        assert seen[-1], seen
+        seen.append(process.stderr.readline())
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=60)
+    assert process.returncode == 130, rest
+    said = [line for line in rest.splitlines() if line.startswith("tether:")]
+    run_id = seen[0].split()[-1]
+    assert said == [f"tether: interrupted; resume with: tether run {slow} --resume {run_id}"]
+    assert "130" in (ROOT / "docs" / "commands.md").read_text()
+
+
+def test_a_second_clear_keeps_the_reason_of_the_first(tmp_path: Path) -> None:
+    """While the engine had not handed off yet, a second ``tether clear`` (default reason
+    "cleared by a person") replaced the reason the first one gave: the handoff recorded the
+    wrong reason."""
+    workspace = tmp_path / "ws"
+    slow = tmp_path / "slow.py"
+    slow.write_text(textwrap.dedent("""
+        from engine import Workflow
+        workflow = Workflow("slow", agents={"sim": {"type": "simulated", "latency_ms": 60000}},
+                            default_agent="sim")
+
+        @workflow.task(id="a")
+        def a(ctx):
+            return "wait"
+    """))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli.entry", "run", str(slow), "--workspace", str(workspace)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline()
+        while "attempt 1" not in process.stderr.readline():
+            pass
+        run_id = first.split()[-1]
+        for extra in (("--reason", "context too large"), ()):
+            asked = tether(workspace, "clear", run_id, *extra)
+            assert asked.returncode == 0 and "Clear requested" in asked.stdout, asked.stderr
+        (run,) = json.loads(tether(workspace, "runs", "--format", "json").stdout)["items"]
+        assert run["clear_reason"] == "context too large"
+    finally:
+        tether(workspace, "cancel", run_id)
+        process.communicate(timeout=60)

@@ -32,6 +32,18 @@ def test_first_write_creates_owner_only_workspace(tmp_path: Path) -> None:
     assert _mode(ws / "artifacts") == 0o700
 
 
+def test_the_embedder_lock_is_owner_only(tmp_path: Path) -> None:
+    """The background embedder's lock (``embed.lock``, made by the first ``notes add`` or
+    ``memory set`` once the semantic extra is installed) was created 0644: any local user
+    could open it and hold its flock, and no embedder would ever run."""
+    assert tether("memory", "set", NS, "k", "1", cwd=tmp_path).returncode == 0
+    ws = tmp_path / ".tether"
+    tether("memory", "reindex", "--quiet", "--workspace", str(ws))  # takes the lock
+    assert _mode(ws / "embed.lock") == 0o600
+    for path in ws.rglob("*"):
+        assert _mode(path) == (0o700 if path.is_dir() else 0o600), path
+
+
 def test_workspace_is_found_walking_up(tmp_path: Path) -> None:
     assert tether("memory", "set", NS, "k", '"top"', cwd=tmp_path).returncode == 0
     deep = tmp_path / "a" / "b" / "c"

@@ -92,6 +92,28 @@ def test_a_config_that_is_no_file_is_one_sentence_for_every_command(
         assert "is not a regular file" in one_sentence(result.stderr)
 
 
+@pytest.mark.parametrize(("text", "says"), [
+    ("this is [not toml\n", "is not valid TOML"),
+    ("[budget]\nworkspace_daily_usd = 5\n", "unknown [budget] setting 'workspace_daily_usd'"),
+])
+def test_doctor_names_a_config_that_tether_run_refuses(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    """``tether doctor`` said every check was ok (exit 0) while ``tether run`` refused the
+    workspace's config.toml: the config was not among its checks."""
+    workspace = _seeded(tmp_path)
+    (workspace / "config.toml").write_text(text)
+    refused = tether(workspace, "run", _flow(tmp_path, TINY))
+    assert refused.returncode == 2 and says in refused.stderr, refused.stderr
+    doctor = tether(workspace, "doctor", "--format", "json")
+    assert doctor.returncode == 3, doctor.stdout + doctor.stderr
+    findings = {f["check"]: f for f in json.loads(doctor.stdout)["findings"]}
+    assert findings["config"]["level"] == "fail" and says in findings["config"]["message"]
+    (workspace / "config.toml").write_text("[budget]\nday_usd = 5\n")
+    healthy = tether(workspace, "doctor")
+    assert healthy.returncode == 0 and "ok    config" in healthy.stdout, healthy.stdout
+
+
 def _failed_run(tmp_path: Path, flow: str, says: str) -> tuple[Path, dict[str, object]]:
     """Run ``flow``: it must fail (exit 3) saying ``says``, its one run failed, not running."""
     workspace = tmp_path / "ws"

@@ -259,7 +259,7 @@ async def test_m_and_equals_compare_two_runs_per_node_with_word_diffs(make_app) 
 
 async def test_usage_view_charts_cost_per_day_and_hour_groups_and_draws_the_budget(
         make_app, sample_workspace) -> None:
-    sample_workspace.config_path.write_text("[budget]\nworkspace_daily_usd = 2.5\n",
+    sample_workspace.config_path.write_text("[budget]\nday_usd = 2.5\n",
                                             encoding="utf-8")
     app = make_app()
     async with app.run_test(size=(160, 48)) as pilot:

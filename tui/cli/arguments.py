@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
+from store.db.paging import LARGEST_INTEGER
 from store.errors import InvalidInputError
 from store.memory.facts import MAX_VALUE_BYTES
 from store.memory.namespaces import ensure_utf8
@@ -82,9 +83,9 @@ def split_iteration(node_id: str, iteration: int | None) -> tuple[str, int | Non
     """``draft#2`` (as ``tether run`` prints a loop node) is node ``draft`` at iteration 2;
     InvalidInputError when ``--iteration`` says otherwise."""
     match = _ITERATION_SUFFIX.match(node_id)
-    if match is None:
+    suffix = int(match.group("iteration")) if match is not None else 0
+    if match is None or suffix > LARGEST_INTEGER:  # no iteration can be that: a node id's text
         return node_id, iteration
-    suffix = int(match.group("iteration"))
     if iteration is not None and iteration != suffix:
         raise InvalidInputError(
             f"{node_id!r} names iteration {suffix} but --iteration says {iteration}; "

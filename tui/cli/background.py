@@ -56,16 +56,19 @@ def embed_in_background(workspace: Workspace) -> None:
 def embedder_lock(root: Path) -> Iterator[bool]:
     """Try the workspace's embedder lock without waiting; yields whether it was taken."""
     try:
-        handle = open(root / LOCK_FILE, "a")  # noqa: SIM115 - held across the yield
+        # Owner-only like every file of the workspace: anyone who can open the lock can hold
+        # it (flock works on a read-only descriptor) and so stop the embedding.
+        fd = os.open(root / LOCK_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o600)
     except OSError:
         yield False
         return
     try:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             yield False
             return
         yield True
     finally:
-        handle.close()
+        os.close(fd)

@@ -16,6 +16,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import click
 
+from store.db.paging import LARGEST_INTEGER
 from store.errors import InvalidInputError, TetherError
 from store.workspace.layout import Workspace, resolve_workspace
 from tui.cli.output import MAX_LIMIT, fail, fail_with
@@ -26,6 +27,34 @@ T = TypeVar("T")
 EXIT_NOT_COMPLETED = 3
 """Exit code of a command that could not complete: an I/O error, a damaged database, or a run
 that ended failed or cancelled (BRIEF section 4)."""
+
+EXIT_INTERRUPTED = 130
+"""Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
+
+class CountRange(click.IntRange):
+    """click's IntRange, named so that ``--limit abc`` is "'abc' is not a valid whole number"
+    (click's own name made it "not a valid integer range")."""
+
+    name = "whole number"
+
+
+class _WholeNumber(CountRange):
+    """0 or more, and no more than the database can compare (a larger number failed as the
+    query bound it); the help still says ``x>=0``."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number > LARGEST_INTEGER:
+            self.fail(f"{number} is too large; the most is {LARGEST_INTEGER}.",
+                      param, ctx)
+        return number
+
+
+WHOLE_NUMBER = _WholeNumber()
+"""An option taking 0 or more that reaches a query (an iteration, an offset, provenance)."""
 
 direct_command_finished = False
 """Set once a :func:`run_direct` command has run to its end (its database closed): the
@@ -74,7 +103,7 @@ def limit_option(default: int, what: str = "items") -> Callable[[Callable[P, T]]
     """``--limit N`` of a listing command: at most N items, then a line saying how many more."""
     return click.option(
         "--limit",
-        type=click.IntRange(1, MAX_LIMIT),
+        type=CountRange(1, MAX_LIMIT),
         default=default,
         show_default=True,
         metavar="N",

@@ -1,5 +1,5 @@
 """``tether doctor``: check a workspace (files, permissions, integrity, schema, WAL, the owners
-of running runs) without changing it, and say how to recover.
+of running runs, its config.toml) without changing it, and say how to recover.
 
 Exit codes: 0 nothing wrong (warnings are printed), 1 no workspace there, 3 something is wrong.
 """
@@ -75,6 +75,7 @@ def doctor_command(
         findings = _examine_postgres(workspace, now_ms)
     else:
         findings = examine(workspace, now_ms)
+    findings.extend(_config(workspace, findings))
     cleared = clear_damage_mark and clear_stale_damage_mark(workspace, findings)
     if cleared:
         findings = [f for f in findings if f.check != "damage"]
@@ -101,6 +102,22 @@ def doctor_command(
                 click.echo(f"  {line}")
     if code:
         raise SystemExit(code)
+
+
+def _config(workspace: Workspace, findings: list[Finding]) -> list[Finding]:
+    """``config.toml`` read as ``tether run`` reads it: one it refuses stops every run, so a
+    doctor that passed it by would call the workspace healthy while nothing can start."""
+    from engine.run.engine_config import load_config
+
+    path = workspace.config_path
+    if any(f.check == "workspace" for f in findings) or not path.exists():
+        return []
+    try:
+        load_config(path)
+    except InvalidInputError as error:
+        return [Finding(FAIL, "config", f"{str(error).rstrip('.')}; tether run refuses to "
+                        "start until it is fixed.")]
+    return [Finding("ok", "config", f"{path} is a config tether run accepts.")]
 
 
 @run_async

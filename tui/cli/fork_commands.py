@@ -85,9 +85,11 @@ async def fork_command(
         workflow = load_workflow(path)
         engine = open_engine(db, on_progress=printer, config=config)
         fork = await engine.fork(workflow, run_id, node_id, edit, workflow_path=path)
-        carried = len((fork.fork or {}).get("carried") or [])
-        echo(f"Forked {run_id} from {(fork.fork or {}).get('node')} as {fork.run_id} "
-             f"({edit_words(fork.fork or {})}; {plural(carried, 'node iteration')} carried over).",
+        document = fork.fork or {}
+        carried = len(document.get("carried") or [])
+        asked = visible(str(document.get("asked") or document.get("node")))
+        echo(f"Forked {run_id} from {asked} as {fork.run_id} "
+             f"({edit_words(document)}; {plural(carried, 'node iteration')} carried over).",
              err=True)
         if no_start:
             if output_format == "json":

@@ -34,16 +34,31 @@ LABEL_WIDTH = 30
 MIN_BAR_WIDTH = 30
 
 
+NodeChoice = tuple[str, int | None]
+"""A node id and its iteration (None: the latest, as ``tether node`` reads it)."""
+
+
+def chosen_key(timeline: RunTimeline, run_id: str, node: NodeChoice) -> str:
+    """The key (``draft#2``) of the node iteration ``node`` names; NotFoundError if none."""
+    node_id, iteration = node
+    found = [bar.node for bar in timeline.bars if bar.node.node_id == node_id
+             and iteration in (None, bar.node.iteration)]
+    if not found:
+        at = "" if iteration is None else f" at iteration {iteration}"
+        raise NotFoundError(f"Run {run_id} has no node {node_id!r}{at}.")
+    return max(found, key=lambda record: record.iteration).key
+
+
 async def load_timeline(
-    workspace: Workspace, db: Any, run_id: str, node_key: str | None, now_ms: int
-) -> tuple[RunTimeline, bool]:
+    workspace: Workspace, db: Any, run_id: str, node: NodeChoice | None, now_ms: int
+) -> tuple[RunTimeline, bool, str | None]:
     """The run's timeline with every node's attempts (one node's, with its tool calls from the
-    logs, when ``node_key`` is given); True when a log was longer than what was read."""
+    logs, when ``node`` is given), True when a log was longer than what was read, and the key
+    of the node shown."""
     timeline = await read_timeline(db, run_id, now_ms)
     keys = [bar.node.key for bar in timeline.bars]
+    node_key = None if node is None else chosen_key(timeline, run_id, node)
     if node_key is not None:
-        if node_key not in keys:
-            raise NotFoundError(f"Run {run_id} has no node {node_key!r}.")
         keys = [node_key]
     details: dict[str, NodeDetail] = {}
     for start in range(0, len(keys), MAX_DETAIL_NODES):
@@ -54,7 +69,7 @@ async def load_timeline(
         details[node_key], cut = await with_logged_tools(
             workspace, logs, run_id, node_key, details[node_key], now_ms
         )
-    return with_details(timeline, details), cut
+    return with_details(timeline, details), cut, node_key
 
 
 def _row_json(row: Row) -> dict[str, Any]:
@@ -148,11 +163,11 @@ async def reading_runs(workspace: Workspace, *run_ids: str) -> AsyncIterator[tup
 
 
 async def print_timeline(
-    workspace: Workspace, run_id: str, node_key: str | None, output_format: str
+    workspace: Workspace, run_id: str, node: NodeChoice | None, output_format: str
 ) -> None:
     """Print RUN's timeline (or one node's, expanded, with its calls and tool calls)."""
     async with reading_runs(workspace, run_id) as (db, now):
-        timeline, cut = await load_timeline(workspace, db, run_id, node_key, now)
+        timeline, cut, node_key = await load_timeline(workspace, db, run_id, node, now)
     expanded = {node_key} if node_key is not None else set()
     rows = flatten(timeline, expanded)
     if node_key is not None:

@@ -160,10 +160,44 @@ def cli(ctx: click.Context, workspace_dir: str | None, database_url: str | None)
         ctx.invoke(tui_command, workspace_dir=workspace_dir)
 
 
-def usage_sentence(error: click.UsageError) -> str:
+def _typed_command_path(args: list[str]) -> str:
+    """``tether node`` for ``node a --run``: the commands named at the start of ``args`` (a
+    usage error click's option parser raises carries no context to say so)."""
+    path: list[str] = ["tether"]
+    group: click.Group = cli
+    with click.Context(cli, info_name="tether", obj={}) as ctx:
+        values = iter(args)
+        for arg in values:
+            if arg in ("--workspace", "--database-url"):  # accepted before the command name
+                next(values, None)
+                continue
+            if arg.startswith("-"):
+                continue
+            command = group.get_command(ctx, arg)
+            if command is None:
+                break
+            path.append(arg)
+            if not isinstance(command, click.Group):
+                break
+            group = command
+    return " ".join(path)
+
+
+def usage_sentence(error: click.UsageError, args: list[str] | None = None) -> str:
     """A usage error as one sentence naming the help to read (click prints four lines)."""
+    if error.ctx is not None:
+        command = error.ctx.command_path
+    else:
+        command = _typed_command_path(sys.argv[1:] if args is None else args)
+    group = error.ctx.command if error.ctx is not None else None
+    if isinstance(error, click.exceptions.NoArgsIsHelpError) and isinstance(group, click.Group):
+        # `tether memory` alone: click's message is the whole help, flattened to one line.
+        assert error.ctx is not None
+        names = [name for name in group.list_commands(error.ctx)
+                 if not getattr(group.get_command(error.ctx, name), "hidden", False)]
+        spelled = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+        return f"'{command}' needs a command: {spelled} (see '{command} --help')."
     message = " ".join(error.format_message().split()).rstrip(".")
-    command = error.ctx.command_path if error.ctx is not None else "tether"
     return f"{message} (see '{command} --help')."
 
 
@@ -187,7 +221,7 @@ def main(*, fast_exit: bool = True) -> None:
         sys.exit(error.exit_code)
     except (click.Abort, KeyboardInterrupt):
         click.echo("tether: interrupted.", err=True)
-        sys.exit(130)
+        sys.exit(common.EXIT_INTERRUPTED)
     except SystemExit as done:
         if not isinstance(done.code, int | None):
             raise

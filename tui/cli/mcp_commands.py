@@ -12,7 +12,13 @@ import click
 
 from engine.memory.mcp_server import McpOptions, serve_stdio
 from store.errors import InvalidInputError
-from tui.cli.common import database_url_option, run_async, workspace_from, workspace_option
+from tui.cli.common import (
+    WHOLE_NUMBER,
+    database_url_option,
+    run_async,
+    workspace_from,
+    workspace_option,
+)
 
 
 @click.command("mcp")
@@ -28,8 +34,10 @@ from tui.cli.common import database_url_option, run_async, workspace_from, works
 )
 @click.option("--run", "run_id", default=None, help="Provenance: the run the notes come from.")
 @click.option("--node", "node_id", default=None, help="Provenance: the node of that run.")
-@click.option("--iteration", type=int, default=0, help="Provenance: the node's loop iteration.")
-@click.option("--attempt", type=int, default=None, help="Provenance: the node's attempt.")
+@click.option("--iteration", type=WHOLE_NUMBER, default=0,
+              help="Provenance: the node's loop iteration.")
+@click.option("--attempt", type=WHOLE_NUMBER, default=None,
+              help="Provenance: the node's attempt.")
 @workspace_option
 @database_url_option
 @run_async

@@ -57,10 +57,12 @@ class TtlType(click.ParamType):
     ) -> int:
         if isinstance(value, int):
             return value
+        # parse_ttl's own sentence offers "blank" (the dashboard's editor clears a TTL so);
+        # on the command line a blank --ttl is refused, so one sentence for both.
         try:
             ttl_ms = parse_ttl(str(value))
-        except ValueError as error:
-            self.fail(str(error), param, ctx)
+        except ValueError:
+            ttl_ms = None
         if ttl_ms is None:
             self.fail("TTL must be a duration such as 90000, 30s, 5m, 2h or 7d.", param, ctx)
         if ttl_ms > MAX_TTL_MS:

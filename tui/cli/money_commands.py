@@ -29,7 +29,7 @@ from tui.cli.common import (
 from tui.cli.database_access import reading
 from tui.cli.output import print_json
 from tui.plain import cost as format_cost
-from tui.plain import tokens, visible
+from tui.plain import plural, tokens, visible
 
 # -- tether prices --------------------------------------------------------------------------
 
@@ -128,9 +128,10 @@ async def prices_command(model: str | None, output_format: str,
     if model is not None:
         found = table.resolve(model)
         if found is None:
-            click.echo(f"{visible(model)} has no price: its calls are recorded as unknown.")
-            if output_format == "json":
+            if output_format == "json":  # stdout holds the one JSON document, nothing else
                 print_json({"prices": [], "used": []})
+            else:
+                click.echo(f"{visible(model)} has no price: its calls are recorded as unknown.")
             return
         rows = [r for r in rows if r.name == found.name]
     used = await _prices_used(workspace)
@@ -146,7 +147,8 @@ async def prices_command(model: str | None, output_format: str,
     for row in rows:
         click.echo(_price_line(row))
     if not used:
-        click.echo("This workspace has recorded no calls yet.")
+        of = "" if model is None else f" of {visible(model)}"
+        click.echo(f"This workspace has recorded no calls{of} yet.")
         return
     click.echo("")
     click.echo("Prices this workspace's calls used:")
@@ -248,7 +250,7 @@ async def budget_command(run_id: str | None, limit: int, output_format: str,
     if run_id is None:
         spent = format_cost(spend.cost.usd or 0.0, spend.cost.unpriced_calls)
         click.echo(f"The workspace on {today} (UTC): {spent} and "
-                   f"{tokens(counted)} tokens in {spend.calls:,} calls.")
+                   f"{tokens(counted)} tokens in {plural(spend.calls, 'call')}.")
         for row in day:
             owner = f"today, {row['workflow']}" if "workflow" in row else "workspace today"
             click.echo(_budget_line(owner, row, spend.cost.unpriced_calls))

@@ -157,4 +157,6 @@ def more_line(
     """The last line of a cut listing: "… 1,234 more runs (raise --limit to see them)";
     a count that reached ``cap`` (where counting stopped) reads "10,000+"."""
     shown = f"{count:,}+" if cap is not None and count >= cap else f"{count:,}"
+    if shown == "1":  # "1 more run" (the nouns are given in the plural)
+        noun = noun.removesuffix("s")
     return f"… {shown} more {noun} ({hint})"

@@ -33,6 +33,7 @@ from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 from tui.cli.arguments import read_text_argument
 from tui.cli.common import (
+    EXIT_INTERRUPTED,
     EXIT_NOT_COMPLETED,
     format_option,
     run_async,
@@ -144,13 +145,15 @@ async def run_command(
                 )
             outcome = await engine.run_chain(workflow, outcome)
         except asyncio.CancelledError:
-            # Ctrl-C: the run stays resumable (its owner process is gone).
+            # Ctrl-C: the run stays resumable (its owner process is gone). This line is the
+            # one sentence; exiting here keeps the generic "tether: interrupted." from following.
             if printer.run_id:
                 echo(
                     f"tether: interrupted; resume with: tether run {workflow_file} "
                     f"--resume {printer.run_id}",
                     err=True,
                 )
+                sys.exit(EXIT_INTERRUPTED)
             raise
         run = (await RunStore(db).get_run(outcome.run_id)).as_dict(db.clock.now_ms())
     if output_format == "json":

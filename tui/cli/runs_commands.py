@@ -25,6 +25,7 @@ from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 from tui.cli.arguments import split_iteration
 from tui.cli.common import (
+    WHOLE_NUMBER,
     format_option,
     limit_option,
     listing_format_option,
@@ -271,7 +272,7 @@ def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]
 @click.argument("node_id", metavar="NODE")
 @click.option("--run", "run_id", required=True, metavar="RUN", help="The run the node belongs to.")
 @click.option(
-    "--iteration", type=click.IntRange(0), default=None, help="Loop iteration (default: latest)."
+    "--iteration", type=WHOLE_NUMBER, default=None, help="Loop iteration (default: latest)."
 )
 @click.option("--attempts", "all_attempts", is_flag=True, help="Show a page of attempts in full.")
 @click.option("--timeline", is_flag=True,
@@ -279,7 +280,7 @@ def _attempt_lines(attempt: AttemptRecord, calls: list[CallRecord]) -> list[str]
 @limit_option(DEFAULT_ATTEMPTS_LIMIT, "attempts (newest first) with --attempts or --format json")
 @click.option(
     "--offset",
-    type=click.IntRange(0),
+    type=WHOLE_NUMBER,
     default=0,
     show_default=True,
     metavar="K",
@@ -311,8 +312,7 @@ async def node_command(
     if timeline:
         from tui.cli.history_commands import print_timeline
 
-        key = f"{node_id}#{iteration if iteration is not None else 0}"
-        await print_timeline(workspace, run_id, key, output_format)
+        await print_timeline(workspace, run_id, (node_id, iteration), output_format)
         return
     async with reading(workspace) as db:
         if db is None:

@@ -15,7 +15,7 @@ import click
 
 from store.errors import InvalidInputError
 from store.model.run_records import RunRecord
-from store.read.run_query import parse_query
+from store.read.run_query import Query, all_of, parse_query
 from store.read.run_search import ChunkLogs, FolderLogs, LogSource, ScanBounds, search_runs
 from store.runs.saved_filters import (
     delete_filter,
@@ -41,12 +41,13 @@ def log_source(db: Any) -> LogSource:
     return FolderLogs(db.workspace.artifacts_dir)
 
 
-def combined_query(where: str | None, saved: str | None, status: str | None) -> str:
-    """One query from ``--where``, a saved filter's text and ``--status`` (joined by AND)."""
-    parts = [f"({text})" for text in (saved, where) if text and text.strip()]
+def combined_query(where: str | None, saved: str | None, status: str | None, now_ms: int) -> Query:
+    """One query from ``--where``, a saved filter's text and ``--status`` (joined by AND),
+    each parsed on its own (an error points into the text as the user wrote it)."""
+    texts = [text for text in (saved, where) if text and text.strip()]
     if status:
-        parts.append(f"status = {status}")
-    return " AND ".join(parts)
+        texts.append(f"status = {status}")
+    return all_of([parse_query(text, now_ms) for text in texts])
 
 
 async def search_listing(
@@ -77,7 +78,7 @@ async def search_listing(
                 raise InvalidInputError(f"There is no saved filter {filter_name!r}.")
             saved_text = (await saved_filter(db, filter_name)).query
         now = RunStore(db).now_ms if db is not None else 0
-        query = parse_query(combined_query(where, saved_text, status), now)
+        query = combined_query(where, saved_text, status, now)
         if save is not None:
             writer = await open_database(workspace, create=True)
             try:

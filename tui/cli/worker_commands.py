@@ -17,6 +17,8 @@ from store.model.json_columns import recorded_text
 from tui.cli.common import database_url_option, run_async, workspace_from, workspace_option
 from tui.plain import plural
 
+DAY_S = 86_400.0
+
 
 @click.command("worker")
 @click.option("--concurrency", default=1, show_default=True, type=int,
@@ -49,8 +51,12 @@ async def worker_command(
     Start any number, on any host that reaches the workspace database. Ctrl-C (or SIGTERM)
     stops claiming and gives the runs this worker holds back to the queue at once.
     """
-    if lease_seconds < 1 or poll_seconds <= 0:
-        raise InvalidInputError("--lease-seconds must be at least 1 and --poll-seconds positive.")
+    # Written so that NaN fails too; past a day, a lease or a poll would only hide a dead
+    # worker (and 1e30 s would overflow the lease's expiry column).
+    if not (1 <= lease_seconds <= DAY_S and 0 < poll_seconds <= DAY_S):
+        raise InvalidInputError(
+            "--lease-seconds must be from 1 to 86400 and --poll-seconds positive, at most 86400."
+        )
     workspace = workspace_from(workspace_dir, database_url)
     # The pool's own notes ("discarding closed connection") would repeat what the worker
     # already says in one sentence when the database drops.
