@@ -156,7 +156,7 @@ async def summary_lines(workspace: Workspace, result: DemoResult) -> list[str]:
             hits = sum(1 for n in nodes if n.cached)
             lines.append(
                 f"{run.run_id:<22} {run.workflow:<20} {run.status:<11} "
-                f"{run.nodes_done:>3}/{run.nodes_total:<3} {run.tokens.total:>10} "
+                f"{run.nodes_done:>3}/{run.nodes_total:<3} {run.tokens.total:>10,} "
                 f"{retries:>7} {hits:>10}"
             )
         lines.append("")

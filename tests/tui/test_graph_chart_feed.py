@@ -245,3 +245,14 @@ async def test_a_chart_read_that_ends_after_the_chart_was_unmounted_shows_nothin
     chart = RunChart()
     await chart.show("run-1", [])  # never mounted: no MountError
     assert chart.drawn_run_id is None and not chart.children
+
+
+def test_a_comparison_of_one_node_iteration_counts_it_in_the_singular():
+    from store.model.run_records import RunRecord
+    from store.read.compare_reads import Comparison, Pair
+    from tui.screens.compare_view import header_text
+
+    one = Comparison(RunRecord("r-a", "w"), RunRecord("r-b", "w"), [Pair("plan#0", None, None)])
+    assert "1 of 1 node iteration differs" in header_text(one, 0).plain
+    only_a = Comparison(one.a, one.b, [Pair("plan#0", None, None), Pair("x#0", None, None)])
+    assert "2 of 2 node iterations differ" in header_text(only_a, 0).plain

@@ -18,7 +18,7 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from store.read.compare_reads import Comparison, Pair, Side, compare_runs, node_texts
-from tui.format import duration, one_line, spent, status_text, tokens
+from tui.format import duration, one_line, plural, spent, status_text, tokens
 from tui.screens.live_screen import LiveScreen
 from tui.tailing import Batch
 from tui.widgets.keyed_table import KeyedTable
@@ -93,7 +93,9 @@ def header_text(comparison: Comparison, now_ms: int) -> Text:
                     f", {duration(run.elapsed_ms(now_ms))}, nodes {run.nodes_done}/"
                     f"{run.nodes_total}   ")
     differing = sum(1 for p in comparison.pairs if p.differs)
-    text.append(f"{differing} of {len(comparison.pairs)} node iterations differ", style="yellow")
+    verb = "differs" if differing == 1 else "differ"
+    text.append(f"{differing} of {plural(len(comparison.pairs), 'node iteration')} {verb}",
+                style="yellow")
     carried = sum(1 for p in comparison.pairs if p.carried)
     if carried:
         text.append(f", {carried} carried over (↳, the same recorded output)", style="dim")

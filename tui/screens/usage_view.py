@@ -117,7 +117,8 @@ class UsageScreen(LiveScreen):
             yield KeyedTable(USAGE_TABLE_COLUMNS, id="usage-groups", stretch="name")
 
     def crumb(self) -> Text:
-        return Text(f"last {plural(self.days, 'day')} · per {self.by} · by {self.group}")
+        window = "last day" if self.days == 1 else f"last {plural(self.days, 'day')}"
+        return Text(f"{window} · per {self.by} · by {self.group}")
 
     def window(self) -> tuple[int, int]:
         """(since, until) of the window in effect."""
