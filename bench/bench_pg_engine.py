@@ -75,7 +75,8 @@ def workflow(shape: str) -> Workflow:
                 deps = [] if layer == 0 else [f"{above}{i}", f"{above}{(i + 1) % width}"]
                 flow.add_task(f"n{layer}_{i}", f"do {layer} {i}", depends_on=deps)
     else:
-        flow.fan_out("item", items=list(range(NODES)))(lambda ctx: f"do {ctx.item}")
+        flow.fan_out("item", items=list(range(NODES)), max_items=NODES)(
+            lambda ctx: f"do {ctx.item}")
     return flow
 
 
