@@ -275,7 +275,8 @@ class ScheduledRun(RunExecution):
 
     async def _advance(self) -> None:
         """Start everything that became ready, repeating while nodes complete from storage."""
-        await self._say_warnings()
+        if self.warnings:  # rare: no coroutine made per advance of the dispatch loop
+            await self._say_warnings()
         while not self.halting():
             new_nodes: list[tuple[str, int, str, list[str]]] = []
             changed = False

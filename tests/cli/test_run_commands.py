@@ -243,22 +243,22 @@ def test_a_search_lists_a_run_as_the_plain_listing_does(tmp_path: Path) -> None:
     assert "/60.0k" in text, text
 
 
-def test_ctrl_c_says_how_to_resume_in_one_line_and_exits_130(tmp_path: Path) -> None:
-    """Ctrl-C printed "interrupted; resume with: …" and then a second "tether: interrupted."
-    (two sentences for one event); the exit code, 130, was not documented."""
-    import signal
+SLOW_FLOW = textwrap.dedent("""
+    from engine import Workflow
+    workflow = Workflow("slow", agents={"sim": {"type": "simulated", "latency_ms": 60000}},
+                        default_agent="sim")
 
-    workspace = tmp_path / "ws"
+    @workflow.task(id="a")
+    def a(ctx):
+        return "wait"
+""")
+
+
+def _start_slow_run(tmp_path: Path, workspace: Path) -> tuple[subprocess.Popen[str], Path, str]:
+    """A real ``tether run`` of a one-node workflow whose call takes a minute, once its first
+    attempt has started: the process, the workflow file and the run id."""
     slow = tmp_path / "slow.py"
-    slow.write_text(textwrap.dedent("""
-        from engine import Workflow
-        workflow = Workflow("slow", agents={"sim": {"type": "simulated", "latency_ms": 60000}},
-                            default_agent="sim")
-
-        @workflow.task(id="a")
-        def a(ctx):
-            return "wait"
-    """))
+    slow.write_text(SLOW_FLOW)
     process = subprocess.Popen(
         [sys.executable, "-m", "tui.cli.entry", "run", str(slow), "--workspace", str(workspace)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
@@ -266,13 +266,21 @@ def test_ctrl_c_says_how_to_resume_in_one_line_and_exits_130(tmp_path: Path) -> 
     assert process.stderr is not None
     seen = [process.stderr.readline()]
     while "attempt 1" not in seen[-1]:
-        assert seen[-1], seen
+        assert seen[-1], seen  # the run ended before its attempt started
         seen.append(process.stderr.readline())
+    return process, slow, seen[0].split()[-1]
+
+
+def test_ctrl_c_says_how_to_resume_in_one_line_and_exits_130(tmp_path: Path) -> None:
+    """Ctrl-C printed "interrupted; resume with: …" and then a second "tether: interrupted."
+    (two sentences for one event); the exit code, 130, was not documented."""
+    import signal
+
+    process, slow, run_id = _start_slow_run(tmp_path, tmp_path / "ws")
     process.send_signal(signal.SIGINT)
     _, rest = process.communicate(timeout=60)
     assert process.returncode == 130, rest
     said = [line for line in rest.splitlines() if line.startswith("tether:")]
-    run_id = seen[0].split()[-1]
     assert said == [f"tether: interrupted; resume with: tether run {slow} --resume {run_id}"]
     assert "130" in (ROOT / "docs" / "commands.md").read_text()
 
@@ -282,26 +290,8 @@ def test_a_second_clear_keeps_the_reason_of_the_first(tmp_path: Path) -> None:
     "cleared by a person") replaced the reason the first one gave: the handoff recorded the
     wrong reason."""
     workspace = tmp_path / "ws"
-    slow = tmp_path / "slow.py"
-    slow.write_text(textwrap.dedent("""
-        from engine import Workflow
-        workflow = Workflow("slow", agents={"sim": {"type": "simulated", "latency_ms": 60000}},
-                            default_agent="sim")
-
-        @workflow.task(id="a")
-        def a(ctx):
-            return "wait"
-    """))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli.entry", "run", str(slow), "--workspace", str(workspace)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-    )
+    process, _, run_id = _start_slow_run(tmp_path, workspace)
     try:
-        assert process.stderr is not None
-        first = process.stderr.readline()
-        while "attempt 1" not in process.stderr.readline():
-            pass
-        run_id = first.split()[-1]
         for extra in (("--reason", "context too large"), ()):
             asked = tether(workspace, "clear", run_id, *extra)
             assert asked.returncode == 0 and "Clear requested" in asked.stdout, asked.stderr

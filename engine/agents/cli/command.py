@@ -55,6 +55,7 @@ from engine.agents.cli.plain_presets import JsonPreset, TextPreset
 from engine.agents.cli.preset import Invocation, OutputReader, Preset
 from engine.agents.cli.stream_input import INPUT_ARGS, Turns, converse
 from engine.agents.failures import resume_failed
+from store.model.wording import plural
 
 PRESETS: dict[str, Preset] = {
     preset.name: preset
@@ -407,9 +408,8 @@ class CommandAgent:
         one of them, so "without a result: no output" alone would hide a 40 MB answer."""
         if not long_lines:
             return error
-        many = "line" if long_lines == 1 else "lines"
         return AgentError(
-            f"{error} ({long_lines} {many} of its output passed max_line_bytes "
+            f"{error} ({plural(long_lines, 'line')} of its output passed max_line_bytes "
             f"({self.max_line_bytes:,} bytes) and went unread; the answer may be among them, "
             "and the attempt's stream.log holds the output whole)",
             retryable=error.retryable,
