@@ -47,7 +47,7 @@ TOOL_ANNOTATIONS: dict[str, dict[str, bool]] = {
     "remember": {
         "readOnlyHint": False,
         "destructiveHint": False,
-        "idempotentHint": False,
+        "idempotentHint": True,  # the same call names the same note (remembered_note_id)
         "openWorldHint": False,
     },
 }

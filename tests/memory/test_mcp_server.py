@@ -160,3 +160,21 @@ async def test_tools_on_an_agent_that_cannot_take_them_is_refused_at_definition(
     with pytest.raises(InvalidInputError, match="cannot take tools"):
         await run_one(db, agent, memory=MemoryConfig(bank=BANK, recall="off", tools=True))
     assert await RunStore(db).list_runs() == []
+
+
+async def test_a_remember_retried_after_its_reply_was_lost_makes_no_second_note(
+    db: Database,
+) -> None:
+    # A client whose pipe closed mid-call never saw the reply and retries in a new session:
+    # the retry names the note the first call stored.
+    root, url = db.workspace.root, db.workspace.database_url
+    call = ("remember", {"content": "The staging database is read-only on Fridays."})
+    _, (first,) = await _session_calls(root, [], [call], url)
+    _, (retried, other) = await _session_calls(
+        root, [], [call, ("remember", {"content": "The staging database is read-only on Fridays.",
+                                       "tags": ["scope:main"]})], url)
+    assert _payload(retried)["note_id"] == _payload(first)["note_id"]
+    assert _payload(other)["note_id"] != _payload(first)["note_id"]  # another note: tags differ
+    notes = await MemoryStore(db).list_notes(NAMESPACE, status="pending")
+    assert sorted(n.id for n in notes) == sorted({_payload(first)["note_id"],
+                                                  _payload(other)["note_id"]})
