@@ -18,13 +18,14 @@ import pickle
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_recall_quality import CACHE, bank_vectors, workspace_for
-from recall_baselines import paired_bootstrap
+from recall_baselines import DenseBank, paired_bootstrap
 from recall_fusions import Candidates, fusions, rrf
 from recall_sets_load import committed_set
 
@@ -46,6 +47,23 @@ def moved(query: np.ndarray, vectors: np.ndarray, beta: float) -> np.ndarray:
     return out / np.linalg.norm(out)
 
 
+def ranked(bank: DenseBank, vector: np.ndarray) -> list[tuple[str, float]]:
+    """The bank's 50 nearest notes to ``vector`` (ids as the captures spell them)."""
+    sims = bank.vectors @ vector
+    return [("note:" + bank.ids[i], float(sims[i]))
+            for i in np.argsort(-sims, kind="stable")[:50]]
+
+
+def record(per: dict[str, list[float]], label: str, row: dict[str, Any],
+           semantic: list[tuple[str, float]]) -> None:
+    """hit@10 of ``semantic`` alone and fused with the question's keyword candidates."""
+    per.setdefault(label, []).append(
+        hit10(row["evidence"], [i.removeprefix("note:") for i, _ in semantic]))
+    found: Candidates = row["candidates"]
+    with_keyword = Candidates(found.terms, found.keyword, semantic, found.echo, found.idf)
+    per.setdefault(f"hybrid on {label}", []).append(hit10(row["evidence"], rrf()(with_keyword)))
+
+
 async def main() -> None:
     encoder = load_encoder(AUTO)
     if encoder is None:
@@ -64,32 +82,17 @@ async def main() -> None:
             where = {note: n for n, note in enumerate(bank.ids)}
             query = encoder.inner.embed_query(question["question"])
             query = query / np.linalg.norm(query)
-            candidates: Candidates = row["candidates"]
-            fused = fusions()["default"](candidates)
-
-            def ranked(vector: np.ndarray) -> list[tuple[str, float]]:
-                sims = bank.vectors @ vector
-                return [("note:" + bank.ids[i], float(sims[i]))
-                        for i in np.argsort(-sims, kind="stable")[:50]]
-
-            def record(label: str, semantic: list[tuple[str, float]]) -> None:
-                per.setdefault(label, []).append(
-                    hit10(row["evidence"], [i.removeprefix("note:") for i, _ in semantic]))
-                with_keyword = Candidates(candidates.terms, candidates.keyword, semantic,
-                                          candidates.echo, candidates.idf)
-                per.setdefault(f"hybrid on {label}", []).append(
-                    hit10(row["evidence"], rrf()(with_keyword)))
-
-            first = ranked(query)
-            record("dense", first)
+            fused = fusions()["default"](row["candidates"])
+            first = ranked(bank, query)
+            record(per, "dense", row, first)
             for k in DEPTHS:
                 for beta in BETAS:
                     top = [where[i.removeprefix("note:")] for i, _ in first[:k]]
-                    record(f"dense feedback k={k} beta={beta}",
-                           ranked(moved(query, bank.vectors[top], beta)))
+                    record(per, f"dense feedback k={k} beta={beta}", row,
+                           ranked(bank, moved(query, bank.vectors[top], beta)))
                     top = [where[i] for i in fused[:k] if i in where]
-                    record(f"fused feedback k={k} beta={beta}",
-                           ranked(moved(query, bank.vectors[top], beta)))
+                    record(per, f"fused feedback k={k} beta={beta}", row,
+                           ranked(bank, moved(query, bank.vectors[top], beta)))
     for label in scores["chat"]:
         line = f"{label:38}"
         for name, per in scores.items():
