@@ -68,7 +68,8 @@ def remembered_note_id(
     store saves once (re-saving an id with the same content returns the stored note)."""
     key = json.dumps([namespace, content, list(tags), list(supersedes), status, author,
                       list(provenance)], ensure_ascii=False)
-    return "remembered-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+    # 16 hex digits, the shape of every other note id a person types (notes accept ID).
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
 
 def child_database_url(url: str | None) -> str | None:
