@@ -45,3 +45,15 @@ def test_timelines_from_the_command_line(tmp_path: Path) -> None:
     node = tether("node", "report", "--run", run_id, "--timeline", "--workspace", workspace)
     assert node.returncode == 0, node.stderr
     assert "report#0" in node.stdout
+
+
+def test_a_one_node_run_reads_as_one_node_iteration(tmp_path: Path) -> None:
+    # Seen on a new user's first `tether run`: "finished · 1 node iterations · 510ms".
+    workspace = str(tmp_path / "ws")
+    ran = tether("run", str(EXAMPLES_DIR / "code_review.py"), "--workspace", workspace,
+                 "--input", '{"change": "fix the cache key"}', "--format", "json", env=FAST)
+    assert ran.returncode == 0, ran.stderr
+    run_id = json.loads(ran.stdout)["run_id"]
+    node = tether("node", "review", "--run", run_id, "--timeline", "--workspace", workspace)
+    assert node.returncode == 0, node.stderr
+    assert " · 1 node iteration · " in node.stdout.splitlines()[0], node.stdout

@@ -102,9 +102,10 @@ def timeline_lines(
     idle_share = timeline.idle_ms / total if total else 0.0
     lines = [
         f"Run {visible(run.run_id)} ({visible(run.workflow, keep_newlines=False)}) "
-        f"{run.status}{' (live)' if timeline.live else ''} · {len(timeline.bars)} node "
-        f"iterations · {duration(total)} · busy {duration(timeline.busy_ms)}, idle "
-        f"{duration(timeline.idle_ms)} ({percent(idle_share)})",
+        f"{run.status}{' (live)' if timeline.live else ''} · "
+        f"{plural(len(timeline.bars), 'node iteration')} · {duration(total)} · "
+        f"busy {duration(timeline.busy_ms)}, idle {duration(timeline.idle_ms)} "
+        f"({percent(idle_share)})",
         "Critical path: " + (" → ".join(visible(k) for k in timeline.critical_path) or "–"),
     ]
     start = timeline.start_ms
