@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from engine.executors.ray_cluster import RayCluster
 from store.errors import StorageError
+from store.model.wording import plural
 
 if TYPE_CHECKING:
     from engine.run.execution import RunExecution
@@ -40,7 +41,8 @@ async def prepare_cluster(execution: RunExecution, *, fresh: bool) -> RayCluster
             )
             execution.progress(
                 "warning", None, "warn",
-                f"stopped {count} process(es) an earlier attempt left on the Ray cluster",
+                f"stopped {plural(count, 'process', 'processes')} an earlier attempt left on the "
+                "Ray cluster",
             )
     return cluster
 

@@ -51,6 +51,7 @@ from engine.workflow.user_code import USER_CODE_ERRORS, raised
 from store.errors import ConflictError, InvalidInputError, LeaseLost, StorageError
 from store.model.ids import validate_node_id
 from store.model.run_records import RunRecord
+from store.model.wording import plural
 from store.runs.artifact_paths import run_dir
 
 
@@ -323,8 +324,9 @@ class ScheduledRun(RunExecution):
             return
         await self.store.append_event("executor.reaped", run_id=self.run_id, payload={
             "executor": "local", "processes": len(stopped), "pids": stopped})
-        self.progress("warning", None, "warn", f"stopped {len(stopped)} process(es) an "
-                      "earlier attempt of this run left running on this host")
+        self.progress("warning", None, "warn",
+                      f"stopped {plural(len(stopped), 'process', 'processes')} an earlier "
+                      "attempt of this run left running on this host")
 
     async def _say_warnings(self) -> None:
         """Record the scheduler's warnings as events and progress lines."""

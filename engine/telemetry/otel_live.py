@@ -27,6 +27,7 @@ from engine.telemetry.otel_settings import ExportTarget
 from engine.telemetry.otel_status import ExportStatus, report
 from store.model.history_records import EventRecord
 from store.model.run_records import TERMINAL_RUN_STATUSES, RunRecord
+from store.model.wording import plural
 from store.runs.run_store import RunStore
 from store.workspace.layout import Workspace
 
@@ -198,8 +199,8 @@ class LiveExport:
         if not complete or state.spans_dropped or state.spans_failed:
             lost = state.spans_dropped + state.spans_failed + len(self.queue)
             report(
-                f"telemetry: {lost} spans did not reach {state.endpoint}; send them with: "
-                "tether export otlp --since 1d"
+                f"telemetry: {plural(lost, 'span')} did not reach {state.endpoint}; send them "
+                "with: tether export otlp --since 1d"
             )
 
 

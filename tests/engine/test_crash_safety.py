@@ -157,7 +157,7 @@ def test_a_resumed_run_stops_the_agent_its_killed_engine_left(tmp_path: Path) ->
         _, err = resumed.communicate(timeout=60)
         assert resumed.returncode == 0, err.decode()
         assert process_gone(first_pid), "the first agent still runs beside the resumed one"
-        assert "stopped 1 process(es) an earlier attempt of this run left running" in (
+        assert "stopped 1 process an earlier attempt of this run left running" in (
             err.decode())
         assert [line.split()[0] for line in agent_log.read_text().splitlines()] == ["1", "2"]
         with _db(workspace) as conn:

@@ -59,7 +59,7 @@ def test_since_and_run_choose_runs(exported):
         recent = tether(ROOT, otel_env(receiver.endpoint), "export", "otlp", "--since", "1h",
                         "--no-metrics", "--workspace", workspace)
         assert recent.returncode == 0, recent.stderr
-        assert "spans (1 of 1 runs)" in recent.stdout and "measurements" not in recent.stdout
+        assert "spans (1 of 1 run)" in recent.stdout and "measurements" not in recent.stdout
         assert receiver.metric_points() == {}
 
 

@@ -21,6 +21,7 @@ from engine.telemetry.otel_settings import PROTOCOLS, check_endpoint, resolve_ta
 from store.db.backends import open_database
 from store.errors import InvalidInputError
 from store.model.ids import validate_run_id
+from store.model.wording import plural
 from store.runs.run_store import RunStore
 from tui.cli.common import (
     EXIT_NOT_COMPLETED,
@@ -112,8 +113,9 @@ async def export_otlp(
     if output_format == "json":
         print_json(document)
     elif result.complete:
-        line = (f"Sent {result.spans} spans ({result.runs} of {len(runs)} runs)"
-                + ("" if no_metrics else f" and {result.measurements} measurements")
+        line = (f"Sent {plural(result.spans, 'span')} ({result.runs:,} of "
+                f"{plural(len(runs), 'run')})"
+                + ("" if no_metrics else f" and {plural(result.measurements, 'measurement')}")
                 + f" to {target.shown} ({target.protocol}).")
         click.echo(line)
         if result.runs_still_going:

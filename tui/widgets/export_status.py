@@ -14,6 +14,7 @@ from rich.text import Text
 from engine.telemetry import otel_status
 from engine.telemetry.otel_status import ExportSnapshot
 from store.errors import TetherError
+from store.model.wording import plural
 from store.workspace.layout import Workspace
 from tui.format import literal
 
@@ -47,10 +48,10 @@ def export_piece(snapshot: ExportSnapshot | None, configured: bool,
                                  keep_newlines=False))
     else:
         line.append("OTLP on", style="cyan")
-        line.append(f" {snapshot.spans_sent} spans sent", style="cyan")
+        line.append(f" {plural(snapshot.spans_sent, 'span')} sent", style="cyan")
     lost = snapshot.spans_dropped + snapshot.spans_failed
     if lost:
-        line.append(f" · {lost} spans lost", style="bold yellow")
+        line.append(f" · {plural(lost, 'span')} lost", style="bold yellow")
     return line
 
 
