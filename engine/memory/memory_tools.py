@@ -39,6 +39,7 @@ from engine.agents.agent_tool import AgentTool
 from engine.memory.block import build_block
 from engine.memory.memory_access import MemoryAccess
 from engine.memory.memory_config import MIN_BUDGET_BYTES, MemoryConfig
+from engine.memory.recall_items import without_repeats
 from engine.memory.tag_rules import write_tags_for
 from engine.memory.tag_vocabulary import SCOPE_VALUES, SOURCE_VALUES, validate_tags
 from store.errors import TetherError
@@ -284,11 +285,16 @@ def build_memory_tools(
         result = await runtime.recall_for_tool(config, namespaces, query, extra)
         if result.degraded:
             return {"ok": False, "degraded": True, "error": result.reason}
-        block = build_block(result.items, budget)
+        distinct, repeats = without_repeats(result.items)
+        block = build_block(distinct, budget)
+        # A repeat left out is named beside the item it repeats: superseding what was
+        # recalled must retire every copy, not leave the hidden one live.
+        shown = [(e, repeats.get(e.item.id, ())) for e in block.included]
         note_ids = [
-            e.item.id.removeprefix("note:")
-            for e in block.included
-            if e.item.source == "note" and e.item.namespace == config.namespaces[0]
+            item.id.removeprefix("note:")
+            for e, copies in shown
+            for item in (e.item, *copies)
+            if item.source == "note" and item.namespace == config.namespaces[0]
         ]
         # The simulated agent proposes its lesson as a replacement for what it just recalled.
         hints["supersedes"] = note_ids
@@ -296,7 +302,8 @@ def build_memory_tools(
         return {
             "ok": True,
             "text": block.text or "",
-            "items": [e.describe() for e in block.included],
+            "items": [{**e.describe(), **({"repeated_by": [c.id for c in copies]} if copies
+                                          else {})} for e, copies in shown],
             "bytes_used": block.bytes_used,
             "budget_bytes": budget,
             "truncated": block.truncated,

@@ -7,7 +7,7 @@ warning.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -123,3 +123,30 @@ class RecallResult:
     def failed(cls, reason: str) -> RecallResult:
         """A result that says recall did not work (distinct from finding nothing)."""
         return cls(degraded=True, reason=reason)
+
+
+def said_the_same(item: RecallItem) -> tuple[str, str]:
+    """What two items share when they say the same thing: a fact's key and the text, runs of
+    whitespace collapsed and case folded (the bank does not count: the prompt would read the
+    same line twice either way)."""
+    return (" ".join((item.key or "").split()).casefold(), " ".join(item.text.split()).casefold())
+
+
+def without_repeats(
+    items: Sequence[RecallItem],
+) -> tuple[tuple[RecallItem, ...], dict[str, tuple[RecallItem, ...]]]:
+    """``items`` (best first) without those repeating a better-ranked item's text, and the
+    repeats left out, by the id of the item they repeat: the same note added twice would
+    otherwise take the block's bytes twice and push out evidence it does not hold. The
+    repeats stay known, so an agent superseding what it recalled can retire them too."""
+    first: dict[tuple[str, str], str] = {}
+    kept: list[RecallItem] = []
+    repeats: dict[str, list[RecallItem]] = {}
+    for item in items:
+        key = said_the_same(item)
+        if key in first:
+            repeats.setdefault(first[key], []).append(item)
+        else:
+            first[key] = item.id
+            kept.append(item)
+    return tuple(kept), {kept_id: tuple(found) for kept_id, found in repeats.items()}

@@ -41,7 +41,7 @@ from engine.memory.prepared_block import (
     retain_digest,
     retained_note_id,
 )
-from engine.memory.recall_items import RecallItem
+from engine.memory.recall_items import RecallItem, without_repeats
 from engine.memory.recall_mode import MemorySettings, ModeChoice, resolve_mode
 from engine.memory.semantic_recall import (
     LOADING,
@@ -54,6 +54,7 @@ from engine.memory.tag_rules import write_tags_for
 from store.clock import Clock
 from store.db.seam import Database
 from store.memory.memory_store import MemoryStore
+from store.model.wording import plural
 from store.runs.run_store import RunStore
 
 MAX_CACHED_BLOCKS = 4096
@@ -249,8 +250,13 @@ class MemoryRuntime(MemoryAccess):
                 warning = f"{result.reason}; the task ran without recalled memory"
             else:
                 primer_ids = {p.id for p in primers}
-                items = await with_answered_turns(
-                    self.db, tuple(i for i in result.items if i.id not in primer_ids))
+                distinct, repeats = without_repeats(
+                    [i for i in result.items if i.id not in primer_ids])
+                if repeats:
+                    count = sum(len(found) for found in repeats.values())
+                    notes.append(f"{plural(count, 'recalled item')} repeating a "
+                                 "higher-ranked item's text left out")
+                items = await with_answered_turns(self.db, distinct)
                 if not items and not primers:
                     warning = (
                         f"no block: keyword recall found nothing in "
