@@ -20,11 +20,12 @@ day_tokens = 20_000_000
 on_exceeded = "fail"     # what run_usd / run_tokens do: fail | skip-remaining | warn
 ```
 
-Tokens count as a ceiling counts them (input + cache read + cache write + output). Dollars
-are the recorded cost of the calls (a call with no known price adds nothing and is said to be
-unpriced). Every budget is checked before each dispatch and while calls stream: at 50, 80 and
-100 % an alert is recorded once (a ``budget.alert`` event: the dashboards ring and show it);
-at 100 % the budget's ``on_exceeded`` applies (:mod:`engine.run.budget_meter` does it).
+Tokens count as a ceiling counts them (input + cache read + cache write + output +
+reasoning). Dollars are the recorded cost of the calls (a call with no known price adds nothing
+and is said to be unpriced). Every budget is checked before each dispatch and while calls
+stream: at 50, 80 and 100 % an alert is recorded once (a ``budget.alert`` event: the dashboards
+ring and show it); at 100 % the budget's ``on_exceeded`` applies
+(:mod:`engine.run.budget_meter` does it).
 """
 
 from __future__ import annotations

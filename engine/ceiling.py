@@ -3,9 +3,9 @@
 A :class:`Ceiling` on a workflow (``Workflow(..., ceiling=Ceiling(150_000, "handoff"))``) caps
 the tokens one run may spend; ``max_usd`` caps its dollars too (or alone:
 ``Ceiling(max_usd=2.0)``). What counts is every token a call carried or produced: fresh input +
-cache read + cache write + output (the reference counted only input and output, so a loop
-re-reading a huge cached context looked free). Reasoning tokens are not added on top:
-providers report them as part of output already.
+cache read + cache write + output + reasoning (the reference counted only input and output, so
+a loop re-reading a huge cached context, or a model that mostly reasons, looked free). The
+parsers keep reasoning in its own lane, out of output, so nothing counts twice.
 
 The token check happens before an attempt starts (:func:`check_ceiling`, pure), against the
 run's totals re-read from the database, so usage recorded by the attempt that just ended is
@@ -88,8 +88,12 @@ class Ceiling:
 
 
 def counted_tokens(usage: TokenUsage) -> int:
-    """Tokens that count against a ceiling: input + cache read + cache write + output."""
-    return usage.input + usage.cache_read + usage.cache_write + usage.output
+    """Tokens that count against a ceiling or a token budget: every lane, reasoning included.
+
+    The output lane holds what the model wrote minus its reasoning (the parsers split them so
+    nothing counts twice), and reasoning is billed as output: leaving it out would let a
+    reasoning model spend past a token budget unseen (the reference system's pitfall)."""
+    return usage.total
 
 
 def check_ceiling(ceiling: Ceiling | None, usage: TokenUsage, generation: int) -> DispatchDecision:

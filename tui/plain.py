@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from engine.ceiling import counted_tokens
 from store.model.wording import plural as plural  # re-exported: tui counts through here
 
 # C0 controls map to the Unicode "control pictures" block (U+2400 + code), DEL to U+2421.
@@ -122,8 +123,7 @@ def budget_used(run: Any) -> str:
             unknown = "+?" if run.cost.unpriced_calls else ""
             used, limit = (run.cost.usd or 0.0) / maximum, f"${maximum:,.2f}{unknown}"
         else:
-            counted = run.tokens.total - run.tokens.reasoning
-            used, limit = counted / maximum, tokens(int(maximum))
+            used, limit = counted_tokens(run.tokens) / maximum, tokens(int(maximum))
         if used > worst:
             worst, shown = used, f"{int(used * 100)}%/{limit}"
     return shown

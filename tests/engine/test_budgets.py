@@ -274,6 +274,21 @@ async def test_skip_remaining_budget_skips_what_was_not_started(db: Database) ->
     assert Counter(node for node, _, _ in agent.invocations) == Counter(one=1, two=1)
 
 
+async def test_reasoning_tokens_count_against_a_token_budget(db: Database) -> None:
+    # A reasoning model's calls are mostly reasoning (billed as output, kept in its own lane):
+    # a run_tokens budget that did not count them let such a run spend on unseen.
+    agent = ScriptedAgent(usage=TokenUsage(input=100, output=50, reasoning=450))
+    workflow = Workflow("thinking", agents={"a": agent}, default_agent="a")
+    for index in range(4):
+        workflow.add_task(f"t{index}", f"Step {index}.",
+                          depends_on=[f"t{index - 1}"] if index else None)
+    config = parse_config({"budget": {"run_tokens": 1000, "on_exceeded": "skip-remaining"}})
+    outcome = await run(db, workflow, config)
+    states = {n.node_id: n.state for n in await RunStore(db).list_nodes(outcome.run_id)}
+    assert [states[f"t{i}"] for i in range(4)] == ["finished", "finished", "skipped", "skipped"]
+    assert len(agent.invocations) == 2  # 600 tokens each: the second crossed 1,000
+
+
 async def test_alerts_are_recorded_once_per_threshold_and_the_run_keeps_its_budgets(
     db: Database,
 ) -> None:

@@ -42,14 +42,17 @@ def chain(agent: RecordingAgent, ceiling: Any) -> Workflow:
     return wf
 
 
-def test_cache_tokens_count_against_the_ceiling() -> None:
-    usage = TokenUsage(input=10, cache_read=900, cache_write=50, output=40, reasoning=30)
+def test_cache_and_reasoning_tokens_count_against_the_ceiling() -> None:
+    # The reference system counted neither cache nor reasoning tokens; reasoning is billed as
+    # output, and the output lane holds the rest of what the model wrote (nothing twice).
+    usage = TokenUsage(input=10, cache_read=900, cache_write=50, output=10, reasoning=30)
     assert counted_tokens(usage) == 1000
     assert check_ceiling(Ceiling(1000), usage, 0).action == "fail"
     assert check_ceiling(Ceiling(1001), usage, 0).action == "run"
     assert check_ceiling(Ceiling(1000, "warn"), usage, 0).action == "warn"
     assert check_ceiling(Ceiling(1000, "skip-remaining"), usage, 0).action == "skip"
     assert check_ceiling(Ceiling(1000, "handoff"), usage, 0).action == "handoff"
+    assert check_ceiling(Ceiling(1000), usage._replace(reasoning=29), 0).action == "run"
     last = check_ceiling(Ceiling(1000, "handoff", max_generations=3), usage, 2)
     assert last.action == "fail" and "last of 3" in last.reason
     with pytest.raises(InvalidInputError):

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from engine.budget import Limit, day_limits, limit_name, percent
+from engine.ceiling import counted_tokens
 from engine.pricing import Priced, PriceTable
 from engine.run.engine_config import load_config
 from store.model.run_records import RunRecord
@@ -176,7 +177,7 @@ def _budget_row(limit: dict[str, Any], spent: float) -> dict[str, Any]:
 
 
 def _run_budgets(run: RunRecord) -> list[dict[str, Any]]:
-    counted = run.tokens.total - run.tokens.reasoning
+    counted = counted_tokens(run.tokens)
     return [
         _budget_row(b, (run.cost.usd or 0.0) if b.get("unit") == "usd" else counted)
         for b in run.budgets if b.get("scope", "run") == "run"
@@ -231,7 +232,7 @@ async def budget_command(run_id: str | None, limit: int, output_format: str,
             runs = [] if store is None else [await store.get_run(run_id)]
         else:
             runs = [] if store is None else await store.runs_with_budgets(limit)
-    counted = spend.tokens.total - spend.tokens.reasoning
+    counted = counted_tokens(spend.tokens)
     owned = [("", x) for x in day_limits(config)] + _workflow_day_limits(runs, today)
     day = [
         {**_budget_row(x.as_dict(), (spend.cost.usd or 0.0) if x.unit == "usd" else counted),
