@@ -130,6 +130,9 @@ def test_notes_lifecycle(seeded: tuple[Path, str]) -> None:
     accepted = tether("notes", "accept", new_id, *w)
     assert accepted.returncode == 0 and "retires 1 note" in accepted.stdout
     assert live_ids() == [new_id]
+    again = tether("notes", "accept", new_id, *w)  # said "Accepted …; it retires 1 note." again
+    assert again.returncode == 0
+    assert again.stdout == f"Note {new_id} is already accepted; nothing changed.\n"
     hits = json.loads(tether("notes", "search", "mypy pytest", "--format", "json", *w).stdout)
     hits = hits["items"]
     assert [hit["id"] for hit in hits] == [new_id]

@@ -192,6 +192,12 @@ async def _decide(note_id: str, status: str, reason: str | None, workspace_dir: 
     if not workspace.exists():
         raise NotFoundError(f"There is no note with id {note_id!r}.")
     async with open_store(workspace, create=False) as store:
+        before = await store.get_note(note_id)
+        if before is not None and before.status == status and reason in (None,
+                                                                         before.status_reason):
+            # Deciding again changes nothing; saying "Accepted" again would claim a change.
+            click.echo(f"Note {one_line(note_id, 40)} is already {status}; nothing changed.")
+            return
         note = await store.set_note_status(note_id, status, reason=reason)
         targets = await store.supersedes(note.id)
     verb = "Accepted" if status == "accepted" else "Rejected"
