@@ -331,9 +331,10 @@ class TetherApp(App[None]):
         except NoMatches:
             return  # the timer fired while the view was still being built (or torn down)
 
-    def status_text(self) -> Text:
-        """The status line: live/paused, freshness of the data, newest event, problems."""
-        return status_line(self)
+    def status_text(self, width: int | None = None) -> Text:
+        """The status line: live/paused, freshness of the data, newest event, problems (fitted
+        to ``width`` cells when given, see :func:`tui.status_line.status_line`)."""
+        return status_line(self, width)
 
     # -- selection and navigation ---------------------------------------------------------------
 

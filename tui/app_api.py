@@ -45,8 +45,8 @@ class DashboardApp(Protocol):
     def now_ms(self) -> int:
         """The app's clock."""
 
-    def status_text(self) -> Text:
-        """The status line's text."""
+    def status_text(self, width: int | None = None) -> Text:
+        """The status line's text (fitted to ``width`` cells when given)."""
 
     def select(self, *, run_id: str, node_id: str | None = None) -> None:
         """Record the run (and node) the user is looking at."""
