@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.screen import Screen
 
+    from tui.clear_follow import ClearFollowUps
+
 
 class DashboardApp(Protocol):
     """The dashboard's shared state and navigation, as the views use them."""
@@ -37,6 +39,10 @@ class DashboardApp(Protocol):
     """The words of the Runs view's full-text search (a run opened from it highlights them)."""
     commits: int
     """How many polls found a commit (by anyone) since the dashboard started."""
+
+    @property
+    def clear_follow_ups(self) -> ClearFollowUps:
+        """The clears this dashboard requested, followed to each run's end."""
 
     @property
     def reader(self) -> DashboardReader | None:
