@@ -31,6 +31,7 @@ from store.errors import DatabaseUnavailable, TetherError
 from store.model.run_records import RunRecord
 from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import Workspace
+from tui.clear_follow import ClearFollowUps
 from tui.commands import RunsProvider
 from tui.screens import views
 from tui.screens.live_screen import LiveScreen
@@ -105,7 +106,8 @@ class TetherApp(App[None]):
         """Called after the screen has been repainted with a batch (benchmarks use it)."""
         self._background = list(background)
         """Coroutines started as workers once the app runs (the demo's embedded engine)."""
-        self.tailer = WorkspaceTailer(workspace, ring=self.bell)
+        self.tailer = WorkspaceTailer(workspace, ring=self.bell,
+                                      say=lambda text: self.notify(text, markup=False))
         self.export_status = ExportStatusPiece(workspace)
         self.filters: dict[str, str] = {}
         self.paused = False
@@ -151,6 +153,11 @@ class TetherApp(App[None]):
         super()._print_error_renderables()
 
     # -- plumbing -------------------------------------------------------------------------------
+
+    @property
+    def clear_follow_ups(self) -> ClearFollowUps:
+        """The clears this dashboard requested, followed to each run's end."""
+        return self.tailer.clear_follow_ups
 
     @property
     def reader(self) -> DashboardReader | None:
@@ -331,9 +338,10 @@ class TetherApp(App[None]):
         except NoMatches:
             return  # the timer fired while the view was still being built (or torn down)
 
-    def status_text(self) -> Text:
-        """The status line: live/paused, freshness of the data, newest event, problems."""
-        return status_line(self)
+    def status_text(self, width: int | None = None) -> Text:
+        """The status line: live/paused, freshness of the data, newest event, problems (fitted
+        to ``width`` cells when given, see :func:`tui.status_line.status_line`)."""
+        return status_line(self, width)
 
     # -- selection and navigation ---------------------------------------------------------------
 

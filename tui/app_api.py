@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.screen import Screen
 
+    from tui.clear_follow import ClearFollowUps
+
 
 class DashboardApp(Protocol):
     """The dashboard's shared state and navigation, as the views use them."""
@@ -39,14 +41,18 @@ class DashboardApp(Protocol):
     """How many polls found a commit (by anyone) since the dashboard started."""
 
     @property
+    def clear_follow_ups(self) -> ClearFollowUps:
+        """The clears this dashboard requested, followed to each run's end."""
+
+    @property
     def reader(self) -> DashboardReader | None:
         """The read-only connection, or None while the workspace does not exist yet."""
 
     def now_ms(self) -> int:
         """The app's clock."""
 
-    def status_text(self) -> Text:
-        """The status line's text."""
+    def status_text(self, width: int | None = None) -> Text:
+        """The status line's text (fitted to ``width`` cells when given)."""
 
     def select(self, *, run_id: str, node_id: str | None = None) -> None:
         """Record the run (and node) the user is looking at."""

@@ -1,6 +1,7 @@
 """Budget alerts in the dashboard: every ``budget.alert`` event (any process's engine writes
 one when a budget passes 50, 80 or 100 %) rings the terminal bell once, and the newest stays on
-the status line, red at 100 %."""
+the status line, red at 100 %, while it is current (:data:`ALERT_SHOWN_MS`) and only in the
+room the line's freshness text leaves it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ from rich.text import Text
 
 from store.model.history_records import EventRecord
 from tui.format import ago, literal
+
+ALERT_SHOWN_MS = 5 * 60_000
+"""How long the newest alert stays on the status line. An older one is no longer news: the
+activity feed, ``tether budget`` and the runs' own rows keep saying it, and the status line's
+room goes back to saying how fresh the data is."""
+ALERT_GAP = 2
+"""The spaces after the alert, before the freshness text."""
 
 
 class BudgetAlerts:
@@ -42,12 +50,40 @@ class BudgetAlerts:
         self.bells += rung
         return rung
 
-    def status(self, line: Text, now_ms: int) -> None:
-        """Append the newest alert to the status line (nothing before the first)."""
-        if self.newest is None:
-            return
-        text, threshold, at_ms = self.newest
-        line.append("⚠ ", style="bold")
-        line.append_text(literal(f"budget {text} ({ago(now_ms, at_ms)})",
-                                 "bold red" if threshold >= 100 else "bold yellow"))
-        line.append("  ")
+    def status(self, line: Text, now_ms: int, room: int | None = None) -> None:
+        """Append the newest alert to the status line while it is current (nothing before the
+        first, nothing once it is older than :data:`ALERT_SHOWN_MS`), in at most ``room``
+        cells (None: no bound)."""
+        piece = alert_piece(self.newest, now_ms, room)
+        if piece.cell_len:
+            line.append_text(piece)
+            line.append(" " * ALERT_GAP)
+
+
+def alert_piece(newest: tuple[str, int, int] | None, now_ms: int, room: int | None) -> Text:
+    """The status line's alert (pure, tested directly): ``⚠ budget TEXT (AGE)``; its text cut
+    with an ellipsis to fit ``room`` cells (gap included), then only ``⚠ budget 80%``, then
+    nothing, so the freshness after it never goes off the screen."""
+    if newest is None:
+        return Text()
+    text, threshold, at_ms = newest
+    if now_ms - at_ms > ALERT_SHOWN_MS:
+        return Text()
+    style = "bold red" if threshold >= 100 else "bold yellow"
+    age = f" ({ago(now_ms, at_ms)})"
+    whole = literal(f"budget {text}{age}", style)
+    short = literal(f"budget {threshold}%{age}", style)
+    limit = None if room is None else room - ALERT_GAP - 2  # "⚠ " before it
+    if limit is None or whole.cell_len <= limit:
+        body = whole
+    elif short.cell_len + 1 < limit:
+        # Cut the alert's words, never its age: "budget 100% of the token… (1.4s ago)".
+        body = literal(f"budget {text}", style)
+        body.truncate(limit - len(age) - 1)
+        body.append("…", style)
+        body.append(age, style)
+    elif short.cell_len <= limit:
+        body = short
+    else:
+        return Text()
+    return Text.assemble(("⚠ ", "bold"), body)

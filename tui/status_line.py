@@ -11,9 +11,11 @@ from tui.actions.read_only import read_only
 from tui.format import ago, literal
 
 
-def status_line(app: Any) -> Text:
+def status_line(app: Any, width: int | None = None) -> Text:
     """The status line of ``app`` (the TetherApp: typed loosely, as importing it here would
-    make a circle): live/paused, freshness of the data, newest event, problems."""
+    make a circle): live/paused, freshness of the data, newest event, problems. With the
+    line's ``width`` the budget alert takes only the room the freshness leaves it (the BRIEF's
+    status line "shows data freshness": an alert never pushes that off the screen)."""
     now = app.now_ms()
     line = Text()
     # Separating spaces end the styled piece before them rather than start the next one:
@@ -36,9 +38,11 @@ def status_line(app: Any) -> Text:
         line.append("⚠ ", style="bold red")
         line.append_text(literal(problem, "red"))
         line.append("  ", style="red")
-    app.tailer.budget_alerts.status(line, now)
-    line.append(f"checked {ago(now, app.checked_at_ms)}")
-    line.append(f" · last change {ago(now, app.changed_at_ms)}")
+    freshness = Text(f"checked {ago(now, app.checked_at_ms)}"
+                     f" · last change {ago(now, app.changed_at_ms)}")
+    room = None if width is None else width - line.cell_len - freshness.cell_len
+    app.tailer.budget_alerts.status(line, now, room)
+    line.append_text(freshness)
     line.append(f" · event #{app.tailer.last_seq}")
     line.append(" · workspace ")
     if app.workspace.is_shared:

@@ -33,6 +33,7 @@ from store.model.run_records import NodeRecord
 from store.read.dashboard_reader import DashboardReader
 from store.workspace.layout import DATABASE_FILENAME, Workspace
 from tui.budget_alerts import BudgetAlerts
+from tui.clear_follow import ClearFollowUps
 
 EVENT_PAGE = 1000
 """Events read per query; a poll reads at most :data:`EVENT_PAGES_PER_POLL` pages."""
@@ -62,10 +63,14 @@ class Batch:
 class WorkspaceTailer:
     """Owns the read-only connection and turns commits by anyone into :class:`Batch` es."""
 
-    def __init__(self, workspace: Workspace, ring: Callable[[], None] | None = None) -> None:
+    def __init__(self, workspace: Workspace, ring: Callable[[], None] | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
         self.workspace = workspace
         self.budget_alerts = BudgetAlerts(ring)
         """The budget alerts read so far (``ring`` rings the bell for each, paused or not)."""
+        self.clear_follow_ups = ClearFollowUps(say)
+        """The clears this dashboard requested, followed to the run's end (``say`` tells how
+        it ended, paused or not)."""
         self.reader: DashboardReader | None = None
         self.last_seq = 0
         self.problem: str | None = None
@@ -179,6 +184,7 @@ class WorkspaceTailer:
             if len(page) < EVENT_PAGE:
                 break
         self.budget_alerts.take(batch.events)
+        self.clear_follow_ups.take(batch.events)
         return batch
 
 

@@ -4,8 +4,10 @@ activity feed shows the alert in words and a carried node is marked in the node 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
 from rich.text import Text
 
 import tui.app as tui_app
@@ -15,10 +17,12 @@ from engine.run.engine import Engine
 from engine.run.engine_config import EngineConfig
 from engine.run.wiring import build_hooks
 from engine.workflow.definition import Workflow
+from store.clock import SYSTEM_CLOCK, ManualClock
 from store.db.backends import open_database
 from store.model.token_lanes import TokenUsage
 from store.workspace.layout import Workspace
 from tui.app import TetherApp
+from tui.budget_alerts import ALERT_SHOWN_MS
 from tui.event_text import event_sentence, event_summary
 from tui.screens.run_detail_render import reuse_cell
 from tui.widgets.status import StatusLine
@@ -101,3 +105,49 @@ async def test_feed_words_and_the_carried_marker() -> None:
     assert reuse_cell(NodeRecord("r-1", "plan", 0, "finished", carried_from="r-0")).plain == (
         "carried")
     assert reuse_cell(NodeRecord("r-1", "plan", 0, "finished", cached=True)).plain == "HIT"
+
+
+def shown_status(app: TetherApp) -> str:
+    """The status line as the terminal shows it (cut at the screen's edge)."""
+    status = app.screen.query_one(StatusLine)
+    return "".join(segment.text for segment in status.render_line(0)).rstrip()
+
+
+@pytest.mark.parametrize("width", [160, 80])
+async def test_an_alert_leaves_room_for_the_freshness_then_leaves(
+    tmp_path: Path, width: int
+) -> None:
+    """The demo's handoff alert once filled a 160-column status line and pushed "checked …
+    · last change …" off the screen: the alert now takes only the room the freshness leaves
+    it, and once it is old (five minutes) it is gone from the line."""
+    workspace = Workspace(tmp_path / ".tether")
+    db = await open_database(workspace)
+    clock = ManualClock(SYSTEM_CLOCK.now_ms())
+    app = TetherApp(workspace, watch=False, poll_interval=0.02, clock=clock)
+    app.animation_level = "none"
+    try:
+        async with app.run_test(size=(width, 30)) as pilot:
+            await pilot.pause(0.1)
+            engine = Engine(db, config=EngineConfig(poll_interval_s=0.02), hooks=build_hooks(db))
+            outcome = await engine.start(workflow())
+            for _ in range(200):  # the dashboard polls every 20 ms: until it has read them all
+                newest = app.tailer.budget_alerts.newest
+                if newest is not None and newest[1] == 100:
+                    break
+                await pilot.pause(0.02)
+            clock.set(SYSTEM_CLOCK.now_ms() + 2_000)  # the alert is 2 s old
+            app.screen.update_chrome()
+            await pilot.pause()
+            shown = shown_status(app)
+            assert "⚠ budget 100% " in shown
+            assert re.search(r"checked \S+ ago · last change \S+ ago", shown), shown
+            if width == 160:  # the run's id still fits beside the freshness
+                assert f"run {outcome.run_id}" in shown
+            clock.advance(ALERT_SHOWN_MS)
+            app.screen.update_chrome()
+            await pilot.pause()
+            shown = shown_status(app)
+            assert "budget" not in shown and shown.startswith("● live  checked "), shown
+            assert f"event #{app.tailer.last_seq}" in shown
+    finally:
+        await db.close()

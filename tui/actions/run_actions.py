@@ -225,10 +225,16 @@ class RunControlScreen(LiveScreen):
         from engine.handoff import DEFAULT_CLEAR_REASON
 
         reason = answer.reason or DEFAULT_CLEAR_REASON
+        # Followed from before the write: the run may end while the request is written.
+        follow = self.tether.clear_follow_ups
+        follow.expect(run.run_id)
         result = await write_safely(self, lambda: self.host.clear(run.run_id, reason))
+        if result is None or not result.requested:
+            follow.forget(run.run_id)
         if result is None:
             return
         if result.requested:
+            # What became of it is said when the run hands off or ends (tui.clear_follow).
             message = f"Clear requested; {run.run_id} hands off at its next dispatch."
         else:
             message = f"{run.run_id} handed off to {result.new_run_id}."

@@ -158,7 +158,7 @@ class LiveScreen(QuitFirstFooter, Screen[None]):
         tabs.show(self.MODE, crumb)
         app = self.tether
         banner.set_paused(app.paused, app.held_events)
-        status.show(app.status_text())
+        status.show(app.status_text(status.content_size.width or None))
 
     read_with: tuple[object, ...] | None = None
     """:meth:`read_inputs` as they were when the view last read everything it shows and was

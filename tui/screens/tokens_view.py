@@ -62,6 +62,23 @@ TOP_NARROW_DROPS = ("cached", "agent")
 """Largest-calls columns left out in this order when narrow, so that the run id beside the
 node stays whole."""
 
+USAGE_SHARE = (3, 5)
+"""The usage table's share of the width beside the largest calls (the stylesheet's 3fr:2fr)."""
+
+
+def usage_panel_width(total: int, usage_whole: int, top_whole: int, top_least: int) -> int | None:
+    """The usage table's width beside the largest calls (pure, tested directly), panels' borders
+    included: its share when both fit whole in it; else the width that shows both whole, or the
+    usage table whole beside the largest calls' columns that never give way (it is the view's
+    main table); None (the 3:2 share) when even that does not fit."""
+    share = total * USAGE_SHARE[0] // USAGE_SHARE[1]
+    if usage_whole + top_whole <= total:
+        return min(max(share, usage_whole), total - top_whole)
+    if usage_whole + top_least <= total:
+        return max(share, usage_whole)
+    return None
+
+
 SCOPES = ("workspace", "run", "node")
 RUNS_IN_USAGE_TABLE = 50
 """In the workspace scope the usage table lists the newest runs (a bounded window)."""
@@ -265,9 +282,40 @@ class TokensScreen(LiveScreen):
         self.query_one("#top-calls", KeyedTable).sync(
             [(str(c.call_id), top_call_cells(c)) for c in top]
         )
+        self._split_panels()
         self.query_one("#scope-line", Static).update(self._scope_line())
         self._schedule_plot()
         self.update_chrome()
+
+    def on_resize(self) -> None:
+        self._split_panels()
+
+    def _split_panels(self) -> None:
+        """Share the width between the two tables by what their rows need: the optional
+        columns give way only when the panels really have no room for them (at 200 columns a
+        fixed 3:2 left the usage table one cell short of its Reasoning column)."""
+        try:
+            usage = self.query_one("#usage-table", KeyedTable)
+            top = self.query_one("#top-calls", KeyedTable)
+            total = self.query_one("#tokens-bottom").size.width
+        except NoMatches:
+            return
+        if not total:
+            return  # not laid out yet (built in the background): on its first resize
+
+        def chrome(table: KeyedTable) -> int:  # borders, and a scrollbar when there is one
+            return (table.outer_size.width - table.scrollable_content_region.width
+                    if table.outer_size.width else 2)
+
+        width = usage_panel_width(
+            total,
+            usage.needed_width() + chrome(usage),
+            top.needed_width() + chrome(top),
+            top.needed_width(top.optional_count) + chrome(top),
+        )
+        wanted = f"{USAGE_SHARE[0]}fr" if width is None else str(width)
+        if str(usage.styles.width) != wanted:
+            usage.styles.width = wanted
 
     def _scope_line(self) -> Text:
         scope, run_id, node_id = self.scope()

@@ -147,11 +147,9 @@ class KeyedTable(DataTable[Text]):
         width = self.scrollable_content_region.width
         if not self._optional or not width:
             return False
-        main = min(MAX_WHOLE_MAIN, max(MIN_MAIN_WIDTH, widths.get(self._stretch or "", 0)))
-        needed = {**widths, self._stretch or "": main}
         keys = [key for key, _ in self._all_columns]
         for dropped in self._optional:
-            if sum(needed[key] + 2 * self.cell_padding for key in keys) <= width:
+            if self._needed(widths, keys) <= width:
                 break
             keys.remove(dropped)
         if keys == [key for key, _ in self._columns]:
@@ -161,6 +159,24 @@ class KeyedTable(DataTable[Text]):
         for key, label in self._columns:
             self.add_column(label, key=key)
         return True
+
+    def _needed(self, widths: dict[str, int], keys: Sequence[str]) -> int:
+        """The cells columns ``keys`` take with the main column whole (up to
+        :data:`MAX_WHOLE_MAIN`), each at its widest cell or label, padding included."""
+        main = min(MAX_WHOLE_MAIN, max(MIN_MAIN_WIDTH, widths.get(self._stretch or "", 0)))
+        needed = {**widths, self._stretch or "": main}
+        return sum(needed[key] + 2 * self.cell_padding for key in keys)
+
+    def needed_width(self, leave_out: int = 0) -> int:
+        """The content width the rows shown need with every column, or without the first
+        ``leave_out`` optional ones (what a layout gives the table decides which it shows)."""
+        keys = [key for key, _ in self._all_columns if key not in self._optional[:leave_out]]
+        return self._needed(self._cell_widths(self._cells.values()), keys)
+
+    @property
+    def optional_count(self) -> int:
+        """How many columns give way when the table is narrow."""
+        return len(self._optional)
 
     def _fit_columns(self, widths: dict[str, int]) -> None:
         """Size each automatic column to the rows it will now show (``widths``). DataTable
