@@ -1,10 +1,11 @@
 """What became of a clear this dashboard asked for (``x`` on a run an engine is executing).
 
-Such a clear is a *request*: the engine hands off at its next dispatch. A run whose last node
-is already done has no next dispatch, and when the request lands after the engine read the run
-for the last time, the run ends finished with the request unanswered. The person was told "hands
-off at its next dispatch"; here the dashboard follows each request it made to the run's end and
-says how it ended, so a clear confirmed in time is never silently lost.
+Such a clear is a *request*: the engine hands off at its next dispatch. A run whose last
+node is done has no next dispatch: whether the request landed during that node's attempt or
+after the engine read the run for the last time, the run ends finished with nothing handed off.
+The person was told "hands off at its next dispatch"; here the dashboard follows each request
+it made to the run's end and says how it ended, so a clear confirmed in time is never silently
+lost.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ ENDS = ("finished", "failed", "cancelled")
 
 
 def not_cleared(run_id: str, status: str) -> str:
-    """The one sentence for a requested clear that the run ended before its engine reached."""
-    ended = {"finished": "finished", "failed": "failed"}.get(status, f"was {status}")
-    after = (
-        "a finished run has no work left to hand off" if status == "finished"
-        else "x clears it now"
-    )
+    """The one sentence for a requested clear that the run ended without applying."""
+    if status == "finished":
+        return (f"Run {run_id} finished with no work left to hand off, so nothing was "
+                "cleared.")
+    ended = {"failed": "failed"}.get(status, f"was {status}")
     return (f"Run {run_id} {ended} before its engine reached the clear, so nothing was "
-            f"cleared ({after}).")
+            "cleared (x clears it now).")
 
 
 class ClearFollowUps:

@@ -43,14 +43,22 @@ async def finish_run(execution: RunExecution) -> RunOutcome:
         await execution.store.set_run_status(execution.run_id, "failed", error=execution.failure)
         execution.progress("run", None, "failed", execution.failure)
         return RunOutcome(execution.run_id, "failed", execution.failure)
-    if execution.stop is not None:
+    unfinished = [n for n in execution.top_ids if n not in execution.top_outputs]
+    if execution.stop is not None and not unfinished:
+        # The request came during the last attempt: nothing is left to hand off, and a new
+        # generation would only carry every node over and end at once.
+        reason = (f"{execution.stop.reason}: nothing was left to hand off once the last "
+                  "node ended, so the run finished")
+        await execution.store.append_event("warning", run_id=execution.run_id,
+                                           payload={"reason": reason})
+        execution.progress("warning", None, "warn", reason)
+    elif execution.stop is not None:
         refusal = _handoff_refusal(execution, execution.stop)
         if refusal is not None:
             await execution.store.set_run_status(execution.run_id, "failed", error=refusal)
             execution.progress("run", None, "failed", refusal)
             return RunOutcome(execution.run_id, "failed", refusal)
         return await _hand_off(execution, execution.stop, outputs)
-    unfinished = [n for n in execution.top_ids if n not in execution.top_outputs]
     if unfinished:
         # Never report a run finished while part of its graph did not run.
         error = f"Nodes never became ready: {', '.join(unfinished[:10])}."

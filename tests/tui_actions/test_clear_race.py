@@ -11,6 +11,7 @@ import pytest
 
 from engine.workflow.declaration import read_declaration
 from store.runs.run_log import RunLog
+from store.runs.run_store import RunStore
 from tests.tui_actions.pilot_support import dialog_target, press_for, until
 from tests.tui_actions.test_run_actions import MakeApp, open_runs, runs_view, until_run
 from tui.app import TetherApp
@@ -44,6 +45,8 @@ class Gated:
 
 workflow = Workflow("gated", agents={"gated": Gated()}, default_agent="gated")
 workflow.add_task("only", "Do one thing.")
+if os.environ.get("CLEAR_RACE_TWO_NODES"):
+    workflow.add_task("then", "Do the next thing.", depends_on=["only"])
 '''
 
 
@@ -58,6 +61,22 @@ def gated_workflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Kno
 
 def said(app: TetherApp) -> list[str]:
     return [str(n.message) for n in app._notifications]
+
+
+async def clear_while_it_works(app: TetherApp, pilot: Any, known: KnownWorkflow,
+                               gate: Path) -> str:
+    """Launch the gated run, clear it with ``x`` while its agent works, then let the agent
+    answer; returns the run's id."""
+    run_id = await host_for(app).launch(known, {})
+    await until_run(app, pilot, "the run to start", lambda runs: any(
+        r.run_id == run_id and r.status == "running" for r in runs))
+    await open_runs(app, pilot, select=run_id)
+    await press_for(pilot, app, "x", ReasonDialog)
+    await pilot.press("enter")
+    await until(pilot, lambda: any("Clear requested" in s for s in said(app)),
+                "the request to be written")
+    gate.touch()
+    return run_id
 
 
 async def test_a_clear_the_run_ends_before_reaching_is_said_to_have_done_nothing(
@@ -97,32 +116,44 @@ async def test_a_clear_the_run_ends_before_reaching_is_said_to_have_done_nothing
             r.run_id == run_id and r.status == "finished" for r in runs))
         await until(pilot, lambda: any("nothing was cleared" in s for s in said(app)),
                     "the dashboard to say what became of the clear")
-    assert (f"Run {run_id} finished before its engine reached the clear, so nothing was "
-            "cleared (a finished run has no work left to hand off).") in said(app)
+    assert (f"Run {run_id} finished with no work left to hand off, so nothing was "
+            "cleared.") in said(app)
 
 
 async def test_a_clear_the_run_reaches_says_where_it_continues(
     make_app: MakeApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Confirmed while the agent still works: the run hands off once its attempt ends, and
-    the dashboard names the new run."""
+    """Confirmed while the agent still works on a node with another after it: the run hands
+    off once the attempt ends, and the dashboard names the new run."""
+    monkeypatch.setenv("CLEAR_RACE_TWO_NODES", "1")
     known, gate = gated_workflow(tmp_path, monkeypatch)
     async with runs_view(make_app) as (app, pilot, _screen):
-        host = host_for(app)
-        run_id = await host.launch(known, {})
-        await until_run(app, pilot, "the run to start", lambda runs: any(
-            r.run_id == run_id and r.status == "running" for r in runs))
-        await open_runs(app, pilot, select=run_id)
-        await press_for(pilot, app, "x", ReasonDialog)
-        await pilot.press("enter")
-        await until(pilot, lambda: any("Clear requested" in s for s in said(app)),
-                    "the request to be written")
-        gate.touch()
+        run_id = await clear_while_it_works(app, pilot, known, gate)
         runs = await until_run(app, pilot, "the successor", lambda runs: any(
             r.parent_run_id == run_id for r in runs))
         successor = next(r.run_id for r in runs if r.parent_run_id == run_id)
         await until(pilot, lambda: f"Run {run_id} handed off to {successor}." in said(app),
                     "the dashboard to name the new run")
+
+
+async def test_a_clear_during_the_last_attempt_finishes_the_run_without_a_new_generation(
+    make_app: MakeApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Confirmed while the run's only node still works: nothing is left to hand off once it
+    ends, so the run finishes (a new generation would carry every node and end at once) and
+    the run's log and the dashboard say so."""
+    known, gate = gated_workflow(tmp_path, monkeypatch)
+    async with runs_view(make_app) as (app, pilot, _screen):
+        run_id = await clear_while_it_works(app, pilot, known, gate)
+        runs = await until_run(app, pilot, "the run to end", lambda runs: any(
+            r.run_id == run_id and r.status != "running" for r in runs))
+        assert next(r.status for r in runs if r.run_id == run_id) == "finished"
+        assert not any(r.parent_run_id == run_id for r in runs)
+        await until(pilot, lambda: (f"Run {run_id} finished with no work left to hand off, so "
+                                    "nothing was cleared.") in said(app),
+                    "the dashboard to say what became of the clear")
+        events = await RunStore(await host_for(app).database()).recent_events(200, run_id=run_id)
+        assert any("nothing was left to hand off" in str(e.payload) for e in events)
 
 
 async def test_a_clear_confirmed_after_the_run_finished_is_refused_in_one_sentence(
