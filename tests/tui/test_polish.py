@@ -62,6 +62,23 @@ async def test_at_80_columns_workflow_names_stay_whole(make_app) -> None:
             assert workflow in text, workflow
 
 
+async def test_at_80_columns_the_breadcrumb_stays_readable(make_app) -> None:
+    # Seen in tmux at 80x24: the Tokens view's top line ended "│ scope:", its scope wrapped
+    # out of the one-line header. The other views' tabs now keep only their keys there.
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await until(pilot, lambda: isinstance(app.screen, TokensScreen), "the Tokens view")
+        await settle(pilot, app)
+        top = screen_lines(app)[0]
+        assert "scope: workspace" in top and " 2 Tokens " in top and "Runs" not in top, top
+        await pilot.resize_terminal(160, 48)
+        await settle(pilot, app)
+        top = screen_lines(app)[0]
+        assert " 1 Runs " in top and " 5 Usage " in top and "scope: workspace" in top, top
+
+
 def _ends(header: str, row: str, label: str, value: str) -> tuple[int, int]:
     return header.index(label) + len(label), row.index(value) + len(value)
 

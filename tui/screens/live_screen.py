@@ -38,18 +38,40 @@ class ViewTabs(Static):
     ViewTabs { height: 1; background: $panel; padding: 0 1; }
     """
 
+    _shown: tuple[str, Text] | None = None
+
     def show(self, mode: str, crumb: Text) -> None:
-        """Render the tabs for ``mode`` followed by the breadcrumb."""
-        line = Text()
-        line.append("tether ", style="bold")
-        for key, name, label in VIEWS:
-            style = "bold reverse" if name == mode else "dim"
-            line.append(f" {key} {label} ", style=style)
-            line.append(" ")
-        if crumb.plain:
-            line.append(" │ ", style="dim")
-            line.append_text(crumb)
+        """Render the tabs for ``mode`` followed by the breadcrumb; when that is wider than
+        the line (80 columns), the other views' tabs keep only their keys, so the breadcrumb
+        ("scope: run r-…") stays readable instead of wrapping out of sight."""
+        self._shown = (mode, crumb)
+        width = self.content_size.width
+        line = tabs_line(mode, crumb, compact=False)
+        if width and line.cell_len > width:
+            line = tabs_line(mode, crumb, compact=True)
+        line.no_wrap = True
+        line.overflow = "ellipsis"
         self.update(line)
+
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self.show(*self._shown)
+
+
+def tabs_line(mode: str, crumb: Text, *, compact: bool) -> Text:
+    """The top line for ``mode``: every view's tab (``compact``: the inactive ones by key
+    only), then the breadcrumb."""
+    line = Text()
+    line.append("tether ", style="bold")
+    for key, name, label in VIEWS:
+        active = name == mode
+        line.append(f" {key} {label} " if active or not compact else f" {key} ",
+                    style="bold reverse" if active else "dim")
+        line.append(" ")
+    if crumb.plain:
+        line.append(" │ ", style="dim")
+        line.append_text(crumb)
+    return line
 
 
 FOOTER_FIRST = ("request_quit", "help")
