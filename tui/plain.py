@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.ceiling import counted_tokens
 from store.model.wording import plural as plural  # re-exported: tui counts through here
 
 # C0 controls map to the Unicode "control pictures" block (U+2400 + code), DEL to U+2421.
@@ -123,7 +122,9 @@ def budget_used(run: Any) -> str:
             unknown = "+?" if run.cost.unpriced_calls else ""
             used, limit = (run.cost.usd or 0.0) / maximum, f"${maximum:,.2f}{unknown}"
         else:
-            used, limit = counted_tokens(run.tokens) / maximum, tokens(int(maximum))
+            # Every lane counts against a token budget (engine.ceiling.counted_tokens is the
+            # total); the listing commands that draw this import no engine.
+            used, limit = run.tokens.total / maximum, tokens(int(maximum))
         if used > worst:
             worst, shown = used, f"{int(used * 100)}%/{limit}"
     return shown

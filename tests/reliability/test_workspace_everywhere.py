@@ -171,7 +171,7 @@ CASES["steer"] = Case(
 )
 CASES["export otlp"] = Case(
     ("export", "otlp", "--run", "r-target-done", "--no-metrics", "--endpoint", "{otlp}"),
-    expect("(1 of 1 runs)"),
+    expect("(1 of 1 run)"),
 )
 NEEDS_SEMANTIC = {"memory reindex"}
 SEPARATE = {"tui", "demo", "mcp", "serve", "migrate"}  # tested below
