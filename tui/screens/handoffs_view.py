@@ -70,7 +70,7 @@ def chain_rows(chains: list[HandoffChain], needle: str) -> list[tuple[str, list[
                         one_line(handoff.from_run_id),
                         one_line(handoff.to_run_id or "(not started)"),
                         reason_text(handoff),
-                        Text(f"{handoff.carried_bytes} B", justify="right"),
+                        Text(f"{handoff.carried_bytes:,} B", justify="right"),
                     ],
                 )
             )
@@ -86,7 +86,8 @@ def handoff_detail(handoff: HandoffRecord) -> Text:
         style="bold",
     )
     out.append_text(reason_text(handoff))
-    out.append(f"\ncarried {handoff.carried_bytes} bytes of distilled state\n\n", style="dim")
+    out.append(f"\ncarried {plural(handoff.carried_bytes, 'byte')} of distilled state\n\n",
+               style="dim")
     state = handoff.carried_state
     rendered = (
         json.dumps(state, indent=2, ensure_ascii=False)
