@@ -300,3 +300,43 @@ def test_a_second_clear_keeps_the_reason_of_the_first(tmp_path: Path) -> None:
     finally:
         tether(workspace, "cancel", run_id)
         process.communicate(timeout=60)
+
+
+@pytest.mark.parametrize(("variable", "value", "accepted"), [
+    ("TETHER_MEMORY_TIMEOUT_MS", "abc", "a whole number above 0"),
+    ("TETHER_MEMORY_TIMEOUT_MS", "-5", "a whole number above 0"),
+    ("TETHER_MEMORY_TIMEOUT_MS", "0", "a whole number above 0"),
+    ("TETHER_SIM_LATENCY_MS", "fast", "a number of 0 or more"),
+    ("TETHER_SIM_FAILURE_RATE", "2", "a number from 0 to 1"),
+    ("TETHER_SIM_SEED", "x", "a whole number"),
+])
+def test_a_bad_environment_number_is_refused_not_replaced(
+    tmp_path: Path, variable: str, value: str, accepted: str
+) -> None:
+    """``TETHER_MEMORY_TIMEOUT_MS=abc`` (or -5) ran with 2000 ms, and a bad ``TETHER_SIM_*``
+    with the simulated agent's default, without a word: a person believed their setting was in
+    force. It is now refused in one sentence naming the variable and what it takes; exit 2,
+    no run recorded."""
+    workspace = tmp_path / "ws"
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli.entry", "run", str(EXAMPLE), "--input",
+         '{"files": ["a.py"]}', "--workspace", str(workspace)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "TETHER_SIM_LATENCY_MS": "5", variable: value})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"tether: {variable} must be {accepted}, not {value!r}; unset it for the default."]
+    listed = tether(workspace, "runs", "--format", "json")
+    assert listed.returncode != 0 or json.loads(listed.stdout)["items"] == []
+
+
+def test_a_bad_encoder_idle_time_is_refused(tmp_path: Path) -> None:
+    """``TETHER_ENCODER_IDLE_S=abc`` ended the encoder service with a Python traceback (and a
+    client waited a minute for it); it is now one sentence and exit 2."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli.entry", "memory", "encoder", "--workspace",
+         str(tmp_path / "ws")], capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "TETHER_ENCODER_IDLE_S": "abc"})
+    assert done.returncode == 2
+    assert done.stderr == ("tether: TETHER_ENCODER_IDLE_S must be a number above 0, not 'abc'; "
+                           "unset it for the default.\n")
