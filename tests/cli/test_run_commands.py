@@ -340,3 +340,26 @@ def test_a_bad_encoder_idle_time_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr == ("tether: TETHER_ENCODER_IDLE_S must be a number above 0, not 'abc'; "
                            "unset it for the default.\n")
+
+
+def test_compare_of_a_loop_node_takes_its_latest_iteration_as_node_does(
+    finished_run: tuple[Path, dict]
+) -> None:
+    """``tether compare A B --node draft`` diffed draft#0, the first iteration, while ``tether
+    node draft`` shows the latest: the same name meant two different nodes. It now takes the
+    latest iteration in either run, and says which (``draft#N`` names another)."""
+    workspace, run = finished_run
+    shown = tether(workspace, "node", "draft", "--run", run["run_id"], "--format", "json")
+    latest = json.loads(shown.stdout)["iteration"]
+    assert latest > 0
+    run_id = run["run_id"]
+    compared = tether(workspace, "compare", run_id, run_id, "--node", "draft")
+    assert compared.returncode == 0, compared.stderr
+    assert f"Output of draft#{latest}: the same" in compared.stdout
+    as_json = tether(workspace, "compare", run_id, run_id, "--node", "draft", "--format", "json")
+    assert json.loads(as_json.stdout)["node"] == f"draft#{latest}"
+    first = tether(workspace, "compare", run_id, run_id, "--node", "draft#0")
+    assert "Output of draft#0: the same" in first.stdout
+    missing = tether(workspace, "compare", run_id, run_id, "--node", "nope")
+    assert missing.returncode == 1
+    assert missing.stderr == "tether: Neither run has a node 'nope'.\n"

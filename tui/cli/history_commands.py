@@ -240,19 +240,26 @@ def compare_lines(comparison: Any, now_ms: int) -> list[str]:
 
 
 async def print_compare(
-    workspace: Workspace, a_id: str, b_id: str, node_key: str | None, output_format: str
+    workspace: Workspace, a_id: str, b_id: str, node: tuple[str, int | None] | None,
+    output_format: str,
 ) -> None:
-    """Print two runs side by side, or (``node_key``) one node's prompt, memory block and
-    output as word diffs."""
-    from store.read.compare_reads import compare_runs, node_texts
+    """Print two runs side by side, or (``node``: an id and an iteration, None for its latest
+    in either run) also one node's prompt, memory block and output as word diffs."""
+    from store.read.compare_reads import compare_runs, latest_iteration, node_texts
     from tui.word_diff import comparable, diff_plain, word_diff
 
+    node_key = None
     async with reading_runs(workspace, a_id, b_id) as (db, now):
         comparison = await compare_runs(db, a_id, b_id)
         texts = None
-        if node_key is not None:
+        if node is not None:
+            node_id, iteration = node
+            asked = node_id if iteration is None else f"{node_id}#{iteration}"
+            if iteration is None:
+                iteration = latest_iteration(comparison, node_id)
+            node_key = f"{node_id}#{iteration}"
             if node_key not in {p.key for p in comparison.pairs}:
-                raise NotFoundError(f"Neither run has a node {node_key!r}.")
+                raise NotFoundError(f"Neither run has a node {asked!r}.")
             texts = (await node_texts(db, a_id, node_key), await node_texts(db, b_id, node_key))
     if output_format in ("json", "jsonl"):
         document: dict[str, Any] = {
@@ -266,6 +273,7 @@ async def print_compare(
                       for p in comparison.pairs],
         }
         if texts is not None:
+            document["node"] = node_key
             document["texts"] = {
                 field: {"a": getattr(texts[0], field), "b": getattr(texts[1], field),
                         "diff": word_diff(*(comparable(t, field) for t in texts)).pieces}
