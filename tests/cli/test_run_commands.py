@@ -363,3 +363,26 @@ def test_compare_of_a_loop_node_takes_its_latest_iteration_as_node_does(
     missing = tether(workspace, "compare", run_id, run_id, "--node", "nope")
     assert missing.returncode == 1
     assert missing.stderr == "tether: Neither run has a node 'nope'.\n"
+
+
+def test_the_timeline_of_a_fan_outs_id_shows_its_copies(finished_run: tuple[Path, dict]) -> None:
+    """``tether node review --timeline`` said "Run … has no node 'review'" while ``tether node
+    review`` lists the copies the fan-out made; it now shows those copies' timelines (a copy's
+    own id shows that copy's, as before)."""
+    workspace, run = finished_run
+    run_id = run["run_id"]
+    listed = tether(workspace, "node", "review", "--run", run_id)
+    assert listed.returncode == 0 and "review is a fan-out" in listed.stdout
+    shown = tether(workspace, "node", "review", "--run", run_id, "--timeline")
+    assert shown.returncode == 0, shown.stderr
+    bars = shown.stdout.split("Legend")[0].splitlines()[2:]  # below the header lines
+    named = sorted(line.split()[0].lstrip("*") for line in bars if "#" in line.split()[0])
+    assert named == ["review[api.py]#0", "review[db.py]#0"], shown.stdout
+    assert "review[api.py]#0: waiting" in shown.stdout and "review[db.py]#0: waiting" in (
+        shown.stdout)
+    one = tether(workspace, "node", "review[db.py]", "--run", run_id, "--timeline")
+    assert one.returncode == 0 and "review[db.py]#0:" in one.stdout
+    assert "review[api.py]" not in one.stdout.split("Critical path")[0]
+    missing = tether(workspace, "node", "revie", "--run", run_id, "--timeline")
+    assert missing.returncode == 1
+    assert missing.stderr == f"tether: Run {run_id} has no node 'revie'.\n"
