@@ -475,10 +475,16 @@ def run_dashboard(
 ) -> int:
     """Open the dashboard on ``workspace`` in the terminal (blocks until the user quits).
 
-    Returns the exit code: 0, or :data:`tui.crash.CRASH_EXIT_CODE` after an internal error,
-    whose traceback is saved under the workspace and named in one sentence on stderr.
+    Returns the exit code: 0, 2 with one sentence when there is no terminal, or
+    :data:`tui.crash.CRASH_EXIT_CODE` after an internal error, whose traceback is saved under
+    the workspace and named in one sentence on stderr.
     """
     from tui.crash import CRASH_EXIT_CODE, crash_sentence, write_crash_report
+    from tui.terminal import NO_TERMINAL_EXIT, terminal_problem
+
+    if (problem := terminal_problem()) is not None:
+        print(f"tether: {problem}", file=sys.stderr)
+        return NO_TERMINAL_EXIT
 
     app = app_class(workspace, background=background)
     app.crash_to_file = True
@@ -489,10 +495,10 @@ def run_dashboard(
     summary = report.strip().splitlines()[-1] if report.strip() else "no details"
     try:
         saved: Path | None = write_crash_report(workspace, report)
-        problem = None
+        unsaved = None
     except OSError as error:
-        saved, problem = None, error.strerror or str(error)
-    print(f"tether: {crash_sentence(summary[:300], saved, problem)}", file=sys.stderr)
+        saved, unsaved = None, error.strerror or str(error)
+    print(f"tether: {crash_sentence(summary[:300], saved, unsaved)}", file=sys.stderr)
     return CRASH_EXIT_CODE
 
 

@@ -17,26 +17,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import random
 from dataclasses import dataclass
 from typing import Any
 
 from engine.agents.agent import AgentError, AgentRequest, AgentResult, ModelCall, tool_by_name
 from engine.agents.fake_data import example_for, topics_from
+from engine.env_settings import env_number
 from store.model.token_lanes import TokenUsage
 
 _DONE_FLAGS = ("done", "finished", "complete", "completed", "approved", "stop", "converged")
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        return default
 
 
 @dataclass
@@ -58,9 +48,10 @@ class SimulatedAgent:
     simulated: bool = True
 
     def __post_init__(self) -> None:
-        self.latency_ms = _env_float("TETHER_SIM_LATENCY_MS", self.latency_ms)
-        self.failure_rate = _env_float("TETHER_SIM_FAILURE_RATE", self.failure_rate)
-        self.seed = int(_env_float("TETHER_SIM_SEED", self.seed))
+        self.latency_ms = env_number("TETHER_SIM_LATENCY_MS", self.latency_ms, minimum=0)
+        self.failure_rate = env_number("TETHER_SIM_FAILURE_RATE", self.failure_rate,
+                                       minimum=0, maximum=1)
+        self.seed = int(env_number("TETHER_SIM_SEED", self.seed, whole=True))
         if not 0.0 <= self.failure_rate <= 1.0 or not 0.0 <= self.invalid_rate <= 1.0:
             raise ValueError("failure_rate and invalid_rate must be between 0 and 1")
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from engine.detached_process import start_detached
+from engine.env_settings import env_number
 from engine.memory.query_text import QueryVectors, focus_query
 from store.workspace.layout import Workspace
 
@@ -167,6 +168,7 @@ async def serve(workspace: Workspace, encoder_name: str, *, catch_up: bool = Fal
     when no encoder can load here."""
     from engine.memory.encoders import load_encoder
 
+    idle_s = idle_from_env()
     path, lock_path = service_paths(workspace, encoder_name)
     with open(lock_path, "a") as lock:
         try:
@@ -176,8 +178,7 @@ async def serve(workspace: Workspace, encoder_name: str, *, catch_up: bool = Fal
         encoder = await asyncio.to_thread(load_encoder, encoder_name)
         if encoder is None:
             return 3
-        service = EncoderService(workspace, encoder,
-                                 float(os.environ.get(IDLE_ENV) or IDLE_S))
+        service = EncoderService(workspace, encoder, idle_s)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # a stale socket of a service that died: the lock is ours now
         server = await asyncio.start_unix_server(service.client, path=str(path),
@@ -193,6 +194,15 @@ async def serve(workspace: Workspace, encoder_name: str, *, catch_up: bool = Fal
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     return 0
+
+
+def idle_from_env() -> float:
+    """``TETHER_ENCODER_IDLE_S`` (seconds above 0), :data:`IDLE_S` when unset.
+
+    Raises:
+        InvalidInputError: it is set to anything else.
+    """
+    return env_number(IDLE_ENV, IDLE_S, above=0)
 
 
 # -- the client ------------------------------------------------------------------------------
@@ -235,6 +245,7 @@ class RemoteEncoder:
 
     def __init__(self, workspace: Workspace, encoder_name: str,
                  start_wait_s: float = START_WAIT_S) -> None:
+        idle_from_env()  # refused here, not by a detached service this waits a minute for
         self.workspace = workspace
         self.encoder_name = encoder_name
         self.path, _ = service_paths(workspace, encoder_name)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Mapping
 from typing import Any
 
+from engine.env_settings import env_number
 from engine.memory.keyword_recall import RecallBackend
 from engine.memory.memory_config import MemoryConfig
 from engine.memory.recall_items import RecallRequest, RecallResult
@@ -24,13 +24,14 @@ RECALL_LIMIT = 16
 
 
 def timeout_from_env(environ: Mapping[str, str] | None = None) -> int:
-    """The recall timeout in ms: ``TETHER_MEMORY_TIMEOUT_MS`` if a positive integer, else 2000."""
-    raw = (os.environ if environ is None else environ).get(TIMEOUT_ENV, "")
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        return DEFAULT_TIMEOUT_MS
-    return value if value > 0 else DEFAULT_TIMEOUT_MS
+    """The recall timeout in ms: ``TETHER_MEMORY_TIMEOUT_MS`` (a whole number above 0), 2000
+    when unset.
+
+    Raises:
+        InvalidInputError: it is set to anything else.
+    """
+    return int(env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT_MS, whole=True, above=0,
+                          environ=environ))
 
 
 def recall_request(config: MemoryConfig, query: str, limit: int) -> RecallRequest:

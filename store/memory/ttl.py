@@ -17,14 +17,19 @@ def parse_ttl(text: str) -> int | None:
     ``2h``, ``7d``.
 
     Raises:
-        ValueError: the text is neither blank nor a non-negative duration.
+        ValueError: the text is neither blank nor a duration above 0 (a TTL of 0 would write
+            a fact already expired).
     """
     if not text.strip():
         return None
     match = _TTL_RE.match(text)
     if match is None:
         raise ValueError("TTL must be blank or a duration such as 90000, 30s, 5m, 2h or 7d.")
-    return int(match.group(1)) * _TTL_UNITS_MS[match.group(2) or "ms"]
+    ttl_ms = int(match.group(1)) * _TTL_UNITS_MS[match.group(2) or "ms"]
+    if ttl_ms == 0:
+        raise ValueError("TTL must be above 0 (0 expires the fact as it is written); leave it "
+                         "blank for none.")
+    return ttl_ms
 
 
 def format_ttl(ttl_ms: int | None) -> str:

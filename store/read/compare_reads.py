@@ -125,6 +125,13 @@ def pair_nodes(
     return pairs
 
 
+def latest_iteration(comparison: Comparison, node_id: str) -> int:
+    """The latest iteration of ``node_id`` in either run (0 when neither has it), as ``tether
+    node`` shows a loop node named without one."""
+    return max((side.node.iteration for pair in comparison.pairs for side in (pair.a, pair.b)
+                if side is not None and side.node.node_id == node_id), default=0)
+
+
 async def _sides(rows: Rows, run_id: str) -> list[Side]:
     nodes = [NodeRecord.from_row(r) for r in await rows.fetch_all(COMPARED_NODES, (run_id,))]
     usage = {u.key: u for u in (NodeUsage.from_row(r) for r in

@@ -94,3 +94,25 @@ def test_the_dashboard_opens_on_the_named_workspace_without_click(tmp_path: Path
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert done.stdout == "opened ws False False\n"
+
+
+@pytest.mark.parametrize("args", [
+    ["--workspace", "ws"], ["tui", "--workspace", "ws"], ["demo", "--workspace", "demo"],
+])
+def test_without_a_terminal_the_dashboard_says_so_and_exits_2(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """``tether < /dev/null`` (a CI job, a pipe) ran forever drawing into nowhere and waiting
+    for keys that never came. The dashboard, and the demo that opens it, now say in one
+    sentence that they need a terminal and what to run instead, and exit 2 with nothing made."""
+    db = DirectDatabase.open_now(Workspace(tmp_path / "ws"))
+    run_now(RunStore(db).create_run("code-review", run_id="run-1", status="finished"))
+    run_now(db.close())
+    done = subprocess.run([sys.executable, "-m", "tui.cli.entry", *args], cwd=tmp_path,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT)})
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.startswith("tether: the dashboard needs a terminal (stdin and stdout")
+    assert done.stderr.count("\n") == 1 and "tether runs" in done.stderr
+    assert not (tmp_path / "demo").exists()

@@ -279,14 +279,18 @@ def test_an_option_without_its_value_names_the_commands_help() -> None:
 
 
 def test_a_bad_ttl_is_not_told_it_may_be_blank(seeded: tuple[Path, str]) -> None:
-    """``--ttl -5`` said "TTL must be blank or a duration …", but a blank --ttl is refused."""
+    """``--ttl -5`` said "TTL must be blank or a duration …", but a blank --ttl is refused.
+    ``--ttl 0`` (or 0s) was taken and wrote a fact already expired; it is refused alike, and
+    nothing is written."""
     ws, _ = seeded
-    for ttl in ("-5", "", "soon"):
+    before = fingerprint(ws)
+    for ttl in ("-5", "", "soon", "0", "0s", "0d"):
         result = tether("memory", "set", NS, "k", "1", "--ttl", ttl, "--workspace", str(ws))
         assert result.returncode == 2
         assert one_sentence(result.stderr) == (
-            "Invalid value for '--ttl': TTL must be a duration such as 90000, 30s, 5m, 2h or "
-            "7d (see 'tether memory set --help').")
+            "Invalid value for '--ttl': TTL must be a duration above 0 such as 90000, 30s, 5m, "
+            "2h or 7d (see 'tether memory set --help')."), ttl
+    assert fingerprint(ws) == before
 
 
 def test_limit_and_gc_report_what_they_did(seeded: tuple[Path, str]) -> None:

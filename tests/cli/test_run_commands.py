@@ -300,3 +300,89 @@ def test_a_second_clear_keeps_the_reason_of_the_first(tmp_path: Path) -> None:
     finally:
         tether(workspace, "cancel", run_id)
         process.communicate(timeout=60)
+
+
+@pytest.mark.parametrize(("variable", "value", "accepted"), [
+    ("TETHER_MEMORY_TIMEOUT_MS", "abc", "a whole number above 0"),
+    ("TETHER_MEMORY_TIMEOUT_MS", "-5", "a whole number above 0"),
+    ("TETHER_MEMORY_TIMEOUT_MS", "0", "a whole number above 0"),
+    ("TETHER_SIM_LATENCY_MS", "fast", "a number of 0 or more"),
+    ("TETHER_SIM_FAILURE_RATE", "2", "a number from 0 to 1"),
+    ("TETHER_SIM_SEED", "x", "a whole number"),
+])
+def test_a_bad_environment_number_is_refused_not_replaced(
+    tmp_path: Path, variable: str, value: str, accepted: str
+) -> None:
+    """``TETHER_MEMORY_TIMEOUT_MS=abc`` (or -5) ran with 2000 ms, and a bad ``TETHER_SIM_*``
+    with the simulated agent's default, without a word: a person believed their setting was in
+    force. It is now refused in one sentence naming the variable and what it takes; exit 2,
+    no run recorded."""
+    workspace = tmp_path / "ws"
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli.entry", "run", str(EXAMPLE), "--input",
+         '{"files": ["a.py"]}', "--workspace", str(workspace)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "TETHER_SIM_LATENCY_MS": "5", variable: value})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"tether: {variable} must be {accepted}, not {value!r}; unset it for the default."]
+    listed = tether(workspace, "runs", "--format", "json")
+    assert listed.returncode != 0 or json.loads(listed.stdout)["items"] == []
+
+
+def test_a_bad_encoder_idle_time_is_refused(tmp_path: Path) -> None:
+    """``TETHER_ENCODER_IDLE_S=abc`` ended the encoder service with a Python traceback (and a
+    client waited a minute for it); it is now one sentence and exit 2."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli.entry", "memory", "encoder", "--workspace",
+         str(tmp_path / "ws")], capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "TETHER_ENCODER_IDLE_S": "abc"})
+    assert done.returncode == 2
+    assert done.stderr == ("tether: TETHER_ENCODER_IDLE_S must be a number above 0, not 'abc'; "
+                           "unset it for the default.\n")
+
+
+def test_compare_of_a_loop_node_takes_its_latest_iteration_as_node_does(
+    finished_run: tuple[Path, dict]
+) -> None:
+    """``tether compare A B --node draft`` diffed draft#0, the first iteration, while ``tether
+    node draft`` shows the latest: the same name meant two different nodes. It now takes the
+    latest iteration in either run, and says which (``draft#N`` names another)."""
+    workspace, run = finished_run
+    shown = tether(workspace, "node", "draft", "--run", run["run_id"], "--format", "json")
+    latest = json.loads(shown.stdout)["iteration"]
+    assert latest > 0
+    run_id = run["run_id"]
+    compared = tether(workspace, "compare", run_id, run_id, "--node", "draft")
+    assert compared.returncode == 0, compared.stderr
+    assert f"Output of draft#{latest}: the same" in compared.stdout
+    as_json = tether(workspace, "compare", run_id, run_id, "--node", "draft", "--format", "json")
+    assert json.loads(as_json.stdout)["node"] == f"draft#{latest}"
+    first = tether(workspace, "compare", run_id, run_id, "--node", "draft#0")
+    assert "Output of draft#0: the same" in first.stdout
+    missing = tether(workspace, "compare", run_id, run_id, "--node", "nope")
+    assert missing.returncode == 1
+    assert missing.stderr == "tether: Neither run has a node 'nope'.\n"
+
+
+def test_the_timeline_of_a_fan_outs_id_shows_its_copies(finished_run: tuple[Path, dict]) -> None:
+    """``tether node review --timeline`` said "Run … has no node 'review'" while ``tether node
+    review`` lists the copies the fan-out made; it now shows those copies' timelines (a copy's
+    own id shows that copy's, as before)."""
+    workspace, run = finished_run
+    run_id = run["run_id"]
+    listed = tether(workspace, "node", "review", "--run", run_id)
+    assert listed.returncode == 0 and "review is a fan-out" in listed.stdout
+    shown = tether(workspace, "node", "review", "--run", run_id, "--timeline")
+    assert shown.returncode == 0, shown.stderr
+    bars = shown.stdout.split("Legend")[0].splitlines()[2:]  # below the header lines
+    named = sorted(line.split()[0].lstrip("*") for line in bars if "#" in line.split()[0])
+    assert named == ["review[api.py]#0", "review[db.py]#0"], shown.stdout
+    assert "review[api.py]#0: waiting" in shown.stdout and "review[db.py]#0: waiting" in (
+        shown.stdout)
+    one = tether(workspace, "node", "review[db.py]", "--run", run_id, "--timeline")
+    assert one.returncode == 0 and "review[db.py]#0:" in one.stdout
+    assert "review[api.py]" not in one.stdout.split("Critical path")[0]
+    missing = tether(workspace, "node", "revie", "--run", run_id, "--timeline")
+    assert missing.returncode == 1
+    assert missing.stderr == f"tether: Run {run_id} has no node 'revie'.\n"

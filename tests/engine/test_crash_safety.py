@@ -116,56 +116,98 @@ def _check_exactly_once(workspace: Path, log: Path) -> None:
 LINGERING_AGENT = """
 import json, os, signal, sys
 sys.stdin.read()
+daemon = os.environ["TETHER_ATTEMPT"] == "1" and bool(os.environ.get("AGENT_ESCAPES"))
+if daemon and os.fork() == 0:
+    os.setsid()  # a daemon it started, out of its process group: only the reaper finds it
+else:
+    daemon = False
 with open(os.environ["AGENT_LOG"], "a") as log:
-    log.write(f"{os.environ['TETHER_ATTEMPT']} {os.getpid()}\\n")
+    log.write(f"{os.environ['TETHER_ATTEMPT']} {os.getpid()} {'daemon' if daemon else ''}\\n")
 if os.environ["TETHER_ATTEMPT"] == "1":
     signal.pause()  # works on and on, as a coding agent does, until something stops it
 print(json.dumps({"output": "done", "usage": {"input_tokens": 10, "output_tokens": 2}}))
 """
 
 
-def test_a_resumed_run_stops_the_agent_its_killed_engine_left(tmp_path: Path) -> None:
-    """kill -9 of `tether run` left its command agent running (an agent CLI runs in its own
-    session, so nothing stops it), and `tether run --resume` started a second agent beside
-    it: two agents spending on, and editing, the same work. The resumed run now stops the
-    processes that name the run in their environment before it dispatches anything."""
+def _start_lingering_agent(
+    tmp_path: Path, escapes: bool
+) -> tuple[Path, Path, subprocess.Popen[bytes], Path]:
+    """A real `tether run` of one task whose command agent works until stopped: the
+    workspace, the workflow, the engine's process and the log where each agent process writes
+    its attempt and pid (two lines for attempt 1 when ``escapes``)."""
     workspace, agent_log = tmp_path / "ws", tmp_path / "agents.log"
     workspace.mkdir()
     script = tmp_path / "agent.py"
     script.write_text(LINGERING_AGENT)
+    escape = ", AGENT_ESCAPES = \"1\"" if escapes else ""
     (workspace / "config.toml").write_text(
         "[agents.worker]\ntype = \"command\"\npreset = \"json\"\n"
         f"command = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]\n"
-        f"env = {{ AGENT_LOG = {json.dumps(str(agent_log))} }}\n")
+        f"env = {{ AGENT_LOG = {json.dumps(str(agent_log))}{escape} }}\n")
     workflow = tmp_path / "work.py"
     workflow.write_text("from engine import Workflow\n\nworkflow = Workflow('work', "
                         "default_agent='worker')\nworkflow.add_task('t', 'Do the work.')\n")
     engine = _tether(workspace, tmp_path / "unused.log", "run", str(workflow))
-    first_pid = 0
+    deadline = time.monotonic() + 60
+    while len(_agent_pids(agent_log)) < (2 if escapes else 1):
+        assert engine.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    return workspace, workflow, engine, agent_log
+
+
+def _agent_pids(agent_log: Path) -> list[int]:
+    text = agent_log.read_text() if agent_log.exists() else ""
+    return [int(line.split()[1]) for line in text.splitlines(keepends=True)
+            if line.endswith("\n")]
+
+
+def test_a_killed_engine_takes_its_agent_with_it(tmp_path: Path) -> None:
+    """kill -9 of `tether run` left its agent CLI working, and spending, on (it runs in its
+    own session, so nothing stopped it) until it next printed into the closed pipe or a resume
+    on the same host reaped it. The engine's watchdog now kills the agent's process group the
+    moment the engine dies, with no resume."""
+    _, _, engine, agent_log = _start_lingering_agent(tmp_path, escapes=False)
+    (agent,) = _agent_pids(agent_log)
     try:
-        deadline = time.monotonic() + 60
-        while not (agent_log.exists() and agent_log.read_text().endswith("\n")):
-            assert engine.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
-        first_pid = int(agent_log.read_text().split()[1])
         engine.send_signal(signal.SIGKILL)
         engine.wait()
-        assert not process_gone(first_pid)  # the engine is dead; its agent is not
+        deadline = time.monotonic() + 10
+        while not process_gone(agent):
+            assert time.monotonic() < deadline, "the agent outlived its engine"
+            time.sleep(0.02)
+    finally:
+        if not process_gone(agent):
+            os.kill(agent, signal.SIGKILL)
+
+
+def test_a_resumed_run_stops_the_agent_its_killed_engine_left(tmp_path: Path) -> None:
+    """kill -9 of `tether run` left its command agent running, and `tether run --resume`
+    started a second agent beside it: two agents spending on, and editing, the same work. The
+    engine's watchdog stops the agent's group, but a process the agent moved out of it (a
+    daemon) is left; the resumed run stops the processes that name the run in their
+    environment before it dispatches anything."""
+    workspace, workflow, engine, agent_log = _start_lingering_agent(tmp_path, escapes=True)
+    escaped = 0
+    try:
+        escaped = [int(line.split()[1]) for line in agent_log.read_text().splitlines()
+                   if line.endswith("daemon")][0]
+        engine.send_signal(signal.SIGKILL)
+        engine.wait()
+        assert not process_gone(escaped)  # the engine is dead; the agent's daemon is not
         (run_id,) = _run_ids(workspace)
         resumed = _tether(workspace, tmp_path / "unused.log", "run", str(workflow),
                           "--resume", run_id)
         _, err = resumed.communicate(timeout=60)
         assert resumed.returncode == 0, err.decode()
-        assert process_gone(first_pid), "the first agent still runs beside the resumed one"
-        assert "stopped 1 process an earlier attempt of this run left running" in (
-            err.decode())
-        assert [line.split()[0] for line in agent_log.read_text().splitlines()] == ["1", "2"]
+        assert process_gone(escaped), "the first agent's daemon still runs beside the resumed one"
+        assert "left running" in err.decode()
+        assert [line.split()[0] for line in agent_log.read_text().splitlines()] == ["1", "1", "2"]
         with _db(workspace) as conn:
             (payload,) = conn.execute(
                 "SELECT payload_json FROM events WHERE type = 'executor.reaped'").fetchone()
-        assert json.loads(payload)["pids"] == [first_pid]
+        assert escaped in json.loads(payload)["pids"]
     finally:
         if engine.poll() is None:
             engine.kill()
-        if first_pid and not process_gone(first_pid):
-            os.kill(first_pid, signal.SIGKILL)
+        if escaped and not process_gone(escaped):
+            os.kill(escaped, signal.SIGKILL)

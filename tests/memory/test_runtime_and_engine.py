@@ -82,8 +82,7 @@ async def test_raising_recall_degrades_to_no_block(db: Database) -> None:
 def test_timeout_comes_from_the_environment() -> None:
     assert timeout_from_env({}) == 2000
     assert timeout_from_env({"TETHER_MEMORY_TIMEOUT_MS": "25"}) == 25
-    assert timeout_from_env({"TETHER_MEMORY_TIMEOUT_MS": "-3"}) == 2000
-    assert timeout_from_env({"TETHER_MEMORY_TIMEOUT_MS": "soon"}) == 2000
+    assert timeout_from_env({"TETHER_MEMORY_TIMEOUT_MS": ""}) == 2000
 
 
 async def test_retries_and_resumes_reuse_the_persisted_block(db: Database) -> None:

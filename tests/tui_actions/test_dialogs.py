@@ -54,7 +54,7 @@ def test_parse_ttl(text: str, ms: int | None) -> None:
     assert parse_ttl(format_ttl(ms)) == ms
 
 
-@pytest.mark.parametrize("text", ["-5", "5 weeks", "abc", "1.5h"])
+@pytest.mark.parametrize("text", ["-5", "5 weeks", "abc", "1.5h", "0", "0s"])
 def test_parse_ttl_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         parse_ttl(text)

@@ -38,28 +38,35 @@ NodeChoice = tuple[str, int | None]
 """A node id and its iteration (None: the latest, as ``tether node`` reads it)."""
 
 
-def chosen_key(timeline: RunTimeline, run_id: str, node: NodeChoice) -> str:
-    """The key (``draft#2``) of the node iteration ``node`` names; NotFoundError if none."""
+def chosen_keys(timeline: RunTimeline, run_id: str, node: NodeChoice) -> list[str]:
+    """The key (``draft#2``) of the node iteration ``node`` names, or, for a fan-out's own id
+    (``review``), the keys of the copies it made (as ``tether node review`` lists them);
+    NotFoundError if none."""
     node_id, iteration = node
     found = [bar.node for bar in timeline.bars if bar.node.node_id == node_id
              and iteration in (None, bar.node.iteration)]
-    if not found:
+    if found:
+        return [max(found, key=lambda record: record.iteration).key]
+    copies = [bar.node.key for bar in timeline.bars
+              if iteration is None and bar.node.node_id.startswith(f"{node_id}[")]
+    if not copies:
         at = "" if iteration is None else f" at iteration {iteration}"
         raise NotFoundError(f"Run {run_id} has no node {node_id!r}{at}.")
-    return max(found, key=lambda record: record.iteration).key
+    return copies
 
 
 async def load_timeline(
     workspace: Workspace, db: Any, run_id: str, node: NodeChoice | None, now_ms: int
-) -> tuple[RunTimeline, bool, str | None]:
-    """The run's timeline with every node's attempts (one node's, with its tool calls from the
-    logs, when ``node`` is given), True when a log was longer than what was read, and the key
-    of the node shown."""
+) -> tuple[RunTimeline, bool, list[str] | None]:
+    """The run's timeline with every node's attempts (only the chosen node's, with its tool
+    calls from the logs, when ``node`` is given; a fan-out's copies' for its id), True when a
+    log was longer than what was read, and the keys of the nodes shown."""
     timeline = await read_timeline(db, run_id, now_ms)
     keys = [bar.node.key for bar in timeline.bars]
-    node_key = None if node is None else chosen_key(timeline, run_id, node)
-    if node_key is not None:
-        keys = [node_key]
+    chosen = None if node is None else chosen_keys(timeline, run_id, node)
+    if chosen is not None:
+        keys = chosen
+    node_key = chosen[0] if chosen is not None and len(chosen) == 1 else None
     details: dict[str, NodeDetail] = {}
     for start in range(0, len(keys), MAX_DETAIL_NODES):
         details.update(await read_details(db, run_id, keys[start : start + MAX_DETAIL_NODES]))
@@ -69,7 +76,7 @@ async def load_timeline(
         details[node_key], cut = await with_logged_tools(
             workspace, logs, run_id, node_key, details[node_key], now_ms
         )
-    return with_details(timeline, details), cut, node_key
+    return with_details(timeline, details), cut, chosen
 
 
 def _row_json(row: Row) -> dict[str, Any]:
@@ -168,18 +175,18 @@ async def print_timeline(
 ) -> None:
     """Print RUN's timeline (or one node's, expanded, with its calls and tool calls)."""
     async with reading_runs(workspace, run_id) as (db, now):
-        timeline, cut, node_key = await load_timeline(workspace, db, run_id, node, now)
-    expanded = {node_key} if node_key is not None else set()
-    rows = flatten(timeline, expanded)
-    if node_key is not None:
-        rows = [row for row in rows if row.node_key in (node_key, "run")]
+        timeline, cut, chosen = await load_timeline(workspace, db, run_id, node, now)
+    node_key = chosen[0] if chosen is not None and len(chosen) == 1 else None
+    rows = flatten(timeline, set(chosen or ()))
+    if chosen is not None:
+        rows = [row for row in rows if row.node_key in (*chosen, "run")]
     if output_format in ("json", "jsonl"):
         print_json(timeline_json(timeline, rows))
         return
     width = shutil.get_terminal_size((120, 24)).columns
     for line in timeline_lines(timeline, rows, width, now, focus=node_key):
         echo(line)
-    if node_key is not None:
+    if chosen is not None:
         echo("")
         for line in detail_lines(timeline, [r for r in rows if r.kind != "run"], now):
             echo(line)
@@ -241,19 +248,26 @@ def compare_lines(comparison: Any, now_ms: int) -> list[str]:
 
 
 async def print_compare(
-    workspace: Workspace, a_id: str, b_id: str, node_key: str | None, output_format: str
+    workspace: Workspace, a_id: str, b_id: str, node: tuple[str, int | None] | None,
+    output_format: str,
 ) -> None:
-    """Print two runs side by side, or (``node_key``) one node's prompt, memory block and
-    output as word diffs."""
-    from store.read.compare_reads import compare_runs, node_texts
+    """Print two runs side by side, or (``node``: an id and an iteration, None for its latest
+    in either run) also one node's prompt, memory block and output as word diffs."""
+    from store.read.compare_reads import compare_runs, latest_iteration, node_texts
     from tui.word_diff import comparable, diff_plain, word_diff
 
+    node_key = None
     async with reading_runs(workspace, a_id, b_id) as (db, now):
         comparison = await compare_runs(db, a_id, b_id)
         texts = None
-        if node_key is not None:
+        if node is not None:
+            node_id, iteration = node
+            asked = node_id if iteration is None else f"{node_id}#{iteration}"
+            if iteration is None:
+                iteration = latest_iteration(comparison, node_id)
+            node_key = f"{node_id}#{iteration}"
             if node_key not in {p.key for p in comparison.pairs}:
-                raise NotFoundError(f"Neither run has a node {node_key!r}.")
+                raise NotFoundError(f"Neither run has a node {asked!r}.")
             texts = (await node_texts(db, a_id, node_key), await node_texts(db, b_id, node_key))
     if output_format in ("json", "jsonl"):
         document: dict[str, Any] = {
@@ -267,6 +281,7 @@ async def print_compare(
                       for p in comparison.pairs],
         }
         if texts is not None:
+            document["node"] = node_key
             document["texts"] = {
                 field: {"a": getattr(texts[0], field), "b": getattr(texts[1], field),
                         "diff": word_diff(*(comparable(t, field) for t in texts)).pieces}

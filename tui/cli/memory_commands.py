@@ -64,7 +64,8 @@ class TtlType(click.ParamType):
         except ValueError:
             ttl_ms = None
         if ttl_ms is None:
-            self.fail("TTL must be a duration such as 90000, 30s, 5m, 2h or 7d.", param, ctx)
+            self.fail("TTL must be a duration above 0 such as 90000, 30s, 5m, 2h or 7d.", param,
+                      ctx)
         if ttl_ms > MAX_TTL_MS:
             self.fail(f"TTL must be at most {MAX_TTL_MS} ms (100 years).", param, ctx)
         return ttl_ms

@@ -481,7 +481,7 @@ COMMANDS = [runs_command, node_command, cancel_command]
 @click.argument("run_b", metavar="RUN_B")
 @click.option("--node", "node_key", metavar="NODE", default=None,
               help="Also diff this node's prompt, memory block and output, word by word "
-              "(draft#2 names a loop node's iteration).")
+              "(its latest iteration in either run; draft#2 names another).")
 @format_option
 @workspace_option
 @run_direct
@@ -491,9 +491,9 @@ async def compare_command(run_a: str, run_b: str, node_key: str | None, output_f
     chain, a run and its fork, any two runs)."""
     from tui.cli.history_commands import print_compare
 
-    if node_key is not None and "#" not in node_key:
-        node_key += "#0"
-    await print_compare(workspace_from(workspace_dir), run_a, run_b, node_key, output_format)
+    # As `tether node`: a loop node without #N is its latest iteration, not its first.
+    node = None if node_key is None else split_iteration(node_key, None)
+    await print_compare(workspace_from(workspace_dir), run_a, run_b, node, output_format)
 
 
 COMMANDS.append(compare_command)

@@ -62,6 +62,10 @@ def demo_command(ctx: click.Context, workspace_dir: str | None, headless: bool) 
     if headless:
         _headless(workspace)
         return
+    from tui.terminal import NO_TERMINAL_EXIT, terminal_problem
+
+    if (problem := terminal_problem()) is not None:
+        fail(problem, NO_TERMINAL_EXIT)  # before the demo workspace is made for nothing
     try:
         db = asyncio.run(demo.prepare_workspace(workspace))
     except TetherError as error:

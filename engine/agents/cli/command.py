@@ -22,7 +22,9 @@ the attempt (``tether node`` shows it).
 
 The process runs in its own session (process group); on timeout or cancel the whole group gets
 SIGTERM, then SIGKILL after ``kill_grace_s``, so no grandchild outlives the attempt. Calls the
-session had shown before it was stopped are still recorded.
+session had shown before it was stopped are still recorded. When the engine's process dies
+without stopping it (kill -9), its watchdog kills the group
+(:mod:`engine.agents.cli.group_watchdog`).
 
 Bounds: the program starts with a short environment, never the workspace database's
 credentials (:mod:`engine.agents.cli.agent_env`; ``pass_env`` and ``env`` add to it); each log
@@ -49,6 +51,7 @@ from engine.agents.cli.agent_env import agent_environment, check_agent_variables
 from engine.agents.cli.bounded_log import DEFAULT_MAX_LOG_BYTES, BoundedLog
 from engine.agents.cli.claude_code import ClaudeCodePreset
 from engine.agents.cli.codex import SANDBOX_MODES, CodexPreset
+from engine.agents.cli.group_watchdog import WATCHDOG
 from engine.agents.cli.lines import DEFAULT_MAX_LINE_BYTES, LineSplitter, TailBuffer
 from engine.agents.cli.mcp_wiring import mcp_argv, mcp_options
 from engine.agents.cli.plain_presets import JsonPreset, TextPreset
@@ -290,6 +293,7 @@ class CommandAgent:
             raise AgentError(
                 f"could not start {argv[0]!r}: {error.strerror or error}", retryable=False
             ) from error
+        WATCHDOG.watch(process.pid)  # its group dies with this process, however that ends
         lines = _Lines(reader, request, Turns() if steering is not None else None)
         stderr = TailBuffer()
         splitter = LineSplitter(self.max_line_bytes)
@@ -304,6 +308,8 @@ class CommandAgent:
                 for call in reader.pending_calls():
                     await asyncio.shield(request.on_call(call))
             raise
+        finally:
+            WATCHDOG.release(process.pid)
         assert process.returncode is not None
         outcome = reader.finish(process.returncode, stderr.last_lines(), request.clock.now_ms())
         if lines.long_lines:
