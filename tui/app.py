@@ -15,7 +15,6 @@ import sqlite3
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -479,7 +478,7 @@ def run_dashboard(
     :data:`tui.crash.CRASH_EXIT_CODE` after an internal error, whose traceback is saved under
     the workspace and named in one sentence on stderr.
     """
-    from tui.crash import CRASH_EXIT_CODE, crash_sentence, write_crash_report
+    from tui.crash import report_crash
     from tui.terminal import NO_TERMINAL_EXIT, terminal_problem
 
     if (problem := terminal_problem()) is not None:
@@ -491,14 +490,7 @@ def run_dashboard(
     app.run()
     if not app.return_code and app.crash_report is None:
         return 0
-    report = app.crash_report or f"The dashboard exited with code {app.return_code}.\n"
-    summary = report.strip().splitlines()[-1] if report.strip() else "no details"
-    try:
-        saved: Path | None = write_crash_report(workspace, report)
-        unsaved = None
-    except OSError as error:
-        saved, unsaved = None, error.strerror or str(error)
-    print(f"tether: {crash_sentence(summary[:300], saved, unsaved)}", file=sys.stderr)
-    return CRASH_EXIT_CODE
+    return report_crash(
+        workspace, app.crash_report or f"The dashboard exited with code {app.return_code}.\n")
 
 

@@ -6,6 +6,7 @@ naming it, and the process exits with code 3. Both are masked like everything Te
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -35,3 +36,16 @@ def crash_sentence(summary: str, saved: Path | None, problem: str | None = None)
         else f"the traceback could not be saved ({problem})"
     )
     return f"The dashboard stopped on an internal error ({mask_secrets(summary)}); {where}."
+
+
+def report_crash(workspace: Workspace, report: str) -> int:
+    """Save ``report`` (a traceback) under the workspace, name it in one sentence on stderr
+    (or say why it could not be saved) and return :data:`CRASH_EXIT_CODE`."""
+    summary = report.strip().splitlines()[-1] if report.strip() else "no details"
+    try:
+        saved: Path | None = write_crash_report(workspace, report)
+        unsaved = None
+    except OSError as error:
+        saved, unsaved = None, error.strerror or str(error)
+    print(f"tether: {crash_sentence(summary[:300], saved, unsaved)}", file=sys.stderr)
+    return CRASH_EXIT_CODE
